@@ -1,0 +1,101 @@
+//! How results are shown: a short block per board for people, one JSON object per line for
+//! programs. Failures use the same shapes so a batch's output stays one stream.
+
+use serde::Serialize;
+use tilesolve::moves::moves_to_string;
+use tilesolve::solver::Solution;
+use tilesolve::SolveError;
+
+#[derive(Serialize)]
+struct SolvedJson<'a> {
+    board: String,
+    goal: String,
+    length: usize,
+    moves: String,
+    tiles: &'a [u8],
+    nodes: u64,
+    generated: u64,
+    iterations: u32,
+    seconds: f64,
+    heuristic: &'a str,
+    algorithm: &'a str,
+}
+
+#[derive(Serialize)]
+struct FailedJson<'a> {
+    board: &'a str,
+    error: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
+    /// Proven lower bound on the length when a limit stopped the search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bound: Option<u32>,
+}
+
+/// Where a board came from, for error messages.
+#[derive(Clone, Copy)]
+pub enum Origin {
+    /// The n-th board argument.
+    Argument(usize),
+    /// A line of standard input or of a file.
+    Line(usize),
+}
+
+pub struct Reporter {
+    pub json: bool,
+    pub heuristic: String,
+    pub algorithm: String,
+}
+
+impl Reporter {
+    pub fn solved(&self, solution: &Solution) {
+        if self.json {
+            let json = SolvedJson {
+                board: solution.board.to_string(),
+                goal: solution.goal.to_string(),
+                length: solution.len(),
+                moves: moves_to_string(&solution.moves),
+                tiles: &solution.tiles,
+                nodes: solution.counters.expanded,
+                generated: solution.counters.generated,
+                iterations: solution.iterations,
+                seconds: solution.seconds,
+                heuristic: &self.heuristic,
+                algorithm: &self.algorithm,
+            };
+            println!("{}", serde_json::to_string(&json).unwrap_or_default());
+        } else {
+            let tiles: Vec<String> = solution.tiles.iter().map(u8::to_string).collect();
+            println!("board    {}", solution.board);
+            println!("length   {} moves (optimal)", solution.len());
+            println!("moves    {}", moves_to_string(&solution.moves));
+            println!("tiles    {}", tiles.join(" "));
+            println!(
+                "nodes    {} expanded, {} generated, {} iterations",
+                solution.counters.expanded, solution.counters.generated, solution.iterations
+            );
+            println!("seconds  {:.6}", solution.seconds);
+            println!();
+        }
+    }
+
+    pub fn failed(&self, text: &str, origin: Origin, error: &dyn std::fmt::Display, bound: Option<u32>) {
+        if self.json {
+            let line = match origin {
+                Origin::Line(line) => Some(line),
+                Origin::Argument(_) => None,
+            };
+            let json = FailedJson { board: text, error: error.to_string(), line, bound };
+            println!("{}", serde_json::to_string(&json).unwrap_or_default());
+        } else {
+            match origin {
+                Origin::Line(line) => eprintln!("error: line {line}: '{text}': {error}"),
+                Origin::Argument(n) => eprintln!("error: board {n} '{text}': {error}"),
+            }
+        }
+    }
+
+    pub fn solve_failed(&self, text: &str, origin: Origin, error: &SolveError) {
+        self.failed(text, origin, error, error.lower_bound());
+    }
+}

@@ -1,0 +1,316 @@
+//! Boards: a validated arrangement of tiles on a square grid, and the goal it is solved towards.
+//!
+//! A board is stored as a fixed `[u8; MAX_CELLS]` so it is `Copy` and never allocates; only the
+//! first `side * side` cells are meaningful. Tile 0 is the blank.
+
+use std::fmt;
+
+use thiserror::Error;
+
+use crate::moves::Direction;
+
+/// Largest supported side (5x5, the 24-puzzle).
+pub const MAX_SIDE: usize = 5;
+/// Cells of the largest supported board.
+pub const MAX_CELLS: usize = MAX_SIDE * MAX_SIDE;
+/// Supported sides: 3x3, 4x4 and 5x5.
+pub const SUPPORTED_SIDES: [usize; 3] = [3, 4, 5];
+
+/// Tiles by cell, padded to 32 cells: the kernel's working copy of a board. The padding lets hot
+/// loops index with `cell & 31`, which the compiler proves in bounds without `unsafe`.
+pub type PaddedTiles = [u8; 32];
+
+/// Why a board (or a goal) was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BoardError {
+    #[error("empty board: no tile values given")]
+    Empty,
+    #[error("unexpected '{found}' at column {column}")]
+    UnexpectedChar { found: char, column: usize },
+    #[error("missing value before '{found}' at column {column}")]
+    MissingValue { found: char, column: usize },
+    #[error("unbalanced braces: {detail}")]
+    Braces { detail: String },
+    #[error("row {row} has {len} values but row 1 has {expected}")]
+    RaggedRows { row: usize, len: usize, expected: usize },
+    #[error("{rows} rows of {cols} values is not a square board (supported: 3x3, 4x4, 5x5)")]
+    NotSquare { rows: usize, cols: usize },
+    #[error("{count} values is a {side}x{side} board, an unsupported size (supported: 3x3, 4x4, 5x5)")]
+    UnsupportedSide { count: usize, side: usize },
+    #[error("{count} values is not a supported board size (3x3 = 9, 4x4 = 16, 5x5 = 25 values)")]
+    UnsupportedCount { count: usize },
+    #[error("tile {tile} is out of range (a {side}x{side} board has tiles 0..={max})")]
+    OutOfRange { tile: u64, side: usize, max: usize },
+    #[error("tile {tile} appears twice")]
+    Duplicate { tile: u8 },
+    #[error("board is {board}x{board} but the goal is {goal}x{goal}")]
+    SizeMismatch { board: usize, goal: usize },
+    #[error(
+        "board is unsolvable: its permutation parity does not match the goal's, so no sequence of \
+         moves reaches the goal"
+    )]
+    Unsolvable,
+}
+
+/// A validated square board: every tile `0..side*side` exactly once.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Board {
+    side: u8,
+    tiles: [u8; MAX_CELLS],
+}
+
+impl Board {
+    /// Builds a board from its tiles, row by row. The count must be 9, 16 or 25.
+    pub fn from_tiles(values: &[u64]) -> Result<Board, BoardError> {
+        let count = values.len();
+        if count == 0 {
+            return Err(BoardError::Empty);
+        }
+        let side = side_for_count(count)?;
+        let mut tiles = [0u8; MAX_CELLS];
+        let mut seen = [false; MAX_CELLS];
+        for (cell, &value) in values.iter().enumerate() {
+            if value >= count as u64 {
+                return Err(BoardError::OutOfRange { tile: value, side, max: count - 1 });
+            }
+            let tile = value as u8;
+            if seen[tile as usize] {
+                return Err(BoardError::Duplicate { tile });
+            }
+            seen[tile as usize] = true;
+            tiles[cell] = tile;
+        }
+        Ok(Board { side: side as u8, tiles })
+    }
+
+    /// The goal with tiles in order and the blank last: `1,2,...,N-1,0`.
+    pub fn blank_last(side: usize) -> Board {
+        let cells = side * side;
+        let mut tiles = [0u8; MAX_CELLS];
+        for (cell, tile) in tiles.iter_mut().enumerate().take(cells - 1) {
+            *tile = cell as u8 + 1;
+        }
+        Board { side: side as u8, tiles }
+    }
+
+    /// Korf's goal, blank first: `0,1,...,N-1`.
+    pub fn blank_first(side: usize) -> Board {
+        let mut tiles = [0u8; MAX_CELLS];
+        for (cell, tile) in tiles.iter_mut().enumerate().take(side * side) {
+            *tile = cell as u8;
+        }
+        Board { side: side as u8, tiles }
+    }
+
+    pub fn side(&self) -> usize {
+        self.side as usize
+    }
+
+    pub fn cells(&self) -> usize {
+        self.side() * self.side()
+    }
+
+    /// The tiles, row by row.
+    pub fn tiles(&self) -> &[u8] {
+        &self.tiles[..self.cells()]
+    }
+
+    /// The tiles padded to 32 cells (padding cells hold 0 and are never read as board cells).
+    pub fn padded(&self) -> PaddedTiles {
+        let mut padded = [0u8; 32];
+        padded[..MAX_CELLS].copy_from_slice(&self.tiles);
+        padded
+    }
+
+    /// The blank's cell.
+    pub fn blank(&self) -> usize {
+        self.tiles().iter().position(|&t| t == 0).unwrap_or(0)
+    }
+
+    /// The cell of every tile: `positions()[tile] = cell`.
+    pub fn positions(&self) -> [u8; MAX_CELLS] {
+        let mut positions = [0u8; MAX_CELLS];
+        for (cell, &tile) in self.tiles().iter().enumerate() {
+            positions[tile as usize] = cell as u8;
+        }
+        positions
+    }
+
+    /// The board after the blank moves one step in `direction`, if that stays on the board.
+    /// Also returns the tile that moved.
+    pub fn apply(&self, direction: Direction) -> Option<(Board, u8)> {
+        let blank = self.blank();
+        let target = direction.step(blank, self.side())?;
+        let mut next = *self;
+        let tile = next.tiles[target];
+        next.tiles[blank] = tile;
+        next.tiles[target] = 0;
+        Some((next, tile))
+    }
+
+    /// Checks that `goal` has this board's size and that the goal is reachable.
+    ///
+    /// Every move swaps the blank with a neighbour: one transposition, and one step of the
+    /// blank's taxicab distance. So a board reaches the goal exactly when the parity of the
+    /// permutation taking it to the goal equals the parity of the blank's distance to its goal
+    /// cell. This holds for any width, which is why no odd/even-width case split is needed.
+    pub fn check_solvable(&self, goal: &Board) -> Result<(), BoardError> {
+        if self.side != goal.side {
+            return Err(BoardError::SizeMismatch { board: self.side(), goal: goal.side() });
+        }
+        let goal_cell = goal.positions();
+        let cells = self.cells();
+        let mut visited = [false; MAX_CELLS];
+        let mut transpositions = 0;
+        for start in 0..cells {
+            let mut cell = start;
+            let mut cycle_len = 0;
+            while !visited[cell] {
+                visited[cell] = true;
+                cell = goal_cell[self.tiles[cell] as usize] as usize;
+                cycle_len += 1;
+            }
+            if cycle_len > 0 {
+                transpositions += cycle_len - 1;
+            }
+        }
+        let side = self.side();
+        let (blank, goal_blank) = (self.blank(), goal.blank());
+        let blank_distance = (blank / side).abs_diff(goal_blank / side) + (blank % side).abs_diff(goal_blank % side);
+        if transpositions % 2 == blank_distance % 2 {
+            Ok(())
+        } else {
+            Err(BoardError::Unsolvable)
+        }
+    }
+}
+
+/// The side of a square board with `count` cells, if supported.
+fn side_for_count(count: usize) -> Result<usize, BoardError> {
+    let side = (1..=count).take_while(|s| s * s <= count).last().unwrap_or(0);
+    if side * side != count {
+        return Err(BoardError::UnsupportedCount { count });
+    }
+    if !SUPPORTED_SIDES.contains(&side) {
+        return Err(BoardError::UnsupportedSide { count, side });
+    }
+    Ok(side)
+}
+
+/// The arrangement a board is solved towards. Named goals adapt to the board's size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Goal {
+    /// Tiles in order, blank last: `1,2,...,N-1,0`. The default.
+    BlankLast,
+    /// Korf's convention, blank first: `0,1,...,N-1`.
+    BlankFirst,
+    /// A given board; only boards of its size can be solved towards it.
+    Custom(Board),
+}
+
+impl Goal {
+    /// The goal board for a board of `side`.
+    pub fn for_side(&self, side: usize) -> Board {
+        match self {
+            Goal::BlankLast => Board::blank_last(side),
+            Goal::BlankFirst => Board::blank_first(side),
+            Goal::Custom(board) => *board,
+        }
+    }
+}
+
+impl std::str::FromStr for Goal {
+    type Err = BoardError;
+
+    /// `default` or `blank-last`, `korf` or `blank-first`, or a board in any input form.
+    fn from_str(text: &str) -> Result<Goal, BoardError> {
+        match text.trim() {
+            "default" | "blank-last" => Ok(Goal::BlankLast),
+            "korf" | "blank-first" => Ok(Goal::BlankFirst),
+            board => crate::parse::parse_board(board).map(Goal::Custom),
+        }
+    }
+}
+
+impl fmt::Display for Goal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Goal::BlankLast => f.write_str("blank-last"),
+            Goal::BlankFirst => f.write_str("korf"),
+            Goal::Custom(board) => write!(f, "{board}"),
+        }
+    }
+}
+
+/// Comma-separated tiles, row by row: the form every input parser accepts.
+impl fmt::Display for Board {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (cell, tile) in self.tiles().iter().enumerate() {
+            if cell > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{tile}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Board {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Board({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(values: &[u64]) -> Result<Board, BoardError> {
+        Board::from_tiles(values)
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(board(&[1, 2, 3]), Err(BoardError::UnsupportedCount { count: 3 }));
+        let six: Vec<u64> = (0..36).collect();
+        assert_eq!(board(&six), Err(BoardError::UnsupportedSide { count: 36, side: 6 }));
+        assert!(board(&(0..25).collect::<Vec<_>>()).is_ok());
+    }
+
+    #[test]
+    fn duplicates_and_range() {
+        assert_eq!(board(&[1, 1, 2, 3, 4, 5, 6, 7, 0]), Err(BoardError::Duplicate { tile: 1 }));
+        assert_eq!(
+            board(&[1, 2, 3, 4, 5, 6, 7, 8, 9]),
+            Err(BoardError::OutOfRange { tile: 9, side: 3, max: 8 })
+        );
+    }
+
+    #[test]
+    fn solvability_matches_known_cases() {
+        let goal = Board::blank_last(4);
+        assert!(goal.check_solvable(&goal).is_ok());
+        // Swapping two tiles of the goal (Sam Loyd's 14-15 puzzle) is unsolvable.
+        let mut swapped: Vec<u64> = goal.tiles().iter().map(|&t| t as u64).collect();
+        swapped.swap(13, 14);
+        assert_eq!(board(&swapped).unwrap().check_solvable(&goal), Err(BoardError::Unsolvable));
+        // Korf's goal (blank first) is one 9-cycle plus an even blank distance away from the
+        // default goal on 3x3, but one 16-cycle (odd) plus an even distance on 4x4.
+        assert!(Board::blank_first(3).check_solvable(&Board::blank_last(3)).is_ok());
+        assert!(Board::blank_first(4).check_solvable(&Board::blank_last(4)).is_err());
+        assert_eq!(
+            Board::blank_last(3).check_solvable(&Board::blank_last(4)),
+            Err(BoardError::SizeMismatch { board: 3, goal: 4 })
+        );
+    }
+
+    #[test]
+    fn apply_moves_blank() {
+        let goal = Board::blank_last(3);
+        let (up, tile) = goal.apply(Direction::Up).unwrap();
+        assert_eq!(up.to_string(), "1,2,3,4,5,0,7,8,6");
+        assert_eq!(tile, 6);
+        assert!(goal.apply(Direction::Down).is_none());
+        assert!(goal.apply(Direction::Right).is_none());
+    }
+}

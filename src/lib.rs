@@ -1,0 +1,29 @@
+//! tilesolve: optimal solutions to sliding-tile puzzles (8-, 15- and 24-puzzle).
+//!
+//! This is the shared library of the workspace. Layout:
+//!
+//! - [`board`]: a validated board, goals, and the solvability (parity) check.
+//! - [`parse`]: board text in its three forms, with errors that name the column.
+//! - [`batch_file`]: lines of a batch file: comments, blank lines, ` # ` facts.
+//! - [`moves`]: directions, the neighbour table the kernel walks, and solution replay.
+//! - [`heuristic`]: Hamming, Manhattan and linear conflict, each updated move by move.
+//! - [`search`]: the bounded depth-first kernel, IDA* around it, and A* with a memory budget.
+//! - [`solver`]: one board in, one replayed optimal solution (or a clear error) out.
+//! - [`proto`]: generated `tilesolve.v1` gRPC types, for the service layer only.
+//!
+//! The coordinator and worker crates build on this; the `tilesolve` binary lives in `cli/`.
+
+pub mod batch_file;
+pub mod board;
+pub mod heuristic;
+pub mod moves;
+pub mod parse;
+pub mod proto;
+pub mod search;
+pub mod solver;
+
+pub use board::{Board, BoardError, Goal};
+pub use heuristic::HeuristicKind;
+pub use moves::Direction;
+pub use parse::parse_board;
+pub use solver::{Algorithm, Solution, SolveError, SolveOptions, Solver};

@@ -1,0 +1,174 @@
+//! Board text: `2,4,0,1,8,5,3,6,7`, `2 4 0 1 8 5 3 6 7`, and `{{2,4,0},{1,8,5},{3,6,7}}`.
+//!
+//! Columns in errors count characters from 1, so a user can find the offending spot.
+
+use crate::board::{Board, BoardError};
+
+/// Parses and validates one board.
+pub fn parse_board(text: &str) -> Result<Board, BoardError> {
+    let tokens = tokenize(text)?;
+    let values = if tokens.first().is_some_and(|t| t.kind == Kind::Open) {
+        parse_braced(&tokens)?
+    } else {
+        parse_flat(&tokens)?
+    };
+    Board::from_tiles(&values)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Number(u64),
+    Comma,
+    Open,
+    Close,
+}
+
+impl Kind {
+    fn symbol(self) -> char {
+        match self {
+            Kind::Number(_) => '0',
+            Kind::Comma => ',',
+            Kind::Open => '{',
+            Kind::Close => '}',
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Token {
+    kind: Kind,
+    column: usize,
+}
+
+fn tokenize(text: &str) -> Result<Vec<Token>, BoardError> {
+    let mut tokens = Vec::new();
+    let mut chars = text.chars().enumerate().peekable();
+    while let Some((index, ch)) = chars.next() {
+        let column = index + 1;
+        let kind = match ch {
+            ',' => Kind::Comma,
+            '{' => Kind::Open,
+            '}' => Kind::Close,
+            c if c.is_whitespace() => continue,
+            c if c.is_ascii_digit() => {
+                // Saturate rather than overflow: any huge number is reported as out of range.
+                let mut value = u64::from(c as u8 - b'0');
+                while let Some(&(_, d)) = chars.peek() {
+                    if !d.is_ascii_digit() {
+                        break;
+                    }
+                    value = value.saturating_mul(10).saturating_add(u64::from(d as u8 - b'0'));
+                    chars.next();
+                }
+                Kind::Number(value)
+            }
+            found => return Err(BoardError::UnexpectedChar { found, column }),
+        };
+        tokens.push(Token { kind, column });
+    }
+    Ok(tokens)
+}
+
+/// Numbers separated by whitespace or by single commas.
+fn parse_flat(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
+    let mut values = Vec::with_capacity(tokens.len());
+    let mut after_comma = true;
+    for token in tokens {
+        match token.kind {
+            Kind::Number(value) => {
+                values.push(value);
+                after_comma = false;
+            }
+            Kind::Comma if !after_comma => after_comma = true,
+            kind @ Kind::Comma => {
+                return Err(BoardError::MissingValue { found: kind.symbol(), column: token.column })
+            }
+            kind => return Err(BoardError::UnexpectedChar { found: kind.symbol(), column: token.column }),
+        }
+    }
+    if let (true, Some(last)) = (after_comma, tokens.last()) {
+        return Err(BoardError::UnexpectedChar { found: ',', column: last.column });
+    }
+    Ok(values)
+}
+
+/// `{{a,b,c},{d,e,f},...}`: rows in braces inside one outer pair, or `{a,b,c,...}`.
+fn parse_braced(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
+    let last = tokens.last().map(|t| t.kind);
+    if last != Some(Kind::Close) {
+        return Err(BoardError::Braces { detail: "the outer '{' is never closed".into() });
+    }
+    let inner = &tokens[1..tokens.len() - 1];
+    if !inner.first().is_some_and(|t| t.kind == Kind::Open) {
+        return parse_flat(inner);
+    }
+    let mut values = Vec::new();
+    let mut row_len = None;
+    let mut rest = inner;
+    let mut row = 0;
+    while let Some(open) = rest.first() {
+        if open.kind != Kind::Open {
+            return Err(BoardError::Braces {
+                detail: format!("expected '{{' to start a row at column {}", open.column),
+            });
+        }
+        let close = rest
+            .iter()
+            .position(|t| t.kind == Kind::Close)
+            .ok_or_else(|| BoardError::Braces { detail: format!("the '{{' at column {} is never closed", open.column) })?;
+        let cells = parse_flat(&rest[1..close])?;
+        row += 1;
+        let expected = *row_len.get_or_insert(cells.len());
+        if cells.len() != expected {
+            return Err(BoardError::RaggedRows { row, len: cells.len(), expected });
+        }
+        values.extend(cells);
+        rest = &rest[close + 1..];
+        match rest.first() {
+            Some(t) if t.kind == Kind::Comma => rest = &rest[1..],
+            Some(t) if t.kind != Kind::Open => {
+                return Err(BoardError::UnexpectedChar { found: t.kind.symbol(), column: t.column })
+            }
+            _ => {}
+        }
+    }
+    if let Some(cols) = row_len {
+        if row != cols {
+            return Err(BoardError::NotSquare { rows: row, cols });
+        }
+    }
+    Ok(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_three_forms_agree() {
+        let a = parse_board("2,4,0,1,8,5,3,6,7").unwrap();
+        let b = parse_board("  2 4 0\t1 8 5 3 6 7 ").unwrap();
+        let c = parse_board("{{2,4,0},{1,8,5},{3,6,7}}").unwrap();
+        let d = parse_board("{ {2, 4, 0}, {1, 8, 5}, {3, 6, 7} }").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        assert_eq!(a, d);
+        assert_eq!(a.to_string(), "2,4,0,1,8,5,3,6,7");
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        let msg = |text: &str| parse_board(text).unwrap_err().to_string();
+        assert_eq!(msg("a,b,c"), "unexpected 'a' at column 1");
+        assert_eq!(msg("1,2,x"), "unexpected 'x' at column 5");
+        assert_eq!(msg("1,2,3"), "3 values is not a supported board size (3x3 = 9, 4x4 = 16, 5x5 = 25 values)");
+        assert_eq!(msg("1,1,2,3,4,5,6,7,0"), "tile 1 appears twice");
+        assert_eq!(msg("1,2,,3"), "missing value before ',' at column 5");
+        assert_eq!(msg(""), "empty board: no tile values given");
+        assert!(msg("{{1,2,3},{4,5},{6,7,0}}").contains("row 2 has 2 values"));
+        assert!(msg("{{1,2,3},{4,5,6}").contains("never closed"));
+        assert!(msg("99999999999999999999999,1,2,3,4,5,6,7,0").contains("out of range"));
+        let six = (0..36).map(|v| v.to_string()).collect::<Vec<_>>().join(",");
+        assert!(msg(&six).contains("6x6 board, an unsupported size"));
+    }
+}

@@ -1,0 +1,192 @@
+//! The hot kernel: a bounded depth-first search that makes and unmakes moves in place on one
+//! padded tile array, updates the heuristic incrementally, never generates the child that undoes
+//! the previous move, and allocates nothing per node.
+//!
+//! [`Kernel::search`] explores one subtree under one bound: that is both an IDA* iteration (root
+//! at g = 0) and a distributed subtree task (a frontier node at depth g). [`ida_star`] is the
+//! iteration loop around it.
+
+use crate::board::{Board, PaddedTiles};
+use crate::heuristic::Heuristic;
+use crate::moves::{Direction, Neighbors, NO_CELL};
+use crate::search::{Abort, Counters, Limits, CHECK_INTERVAL};
+
+/// Longest path the kernel records. Optimal solutions are far shorter (80 moves at most on 4x4,
+/// about 210 on 5x5); a bound beyond this is refused by [`Kernel::search`].
+pub const MAX_DEPTH: usize = 256;
+
+/// "No previous move": no direction `d` satisfies `d + NO_MOVE == 3`.
+const NO_MOVE: usize = 4;
+
+/// How one bounded search ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bounded {
+    /// A goal within the bound: the moves from the subtree's root to it.
+    Found(Vec<Direction>),
+    /// No goal within the bound; the smallest f over it (`u32::MAX` when nothing exceeded it,
+    /// i.e. the subtree is finite and goal-free, which cannot happen on a solvable board).
+    Exceeded { next_bound: u32 },
+    Aborted(Abort),
+}
+
+/// A reusable searcher for one heuristic, goal and set of limits.
+pub struct Kernel<'a, H: Heuristic> {
+    heuristic: &'a H,
+    neighbors: &'a Neighbors,
+    goal: PaddedTiles,
+    limits: Limits<'a>,
+    tiles: PaddedTiles,
+    path: [u8; MAX_DEPTH],
+    bound: u32,
+    /// Depth of the goal once one is found.
+    solution_depth: u32,
+    next_bound: u32,
+    counters: Counters,
+    next_check: u64,
+    abort: Option<Abort>,
+}
+
+impl<'a, H: Heuristic> Kernel<'a, H> {
+    pub fn new(heuristic: &'a H, neighbors: &'a Neighbors, goal: &Board, limits: Limits<'a>) -> Self {
+        Kernel {
+            heuristic,
+            neighbors,
+            goal: goal.padded(),
+            limits,
+            tiles: goal.padded(),
+            path: [0; MAX_DEPTH],
+            bound: 0,
+            solution_depth: 0,
+            next_bound: u32::MAX,
+            counters: Counters::default(),
+            next_check: CHECK_INTERVAL,
+            abort: None,
+        }
+    }
+
+    /// Nodes counted over every search this kernel has run.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Searches the subtree below `board`, reached at cost `g` by the move `last` (`None` at the
+    /// puzzle's root), for a goal with f = g + moves <= `bound`.
+    pub fn search(&mut self, board: &Board, g: u32, last: Option<Direction>, bound: u32) -> Bounded {
+        if bound as usize >= MAX_DEPTH {
+            return Bounded::Exceeded { next_bound: bound };
+        }
+        if let Some(abort) = self.abort.or_else(|| self.limits.exceeded(self.counters.expanded)) {
+            self.abort = Some(abort);
+            return Bounded::Aborted(abort);
+        }
+        self.tiles = board.padded();
+        let h = self.heuristic.estimate(&self.tiles);
+        if g + h > bound {
+            return Bounded::Exceeded { next_bound: g + h };
+        }
+        self.bound = bound;
+        self.next_bound = u32::MAX;
+        let last = last.map_or(NO_MOVE, |d| d as usize);
+        if self.dfs(board.blank(), g, h, last) {
+            if let Some(abort) = self.abort {
+                return Bounded::Aborted(abort);
+            }
+            let moves = &self.path[g as usize..self.solution_depth as usize];
+            return Bounded::Found(moves.iter().map(|&d| Direction::from_index(d)).collect());
+        }
+        Bounded::Exceeded { next_bound: self.next_bound }
+    }
+
+    /// Returns true when the search must stop: a goal was found (the path holds it) or a limit
+    /// was hit (`self.abort` says which).
+    fn dfs(&mut self, blank: usize, g: u32, h: u32, last: usize) -> bool {
+        if h == 0 && self.tiles == self.goal {
+            self.solution_depth = g;
+            return true;
+        }
+        self.counters.expanded += 1;
+        if self.counters.expanded >= self.next_check && self.poll_limits() {
+            return true;
+        }
+        let neighbors = *self.neighbors.of(blank);
+        for (direction, &next) in neighbors.iter().enumerate() {
+            if next == NO_CELL || direction + last == 3 {
+                continue;
+            }
+            self.counters.generated += 1;
+            let next = usize::from(next);
+            let tile = self.tiles[next & 31];
+            self.tiles[blank & 31] = tile;
+            self.tiles[next & 31] = 0;
+            let child_h = self.heuristic.after_move(&self.tiles, h, tile, next, blank);
+            let f = g + 1 + child_h;
+            if f <= self.bound {
+                self.path[g as usize & (MAX_DEPTH - 1)] = direction as u8;
+                if self.dfs(next, g + 1, child_h, direction) {
+                    return true;
+                }
+            } else if f < self.next_bound {
+                self.next_bound = f;
+            }
+            self.tiles[next & 31] = tile;
+            self.tiles[blank & 31] = 0;
+        }
+        false
+    }
+
+    #[cold]
+    fn poll_limits(&mut self) -> bool {
+        self.next_check = self.counters.expanded + CHECK_INTERVAL;
+        self.abort = self.limits.exceeded(self.counters.expanded);
+        self.abort.is_some()
+    }
+}
+
+/// How an IDA* run ended, with the work it took.
+#[derive(Clone, Debug)]
+pub struct IdaOutcome {
+    pub result: Result<Vec<Direction>, IdaStop>,
+    pub counters: Counters,
+    /// Iterations started (the last one may have been cut short).
+    pub iterations: u32,
+    /// The bound of the last iteration started: when it ends unsolved or aborted, no solution
+    /// shorter than this exists.
+    pub bound: u32,
+}
+
+/// Why IDA* ended without a solution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdaStop {
+    Aborted(Abort),
+    /// The bounded searches ran out of nodes to exceed: the goal is unreachable.
+    NoSolution,
+}
+
+/// Iterative deepening A*: bounded searches from the root with the bound raised each time to the
+/// smallest f that exceeded it. With an admissible heuristic the first solution is optimal.
+pub fn ida_star<H: Heuristic>(
+    heuristic: &H,
+    neighbors: &Neighbors,
+    start: &Board,
+    goal: &Board,
+    limits: Limits<'_>,
+) -> IdaOutcome {
+    let mut kernel = Kernel::new(heuristic, neighbors, goal, limits);
+    let mut bound = heuristic.estimate(&start.padded());
+    let mut iterations = 0;
+    loop {
+        iterations += 1;
+        let result = match kernel.search(start, 0, None, bound) {
+            Bounded::Found(moves) => Ok(moves),
+            Bounded::Aborted(abort) => Err(IdaStop::Aborted(abort)),
+            Bounded::Exceeded { next_bound } if next_bound == u32::MAX || next_bound as usize >= MAX_DEPTH => {
+                Err(IdaStop::NoSolution)
+            }
+            Bounded::Exceeded { next_bound } => {
+                bound = next_bound;
+                continue;
+            }
+        };
+        return IdaOutcome { result, counters: kernel.counters(), iterations, bound };
+    }
+}

@@ -1,0 +1,65 @@
+//! Search: the bounded depth-first kernel, IDA* on top of it, and A* for comparison.
+//!
+//! Nothing here knows about threads, tokio or gRPC: callers pass [`Limits`] (a cancel flag, a
+//! deadline, a node budget) and the kernel polls them every [`CHECK_INTERVAL`] expansions.
+
+mod astar;
+mod ida;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+pub use astar::{a_star, AStarError};
+pub use ida::{ida_star, Bounded, IdaOutcome, IdaStop, Kernel, MAX_DEPTH};
+
+/// Expansions between two polls of the limits: rare enough to cost nothing measurable, frequent
+/// enough (well under a millisecond at kernel speed) that a cancel takes effect at once.
+pub const CHECK_INTERVAL: u64 = 4096;
+
+/// Why a search stopped without an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abort {
+    Cancelled,
+    TimeLimit,
+    NodeLimit,
+}
+
+/// When a search must give up. The default has no limits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Limits<'a> {
+    pub cancel: Option<&'a AtomicBool>,
+    pub deadline: Option<Instant>,
+    /// Budget of expanded nodes.
+    pub max_nodes: Option<u64>,
+}
+
+impl Limits<'_> {
+    /// The reason to stop now, if any, after `expanded` expansions.
+    pub fn exceeded(&self, expanded: u64) -> Option<Abort> {
+        if self.cancel.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
+            return Some(Abort::Cancelled);
+        }
+        if self.max_nodes.is_some_and(|max| expanded >= max) {
+            return Some(Abort::NodeLimit);
+        }
+        if self.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            return Some(Abort::TimeLimit);
+        }
+        None
+    }
+}
+
+/// Node counts. `expanded` nodes had their children generated; `generated` counts every child
+/// produced, except the one that would undo the previous move (never produced at all).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub expanded: u64,
+    pub generated: u64,
+}
+
+impl std::ops::AddAssign for Counters {
+    fn add_assign(&mut self, other: Counters) {
+        self.expanded += other.expanded;
+        self.generated += other.generated;
+    }
+}

@@ -1,0 +1,232 @@
+//! The front door for solving one board: validation against the goal, the choice of heuristic and
+//! algorithm, limits, and the replay check every solution passes before anyone sees it.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use crate::board::{Board, BoardError};
+use crate::heuristic::{AnyHeuristic, Heuristic, HeuristicKind};
+use crate::moves::{replay, Direction, Neighbors, ReplayError};
+use crate::search::{a_star, ida_star, Abort, AStarError, Counters, IdaStop, Limits};
+
+/// Search algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Iterative deepening A*: memory linear in the depth; the default.
+    Ida,
+    /// A* with a memory budget.
+    AStar,
+}
+
+impl Algorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Ida => "ida",
+            Algorithm::AStar => "astar",
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown algorithm '{0}' (known: ida, astar)")]
+pub struct UnknownAlgorithm(pub String);
+
+impl FromStr for Algorithm {
+    type Err = UnknownAlgorithm;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        match name {
+            "ida" | "ida*" => Ok(Algorithm::Ida),
+            "astar" | "a*" => Ok(Algorithm::AStar),
+            other => Err(UnknownAlgorithm(other.to_string())),
+        }
+    }
+}
+
+/// How to search one board.
+#[derive(Clone, Copy, Debug)]
+pub struct SolveOptions {
+    pub algorithm: Algorithm,
+    pub time_limit: Option<Duration>,
+    /// Budget of expanded nodes.
+    pub node_limit: Option<u64>,
+    /// Bytes A* may use for its tables.
+    pub memory_budget: usize,
+}
+
+impl Default for SolveOptions {
+    fn default() -> Self {
+        SolveOptions { algorithm: Algorithm::Ida, time_limit: None, node_limit: None, memory_budget: 2 << 30 }
+    }
+}
+
+/// A solution that was replayed from the board to the goal; optimal because the heuristic is
+/// admissible.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Solution {
+    pub board: Board,
+    pub goal: Board,
+    /// The blank's moves.
+    pub moves: Vec<Direction>,
+    /// The tile moved at each step.
+    pub tiles: Vec<u8>,
+    pub counters: Counters,
+    /// IDA* iterations (1 for A*).
+    pub iterations: u32,
+    /// The heuristic's estimate of the start board.
+    pub initial_estimate: u32,
+    pub seconds: f64,
+}
+
+impl Solution {
+    pub fn len(&self) -> usize {
+        self.moves.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.moves.is_empty()
+    }
+}
+
+/// Why a board was not solved.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SolveError {
+    #[error(transparent)]
+    Board(#[from] BoardError),
+    #[error("time limit of {limit:?} reached after {expanded} expanded nodes; no solution shorter than {bound} moves exists")]
+    TimeLimit { limit: Duration, bound: u32, expanded: u64 },
+    #[error("node limit of {limit} expanded nodes reached; no solution shorter than {bound} moves exists")]
+    NodeLimit { limit: u64, bound: u32 },
+    #[error("cancelled after {expanded} expanded nodes; no solution shorter than {bound} moves exists")]
+    Cancelled { bound: u32, expanded: u64 },
+    #[error(transparent)]
+    MemoryBudget(AStarError),
+    #[error("the search ended without reaching the goal")]
+    NoSolution,
+    #[error("internal error: the solver's answer failed its replay check: {0}")]
+    Replay(#[from] ReplayError),
+}
+
+impl SolveError {
+    /// The proven lower bound on the solution length, when the search stopped early.
+    pub fn lower_bound(&self) -> Option<u32> {
+        match self {
+            SolveError::TimeLimit { bound, .. } | SolveError::NodeLimit { bound, .. } | SolveError::Cancelled { bound, .. } => {
+                Some(*bound)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Solves boards towards one goal with one heuristic; its tables are built once and reused.
+#[derive(Clone, Debug)]
+pub struct Solver {
+    goal: Board,
+    neighbors: Neighbors,
+    kind: HeuristicKind,
+    heuristic: AnyHeuristic,
+}
+
+impl Solver {
+    pub fn new(goal: Board, kind: HeuristicKind) -> Solver {
+        Solver { goal, neighbors: Neighbors::new(goal.side()), kind, heuristic: AnyHeuristic::build(kind, &goal) }
+    }
+
+    pub fn goal(&self) -> &Board {
+        &self.goal
+    }
+
+    pub fn heuristic(&self) -> HeuristicKind {
+        self.kind
+    }
+
+    /// The heuristic's estimate of `board`'s distance to the goal.
+    pub fn estimate(&self, board: &Board) -> u32 {
+        self.heuristic.estimate(board)
+    }
+
+    /// Finds an optimal solution of `board`, or says why not.
+    pub fn solve(&self, board: &Board, options: &SolveOptions, cancel: Option<&AtomicBool>) -> Result<Solution, SolveError> {
+        board.check_solvable(&self.goal)?;
+        let started = Instant::now();
+        let limits = Limits { cancel, deadline: options.time_limit.map(|limit| started + limit), max_nodes: options.node_limit };
+        let (found, counters, iterations) = match &self.heuristic {
+            AnyHeuristic::TileCost(h) => self.search(h, board, options, limits),
+            AnyHeuristic::LinearConflict(h) => self.search(h, board, options, limits),
+        };
+        let moves = found.map_err(|stop| stop.into_error(options))?;
+        let tiles = replay(board, &self.goal, &moves)?;
+        Ok(Solution {
+            board: *board,
+            goal: self.goal,
+            moves,
+            tiles,
+            counters,
+            iterations,
+            initial_estimate: self.estimate(board),
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    fn search<H: Heuristic>(
+        &self,
+        heuristic: &H,
+        board: &Board,
+        options: &SolveOptions,
+        limits: Limits<'_>,
+    ) -> (Result<Vec<Direction>, Stop>, Counters, u32) {
+        match options.algorithm {
+            Algorithm::Ida => {
+                let outcome = ida_star(heuristic, &self.neighbors, board, &self.goal, limits);
+                let result = outcome.result.map_err(|stop| match stop {
+                    IdaStop::Aborted(abort) => Stop::Aborted { abort, bound: outcome.bound, expanded: outcome.counters.expanded },
+                    IdaStop::NoSolution => Stop::NoSolution,
+                });
+                (result, outcome.counters, outcome.iterations)
+            }
+            Algorithm::AStar => {
+                let (result, counters) = a_star(heuristic, &self.neighbors, board, &self.goal, limits, options.memory_budget);
+                let result = result.map_err(|error| match error {
+                    AStarError::Aborted { abort, bound } => Stop::Aborted { abort, bound, expanded: counters.expanded },
+                    AStarError::NoSolution => Stop::NoSolution,
+                    budget @ AStarError::MemoryBudget { .. } => Stop::Memory(budget),
+                });
+                (result, counters, 1)
+            }
+        }
+    }
+}
+
+/// An algorithm's reason for stopping, before it is phrased for the user.
+enum Stop {
+    Aborted { abort: Abort, bound: u32, expanded: u64 },
+    Memory(AStarError),
+    NoSolution,
+}
+
+impl Stop {
+    fn into_error(self, options: &SolveOptions) -> SolveError {
+        match self {
+            Stop::Aborted { abort: Abort::TimeLimit, bound, expanded } => {
+                SolveError::TimeLimit { limit: options.time_limit.unwrap_or_default(), bound, expanded }
+            }
+            Stop::Aborted { abort: Abort::NodeLimit, bound, .. } => {
+                SolveError::NodeLimit { limit: options.node_limit.unwrap_or_default(), bound }
+            }
+            Stop::Aborted { abort: Abort::Cancelled, bound, expanded } => SolveError::Cancelled { bound, expanded },
+            Stop::Memory(error) => SolveError::MemoryBudget(error),
+            Stop::NoSolution => SolveError::NoSolution,
+        }
+    }
+}
