@@ -1,0 +1,119 @@
+//! The `tilesolve` binary as a user runs it: real processes, real exit codes, real output.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn tilesolve(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tilesolve"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tilesolve");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("run tilesolve")
+}
+
+fn json_lines(output: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}")))
+        .collect()
+}
+
+#[test]
+fn solves_and_prints_moves_and_tiles() {
+    let output = tilesolve(&["solve", "2,4,0,1,8,5,3,6,7"], "");
+    assert!(output.status.success());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("length   26 moves"), "{stdout}");
+    assert!(stdout.contains("moves    "), "{stdout}");
+    assert!(stdout.contains("tiles    "), "{stdout}");
+}
+
+#[test]
+fn json_has_the_documented_fields() {
+    let output = tilesolve(&["solve", "--json", "--heuristic", "manhattan", "{{2,7,4,3},{1,12,8,6},{0,14,15,9},{13,5,11,10}}"], "");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let objects = json_lines(&output);
+    assert_eq!(objects.len(), 1);
+    let object = &objects[0];
+    assert_eq!(object["length"], 40, "examples15 #1 is 40 moves");
+    assert_eq!(object["moves"].as_str().map(str::len), Some(40));
+    assert_eq!(object["tiles"].as_array().map(Vec::len), Some(40));
+    assert!(object["nodes"].as_u64().is_some_and(|n| n > 0));
+    assert!(object["seconds"].as_f64().is_some());
+    assert_eq!(object["board"], "2,7,4,3,1,12,8,6,0,14,15,9,13,5,11,10");
+}
+
+#[test]
+fn bad_boards_are_clear_errors_and_the_rest_still_solve() {
+    let stdin = "# a comment\n\n1,2,3\n2,4,0,1,8,5,3,6,7\n1,1,2,3,4,5,6,7,0\n  \n1,2,3,4,5,6,7,8,9,10,11,12,13,15,14,0\na,b,c\n{}\n0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35\n8,1,3,4,0,2,7,6,5 # id=9\n";
+    let output = tilesolve(&["solve", "--json", "-"], stdin);
+    assert_eq!(output.status.code(), Some(1), "failures give a non-zero exit at the end");
+    let objects = json_lines(&output);
+    let by_line = |line: u64| objects.iter().find(|o| o["line"] == line).unwrap_or_else(|| panic!("no object for line {line}: {objects:?}"));
+    assert!(by_line(3)["error"].as_str().unwrap().contains("3 values is not a supported board size"));
+    assert!(by_line(5)["error"].as_str().unwrap().contains("tile 1 appears twice"));
+    assert!(by_line(7)["error"].as_str().unwrap().contains("unsolvable"));
+    assert!(by_line(8)["error"].as_str().unwrap().contains("unexpected 'a' at column 1"));
+    assert!(by_line(9)["error"].as_str().unwrap().contains("empty board"));
+    assert!(by_line(10)["error"].as_str().unwrap().contains("6x6 board, an unsupported size"));
+    let solved: Vec<_> = objects.iter().filter(|o| o.get("error").is_none()).collect();
+    assert_eq!(solved.len(), 2, "the two valid boards are solved: {objects:?}");
+    assert_eq!(solved[0]["length"], 26);
+    assert_eq!(objects.len(), 8, "blank and comment lines are skipped, not errors");
+}
+
+#[test]
+fn each_bad_argument_exits_non_zero_with_its_reason() {
+    let cases = [
+        ("1,2,3", "3 values is not a supported board size"),
+        ("1,1,2,3,4,5,6,7,0", "tile 1 appears twice"),
+        ("1,2,3,4,5,6,7,8,9,10,11,12,13,15,14,0", "unsolvable"),
+        ("a,b,c", "unexpected 'a' at column 1"),
+        ("0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35", "unsupported size"),
+    ];
+    for (board, reason) in cases {
+        let output = tilesolve(&["solve", board], "");
+        assert_eq!(output.status.code(), Some(1), "{board}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(reason), "{board}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{board}: {stderr}");
+    }
+}
+
+#[test]
+fn time_limit_gives_an_error_object_with_the_bound() {
+    // Korf #88 (65 moves) needs billions of Manhattan nodes: far more than 0.2 s.
+    let output = tilesolve(
+        &["solve", "--json", "--goal", "korf", "--heuristic", "manhattan", "--time-limit", "0.2", "15,2,12,11,14,13,9,5,1,3,8,7,0,10,6,4"],
+        "",
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let objects = json_lines(&output);
+    assert!(objects[0]["error"].as_str().unwrap().contains("time limit"), "{objects:?}");
+    assert!(objects[0]["bound"].as_u64().is_some_and(|b| b <= 65), "{objects:?}");
+}
+
+#[test]
+fn goals_korf_and_custom() {
+    let korf = tilesolve(&["solve", "--json", "--goal", "korf", "1,2,0,3,4,5,6,7,8"], "");
+    assert!(korf.status.success());
+    assert_eq!(json_lines(&korf)[0]["length"], 2);
+    let custom = tilesolve(&["solve", "--json", "--goal", "1,2,3,4,5,6,7,0,8", "1,2,3,4,5,6,7,8,0"], "");
+    assert!(custom.status.success());
+    assert_eq!(json_lines(&custom)[0]["length"], 1);
+    let mismatch = tilesolve(&["solve", "--goal", "1,2,3,4,5,6,7,0,8", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,0,15"], "");
+    assert_eq!(mismatch.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&mismatch.stderr).contains("board is 4x4 but the goal is 3x3"));
+}
+
+#[test]
+fn astar_reports_the_same_length() {
+    let output = tilesolve(&["solve", "--json", "--algorithm", "astar", "2,4,0,1,8,5,3,6,7"], "");
+    assert!(output.status.success());
+    assert_eq!(json_lines(&output)[0]["length"], 26);
+    assert_eq!(json_lines(&output)[0]["algorithm"], "astar");
+}
