@@ -162,8 +162,8 @@ impl Solver {
         let started = Instant::now();
         let limits = Limits { cancel, deadline: options.time_limit.map(|limit| started + limit), max_nodes: options.node_limit };
         let (found, counters, iterations) = match &self.heuristic {
-            AnyHeuristic::TileCost(h) => self.search(h, board, options, limits),
-            AnyHeuristic::LinearConflict(h) => self.search(h, board, options, limits),
+            AnyHeuristic::TileCost(h) => self.search(h.as_ref(), board, options, limits),
+            AnyHeuristic::LinearConflict(h) => self.search(h.as_ref(), board, options, limits),
         };
         let moves = found.map_err(|stop| stop.into_error(options))?;
         let tiles = replay(board, &self.goal, &moves)?;

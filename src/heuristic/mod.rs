@@ -72,17 +72,17 @@ impl FromStr for HeuristicKind {
 /// once per search so the kernel itself is compiled per heuristic, with no dynamic dispatch.
 #[derive(Clone, Debug)]
 pub enum AnyHeuristic {
-    TileCost(TileCost),
-    LinearConflict(LinearConflict),
+    TileCost(Box<TileCost>),
+    LinearConflict(Box<LinearConflict>),
 }
 
 impl AnyHeuristic {
     /// Builds the tables of `kind` for `goal`.
     pub fn build(kind: HeuristicKind, goal: &Board) -> AnyHeuristic {
         match kind {
-            HeuristicKind::Hamming => AnyHeuristic::TileCost(TileCost::hamming(goal)),
-            HeuristicKind::Manhattan => AnyHeuristic::TileCost(TileCost::manhattan(goal)),
-            HeuristicKind::LinearConflict => AnyHeuristic::LinearConflict(LinearConflict::new(goal)),
+            HeuristicKind::Hamming => AnyHeuristic::TileCost(Box::new(TileCost::hamming(goal))),
+            HeuristicKind::Manhattan => AnyHeuristic::TileCost(Box::new(TileCost::manhattan(goal))),
+            HeuristicKind::LinearConflict => AnyHeuristic::LinearConflict(Box::new(LinearConflict::new(goal))),
         }
     }
 

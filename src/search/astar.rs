@@ -70,7 +70,7 @@ pub fn a_star<H: Heuristic>(
     let mut bound = start_h;
     let budget_error = |stored: usize| AStarError::MemoryBudget {
         stored,
-        needed_mib: stored * BYTES_PER_BOARD >> 20,
+        needed_mib: (stored * BYTES_PER_BOARD) >> 20,
         budget_mib: memory_budget >> 20,
     };
 
