@@ -242,6 +242,34 @@ impl fmt::Display for Goal {
     }
 }
 
+/// The kernel's working copy of a board: tiles by cell and the cell of every tile, both padded to
+/// 32 entries so hot loops index with `& 31`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
+    pub tiles: PaddedTiles,
+    pub cells: PaddedTiles,
+}
+
+impl Position {
+    pub fn new(board: &Board) -> Position {
+        let mut cells = [0u8; 32];
+        cells[..MAX_CELLS].copy_from_slice(&board.positions());
+        Position { tiles: board.padded(), cells }
+    }
+
+    /// Slides the tile on `from` into the blank on `to` and returns it. Sliding back from `to` to
+    /// `from` undoes the move.
+    #[inline(always)]
+    pub fn slide(&mut self, from: usize, to: usize) -> u8 {
+        let tile = self.tiles[from & 31];
+        self.tiles[to & 31] = tile;
+        self.tiles[from & 31] = 0;
+        self.cells[usize::from(tile) & 31] = to as u8;
+        self.cells[0] = from as u8;
+        tile
+    }
+}
+
 /// Comma-separated tiles, row by row: the form every input parser accepts.
 impl fmt::Display for Board {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -5,20 +5,20 @@ mod common;
 
 use common::Rng;
 use proptest::prelude::*;
-use tilesolve::board::PaddedTiles;
+use tilesolve::board::Position;
 use tilesolve::heuristic::{AnyHeuristic, Heuristic, LinearConflict, TileCost};
 use tilesolve::{Board, Direction, HeuristicKind, SolveOptions, Solver};
 
 /// Checks every legal move of `board`: incremental h == full h, and |Δh| <= 1.
 fn check_moves<H: Heuristic>(name: &str, heuristic: &H, board: &Board) {
-    let tiles: PaddedTiles = board.padded();
-    let h = heuristic.estimate(&tiles);
+    let state = heuristic.init(&Position::new(board));
+    let h = heuristic.value(state);
     for direction in Direction::ALL {
         let Some((child, tile)) = board.apply(direction) else { continue };
-        let child_tiles = child.padded();
-        let full = heuristic.estimate(&child_tiles);
+        let child_position = Position::new(&child);
+        let full = heuristic.estimate(&child_position);
         // The tile moved from the child's blank cell to the parent's blank cell.
-        let incremental = heuristic.after_move(&child_tiles, h, tile, child.blank(), board.blank());
+        let incremental = heuristic.value(heuristic.after_move(&child_position, state, tile, child.blank(), board.blank()));
         assert_eq!(incremental, full, "{name}: incremental update after {direction} from {board}");
         assert!(h.abs_diff(full) <= 1, "{name}: {board} -> {child} changes h from {h} to {full}");
     }

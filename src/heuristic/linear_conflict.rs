@@ -11,7 +11,7 @@
 //! goal line (or the blank) and 1 + goal index otherwise. A table maps every key to its conflict
 //! count, so a move costs two key sums and four table reads.
 
-use crate::board::{Board, PaddedTiles, MAX_SIDE};
+use crate::board::{Board, PaddedTiles, Position, MAX_SIDE};
 use crate::heuristic::{Heuristic, TileCost};
 
 #[derive(Clone, Debug)]
@@ -98,18 +98,27 @@ fn conflicts_in_key(mut key: usize, side: usize) -> u8 {
 }
 
 impl Heuristic for LinearConflict {
-    fn estimate(&self, tiles: &PaddedTiles) -> u32 {
+    type State = u32;
+
+    fn init(&self, position: &Position) -> u32 {
+        let tiles = &position.tiles;
         let line_conflicts: i32 = (0..self.side)
             .map(|line| self.conflicts_of(self.row_key(tiles, line)) + self.conflicts_of(self.col_key(tiles, line)))
             .sum();
-        self.manhattan.estimate(tiles) + 2 * line_conflicts as u32
+        self.manhattan.init(position) + 2 * line_conflicts as u32
+    }
+
+    #[inline(always)]
+    fn value(&self, h: u32) -> u32 {
+        h
     }
 
     /// A horizontal move keeps the tile's order within its row and changes two columns; a vertical
     /// move changes two rows. The keys before the move differ from the keys after it only by the
     /// moved tile's digit, so they are derived rather than recomputed.
     #[inline(always)]
-    fn after_move(&self, tiles: &PaddedTiles, h: u32, tile: u8, from: usize, to: usize) -> u32 {
+    fn after_move(&self, position: &Position, h: u32, tile: u8, from: usize, to: usize) -> u32 {
+        let tiles = &position.tiles;
         let t = usize::from(tile) & 31;
         let (left, entered, digit) = if from / self.side == to / self.side {
             (self.col_key(tiles, from % self.side), self.col_key(tiles, to % self.side), &self.col_digit[t])
@@ -121,7 +130,7 @@ impl Heuristic for LinearConflict {
         let delta = self.conflicts_of(left) + self.conflicts_of(entered)
             - self.conflicts_of(left_before)
             - self.conflicts_of(entered_before);
-        let h = self.manhattan.after_move(tiles, h, tile, from, to) as i32 + 2 * delta;
+        let h = self.manhattan.after_move(position, h, tile, from, to) as i32 + 2 * delta;
         h as u32
     }
 }

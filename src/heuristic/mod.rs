@@ -14,16 +14,29 @@ use std::str::FromStr;
 pub use linear_conflict::LinearConflict;
 pub use tile_cost::TileCost;
 
-use crate::board::{Board, PaddedTiles};
+use crate::board::{Board, Position};
 
 /// An admissible, consistent estimate that the kernel can update move by move.
+///
+/// The kernel keeps one `State` per node on its stack (for most heuristics just the value; for
+/// pattern databases the per-pattern terms) so that a move only recomputes what it changed.
 pub trait Heuristic: Send + Sync {
-    /// The estimate for a whole board.
-    fn estimate(&self, tiles: &PaddedTiles) -> u32;
+    type State: Copy;
 
-    /// The estimate after `tile` moved from cell `from` to cell `to`. `tiles` already shows the
-    /// move and `h` is the estimate before it.
-    fn after_move(&self, tiles: &PaddedTiles, h: u32, tile: u8, from: usize, to: usize) -> u32;
+    /// The state for a whole board.
+    fn init(&self, position: &Position) -> Self::State;
+
+    /// The estimate a state stands for.
+    fn value(&self, state: Self::State) -> u32;
+
+    /// The state after `tile` moved from cell `from` to cell `to`. `position` already shows the
+    /// move and `state` is the one before it.
+    fn after_move(&self, position: &Position, state: Self::State, tile: u8, from: usize, to: usize) -> Self::State;
+
+    /// The estimate for a whole board.
+    fn estimate(&self, position: &Position) -> u32 {
+        self.value(self.init(position))
+    }
 }
 
 /// The heuristics a user can choose by name.
@@ -87,10 +100,10 @@ impl AnyHeuristic {
     }
 
     pub fn estimate(&self, board: &Board) -> u32 {
-        let tiles = board.padded();
+        let position = Position::new(board);
         match self {
-            AnyHeuristic::TileCost(h) => h.estimate(&tiles),
-            AnyHeuristic::LinearConflict(h) => h.estimate(&tiles),
+            AnyHeuristic::TileCost(h) => h.estimate(&position),
+            AnyHeuristic::LinearConflict(h) => h.estimate(&position),
         }
     }
 }

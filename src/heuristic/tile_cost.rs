@@ -1,7 +1,7 @@
 //! Heuristics that sum a per-tile cost of the tile's cell: Manhattan distance and Hamming
 //! distance (misplaced tiles). A move changes one term, so the update is two table reads.
 
-use crate::board::{Board, PaddedTiles};
+use crate::board::{Board, Position};
 use crate::heuristic::Heuristic;
 
 /// `cost[tile][cell]`: the cost of `tile` standing on `cell`; the blank costs nothing.
@@ -43,12 +43,19 @@ impl TileCost {
 }
 
 impl Heuristic for TileCost {
-    fn estimate(&self, tiles: &PaddedTiles) -> u32 {
-        tiles.iter().enumerate().map(|(cell, &tile)| self.of(tile, cell)).sum()
+    type State = u32;
+
+    fn init(&self, position: &Position) -> u32 {
+        position.tiles.iter().enumerate().map(|(cell, &tile)| self.of(tile, cell)).sum()
     }
 
     #[inline(always)]
-    fn after_move(&self, _tiles: &PaddedTiles, h: u32, tile: u8, from: usize, to: usize) -> u32 {
+    fn value(&self, h: u32) -> u32 {
+        h
+    }
+
+    #[inline(always)]
+    fn after_move(&self, _position: &Position, h: u32, tile: u8, from: usize, to: usize) -> u32 {
         h + self.of(tile, to) - self.of(tile, from)
     }
 }

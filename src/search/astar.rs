@@ -7,7 +7,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use thiserror::Error;
 
-use crate::board::{Board, PaddedTiles};
+use crate::board::{Board, PaddedTiles, Position};
 use crate::heuristic::Heuristic;
 use crate::moves::{Direction, Neighbors, NO_CELL};
 use crate::search::{Abort, Counters, Limits, CHECK_INTERVAL};
@@ -61,7 +61,7 @@ pub fn a_star<H: Heuristic>(
     let cells = start.cells();
     let goal_key = pack(&goal.padded(), cells);
     let start_key = pack(&start.padded(), cells);
-    let start_h = heuristic.estimate(&start.padded());
+    let start_h = heuristic.estimate(&Position::new(start));
     let mut reached: HashMap<u128, Reached> = HashMap::new();
     let mut open: BinaryHeap<(Reverse<u32>, u8, u128)> = BinaryHeap::new();
     reached.insert(start_key, Reached { g: 0, last: NO_CELL });
@@ -88,9 +88,13 @@ pub fn a_star<H: Heuristic>(
                 return (Err(AStarError::Aborted { abort, bound }), counters);
             }
         }
-        let mut tiles = unpack(key, cells);
+        let tiles = unpack(key, cells);
         let blank = tiles.iter().position(|&t| t == 0).unwrap_or(0);
-        let h = f - u32::from(g);
+        let mut position = Position { tiles, cells: [0; 32] };
+        for (cell, &tile) in tiles.iter().enumerate().take(cells) {
+            position.cells[usize::from(tile)] = cell as u8;
+        }
+        let state = heuristic.init(&position);
         let last = reached.get(&key).map_or(NO_CELL, |r| r.last);
         for (direction, &next) in neighbors.of(blank).iter().enumerate() {
             if next == NO_CELL || usize::from(last) + direction == 3 {
@@ -98,13 +102,10 @@ pub fn a_star<H: Heuristic>(
             }
             counters.generated += 1;
             let next = usize::from(next);
-            let tile = tiles[next];
-            tiles[blank] = tile;
-            tiles[next] = 0;
-            let child_h = heuristic.after_move(&tiles, h, tile, next, blank);
-            let child_key = pack(&tiles, cells);
-            tiles[next] = tile;
-            tiles[blank] = 0;
+            let tile = position.slide(next, blank);
+            let child_h = heuristic.value(heuristic.after_move(&position, state, tile, next, blank));
+            let child_key = pack(&position.tiles, cells);
+            position.slide(blank, next);
             let child_g = g + 1;
             if reached.get(&child_key).is_some_and(|r| r.g <= child_g) {
                 continue;

@@ -1,12 +1,12 @@
 //! The hot kernel: a bounded depth-first search that makes and unmakes moves in place on one
-//! padded tile array, updates the heuristic incrementally, never generates the child that undoes
+//! padded [`Position`], updates the heuristic incrementally, never generates the child that undoes
 //! the previous move, and allocates nothing per node.
 //!
 //! [`Kernel::search`] explores one subtree under one bound: that is both an IDA* iteration (root
 //! at g = 0) and a distributed subtree task (a frontier node at depth g). [`ida_star`] is the
 //! iteration loop around it.
 
-use crate::board::{Board, PaddedTiles};
+use crate::board::{Board, PaddedTiles, Position};
 use crate::heuristic::Heuristic;
 use crate::moves::{Direction, Neighbors, NO_CELL};
 use crate::search::{Abort, Counters, Limits, CHECK_INTERVAL};
@@ -35,7 +35,7 @@ pub struct Kernel<'a, H: Heuristic> {
     neighbors: &'a Neighbors,
     goal: PaddedTiles,
     limits: Limits<'a>,
-    tiles: PaddedTiles,
+    position: Position,
     path: [u8; MAX_DEPTH],
     bound: u32,
     /// Depth of the goal once one is found.
@@ -53,7 +53,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             neighbors,
             goal: goal.padded(),
             limits,
-            tiles: goal.padded(),
+            position: Position::new(goal),
             path: [0; MAX_DEPTH],
             bound: 0,
             solution_depth: 0,
@@ -79,15 +79,16 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             self.abort = Some(abort);
             return Bounded::Aborted(abort);
         }
-        self.tiles = board.padded();
-        let h = self.heuristic.estimate(&self.tiles);
+        self.position = Position::new(board);
+        let state = self.heuristic.init(&self.position);
+        let h = self.heuristic.value(state);
         if g + h > bound {
             return Bounded::Exceeded { next_bound: g + h };
         }
         self.bound = bound;
         self.next_bound = u32::MAX;
         let last = last.map_or(NO_MOVE, |d| d as usize);
-        if self.dfs(board.blank(), g, h, last) {
+        if self.dfs(board.blank(), g, state, last) {
             if let Some(abort) = self.abort {
                 return Bounded::Aborted(abort);
             }
@@ -99,8 +100,8 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
 
     /// Returns true when the search must stop: a goal was found (the path holds it) or a limit
     /// was hit (`self.abort` says which).
-    fn dfs(&mut self, blank: usize, g: u32, h: u32, last: usize) -> bool {
-        if h == 0 && self.tiles == self.goal {
+    fn dfs(&mut self, blank: usize, g: u32, state: H::State, last: usize) -> bool {
+        if self.heuristic.value(state) == 0 && self.position.tiles == self.goal {
             self.solution_depth = g;
             return true;
         }
@@ -115,21 +116,18 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             }
             self.counters.generated += 1;
             let next = usize::from(next);
-            let tile = self.tiles[next & 31];
-            self.tiles[blank & 31] = tile;
-            self.tiles[next & 31] = 0;
-            let child_h = self.heuristic.after_move(&self.tiles, h, tile, next, blank);
-            let f = g + 1 + child_h;
+            let tile = self.position.slide(next, blank);
+            let child = self.heuristic.after_move(&self.position, state, tile, next, blank);
+            let f = g + 1 + self.heuristic.value(child);
             if f <= self.bound {
                 self.path[g as usize & (MAX_DEPTH - 1)] = direction as u8;
-                if self.dfs(next, g + 1, child_h, direction) {
+                if self.dfs(next, g + 1, child, direction) {
                     return true;
                 }
             } else if f < self.next_bound {
                 self.next_bound = f;
             }
-            self.tiles[next & 31] = tile;
-            self.tiles[blank & 31] = 0;
+            self.position.slide(blank, next);
         }
         false
     }
@@ -172,7 +170,7 @@ pub fn ida_star<H: Heuristic>(
     limits: Limits<'_>,
 ) -> IdaOutcome {
     let mut kernel = Kernel::new(heuristic, neighbors, goal, limits);
-    let mut bound = heuristic.estimate(&start.padded());
+    let mut bound = heuristic.estimate(&Position::new(start));
     let mut iterations = 0;
     loop {
         iterations += 1;
