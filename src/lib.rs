@@ -7,6 +7,7 @@
 //! - [`batch_file`]: lines of a batch file: comments, blank lines, ` # ` facts.
 //! - [`moves`]: directions, the neighbour table the kernel walks, and solution replay.
 //! - [`heuristic`]: Hamming, Manhattan and linear conflict, each updated move by move.
+//! - [`pdb`]: pattern databases: presets, the parallel builder, files, the additive heuristic.
 //! - [`search`]: the bounded depth-first kernel, IDA* around it, and A* with a memory budget.
 //! - [`solver`]: one board in, one replayed optimal solution (or a clear error) out.
 //! - [`proto`]: generated `tilesolve.v1` gRPC types, for the service layer only.
@@ -18,6 +19,7 @@ pub mod board;
 pub mod heuristic;
 pub mod moves;
 pub mod parse;
+pub mod pdb;
 pub mod proto;
 pub mod search;
 pub mod solver;

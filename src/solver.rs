@@ -134,21 +134,28 @@ impl SolveError {
 pub struct Solver {
     goal: Board,
     neighbors: Neighbors,
-    kind: HeuristicKind,
+    heuristic_name: String,
     heuristic: AnyHeuristic,
 }
 
 impl Solver {
+    /// A solver with one of the heuristics that need no tables on disk.
     pub fn new(goal: Board, kind: HeuristicKind) -> Solver {
-        Solver { goal, neighbors: Neighbors::new(goal.side()), kind, heuristic: AnyHeuristic::build(kind, &goal) }
+        Solver::with_heuristic(goal, AnyHeuristic::build(kind, &goal), kind.name())
+    }
+
+    /// A solver with a heuristic built for `goal` (e.g. a pattern database), reported as `name`.
+    pub fn with_heuristic(goal: Board, heuristic: AnyHeuristic, name: impl Into<String>) -> Solver {
+        Solver { goal, neighbors: Neighbors::new(goal.side()), heuristic_name: name.into(), heuristic }
     }
 
     pub fn goal(&self) -> &Board {
         &self.goal
     }
 
-    pub fn heuristic(&self) -> HeuristicKind {
-        self.kind
+    /// The heuristic's name, e.g. `manhattan` or `pdb:7-8`.
+    pub fn heuristic(&self) -> &str {
+        &self.heuristic_name
     }
 
     /// The heuristic's estimate of `board`'s distance to the goal.
@@ -164,6 +171,7 @@ impl Solver {
         let (found, counters, iterations) = match &self.heuristic {
             AnyHeuristic::TileCost(h) => self.search(h.as_ref(), board, options, limits),
             AnyHeuristic::LinearConflict(h) => self.search(h.as_ref(), board, options, limits),
+            AnyHeuristic::Pdb(h) => self.search(h.as_ref(), board, options, limits),
         };
         let moves = found.map_err(|stop| stop.into_error(options))?;
         let tiles = replay(board, &self.goal, &moves)?;

@@ -1,22 +1,24 @@
 //! Admissible estimates of the moves left to the goal.
 //!
-//! Every heuristic here is *consistent* (it changes by at most one per move), which IDA* relies on
-//! for the distributed search's "every live subtree reports T + 2" argument, and admissible, which
-//! is what makes the first solution IDA* finds optimal. Both are checked exhaustively on 3x3 in
-//! the tests.
+//! Every heuristic here is admissible, which is what makes the first solution IDA* finds optimal.
+//! Hamming, Manhattan and linear conflict are also *consistent* (they change by at most one per
+//! move); the additive pattern databases in `crate::pdb` are not. Both properties are checked
+//! exhaustively on 3x3 in the tests.
 
 mod linear_conflict;
 mod tile_cost;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 pub use linear_conflict::LinearConflict;
 pub use tile_cost::TileCost;
 
 use crate::board::{Board, Position};
+use crate::pdb::{AdditivePdb, PdbError, PdbEvent, PdbStore, Preset};
 
-/// An admissible, consistent estimate that the kernel can update move by move.
+/// An admissible estimate that the kernel can update move by move.
 ///
 /// The kernel keeps one `State` per node on its stack (for most heuristics just the value; for
 /// pattern databases the per-pattern terms) so that a move only recomputes what it changed.
@@ -67,7 +69,10 @@ impl fmt::Display for HeuristicKind {
 
 /// An unknown heuristic name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown heuristic '{0}' (known: hamming, manhattan, linear-conflict)")]
+#[error(
+    "unknown heuristic '{0}' (known: default, hamming, manhattan, linear-conflict, pdb:exact, \
+     pdb:4-4-4-3, pdb:5-5-5, pdb:6-6-3, pdb:7-8, pdb:6-6-6-6)"
+)]
 pub struct UnknownHeuristic(pub String);
 
 impl FromStr for HeuristicKind {
@@ -87,6 +92,7 @@ impl FromStr for HeuristicKind {
 pub enum AnyHeuristic {
     TileCost(Box<TileCost>),
     LinearConflict(Box<LinearConflict>),
+    Pdb(Arc<AdditivePdb>),
 }
 
 impl AnyHeuristic {
@@ -104,6 +110,71 @@ impl AnyHeuristic {
         match self {
             AnyHeuristic::TileCost(h) => h.estimate(&position),
             AnyHeuristic::LinearConflict(h) => h.estimate(&position),
+            AnyHeuristic::Pdb(h) => h.estimate(&position),
         }
+    }
+}
+
+/// A heuristic as a user names it: `hamming`, `manhattan`, `linear-conflict`, `pdb:PRESET`
+/// (e.g. `pdb:7-8`), or `default`: the strongest pattern database for the board's size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HeuristicChoice {
+    Classic(HeuristicKind),
+    Pdb(Preset),
+    Default,
+}
+
+impl HeuristicChoice {
+    /// The pattern database this choice needs for boards of `side`, if any.
+    pub fn preset(self, side: usize) -> Option<Preset> {
+        match self {
+            HeuristicChoice::Classic(_) => None,
+            HeuristicChoice::Pdb(preset) => Some(preset),
+            HeuristicChoice::Default => Preset::default_for(side),
+        }
+    }
+
+    /// The name reported with results for boards of `side`, e.g. `pdb:7-8`.
+    pub fn name_for(self, side: usize) -> String {
+        match self.preset(side) {
+            Some(preset) => format!("pdb:{preset}"),
+            None => match self {
+                HeuristicChoice::Classic(kind) => kind.name().to_string(),
+                _ => "default".to_string(),
+            },
+        }
+    }
+
+    /// Builds the heuristic for `goal`, loading (or building) pattern databases from `pdbs`.
+    pub fn build(self, goal: &Board, pdbs: &PdbStore, events: &(dyn Fn(PdbEvent<'_>) + Sync)) -> Result<AnyHeuristic, PdbError> {
+        match (self, self.preset(goal.side())) {
+            (HeuristicChoice::Classic(kind), _) => Ok(AnyHeuristic::build(kind, goal)),
+            (_, Some(preset)) => Ok(AnyHeuristic::Pdb(Arc::new(pdbs.heuristic(preset, goal, events)?))),
+            (_, None) => Ok(AnyHeuristic::build(HeuristicKind::LinearConflict, goal)),
+        }
+    }
+}
+
+impl fmt::Display for HeuristicChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeuristicChoice::Classic(kind) => write!(f, "{kind}"),
+            HeuristicChoice::Pdb(preset) => write!(f, "pdb:{preset}"),
+            HeuristicChoice::Default => f.write_str("default"),
+        }
+    }
+}
+
+impl FromStr for HeuristicChoice {
+    type Err = UnknownHeuristic;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        if name == "default" {
+            return Ok(HeuristicChoice::Default);
+        }
+        if let Some(preset) = name.strip_prefix("pdb:") {
+            return preset.parse().map(HeuristicChoice::Pdb).map_err(|_| UnknownHeuristic(name.to_string()));
+        }
+        name.parse().map(HeuristicChoice::Classic)
     }
 }

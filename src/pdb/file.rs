@@ -1,0 +1,205 @@
+//! Pattern database files: a 128-byte header, then one byte per placement. The header names what
+//! the table is for (board size, goal, pattern tiles, entry encoding) and carries an xxh3 checksum
+//! of the entries, so a file that is corrupt, truncated or built for something else is refused
+//! rather than used. Tables are memory-mapped, so processes on one host share their pages.
+//!
+//! Layout (little-endian): magic `TILEPDB\n` (0..8), format version u32 (8..12), side (12),
+//! pattern size (13), entry encoding (14), goal tiles (16..41), pattern tiles (41..66), entry
+//! count u64 (72..80), checksum u64 (80..88), zeros to 128.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use memmap2::Mmap;
+use thiserror::Error;
+
+use crate::board::{Board, MAX_SIDE};
+use crate::pdb::index::placements;
+
+pub const MAGIC: &[u8; 8] = b"TILEPDB\n";
+pub const FORMAT_VERSION: u32 = 1;
+/// One byte per placement: the number of pattern-tile moves, 255 for unreachable.
+pub const ENCODING_BYTE_MOVES: u8 = 1;
+pub const HEADER_LEN: usize = 128;
+
+/// What a table is for. Two tables with equal specs are interchangeable.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PatternSpec {
+    pub goal: Board,
+    /// Pattern tiles, in index order.
+    pub tiles: Vec<u8>,
+}
+
+impl PatternSpec {
+    pub fn entries(&self) -> u64 {
+        placements(self.goal.cells(), self.tiles.len())
+    }
+
+    /// File name in the data directory, e.g. `4x4-1.2.3.4.5.6.7.8.9.10.11.12.13.14.15.0-9.10.11.pdb`
+    /// is shortened by naming the two standard goals.
+    pub fn file_name(&self) -> String {
+        let side = self.goal.side();
+        let goal = if self.goal == Board::blank_last(side) {
+            "blank-last".to_string()
+        } else if self.goal == Board::blank_first(side) {
+            "blank-first".to_string()
+        } else {
+            format!("goal-{:016x}", xxhash_rust::xxh3::xxh3_64(self.goal.tiles()))
+        };
+        let tiles: Vec<String> = self.tiles.iter().map(u8::to_string).collect();
+        format!("{side}x{side}-{goal}-{}.pdb", tiles.join("."))
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum PdbError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path} is not a usable pattern database: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("{path} is a pattern database for something else: {reason}")]
+    Mismatch { path: PathBuf, reason: String },
+    #[error("pattern database {preset} is for {side}x{side} boards, not {board}x{board}")]
+    WrongSize { preset: &'static str, side: usize, board: usize },
+}
+
+impl PdbError {
+    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PdbError + '_ {
+        move |source| PdbError::Io { path: path.to_path_buf(), source }
+    }
+}
+
+/// A loaded table: header facts and the memory-mapped entries.
+#[derive(Debug)]
+pub struct PatternTable {
+    pub spec: PatternSpec,
+    pub checksum: u64,
+    entries: Mmap,
+}
+
+impl PatternTable {
+    /// The entries, one byte per placement.
+    #[inline(always)]
+    pub fn entries(&self) -> &[u8] {
+        &self.entries[HEADER_LEN..]
+    }
+
+    /// Bytes of the entries (what a worker holds in memory).
+    pub fn len(&self) -> usize {
+        self.entries().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries().is_empty()
+    }
+}
+
+fn header(spec: &PatternSpec, checksum: u64) -> [u8; HEADER_LEN] {
+    let mut header = [0u8; HEADER_LEN];
+    header[..8].copy_from_slice(MAGIC);
+    header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header[12] = spec.goal.side() as u8;
+    header[13] = spec.tiles.len() as u8;
+    header[14] = ENCODING_BYTE_MOVES;
+    header[16..16 + spec.goal.cells()].copy_from_slice(spec.goal.tiles());
+    header[41..41 + spec.tiles.len()].copy_from_slice(&spec.tiles);
+    header[72..80].copy_from_slice(&spec.entries().to_le_bytes());
+    header[80..88].copy_from_slice(&checksum.to_le_bytes());
+    header
+}
+
+/// Writes a table atomically (a temporary file renamed into place) and returns its checksum.
+pub fn write(path: &Path, spec: &PatternSpec, entries: &[u8]) -> Result<u64, PdbError> {
+    let checksum = xxhash_rust::xxh3::xxh3_64(entries);
+    let partial = path.with_extension("pdb.partial");
+    let mut file = File::create(&partial).map_err(PdbError::io(&partial))?;
+    file.write_all(&header(spec, checksum)).map_err(PdbError::io(&partial))?;
+    file.write_all(entries).map_err(PdbError::io(&partial))?;
+    file.sync_all().map_err(PdbError::io(&partial))?;
+    std::fs::rename(&partial, path).map_err(PdbError::io(path))?;
+    Ok(checksum)
+}
+
+/// What a file's header says.
+#[derive(Clone, Debug)]
+pub struct Header {
+    pub spec: PatternSpec,
+    pub checksum: u64,
+}
+
+fn map_file(path: &Path) -> Result<Mmap, PdbError> {
+    let file = File::open(path).map_err(PdbError::io(path))?;
+    // SAFETY: tables are only ever replaced by rename, never written in place, so the mapped
+    // bytes cannot change under us while this process holds the mapping.
+    unsafe { Mmap::map(&file) }.map_err(PdbError::io(path))
+}
+
+/// Parses and checks the header of a mapped file (everything but the checksum of the entries).
+fn read_header(path: &Path, map: &[u8]) -> Result<Header, PdbError> {
+    let corrupt = |reason: String| PdbError::Corrupt { path: path.to_path_buf(), reason };
+    let mismatch = |reason: String| PdbError::Mismatch { path: path.to_path_buf(), reason };
+    if map.len() < HEADER_LEN || &map[..8] != MAGIC {
+        return Err(corrupt("no tilesolve pattern database header".into()));
+    }
+    let version = u32::from_le_bytes(map[8..12].try_into().unwrap_or_default());
+    if version != FORMAT_VERSION {
+        return Err(mismatch(format!("format version {version}, this build reads {FORMAT_VERSION}")));
+    }
+    if map[14] != ENCODING_BYTE_MOVES {
+        return Err(mismatch(format!("entry encoding {}, this build reads {ENCODING_BYTE_MOVES}", map[14])));
+    }
+    let (side, k) = (usize::from(map[12]), usize::from(map[13]));
+    if !(2..=MAX_SIDE).contains(&side) || k == 0 || k >= side * side {
+        return Err(corrupt(format!("impossible size {side}x{side} with {k} pattern tiles")));
+    }
+    let goal_values: Vec<u64> = map[16..16 + side * side].iter().map(|&t| u64::from(t)).collect();
+    let goal = Board::from_tiles(&goal_values).map_err(|e| corrupt(format!("invalid goal: {e}")))?;
+    let spec = PatternSpec { goal, tiles: map[41..41 + k].to_vec() };
+    let entries = u64::from_le_bytes(map[72..80].try_into().unwrap_or_default());
+    if entries != spec.entries() || map.len() as u64 != HEADER_LEN as u64 + entries {
+        return Err(corrupt(format!("{} bytes of entries, expected {}", map.len().saturating_sub(HEADER_LEN), spec.entries())));
+    }
+    let checksum = u64::from_le_bytes(map[80..88].try_into().unwrap_or_default());
+    Ok(Header { spec, checksum })
+}
+
+fn check_entries(path: &Path, map: &[u8], header: &Header) -> Result<(), PdbError> {
+    if xxhash_rust::xxh3::xxh3_64(&map[HEADER_LEN..]) != header.checksum {
+        return Err(PdbError::Corrupt {
+            path: path.to_path_buf(),
+            reason: "checksum mismatch: the entries were altered or truncated".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Maps and checks a table file against what the caller expects. `verify_checksum` rehashes the
+/// entries (a fraction of a second per GB).
+pub fn load(path: &Path, expected: &PatternSpec, verify_checksum: bool) -> Result<PatternTable, PdbError> {
+    let map = map_file(path)?;
+    let header = read_header(path, &map)?;
+    if header.spec != *expected {
+        return Err(PdbError::Mismatch {
+            path: path.to_path_buf(),
+            reason: format!(
+                "built for goal {} and tiles {:?}, wanted goal {} and tiles {:?}",
+                header.spec.goal, header.spec.tiles, expected.goal, expected.tiles
+            ),
+        });
+    }
+    if verify_checksum {
+        check_entries(path, &map, &header)?;
+    }
+    Ok(PatternTable { spec: header.spec, checksum: header.checksum, entries: map })
+}
+
+/// Reads a file's header and, with `verify`, checks its entries against the checksum.
+pub fn inspect(path: &Path, verify: bool) -> Result<Header, PdbError> {
+    let map = map_file(path)?;
+    let header = read_header(path, &map)?;
+    if verify {
+        check_entries(path, &map, &header)?;
+    }
+    Ok(header)
+}

@@ -1,0 +1,16 @@
+//! Additive pattern databases: for each disjoint group of tiles, a table of the fewest moves of
+//! that group's tiles needed to bring them home from any placement, summed over the groups (and
+//! maxed with the same sum on the mirror image). See `builder` for how tables are built, `file`
+//! for how they are stored and `store` for the data directory.
+
+mod additive;
+pub mod builder;
+pub mod file;
+pub mod index;
+mod preset;
+mod store;
+
+pub use additive::{AdditivePdb, PdbState};
+pub use file::{PatternSpec, PatternTable, PdbError};
+pub use preset::{Preset, UnknownPreset};
+pub use store::{PdbEvent, PdbStore};

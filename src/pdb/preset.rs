@@ -1,0 +1,151 @@
+//! Named partitions of a board's tiles into disjoint patterns.
+//!
+//! Groups are given as goal *cells* for a goal whose blank is in the last cell, so each group is
+//! a compact block of the board (compact groups interact less with the others and give
+//! markedly larger values than scattered ones of the same size). For a goal with the blank in
+//! the first cell (Korf's) the blocks are rotated 180 degrees; for any other goal the non-blank
+//! cells are cut into consecutive row-major runs of the same sizes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+use crate::board::Board;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Preset {
+    /// 3x3: one pattern of all eight tiles, i.e. the exact distance of every board.
+    Exact,
+    /// 4x4, 4-4-4-3.
+    P4443,
+    /// 4x4, 5-5-5.
+    P555,
+    /// 4x4, 6-6-3.
+    P663,
+    /// 4x4, 7-8: the strongest 4x4 preset.
+    P78,
+    /// 5x5, 6-6-6-6.
+    P6666,
+}
+
+const EXACT: &[&[u8]] = &[&[0, 1, 2, 3, 4, 5, 6, 7]];
+//  0  1  2  3
+//  4  5  6  7
+//  8  9 10 11
+// 12 13 14 [15]
+const P4443: &[&[u8]] = &[&[0, 1, 4, 5], &[2, 3, 6, 7], &[8, 9, 12, 13], &[10, 11, 14]];
+const P555: &[&[u8]] = &[&[0, 1, 4, 5, 8], &[2, 3, 6, 7, 11], &[9, 10, 12, 13, 14]];
+const P663: &[&[u8]] = &[&[0, 1, 4, 5, 8, 9], &[2, 3, 6, 7, 10, 11], &[12, 13, 14]];
+const P78: &[&[u8]] = &[&[0, 1, 2, 3, 4, 5, 6, 7], &[8, 9, 10, 11, 12, 13, 14]];
+//  0  1  2  3  4
+//  5  6  7  8  9
+// 10 11 12 13 14
+// 15 16 17 18 19
+// 20 21 22 23 [24]
+const P6666: &[&[u8]] = &[
+    &[0, 1, 2, 5, 6, 7],
+    &[3, 4, 8, 9, 13, 14],
+    &[10, 11, 15, 16, 20, 21],
+    &[12, 17, 18, 19, 22, 23],
+];
+
+impl Preset {
+    pub const ALL: [Preset; 6] = [Preset::Exact, Preset::P4443, Preset::P555, Preset::P663, Preset::P78, Preset::P6666];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Exact => "exact",
+            Preset::P4443 => "4-4-4-3",
+            Preset::P555 => "5-5-5",
+            Preset::P663 => "6-6-3",
+            Preset::P78 => "7-8",
+            Preset::P6666 => "6-6-6-6",
+        }
+    }
+
+    pub fn side(self) -> usize {
+        match self {
+            Preset::Exact => 3,
+            Preset::P6666 => 5,
+            _ => 4,
+        }
+    }
+
+    /// The default pattern database for a board size.
+    pub fn default_for(side: usize) -> Option<Preset> {
+        match side {
+            3 => Some(Preset::Exact),
+            4 => Some(Preset::P78),
+            5 => Some(Preset::P6666),
+            _ => None,
+        }
+    }
+
+    /// Whether the mirror image about the main diagonal adds anything: not for an exact table.
+    pub fn reflects(self) -> bool {
+        self != Preset::Exact
+    }
+
+    fn cell_groups(self) -> &'static [&'static [u8]] {
+        match self {
+            Preset::Exact => EXACT,
+            Preset::P4443 => P4443,
+            Preset::P555 => P555,
+            Preset::P663 => P663,
+            Preset::P78 => P78,
+            Preset::P6666 => P6666,
+        }
+    }
+
+    /// The pattern tiles of each group for `goal`, each group sorted by goal cell.
+    pub fn patterns(self, goal: &Board) -> Vec<Vec<u8>> {
+        let cells = goal.cells();
+        let groups = self.cell_groups();
+        let blank = goal.blank();
+        let cell_groups: Vec<Vec<usize>> = if blank == cells - 1 {
+            groups.iter().map(|g| g.iter().map(|&c| usize::from(c)).collect()).collect()
+        } else if blank == 0 {
+            groups.iter().map(|g| g.iter().rev().map(|&c| cells - 1 - usize::from(c)).collect()).collect()
+        } else {
+            let mut others = (0..cells).filter(|&c| c != blank);
+            groups.iter().map(|g| others.by_ref().take(g.len()).collect()).collect()
+        };
+        cell_groups.iter().map(|g| g.iter().map(|&cell| goal.tiles()[cell]).collect()).collect()
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown pattern database '{0}' (known: exact, 4-4-4-3, 5-5-5, 6-6-3, 7-8, 6-6-6-6)")]
+pub struct UnknownPreset(pub String);
+
+impl FromStr for Preset {
+    type Err = UnknownPreset;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Preset::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| UnknownPreset(name.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_partitions_the_tiles() {
+        for preset in Preset::ALL {
+            for goal in [Board::blank_last(preset.side()), Board::blank_first(preset.side())] {
+                let mut tiles: Vec<u8> = preset.patterns(&goal).concat();
+                tiles.sort_unstable();
+                let expected: Vec<u8> = (1..goal.cells() as u8).collect();
+                assert_eq!(tiles, expected, "{preset} on {goal}");
+            }
+        }
+    }
+}

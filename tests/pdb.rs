@@ -1,0 +1,152 @@
+//! Pattern databases: built tables against breadth-first truth on 3x3, admissibility and optimal
+//! lengths on 4x4 with the small presets, reproducible builds, and refusal of bad files.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+
+use tilesolve::board::Position;
+use tilesolve::heuristic::{AnyHeuristic, Heuristic};
+use tilesolve::pdb::{AdditivePdb, PatternSpec, PdbEvent, PdbStore, Preset};
+use tilesolve::{Board, Direction, SolveOptions, Solver};
+
+fn quiet(_: PdbEvent<'_>) {}
+
+/// Every 3x3 board reachable from `goal`, with its distance.
+fn bfs(goal: &Board) -> HashMap<Board, u32> {
+    let mut distance = HashMap::from([(*goal, 0)]);
+    let mut queue = std::collections::VecDeque::from([*goal]);
+    while let Some(board) = queue.pop_front() {
+        let d = distance[&board];
+        for direction in Direction::ALL {
+            if let Some((child, _)) = board.apply(direction) {
+                distance.entry(child).or_insert_with(|| {
+                    queue.push_back(child);
+                    d + 1
+                });
+            }
+        }
+    }
+    distance
+}
+
+#[test]
+fn exact_3x3_table_equals_breadth_first_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PdbStore::new(dir.path(), 2);
+    for goal in [Board::blank_last(3), Board::blank_first(3)] {
+        let exact = store.heuristic(Preset::Exact, &goal, &quiet).unwrap();
+        let truth = bfs(&goal);
+        assert_eq!(truth.len(), 181_440);
+        for (board, d) in &truth {
+            assert_eq!(exact.estimate(&Position::new(board)), *d, "{board}");
+        }
+    }
+}
+
+#[test]
+/// Not consistent: a table entry is the minimum over the blank's regions, so one move can change
+/// a term by more than one. IDA* needs only admissibility.
+fn partitioned_3x3_tables_are_admissible() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PdbStore::new(dir.path(), 2);
+    let goal = Board::blank_last(3);
+    let truth = bfs(&goal);
+    for partition in [vec![vec![1, 2, 3, 4], vec![5, 6, 7, 8]], vec![vec![1, 2, 4], vec![3, 5, 6], vec![7, 8]]] {
+        let tables = partition
+            .into_iter()
+            .map(|tiles| store.table(&PatternSpec { goal, tiles }, &quiet).unwrap())
+            .collect();
+        let pdb = AdditivePdb::new(&goal, tables, true);
+        assert!(pdb.reflects(), "the default goal is its own mirror image");
+        for (board, d) in &truth {
+            let h = pdb.estimate(&Position::new(board));
+            assert!(h <= *d, "{board}: {h} > {d}");
+        }
+    }
+}
+
+#[test]
+fn small_4x4_presets_give_optimal_lengths() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PdbStore::new(dir.path(), 2);
+    let korf_goal = Board::blank_first(4);
+    let mut instances = common::instances("korf100.txt");
+    for preset in [Preset::P555, Preset::P4443] {
+        let pdb = Arc::new(store.heuristic(preset, &korf_goal, &quiet).unwrap());
+        for instance in &instances {
+            let h = pdb.estimate(&Position::new(&instance.board));
+            assert!(h as usize <= instance.optimal, "{preset} #{}: {h} > {}", instance.id, instance.optimal);
+        }
+        let solver = Solver::with_heuristic(korf_goal, AnyHeuristic::Pdb(pdb), format!("pdb:{preset}"));
+        instances.sort_by_key(|i| i.korf1985_nodes);
+        for instance in instances.iter().take(12) {
+            let solution = solver.solve(&instance.board, &SolveOptions::default(), None).unwrap();
+            assert_eq!(solution.len(), instance.optimal, "{preset} #{}", instance.id);
+        }
+    }
+    let examples = common::instances("examples15.txt");
+    let blank_last = Board::blank_last(4);
+    let pdb = store.heuristic(Preset::P555, &blank_last, &quiet).unwrap();
+    let solver = Solver::with_heuristic(blank_last, AnyHeuristic::Pdb(Arc::new(pdb)), "pdb:5-5-5");
+    for instance in &examples {
+        let solution = solver.solve(&instance.board, &SolveOptions::default(), None).unwrap();
+        assert_eq!(solution.len(), instance.optimal, "5-5-5 on examples15 #{}", instance.id);
+    }
+}
+
+#[test]
+fn builds_are_reproducible_across_thread_counts() {
+    let spec = PatternSpec { goal: Board::blank_last(4), tiles: vec![1, 2, 5, 6, 9] };
+    let checksums: Vec<u64> = [1, 2, 3]
+        .into_iter()
+        .map(|threads| {
+            let dir = tempfile::tempdir().unwrap();
+            PdbStore::new(dir.path(), threads).build(&spec, &quiet).unwrap().checksum
+        })
+        .collect();
+    assert_eq!(checksums[0], checksums[1]);
+    assert_eq!(checksums[0], checksums[2]);
+}
+
+#[test]
+fn corrupt_or_mismatched_files_are_refused_and_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PdbStore::new(dir.path(), 2);
+    let spec = PatternSpec { goal: Board::blank_last(4), tiles: vec![1, 2, 3] };
+    let good = store.table(&spec, &quiet).unwrap().checksum;
+    let path = store.path_of(&spec);
+
+    let refusals = Mutex::new(Vec::new());
+    let record = |event: PdbEvent<'_>| {
+        if let PdbEvent::Refused { error } = event {
+            refusals.lock().unwrap().push(error.to_string());
+        }
+    };
+    // Flip one byte of the entries.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x5a;
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(store.table(&spec, &record).unwrap().checksum, good);
+    // Truncate it.
+    std::fs::write(&path, &bytes[..1000]).unwrap();
+    assert_eq!(store.table(&spec, &record).unwrap().checksum, good);
+    // Put another pattern's file in its place.
+    let other = PatternSpec { goal: Board::blank_last(4), tiles: vec![1, 2, 4] };
+    store.table(&other, &quiet).unwrap();
+    std::fs::copy(store.path_of(&other), &path).unwrap();
+    assert_eq!(store.table(&spec, &record).unwrap().checksum, good);
+    // Garbage.
+    std::fs::write(&path, b"not a table").unwrap();
+    assert_eq!(store.table(&spec, &record).unwrap().checksum, good);
+
+    let refusals = refusals.into_inner().unwrap();
+    assert_eq!(refusals.len(), 4, "{refusals:?}");
+    assert!(refusals[0].contains("checksum mismatch"), "{}", refusals[0]);
+    assert!(refusals[1].contains("bytes of entries"), "{}", refusals[1]);
+    assert!(refusals[2].contains("for something else"), "{}", refusals[2]);
+    assert!(refusals[3].contains("no tilesolve pattern database header"), "{}", refusals[3]);
+}
