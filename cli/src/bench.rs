@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use tilesolve::batch_file::{board_lines, BatchLine};
+use tilesolve::heuristic::HeuristicChoice;
 use tilesolve::{parse_board, Algorithm, HeuristicKind};
 use tilesolve::search::Counters;
 
@@ -83,14 +84,22 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
         args.search.algorithm,
         args.search.goal
     );
-    let korf_comparable = args.search.heuristic == HeuristicKind::Manhattan && args.search.algorithm == Algorithm::Ida;
+    let korf_comparable =
+        args.search.heuristic == HeuristicChoice::Classic(HeuristicKind::Manhattan) && args.search.algorithm == Algorithm::Ida;
+    // Load or build every pattern database once, before the threads start, so they share it.
+    let mut solvers = Solvers::new(&args.search);
+    for line in &lines {
+        if let Ok(board) = parse_board(line.board) {
+            let _ = solvers.for_board(&board);
+        }
+    }
     let next = AtomicUsize::new(0);
     let rows: Mutex<Vec<(usize, Row)>> = Mutex::new(Vec::new());
     let started = Instant::now();
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
-                let mut solvers = Solvers::new(&args.search);
+                let mut solvers = solvers.clone();
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(line) = lines.get(index) else { break };
@@ -121,7 +130,7 @@ fn bench_one(line: &BatchLine<'_>, solvers: &mut Solvers, options: &tilesolve::S
     };
     let result = parse_board(line.board)
         .map_err(|e| format!("line {}: {e}", line.number))
-        .and_then(|board| solvers.for_board(&board).solve(&board, options, None).map_err(|e| e.to_string()));
+        .and_then(|board| solvers.for_board(&board)?.solve(&board, options, None).map_err(|e| e.to_string()));
     match result {
         Ok(solution) => {
             row.length = Some(solution.len());

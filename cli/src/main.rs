@@ -3,6 +3,8 @@
 
 mod bench;
 mod options;
+mod pdb;
+mod progress;
 mod report;
 mod solve;
 
@@ -25,6 +27,9 @@ enum Command {
     /// Solve every board of a benchmark file and report node counts, rates and mismatches
     /// against the file's `optimal=` and `korf1985_nodes=` facts.
     Bench(bench::BenchArgs),
+    /// Build, list and verify pattern databases in the data directory.
+    #[command(subcommand)]
+    Pdb(pdb::PdbCommand),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +37,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Solve(args) => solve::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Pdb(command) => pdb::run(command),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,16 +1,38 @@
-//! Search options shared by every subcommand that solves boards.
+//! Search options shared by every subcommand that solves boards, and the solvers they build.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use tilesolve::{Algorithm, Board, Goal, HeuristicKind, SolveOptions, Solver};
+use tilesolve::heuristic::HeuristicChoice;
+use tilesolve::pdb::{PdbError, PdbStore};
+use tilesolve::{Algorithm, Board, Goal, SolveOptions, Solver};
+
+use crate::progress;
+
+/// Where pattern databases live.
+#[derive(Args, Clone, Debug)]
+pub struct DataArgs {
+    /// Data directory for pattern databases.
+    #[arg(long = "data", env = "TILESOLVE_DATA", default_value = "tilesolve-data", value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+impl DataArgs {
+    pub fn store(&self) -> PdbStore {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        PdbStore::new(&self.dir, threads)
+    }
+}
 
 #[derive(Args, Clone, Debug)]
 pub struct SearchArgs {
-    /// Heuristic: hamming, manhattan or linear-conflict.
-    #[arg(long, default_value = "linear-conflict")]
-    pub heuristic: HeuristicKind,
+    /// Heuristic: default (the size's pattern database: exact table for 3x3, 7-8 for 4x4,
+    /// 6-6-6-6 for 5x5), hamming, manhattan, linear-conflict, or pdb:NAME with NAME one of exact,
+    /// 4-4-4-3, 5-5-5, 6-6-3, 7-8, 6-6-6-6.
+    #[arg(long, default_value = "default")]
+    pub heuristic: HeuristicChoice,
     /// Algorithm: ida (iterative deepening A*) or astar.
     #[arg(long, default_value = "ida")]
     pub algorithm: Algorithm,
@@ -26,6 +48,8 @@ pub struct SearchArgs {
     /// Memory A* may use, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 2048)]
     pub memory_budget: usize,
+    #[command(flatten)]
+    pub data: DataArgs,
 }
 
 impl SearchArgs {
@@ -45,20 +69,35 @@ impl SearchArgs {
     }
 }
 
-/// One solver per board size, built on first use (a custom goal fixes the size).
+#[derive(Clone)]
+/// One solver per board size, built on first use (a custom goal fixes the size). Pattern
+/// databases are loaded, or built with a progress bar, the first time a size needs them.
 pub struct Solvers {
     goal: Goal,
-    heuristic: HeuristicKind,
-    by_side: HashMap<usize, Solver>,
+    heuristic: HeuristicChoice,
+    store: PdbStore,
+    by_side: HashMap<usize, Result<Solver, String>>,
 }
 
 impl Solvers {
     pub fn new(args: &SearchArgs) -> Solvers {
-        Solvers { goal: args.goal, heuristic: args.heuristic, by_side: HashMap::new() }
+        Solvers { goal: args.goal, heuristic: args.heuristic, store: args.data.store(), by_side: HashMap::new() }
     }
 
-    pub fn for_board(&mut self, board: &Board) -> &Solver {
-        let (goal, heuristic) = (self.goal, self.heuristic);
-        self.by_side.entry(board.side()).or_insert_with(|| Solver::new(goal.for_side(board.side()), heuristic))
+    /// The solver for `board`, or why there is none: the board cannot reach the goal (checked
+    /// first, so an unsolvable board never waits for a pattern database build), a pattern
+    /// database for another size, or a data directory that cannot be written.
+    pub fn for_board(&mut self, board: &Board) -> Result<&Solver, String> {
+        let side = board.side();
+        let (goal, heuristic, store) = (self.goal.for_side(side), self.heuristic, &self.store);
+        board.check_solvable(&goal).map_err(|e| e.to_string())?;
+        self.by_side
+            .entry(side)
+            .or_insert_with(|| {
+                let built: Result<_, PdbError> = heuristic.build(&goal, store, &progress::pdb_events);
+                built.map(|h| Solver::with_heuristic(goal, h, heuristic.name_for(side))).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 }

@@ -43,12 +43,11 @@ pub enum Origin {
 
 pub struct Reporter {
     pub json: bool,
-    pub heuristic: String,
     pub algorithm: String,
 }
 
 impl Reporter {
-    pub fn solved(&self, solution: &Solution) {
+    pub fn solved(&self, solution: &Solution, heuristic: &str) {
         if self.json {
             let json = SolvedJson {
                 board: solution.board.to_string(),
@@ -60,7 +59,7 @@ impl Reporter {
                 generated: solution.counters.generated,
                 iterations: solution.iterations,
                 seconds: solution.seconds,
-                heuristic: &self.heuristic,
+                heuristic,
                 algorithm: &self.algorithm,
             };
             println!("{}", serde_json::to_string(&json).unwrap_or_default());
@@ -74,7 +73,7 @@ impl Reporter {
                 "nodes    {} expanded, {} generated, {} iterations",
                 solution.counters.expanded, solution.counters.generated, solution.iterations
             );
-            println!("seconds  {:.6}", solution.seconds);
+            println!("seconds  {:.6} ({heuristic})", solution.seconds);
             println!();
         }
     }

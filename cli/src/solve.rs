@@ -25,11 +25,7 @@ pub struct SolveArgs {
 pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
     let options = args.search.solve_options()?;
     let mut solvers = Solvers::new(&args.search);
-    let reporter = Reporter {
-        json: args.json,
-        heuristic: args.search.heuristic.to_string(),
-        algorithm: args.search.algorithm.to_string(),
-    };
+    let reporter = Reporter { json: args.json, algorithm: args.search.algorithm.to_string() };
     let mut all_solved = true;
     // Returns whether the board was solved; a failure is reported and the rest go on.
     let mut solve_one = |text: &str, origin: Origin| -> bool {
@@ -40,9 +36,16 @@ pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
                 return false;
             }
         };
-        match solvers.for_board(&board).solve(&board, &options, None) {
+        let solver = match solvers.for_board(&board) {
+            Ok(solver) => solver,
+            Err(error) => {
+                reporter.failed(text, origin, &error, None);
+                return false;
+            }
+        };
+        match solver.solve(&board, &options, None) {
             Ok(solution) => {
-                reporter.solved(&solution);
+                reporter.solved(&solution, solver.heuristic());
                 true
             }
             Err(error) => {

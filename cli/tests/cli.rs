@@ -3,8 +3,16 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
+/// Runs the binary with a fresh data directory, so no test writes pattern databases into the
+/// working directory or sees another test's.
 fn tilesolve(args: &[&str], stdin: &str) -> Output {
+    let data = tempfile::tempdir().expect("temporary data directory");
+    tilesolve_in(data.path(), args, stdin)
+}
+
+fn tilesolve_in(data: &std::path::Path, args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tilesolve"))
+        .env("TILESOLVE_DATA", data)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -116,4 +124,37 @@ fn astar_reports_the_same_length() {
     assert!(output.status.success());
     assert_eq!(json_lines(&output)[0]["length"], 26);
     assert_eq!(json_lines(&output)[0]["algorithm"], "astar");
+}
+
+#[test]
+fn pattern_database_is_built_once_then_reused() {
+    let data = tempfile::tempdir().unwrap();
+    let board = "2,7,4,3,1,12,8,6,0,14,15,9,13,5,11,10";
+    let first = tilesolve_in(data.path(), &["solve", "--json", "--heuristic", "pdb:5-5-5", board], "");
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(String::from_utf8_lossy(&first.stderr).contains("building pattern database"));
+    assert_eq!(json_lines(&first)[0]["length"], 40);
+    assert_eq!(json_lines(&first)[0]["heuristic"], "pdb:5-5-5");
+    let second = tilesolve_in(data.path(), &["solve", "--json", "--heuristic", "pdb:5-5-5", board], "");
+    assert!(!String::from_utf8_lossy(&second.stderr).contains("building"), "reused, not rebuilt");
+    assert_eq!(json_lines(&second)[0]["length"], 40);
+
+    let info = tilesolve_in(data.path(), &["pdb", "verify"], "");
+    assert!(info.status.success());
+    let listing = String::from_utf8_lossy(&info.stdout);
+    assert_eq!(listing.matches(" ok (").count(), 3, "{listing}");
+
+    let wrong_size = tilesolve_in(data.path(), &["solve", "--heuristic", "pdb:5-5-5", "1,2,3,4,5,6,7,0,8"], "");
+    assert_eq!(wrong_size.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&wrong_size.stderr).contains("pattern database 5-5-5 is for 4x4 boards, not 3x3"));
+}
+
+#[test]
+fn default_heuristic_on_3x3_is_the_exact_table() {
+    let output = tilesolve(&["solve", "--json", "8,6,7,2,5,4,3,0,1"], "");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let object = &json_lines(&output)[0];
+    assert_eq!(object["length"], 31);
+    assert_eq!(object["heuristic"], "pdb:exact");
+    assert_eq!(object["nodes"], 31, "an exact heuristic expands only the solution path");
 }

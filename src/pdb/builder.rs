@@ -11,6 +11,11 @@
 //! unless a state in it entered the current level, which keeps the sparse first and last levels
 //! cheap. Writes to other threads' placements are compare-and-swap on the word, so a state is
 //! claimed once.
+//!
+//! The build is bound by memory latency (each successor's word is a random access into gigabytes),
+//! so the work is arranged to overlap misses: all successors of a placement are computed first
+//! and their words loaded together, and a placement's result byte is written while scanning it
+//! (the first level at which it has a frontier state), never at random.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::time::Instant;
@@ -23,6 +28,8 @@ use crate::pdb::index::{placements, rank, unrank};
 pub const UNREACHED: u8 = u8::MAX;
 
 const CLOSED: u64 = 1;
+/// Most pattern tiles a table can have (the exact 3x3 table has 8; 7-8 has 8).
+const MAX_PATTERN: usize = 8;
 const BLOCK_SHIFT: u32 = 10;
 
 /// Where a build stands after a level.
@@ -138,7 +145,6 @@ impl<W: MarkWord> Builder<W> {
         let index = rank(cells, start.iter().copied()) as usize;
         builder.marks[index] = W::zero();
         builder.marks[index].flip(spread(region, 2));
-        builder.values[index].store(0, Ordering::Relaxed);
         builder.active[index >> BLOCK_SHIFT].store(true, Ordering::Relaxed);
         builder
     }
@@ -146,26 +152,27 @@ impl<W: MarkWord> Builder<W> {
     fn run(mut self, threads: usize, progress: &(dyn Fn(BuildProgress) + Sync)) -> Vec<u8> {
         let started = Instant::now();
         let total = self.marks.len() as u64;
-        let mut reached = 1u64;
+        let mut reached = 0u64;
         let mut level = 0u32;
         loop {
             let frontier_code = 2 + u64::from(level % 2);
             let next_code = 5 - frontier_code;
             let next_block = AtomicUsize::new(0);
             let new_states = AtomicU64::new(0);
+            let valued = AtomicU64::new(0);
             std::thread::scope(|scope| {
                 for _ in 0..threads.max(1) {
                     scope.spawn(|| {
-                        let added = self.scan(&next_block, level, frontier_code, next_code);
-                        new_states.fetch_add(added, Ordering::Relaxed);
+                        let (states, placements) = self.scan(&next_block, level, frontier_code, next_code);
+                        new_states.fetch_add(states, Ordering::Relaxed);
+                        valued.fetch_add(placements, Ordering::Relaxed);
                     });
                 }
             });
-            let added = new_states.into_inner();
-            if added == 0 {
+            reached += valued.into_inner();
+            if new_states.into_inner() == 0 {
                 break;
             }
-            reached += added;
             level += 1;
             std::mem::swap(&mut self.active, &mut self.next_active);
             self.next_active.iter().for_each(|flag| flag.store(false, Ordering::Relaxed));
@@ -175,16 +182,17 @@ impl<W: MarkWord> Builder<W> {
         self.values.into_iter().map(AtomicU8::into_inner).collect()
     }
 
-    /// Expands every state of the current level in the blocks this thread claims; returns the
-    /// number of placements reached for the first time.
-    fn scan(&self, next_block: &AtomicUsize, level: u32, frontier_code: u64, next_code: u64) -> u64 {
+    /// Expands every state of the current level in the blocks this thread claims. Returns the
+    /// states claimed for the next level and the placements whose value is this level.
+    fn scan(&self, next_block: &AtomicUsize, level: u32, frontier_code: u64, next_code: u64) -> (u64, u64) {
         const CLAIM: usize = 16;
         let mut added = 0;
+        let mut valued = 0;
         let mut cells = [0u8; 32];
         loop {
             let first = next_block.fetch_add(CLAIM, Ordering::Relaxed);
             if first >= self.active.len() {
-                return added;
+                return (added, valued);
             }
             for block in first..(first + CLAIM).min(self.active.len()) {
                 if !self.active[block].load(Ordering::Relaxed) {
@@ -193,22 +201,32 @@ impl<W: MarkWord> Builder<W> {
                 let start = block << BLOCK_SHIFT;
                 let end = ((block + 1) << BLOCK_SHIFT).min(self.marks.len());
                 for index in start..end {
-                    let frontier = cells_with_code(self.marks[index].load(), frontier_code);
+                    let word = self.marks[index].load();
+                    let frontier = cells_with_code(word, frontier_code);
                     if frontier == 0 {
                         continue;
                     }
+                    if cells_with_code(word, CLOSED) == 0 {
+                        // No state of this placement was expanded before: this level is its value.
+                        self.values[index].store(level as u8, Ordering::Relaxed);
+                        valued += 1;
+                    }
                     unrank(self.cells, index as u32, &mut cells[..self.k]);
-                    added += self.expand(&mut cells[..self.k], frontier, level, next_code);
+                    added += self.expand(&mut cells[..self.k], frontier, next_code);
                     self.marks[index].flip(spread(frontier, frontier_code ^ CLOSED));
                 }
             }
         }
     }
 
-    /// Expands the states of one placement whose blank regions make up `frontier`.
-    fn expand(&self, cells: &mut [u8], frontier: u32, level: u32, next_code: u64) -> u64 {
+    /// Expands the states of one placement whose blank regions make up `frontier`; returns the
+    /// number of states claimed for the next level.
+    fn expand(&self, cells: &mut [u8], frontier: u32, next_code: u64) -> u64 {
+        // Every successor: (placement index, the cell the tile left, the cell it entered). The
+        // blank ends on the cell the tile left, so that cell's mark says if the state is new.
+        let mut successors = [(0usize, 0u8, 0u8); 4 * MAX_PATTERN];
+        let mut count = 0;
         let occupied = cells.iter().fold(0u32, |m, &c| m | 1 << c);
-        let mut added = 0;
         for i in 0..cells.len() {
             let from = cells[i];
             let mut targets = self.adjacent[usize::from(from)] & frontier;
@@ -216,22 +234,33 @@ impl<W: MarkWord> Builder<W> {
                 let to = targets.trailing_zeros() as u8;
                 targets &= targets - 1;
                 cells[i] = to;
-                let free = self.all & !(occupied ^ (1 << from) ^ (1 << to));
-                let region = self.flood(1 << from, free);
-                let index = rank(self.cells, cells.iter().copied()) as usize;
-                added += self.claim(index, region, from, level + 1, next_code);
+                successors[count] = (rank(self.cells, cells.iter().copied()) as usize, from, to);
+                count += 1;
             }
             cells[i] = from;
+        }
+        // Independent loads first, so their cache misses overlap; then claim the unvisited, and
+        // only for those pay for the flood fill of the blank's new region.
+        let mut words = [0u64; 4 * MAX_PATTERN];
+        for (word, &(index, _, _)) in words.iter_mut().zip(&successors[..count]) {
+            *word = self.marks[index].load();
+        }
+        let mut added = 0;
+        for (&word, &(index, from, to)) in words.iter().zip(&successors[..count]) {
+            if (word >> (2 * from)) & 3 != 0 {
+                continue;
+            }
+            let free = self.all & !(occupied ^ (1 << from) ^ (1 << to));
+            added += self.claim(index, word, self.flood(1 << from, free), from, next_code);
         }
         added
     }
 
-    /// Marks (placement, region) as reached at `level` unless it was reached before; returns 1
-    /// when the placement itself is new.
-    fn claim(&self, index: usize, region: u32, probe: u8, level: u32, next_code: u64) -> u64 {
+    /// Marks (placement, region) as reached for the next level unless it was reached before;
+    /// `current` is the placement's word as last seen. Returns 1 if this call claimed it.
+    fn claim(&self, index: usize, mut current: u64, region: u32, probe: u8, next_code: u64) -> u64 {
         let word = &self.marks[index];
         let fields = spread(region, next_code);
-        let mut current = word.load();
         loop {
             if (current >> (2 * probe)) & 3 != 0 {
                 return 0;
@@ -242,8 +271,7 @@ impl<W: MarkWord> Builder<W> {
             }
         }
         self.next_active[index >> BLOCK_SHIFT].store(true, Ordering::Relaxed);
-        let first_time = self.values[index].compare_exchange(UNREACHED, level as u8, Ordering::Relaxed, Ordering::Relaxed);
-        u64::from(first_time.is_ok())
+        1
     }
 
     /// The cells of `free` connected to `seed`.

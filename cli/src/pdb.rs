@@ -1,0 +1,106 @@
+//! `tilesolve pdb build|info|verify`: pattern databases in the data directory.
+
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use tilesolve::pdb::{file, PdbStore, Preset};
+use tilesolve::Goal;
+
+use crate::options::DataArgs;
+use crate::progress;
+
+#[derive(Subcommand)]
+pub enum PdbCommand {
+    /// Build a preset's tables (or check they are already there and intact).
+    Build(BuildArgs),
+    /// List the tables in the data directory.
+    Info(DataOnly),
+    /// Check every table in the data directory against its checksum.
+    Verify(DataOnly),
+}
+
+#[derive(Args)]
+pub struct BuildArgs {
+    /// exact (3x3), 4-4-4-3, 5-5-5, 6-6-3, 7-8 (4x4) or 6-6-6-6 (5x5).
+    preset: Preset,
+    /// Goal the tables are built for: `default`, `korf` or a board.
+    #[arg(long, default_value = "default")]
+    goal: Goal,
+    /// Rebuild even if intact tables are present.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    data: DataArgs,
+}
+
+#[derive(Args)]
+pub struct DataOnly {
+    #[command(flatten)]
+    data: DataArgs,
+}
+
+pub fn run(command: PdbCommand) -> anyhow::Result<bool> {
+    match command {
+        PdbCommand::Build(args) => build(args),
+        PdbCommand::Info(args) => list(&args.data, false),
+        PdbCommand::Verify(args) => list(&args.data, true),
+    }
+}
+
+fn build(args: BuildArgs) -> anyhow::Result<bool> {
+    let store = args.data.store();
+    let goal = args.goal.for_side(args.preset.side());
+    let started = Instant::now();
+    let mut bytes = 0;
+    for spec in PdbStore::specs(args.preset, &goal)? {
+        let table = if args.force { store.build(&spec, &progress::pdb_events)? } else { store.table(&spec, &progress::pdb_events)? };
+        bytes += table.len();
+        println!("{}  {} entries  checksum {:016x}", store.path_of(&spec).display(), table.len(), table.checksum);
+    }
+    println!(
+        "pdb {} for goal {goal}: {:.1} MB in {:.1} s",
+        args.preset,
+        bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(true)
+}
+
+/// Lists (and with `verify`, checks) every `.pdb` file; returns whether all were good.
+fn list(data: &DataArgs, verify: bool) -> anyhow::Result<bool> {
+    let dir = &data.dir;
+    let mut paths: Vec<_> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "pdb")).collect(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(error) => return Err(error).with_context(|| format!("reading {}", dir.display())),
+    };
+    paths.sort();
+    if paths.is_empty() {
+        println!("no pattern databases in {}", dir.display());
+    }
+    let mut all_good = true;
+    for path in paths {
+        let started = Instant::now();
+        match file::inspect(&path, verify) {
+            Ok(header) => {
+                let verdict = if verify { format!("  ok ({:.2} s)", started.elapsed().as_secs_f64()) } else { String::new() };
+                println!(
+                    "{}  {}x{} goal {}  tiles {:?}  {} entries  checksum {:016x}{verdict}",
+                    path.display(),
+                    header.spec.goal.side(),
+                    header.spec.goal.side(),
+                    header.spec.goal,
+                    header.spec.tiles,
+                    header.spec.entries(),
+                    header.checksum
+                );
+            }
+            Err(error) => {
+                all_good = false;
+                println!("{}  BAD: {error}", path.display());
+            }
+        }
+    }
+    Ok(all_good)
+}
