@@ -164,8 +164,19 @@ fn summarize(rows: &[Row], wall: f64) -> bool {
             list(" different: ", &korf_different)
         );
     }
-    println!("expanded          {}  ({:.1} M/s per thread)", total.expanded, per_thread(total.expanded));
-    println!("generated         {}  ({:.1} M/s per thread)", total.generated, per_thread(total.generated));
+    let per_board = |nodes: u64| nodes / rows.len().max(1) as u64;
+    println!(
+        "expanded          {}  ({:.1} M/s per thread, {} per board)",
+        total.expanded,
+        per_thread(total.expanded),
+        per_board(total.expanded)
+    );
+    println!(
+        "generated         {}  ({:.1} M/s per thread, {} per board)",
+        total.generated,
+        per_thread(total.generated),
+        per_board(total.generated)
+    );
     println!("solve seconds     {solve_seconds:.3} (sum over boards)");
     println!("wall seconds      {wall:.3}");
     wrong.is_empty()

@@ -18,10 +18,13 @@
 //! (the first level at which it has a frontier state), never at random.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::marker::PhantomData;
 use std::time::Instant;
 
+use memmap2::MmapMut;
+
 use crate::board::Board;
-use crate::pdb::index::{placements, rank, unrank};
+use crate::pdb::index::{placements, rank, Unranker};
 
 /// A placement never reached (only possible when the pattern holds every tile, as in the exact
 /// 3x3 table, where half the placements have the wrong parity).
@@ -30,7 +33,9 @@ pub const UNREACHED: u8 = u8::MAX;
 const CLOSED: u64 = 1;
 /// Most pattern tiles a table can have (the exact 3x3 table has 8; 7-8 has 8).
 const MAX_PATTERN: usize = 8;
+/// Placements per block of the level flags, and blocks a thread claims at a time.
 const BLOCK_SHIFT: u32 = 10;
+const CLAIM_BLOCKS: usize = 16;
 
 /// Where a build stands after a level.
 #[derive(Clone, Copy, Debug)]
@@ -42,18 +47,60 @@ pub struct BuildProgress {
     pub seconds: f64,
 }
 
+/// Atomic integer types, for which all-zero memory is a valid value.
+///
+/// # Safety
+/// Implement only for types whose all-zero bit pattern is a valid value.
+unsafe trait ZeroIsValid: Sync + Send {}
+// SAFETY: atomic integers have the size and bit validity of their integer, and 0 is an integer.
+unsafe impl ZeroIsValid for AtomicU8 {}
+// SAFETY: as above.
+unsafe impl ZeroIsValid for AtomicU32 {}
+// SAFETY: as above.
+unsafe impl ZeroIsValid for AtomicU64 {}
+
+/// A zeroed array in anonymous memory advised to use transparent huge pages. The builder reads
+/// and writes gigabytes at random; with 4 KB pages much of that time goes to TLB misses.
+struct ZeroedArray<T> {
+    map: MmapMut,
+    len: usize,
+    _items: PhantomData<T>,
+}
+
+impl<T: ZeroIsValid> ZeroedArray<T> {
+    fn new(len: usize) -> std::io::Result<Self> {
+        let map = MmapMut::map_anon((len * size_of::<T>()).max(1))?;
+        // Only advice: where huge pages are unavailable the build is just slower.
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        Ok(ZeroedArray { map, len, _items: PhantomData })
+    }
+
+    /// The memory itself, once the build is done with it.
+    fn into_map(self) -> MmapMut {
+        self.map
+    }
+}
+
+impl<T: ZeroIsValid> std::ops::Deref for ZeroedArray<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        // SAFETY: the map is page-aligned (so aligned for T), holds `len` items of T, starts
+        // zeroed (valid for T by `ZeroIsValid`), is only accessed through atomics while shared,
+        // and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().cast::<T>(), self.len) }
+    }
+}
+
 /// An atomic word of 2-bit per-cell marks: 32 bits cover 16 cells, 64 bits cover 25.
-trait MarkWord: Sync + Send + Sized {
-    fn zero() -> Self;
+trait MarkWord: ZeroIsValid + Sized {
     fn load(&self) -> u64;
     fn set_if(&self, current: u64, new: u64) -> Result<(), u64>;
     fn flip(&self, bits: u64);
 }
 
 impl MarkWord for AtomicU32 {
-    fn zero() -> Self {
-        AtomicU32::new(0)
-    }
     fn load(&self) -> u64 {
         u64::from(AtomicU32::load(self, Ordering::Relaxed))
     }
@@ -68,9 +115,6 @@ impl MarkWord for AtomicU32 {
 }
 
 impl MarkWord for AtomicU64 {
-    fn zero() -> Self {
-        AtomicU64::new(0)
-    }
     fn load(&self) -> u64 {
         AtomicU64::load(self, Ordering::Relaxed)
     }
@@ -84,29 +128,37 @@ impl MarkWord for AtomicU64 {
 
 /// Builds the table of `pattern` (tile labels) towards `goal`: for every placement of the
 /// pattern tiles, the fewest pattern-tile moves that bring them home.
-pub fn build(goal: &Board, pattern: &[u8], threads: usize, progress: &(dyn Fn(BuildProgress) + Sync)) -> Vec<u8> {
+pub fn build(
+    goal: &Board,
+    pattern: &[u8],
+    threads: usize,
+    progress: &(dyn Fn(BuildProgress) + Sync),
+) -> std::io::Result<MmapMut> {
     if goal.cells() <= 16 {
-        Builder::<AtomicU32>::new(goal, pattern).run(threads, progress)
+        Ok(Builder::<AtomicU32>::new(goal, pattern)?.run(threads, progress))
     } else {
-        Builder::<AtomicU64>::new(goal, pattern).run(threads, progress)
+        Ok(Builder::<AtomicU64>::new(goal, pattern)?.run(threads, progress))
     }
 }
 
 struct Builder<W> {
     side: usize,
-    cells: usize,
     k: usize,
+    unranker: Unranker,
+    /// Weight of each digit in an index.
+    weights: [i64; 32],
     all: u32,
     adjacent: [u32; 32],
-    marks: Vec<W>,
-    values: Vec<AtomicU8>,
+    marks: ZeroedArray<W>,
+    /// The result: 1 + the value, 0 while unreached (so that zeroed memory starts it).
+    values: ZeroedArray<AtomicU8>,
     /// Per block of placements: did a state in it enter the current / next level?
     active: Vec<AtomicBool>,
     next_active: Vec<AtomicBool>,
 }
 
 impl<W: MarkWord> Builder<W> {
-    fn new(goal: &Board, pattern: &[u8]) -> Self {
+    fn new(goal: &Board, pattern: &[u8]) -> std::io::Result<Self> {
         let side = goal.side();
         let cells = goal.cells();
         let count = placements(cells, pattern.len()) as usize;
@@ -127,14 +179,15 @@ impl<W: MarkWord> Builder<W> {
                 *mask |= 1 << (cell + 1);
             }
         }
-        let mut builder = Builder {
+        let builder = Builder::<W> {
             side,
-            cells,
             k: pattern.len(),
+            unranker: Unranker::new(cells, pattern.len()),
+            weights: std::array::from_fn(|i| if i < pattern.len() { i64::from(Unranker::new(cells, pattern.len()).weight(i)) } else { 0 }),
             all: ((1u64 << cells) - 1) as u32,
             adjacent,
-            marks: std::iter::repeat_with(W::zero).take(count).collect(),
-            values: std::iter::repeat_with(|| AtomicU8::new(UNREACHED)).take(count).collect(),
+            marks: ZeroedArray::new(count)?,
+            values: ZeroedArray::new(count)?,
             active: std::iter::repeat_with(|| AtomicBool::new(false)).take(blocks).collect(),
             next_active: std::iter::repeat_with(|| AtomicBool::new(false)).take(blocks).collect(),
         };
@@ -143,13 +196,12 @@ impl<W: MarkWord> Builder<W> {
         let occupied = start.iter().fold(0u32, |m, &c| m | 1 << c);
         let region = builder.flood(1 << goal.blank(), builder.all & !occupied);
         let index = rank(cells, start.iter().copied()) as usize;
-        builder.marks[index] = W::zero();
         builder.marks[index].flip(spread(region, 2));
         builder.active[index >> BLOCK_SHIFT].store(true, Ordering::Relaxed);
-        builder
+        Ok(builder)
     }
 
-    fn run(mut self, threads: usize, progress: &(dyn Fn(BuildProgress) + Sync)) -> Vec<u8> {
+    fn run(mut self, threads: usize, progress: &(dyn Fn(BuildProgress) + Sync)) -> MmapMut {
         let started = Instant::now();
         let total = self.marks.len() as u64;
         let mut reached = 0u64;
@@ -178,23 +230,31 @@ impl<W: MarkWord> Builder<W> {
             self.next_active.iter().for_each(|flag| flag.store(false, Ordering::Relaxed));
             progress(BuildProgress { level, reached, placements: total, seconds: started.elapsed().as_secs_f64() });
         }
-        drop(std::mem::take(&mut self.marks));
-        self.values.into_iter().map(AtomicU8::into_inner).collect()
+        drop(self.marks);
+        let mut entries = self.values.into_map();
+        // Stored as value + 1 with 0 for unreached: shift back, so unreached becomes 255.
+        entries.iter_mut().for_each(|entry| *entry = entry.wrapping_sub(1));
+        entries
     }
 
     /// Expands every state of the current level in the blocks this thread claims. Returns the
     /// states claimed for the next level and the placements whose value is this level.
     fn scan(&self, next_block: &AtomicUsize, level: u32, frontier_code: u64, next_code: u64) -> (u64, u64) {
-        const CLAIM: usize = 16;
         let mut added = 0;
         let mut valued = 0;
         let mut cells = [0u8; 32];
+        let mut digits = [0u8; 32];
+        // Software pipeline: the successors of one placement are claimed while the next
+        // placement's successor words are on their way from memory.
+        let mut expansions = [Expansion::EMPTY, Expansion::EMPTY];
+        let mut current = 0;
         loop {
-            let first = next_block.fetch_add(CLAIM, Ordering::Relaxed);
+            let first = next_block.fetch_add(CLAIM_BLOCKS, Ordering::Relaxed);
             if first >= self.active.len() {
+                added += self.claim_all(&expansions[1 - current], next_code);
                 return (added, valued);
             }
-            for block in first..(first + CLAIM).min(self.active.len()) {
+            for block in first..(first + CLAIM_BLOCKS).min(self.active.len()) {
                 if !self.active[block].load(Ordering::Relaxed) {
                     continue;
                 }
@@ -208,49 +268,71 @@ impl<W: MarkWord> Builder<W> {
                     }
                     if cells_with_code(word, CLOSED) == 0 {
                         // No state of this placement was expanded before: this level is its value.
-                        self.values[index].store(level as u8, Ordering::Relaxed);
+                        self.values[index].store(level as u8 + 1, Ordering::Relaxed);
                         valued += 1;
                     }
-                    unrank(self.cells, index as u32, &mut cells[..self.k]);
-                    added += self.expand(&mut cells[..self.k], frontier, next_code);
+                    self.unranker.unrank(index as u32, &mut cells, &mut digits);
+                    let placement = Placement { index: index as u32, cells: &cells[..self.k], digits: &digits[..self.k] };
+                    self.successors(&placement, frontier, &mut expansions[current]);
                     self.marks[index].flip(spread(frontier, frontier_code ^ CLOSED));
+                    current = 1 - current;
+                    added += self.claim_all(&expansions[current], next_code);
+                    expansions[current].count = 0;
                 }
             }
         }
     }
 
-    /// Expands the states of one placement whose blank regions make up `frontier`; returns the
-    /// number of states claimed for the next level.
-    fn expand(&self, cells: &mut [u8], frontier: u32, next_code: u64) -> u64 {
-        // Every successor: (placement index, the cell the tile left, the cell it entered). The
-        // blank ends on the cell the tile left, so that cell's mark says if the state is new.
-        let mut successors = [(0usize, 0u8, 0u8); 4 * MAX_PATTERN];
-        let mut count = 0;
-        let occupied = cells.iter().fold(0u32, |m, &c| m | 1 << c);
-        for i in 0..cells.len() {
-            let from = cells[i];
+    /// The successors of one placement's states whose blank regions make up `frontier`, with
+    /// their words prefetched.
+    ///
+    /// A successor's index is derived from the placement's rather than ranked afresh: moving tile
+    /// i from `from` to `to` changes its own digit, and the digit of each later tile lying
+    /// strictly between the two cells by one (none for a sideways move, since the cells are
+    /// adjacent; up to side - 1 for a vertical one).
+    fn successors(&self, placement: &Placement<'_>, frontier: u32, expansion: &mut Expansion) {
+        let cells = placement.cells;
+        expansion.count = 0;
+        expansion.occupied = cells.iter().fold(0u32, |m, &c| m | 1 << c);
+        let mut taken_before = 0u32;
+        for (i, &from) in cells.iter().enumerate() {
             let mut targets = self.adjacent[usize::from(from)] & frontier;
             while targets != 0 {
                 let to = targets.trailing_zeros() as u8;
                 targets &= targets - 1;
-                cells[i] = to;
-                successors[count] = (rank(self.cells, cells.iter().copied()) as usize, from, to);
-                count += 1;
+                let digit = i64::from(to) - i64::from((taken_before & ((1u32 << to) - 1)).count_ones());
+                let mut index = i64::from(placement.index) + self.weights[i] * (digit - i64::from(placement.digits[i]));
+                if from.abs_diff(to) > 1 {
+                    let (low, high, sign) = if to > from { (from, to, 1) } else { (to, from, -1) };
+                    for (&cell, &weight) in cells[i + 1..].iter().zip(&self.weights[i + 1..]) {
+                        if low < cell && cell < high {
+                            index += sign * weight;
+                        }
+                    }
+                }
+                let index = index as usize;
+                prefetch(&self.marks[index]);
+                expansion.successors[expansion.count] = (index, from, to);
+                expansion.count += 1;
             }
-            cells[i] = from;
+            taken_before |= 1 << from;
         }
-        // Independent loads first, so their cache misses overlap; then claim the unvisited, and
-        // only for those pay for the flood fill of the blank's new region.
+    }
+
+    /// Claims the unvisited successors of an expansion; returns how many. Only for those is the
+    /// flood fill of the blank's new region paid.
+    fn claim_all(&self, expansion: &Expansion, next_code: u64) -> u64 {
+        let successors = &expansion.successors[..expansion.count];
         let mut words = [0u64; 4 * MAX_PATTERN];
-        for (word, &(index, _, _)) in words.iter_mut().zip(&successors[..count]) {
+        for (word, &(index, _, _)) in words.iter_mut().zip(successors) {
             *word = self.marks[index].load();
         }
         let mut added = 0;
-        for (&word, &(index, from, to)) in words.iter().zip(&successors[..count]) {
+        for (&word, &(index, from, to)) in words.iter().zip(successors) {
             if (word >> (2 * from)) & 3 != 0 {
                 continue;
             }
-            let free = self.all & !(occupied ^ (1 << from) ^ (1 << to));
+            let free = self.all & !(expansion.occupied ^ (1 << from) ^ (1 << to));
             added += self.claim(index, word, self.flood(1 << from, free), from, next_code);
         }
         added
@@ -288,6 +370,38 @@ impl<W: MarkWord> Builder<W> {
             region = grown;
         }
     }
+}
+
+/// A placement being expanded: its index, its tiles' cells and their digits.
+struct Placement<'a> {
+    index: u32,
+    cells: &'a [u8],
+    digits: &'a [u8],
+}
+
+/// The successors of one placement: (placement index, the cell the pattern tile left, the cell
+/// it entered). The blank ends on the cell the tile left, so that cell's mark says whether the
+/// successor state is new.
+struct Expansion {
+    successors: [(usize, u8, u8); 4 * MAX_PATTERN],
+    count: usize,
+    occupied: u32,
+}
+
+impl Expansion {
+    const EMPTY: Expansion = Expansion { successors: [(0, 0, 0); 4 * MAX_PATTERN], count: 0, occupied: 0 };
+}
+
+/// Asks for the cache line holding `item` without waiting for it.
+#[inline(always)]
+fn prefetch<T>(item: &T) {
+    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never faults or changes memory.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((item as *const T).cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = item;
 }
 
 /// The cells whose 2-bit mark equals `code`, as a cell mask.

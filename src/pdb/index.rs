@@ -22,14 +22,52 @@ pub fn rank(n: usize, cells: impl Iterator<Item = u8>) -> u32 {
     index
 }
 
-/// The placement with `index`: writes the pattern tiles' cells into `cells` (one per tile).
-pub fn unrank(n: usize, mut index: u32, cells: &mut [u8]) {
-    let k = cells.len();
-    for i in (0..k).rev() {
-        let radix = (n - i) as u32;
-        cells[i] = (index % radix) as u8;
-        index /= radix;
+/// Turns indices back into placements of `k` tiles on `n` cells. Division by each radix is done
+/// by multiplication with a precomputed reciprocal (Lemire, Kaser and Kurz 2019: exact for every
+/// 32-bit numerator), because the builder unranks hundreds of millions of indices.
+#[derive(Clone, Debug)]
+pub struct Unranker {
+    n: usize,
+    k: usize,
+    /// `ceil(2^64 / radix)` for the radix of each digit.
+    reciprocal: [u64; 32],
+}
+
+impl Unranker {
+    pub fn new(n: usize, k: usize) -> Unranker {
+        let mut reciprocal = [0u64; 32];
+        for (i, r) in reciprocal.iter_mut().enumerate().take(k) {
+            *r = u64::MAX / (n - i) as u64 + 1;
+        }
+        Unranker { n, k, reciprocal }
     }
+
+    /// The placement with `index`: writes the pattern tiles' cells into `cells[..k]` and their
+    /// digits (each cell's position among the cells not taken by earlier tiles) into `digits`.
+    #[inline(always)]
+    pub fn unrank(&self, mut index: u32, cells: &mut [u8], digits: &mut [u8]) {
+        let (cells, digits) = (&mut cells[..self.k], &mut digits[..self.k]);
+        for i in (0..self.k).rev() {
+            let radix = (self.n - i) as u64;
+            let reciprocal = self.reciprocal[i];
+            let quotient = ((u128::from(reciprocal) * u128::from(index)) >> 64) as u32;
+            let fraction = reciprocal.wrapping_mul(u64::from(index));
+            digits[i] = ((u128::from(fraction) * u128::from(radix)) >> 64) as u8;
+            index = quotient;
+        }
+        cells.copy_from_slice(digits);
+        select_free(cells);
+    }
+
+    /// The weight of digit `i` in an index: the product of the later digits' radices.
+    pub fn weight(&self, i: usize) -> u32 {
+        ((i + 1)..self.k).map(|j| (self.n - j) as u32).product()
+    }
+}
+
+/// Turns digits (positions among the cells not yet taken) into cells, in place.
+#[inline(always)]
+fn select_free(cells: &mut [u8]) {
     let mut taken = 0u32;
     for cell in cells.iter_mut() {
         // The digit-th cell not yet taken.
@@ -48,12 +86,16 @@ mod tests {
 
     #[test]
     fn rank_and_unrank_are_inverse_and_dense() {
-        for (n, k) in [(9, 8), (16, 3), (16, 5), (25, 4)] {
+        for (n, k) in [(9, 8), (16, 3), (16, 5), (16, 8), (25, 4), (25, 6)] {
             let count = placements(n, k);
             let step = (count / 5000).max(1) as usize;
+            let unranker = Unranker::new(n, k);
             let mut cells = vec![0u8; k];
+            let mut digits = vec![0u8; k];
             for index in (0..count as u32).step_by(step) {
-                unrank(n, index, &mut cells);
+                unranker.unrank(index, &mut cells, &mut digits);
+                let recomposed: u32 = digits.iter().enumerate().map(|(i, &d)| u32::from(d) * unranker.weight(i)).sum();
+                assert_eq!(recomposed, index);
                 assert!(cells.iter().all(|&c| (c as usize) < n));
                 let mut sorted = cells.clone();
                 sorted.sort_unstable();

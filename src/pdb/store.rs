@@ -71,7 +71,8 @@ impl PdbStore {
         let entries = spec.entries();
         events(PdbEvent::Building { path: &path, entries, estimated_seconds: entries as f64 / PLACEMENTS_PER_SECOND });
         let started = Instant::now();
-        let values = builder::build(&spec.goal, &spec.tiles, self.threads, &|progress| events(PdbEvent::Progress(progress)));
+        let values = builder::build(&spec.goal, &spec.tiles, self.threads, &|progress| events(PdbEvent::Progress(progress)))
+            .map_err(|source| PdbError::Io { path: path.clone(), source })?;
         file::write(&path, spec, &values)?;
         drop(values);
         events(PdbEvent::Built { path: &path, seconds: started.elapsed().as_secs_f64() });
