@@ -32,10 +32,16 @@ pub enum BoardError {
     #[error("unbalanced braces: {detail}")]
     Braces { detail: String },
     #[error("row {row} has {len} values but row 1 has {expected}")]
-    RaggedRows { row: usize, len: usize, expected: usize },
+    RaggedRows {
+        row: usize,
+        len: usize,
+        expected: usize,
+    },
     #[error("{rows} rows of {cols} values is not a square board (supported: 3x3, 4x4, 5x5)")]
     NotSquare { rows: usize, cols: usize },
-    #[error("{count} values is a {side}x{side} board, an unsupported size (supported: 3x3, 4x4, 5x5)")]
+    #[error(
+        "{count} values is a {side}x{side} board, an unsupported size (supported: 3x3, 4x4, 5x5)"
+    )]
     UnsupportedSide { count: usize, side: usize },
     #[error("{count} values is not a supported board size (3x3 = 9, 4x4 = 16, 5x5 = 25 values)")]
     UnsupportedCount { count: usize },
@@ -71,7 +77,11 @@ impl Board {
         let mut seen = [false; MAX_CELLS];
         for (cell, &value) in values.iter().enumerate() {
             if value >= count as u64 {
-                return Err(BoardError::OutOfRange { tile: value, side, max: count - 1 });
+                return Err(BoardError::OutOfRange {
+                    tile: value,
+                    side,
+                    max: count - 1,
+                });
             }
             let tile = value as u8;
             if seen[tile as usize] {
@@ -80,7 +90,10 @@ impl Board {
             seen[tile as usize] = true;
             tiles[cell] = tile;
         }
-        Ok(Board { side: side as u8, tiles })
+        Ok(Board {
+            side: side as u8,
+            tiles,
+        })
     }
 
     /// The goal with tiles in order and the blank last: `1,2,...,N-1,0`.
@@ -90,7 +103,10 @@ impl Board {
         for (cell, tile) in tiles.iter_mut().enumerate().take(cells - 1) {
             *tile = cell as u8 + 1;
         }
-        Board { side: side as u8, tiles }
+        Board {
+            side: side as u8,
+            tiles,
+        }
     }
 
     /// Korf's goal, blank first: `0,1,...,N-1`.
@@ -99,7 +115,10 @@ impl Board {
         for (cell, tile) in tiles.iter_mut().enumerate().take(side * side) {
             *tile = cell as u8;
         }
-        Board { side: side as u8, tiles }
+        Board {
+            side: side as u8,
+            tiles,
+        }
     }
 
     pub fn side(&self) -> usize {
@@ -156,7 +175,10 @@ impl Board {
     /// cell. This holds for any width, which is why no odd/even-width case split is needed.
     pub fn check_solvable(&self, goal: &Board) -> Result<(), BoardError> {
         if self.side != goal.side {
-            return Err(BoardError::SizeMismatch { board: self.side(), goal: goal.side() });
+            return Err(BoardError::SizeMismatch {
+                board: self.side(),
+                goal: goal.side(),
+            });
         }
         let goal_cell = goal.positions();
         let cells = self.cells();
@@ -176,7 +198,8 @@ impl Board {
         }
         let side = self.side();
         let (blank, goal_blank) = (self.blank(), goal.blank());
-        let blank_distance = (blank / side).abs_diff(goal_blank / side) + (blank % side).abs_diff(goal_blank % side);
+        let blank_distance =
+            (blank / side).abs_diff(goal_blank / side) + (blank % side).abs_diff(goal_blank % side);
         if transpositions % 2 == blank_distance % 2 {
             Ok(())
         } else {
@@ -187,7 +210,10 @@ impl Board {
 
 /// The side of a square board with `count` cells, if supported.
 fn side_for_count(count: usize) -> Result<usize, BoardError> {
-    let side = (1..=count).take_while(|s| s * s <= count).last().unwrap_or(0);
+    let side = (1..=count)
+        .take_while(|s| s * s <= count)
+        .last()
+        .unwrap_or(0);
     if side * side != count {
         return Err(BoardError::UnsupportedCount { count });
     }
@@ -254,7 +280,10 @@ impl Position {
     pub fn new(board: &Board) -> Position {
         let mut cells = [0u8; 32];
         cells[..MAX_CELLS].copy_from_slice(&board.positions());
-        Position { tiles: board.padded(), cells }
+        Position {
+            tiles: board.padded(),
+            cells,
+        }
     }
 
     /// Slides the tile on `from` into the blank on `to` and returns it. Sliding back from `to` to
@@ -299,18 +328,31 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(board(&[1, 2, 3]), Err(BoardError::UnsupportedCount { count: 3 }));
+        assert_eq!(
+            board(&[1, 2, 3]),
+            Err(BoardError::UnsupportedCount { count: 3 })
+        );
         let six: Vec<u64> = (0..36).collect();
-        assert_eq!(board(&six), Err(BoardError::UnsupportedSide { count: 36, side: 6 }));
+        assert_eq!(
+            board(&six),
+            Err(BoardError::UnsupportedSide { count: 36, side: 6 })
+        );
         assert!(board(&(0..25).collect::<Vec<_>>()).is_ok());
     }
 
     #[test]
     fn duplicates_and_range() {
-        assert_eq!(board(&[1, 1, 2, 3, 4, 5, 6, 7, 0]), Err(BoardError::Duplicate { tile: 1 }));
+        assert_eq!(
+            board(&[1, 1, 2, 3, 4, 5, 6, 7, 0]),
+            Err(BoardError::Duplicate { tile: 1 })
+        );
         assert_eq!(
             board(&[1, 2, 3, 4, 5, 6, 7, 8, 9]),
-            Err(BoardError::OutOfRange { tile: 9, side: 3, max: 8 })
+            Err(BoardError::OutOfRange {
+                tile: 9,
+                side: 3,
+                max: 8
+            })
         );
     }
 
@@ -321,11 +363,18 @@ mod tests {
         // Swapping two tiles of the goal (Sam Loyd's 14-15 puzzle) is unsolvable.
         let mut swapped: Vec<u64> = goal.tiles().iter().map(|&t| t as u64).collect();
         swapped.swap(13, 14);
-        assert_eq!(board(&swapped).unwrap().check_solvable(&goal), Err(BoardError::Unsolvable));
+        assert_eq!(
+            board(&swapped).unwrap().check_solvable(&goal),
+            Err(BoardError::Unsolvable)
+        );
         // Korf's goal (blank first) is one 9-cycle plus an even blank distance away from the
         // default goal on 3x3, but one 16-cycle (odd) plus an even distance on 4x4.
-        assert!(Board::blank_first(3).check_solvable(&Board::blank_last(3)).is_ok());
-        assert!(Board::blank_first(4).check_solvable(&Board::blank_last(4)).is_err());
+        assert!(Board::blank_first(3)
+            .check_solvable(&Board::blank_last(3))
+            .is_ok());
+        assert!(Board::blank_first(4)
+            .check_solvable(&Board::blank_last(4))
+            .is_err());
         assert_eq!(
             Board::blank_last(3).check_solvable(&Board::blank_last(4)),
             Err(BoardError::SizeMismatch { board: 3, goal: 4 })

@@ -20,7 +20,12 @@ pub enum Direction {
 
 impl Direction {
     /// Every direction, in search order.
-    pub const ALL: [Direction; 4] = [Direction::Up, Direction::Left, Direction::Right, Direction::Down];
+    pub const ALL: [Direction; 4] = [
+        Direction::Up,
+        Direction::Left,
+        Direction::Right,
+        Direction::Down,
+    ];
 
     pub fn from_index(index: u8) -> Direction {
         Direction::ALL[usize::from(index & 3)]
@@ -114,17 +119,26 @@ pub fn replay(start: &Board, goal: &Board, moves: &[Direction]) -> Result<Vec<u8
     let mut board = *start;
     let mut tiles = Vec::with_capacity(moves.len());
     for (index, &direction) in moves.iter().enumerate() {
-        let (next, tile) = board.apply(direction).ok_or(ReplayError::OffBoard { index: index + 1, direction })?;
+        let (next, tile) = board.apply(direction).ok_or(ReplayError::OffBoard {
+            index: index + 1,
+            direction,
+        })?;
         board = next;
         tiles.push(tile);
     }
     if board != *goal {
-        return Err(ReplayError::NotGoal { reached: board, goal: *goal });
+        return Err(ReplayError::NotGoal {
+            reached: board,
+            goal: *goal,
+        });
     }
     Ok(tiles)
 }
 
-const _: () = assert!(MAX_CELLS <= 32, "neighbour tables are indexed with `cell & 31`");
+const _: () = assert!(
+    MAX_CELLS <= 32,
+    "neighbour tables are indexed with `cell & 31`"
+);
 
 #[cfg(test)]
 mod tests {
@@ -143,7 +157,13 @@ mod tests {
         let goal = Board::blank_last(3);
         let (start, _) = goal.apply(Direction::Up).unwrap();
         assert_eq!(replay(&start, &goal, &[Direction::Down]), Ok(vec![6]));
-        assert!(matches!(replay(&start, &goal, &[Direction::Up]), Err(ReplayError::NotGoal { .. })));
-        assert!(matches!(replay(&goal, &goal, &[Direction::Down]), Err(ReplayError::OffBoard { .. })));
+        assert!(matches!(
+            replay(&start, &goal, &[Direction::Up]),
+            Err(ReplayError::NotGoal { .. })
+        ));
+        assert!(matches!(
+            replay(&goal, &goal, &[Direction::Down]),
+            Err(ReplayError::OffBoard { .. })
+        ));
     }
 }

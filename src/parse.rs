@@ -57,7 +57,9 @@ fn tokenize(text: &str) -> Result<Vec<Token>, BoardError> {
                     if !d.is_ascii_digit() {
                         break;
                     }
-                    value = value.saturating_mul(10).saturating_add(u64::from(d as u8 - b'0'));
+                    value = value
+                        .saturating_mul(10)
+                        .saturating_add(u64::from(d as u8 - b'0'));
                     chars.next();
                 }
                 Kind::Number(value)
@@ -81,13 +83,24 @@ fn parse_flat(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
             }
             Kind::Comma if !after_comma => after_comma = true,
             kind @ Kind::Comma => {
-                return Err(BoardError::MissingValue { found: kind.symbol(), column: token.column })
+                return Err(BoardError::MissingValue {
+                    found: kind.symbol(),
+                    column: token.column,
+                })
             }
-            kind => return Err(BoardError::UnexpectedChar { found: kind.symbol(), column: token.column }),
+            kind => {
+                return Err(BoardError::UnexpectedChar {
+                    found: kind.symbol(),
+                    column: token.column,
+                })
+            }
         }
     }
     if let (true, Some(last)) = (after_comma, tokens.last()) {
-        return Err(BoardError::UnexpectedChar { found: ',', column: last.column });
+        return Err(BoardError::UnexpectedChar {
+            found: ',',
+            column: last.column,
+        });
     }
     Ok(values)
 }
@@ -96,7 +109,9 @@ fn parse_flat(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
 fn parse_braced(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
     let last = tokens.last().map(|t| t.kind);
     if last != Some(Kind::Close) {
-        return Err(BoardError::Braces { detail: "the outer '{' is never closed".into() });
+        return Err(BoardError::Braces {
+            detail: "the outer '{' is never closed".into(),
+        });
     }
     let inner = &tokens[1..tokens.len() - 1];
     if !inner.first().is_some_and(|t| t.kind == Kind::Open) {
@@ -115,19 +130,28 @@ fn parse_braced(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
         let close = rest
             .iter()
             .position(|t| t.kind == Kind::Close)
-            .ok_or_else(|| BoardError::Braces { detail: format!("the '{{' at column {} is never closed", open.column) })?;
+            .ok_or_else(|| BoardError::Braces {
+                detail: format!("the '{{' at column {} is never closed", open.column),
+            })?;
         let cells = parse_flat(&rest[1..close])?;
         row += 1;
         let expected = *row_len.get_or_insert(cells.len());
         if cells.len() != expected {
-            return Err(BoardError::RaggedRows { row, len: cells.len(), expected });
+            return Err(BoardError::RaggedRows {
+                row,
+                len: cells.len(),
+                expected,
+            });
         }
         values.extend(cells);
         rest = &rest[close + 1..];
         match rest.first() {
             Some(t) if t.kind == Kind::Comma => rest = &rest[1..],
             Some(t) if t.kind != Kind::Open => {
-                return Err(BoardError::UnexpectedChar { found: t.kind.symbol(), column: t.column })
+                return Err(BoardError::UnexpectedChar {
+                    found: t.kind.symbol(),
+                    column: t.column,
+                })
             }
             _ => {}
         }
@@ -161,7 +185,10 @@ mod tests {
         let msg = |text: &str| parse_board(text).unwrap_err().to_string();
         assert_eq!(msg("a,b,c"), "unexpected 'a' at column 1");
         assert_eq!(msg("1,2,x"), "unexpected 'x' at column 5");
-        assert_eq!(msg("1,2,3"), "3 values is not a supported board size (3x3 = 9, 4x4 = 16, 5x5 = 25 values)");
+        assert_eq!(
+            msg("1,2,3"),
+            "3 values is not a supported board size (3x3 = 9, 4x4 = 16, 5x5 = 25 values)"
+        );
         assert_eq!(msg("1,1,2,3,4,5,6,7,0"), "tile 1 appears twice");
         assert_eq!(msg("1,2,,3"), "missing value before ',' at column 5");
         assert_eq!(msg(""), "empty board: no tile values given");

@@ -11,7 +11,7 @@ use thiserror::Error;
 use crate::board::{Board, BoardError};
 use crate::heuristic::{AnyHeuristic, Heuristic, HeuristicKind};
 use crate::moves::{replay, Direction, Neighbors, ReplayError};
-use crate::search::{a_star, ida_star, Abort, AStarError, Counters, IdaStop, Limits};
+use crate::search::{a_star, ida_star, AStarError, Abort, Counters, IdaStop, Limits};
 
 /// Search algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +66,12 @@ pub struct SolveOptions {
 
 impl Default for SolveOptions {
     fn default() -> Self {
-        SolveOptions { algorithm: Algorithm::Ida, time_limit: None, node_limit: None, memory_budget: 2 << 30 }
+        SolveOptions {
+            algorithm: Algorithm::Ida,
+            time_limit: None,
+            node_limit: None,
+            memory_budget: 2 << 30,
+        }
     }
 }
 
@@ -104,10 +109,16 @@ pub enum SolveError {
     #[error(transparent)]
     Board(#[from] BoardError),
     #[error("time limit of {limit:?} reached after {expanded} expanded nodes; no solution shorter than {bound} moves exists")]
-    TimeLimit { limit: Duration, bound: u32, expanded: u64 },
+    TimeLimit {
+        limit: Duration,
+        bound: u32,
+        expanded: u64,
+    },
     #[error("node limit of {limit} expanded nodes reached; no solution shorter than {bound} moves exists")]
     NodeLimit { limit: u64, bound: u32 },
-    #[error("cancelled after {expanded} expanded nodes; no solution shorter than {bound} moves exists")]
+    #[error(
+        "cancelled after {expanded} expanded nodes; no solution shorter than {bound} moves exists"
+    )]
     Cancelled { bound: u32, expanded: u64 },
     #[error(transparent)]
     MemoryBudget(AStarError),
@@ -121,9 +132,9 @@ impl SolveError {
     /// The proven lower bound on the solution length, when the search stopped early.
     pub fn lower_bound(&self) -> Option<u32> {
         match self {
-            SolveError::TimeLimit { bound, .. } | SolveError::NodeLimit { bound, .. } | SolveError::Cancelled { bound, .. } => {
-                Some(*bound)
-            }
+            SolveError::TimeLimit { bound, .. }
+            | SolveError::NodeLimit { bound, .. }
+            | SolveError::Cancelled { bound, .. } => Some(*bound),
             _ => None,
         }
     }
@@ -146,7 +157,12 @@ impl Solver {
 
     /// A solver with a heuristic built for `goal` (e.g. a pattern database), reported as `name`.
     pub fn with_heuristic(goal: Board, heuristic: AnyHeuristic, name: impl Into<String>) -> Solver {
-        Solver { goal, neighbors: Neighbors::new(goal.side()), heuristic_name: name.into(), heuristic }
+        Solver {
+            goal,
+            neighbors: Neighbors::new(goal.side()),
+            heuristic_name: name.into(),
+            heuristic,
+        }
     }
 
     pub fn goal(&self) -> &Board {
@@ -164,10 +180,19 @@ impl Solver {
     }
 
     /// Finds an optimal solution of `board`, or says why not.
-    pub fn solve(&self, board: &Board, options: &SolveOptions, cancel: Option<&AtomicBool>) -> Result<Solution, SolveError> {
+    pub fn solve(
+        &self,
+        board: &Board,
+        options: &SolveOptions,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Solution, SolveError> {
         board.check_solvable(&self.goal)?;
         let started = Instant::now();
-        let limits = Limits { cancel, deadline: options.time_limit.map(|limit| started + limit), max_nodes: options.node_limit };
+        let limits = Limits {
+            cancel,
+            deadline: options.time_limit.map(|limit| started + limit),
+            max_nodes: options.node_limit,
+        };
         let (found, counters, iterations) = match &self.heuristic {
             AnyHeuristic::TileCost(h) => self.search(h.as_ref(), board, options, limits),
             AnyHeuristic::LinearConflict(h) => self.search(h.as_ref(), board, options, limits),
@@ -198,15 +223,30 @@ impl Solver {
             Algorithm::Ida => {
                 let outcome = ida_star(heuristic, &self.neighbors, board, &self.goal, limits);
                 let result = outcome.result.map_err(|stop| match stop {
-                    IdaStop::Aborted(abort) => Stop::Aborted { abort, bound: outcome.bound, expanded: outcome.counters.expanded },
+                    IdaStop::Aborted(abort) => Stop::Aborted {
+                        abort,
+                        bound: outcome.bound,
+                        expanded: outcome.counters.expanded,
+                    },
                     IdaStop::NoSolution => Stop::NoSolution,
                 });
                 (result, outcome.counters, outcome.iterations)
             }
             Algorithm::AStar => {
-                let (result, counters) = a_star(heuristic, &self.neighbors, board, &self.goal, limits, options.memory_budget);
+                let (result, counters) = a_star(
+                    heuristic,
+                    &self.neighbors,
+                    board,
+                    &self.goal,
+                    limits,
+                    options.memory_budget,
+                );
                 let result = result.map_err(|error| match error {
-                    AStarError::Aborted { abort, bound } => Stop::Aborted { abort, bound, expanded: counters.expanded },
+                    AStarError::Aborted { abort, bound } => Stop::Aborted {
+                        abort,
+                        bound,
+                        expanded: counters.expanded,
+                    },
                     AStarError::NoSolution => Stop::NoSolution,
                     budget @ AStarError::MemoryBudget { .. } => Stop::Memory(budget),
                 });
@@ -218,7 +258,11 @@ impl Solver {
 
 /// An algorithm's reason for stopping, before it is phrased for the user.
 enum Stop {
-    Aborted { abort: Abort, bound: u32, expanded: u64 },
+    Aborted {
+        abort: Abort,
+        bound: u32,
+        expanded: u64,
+    },
     Memory(AStarError),
     NoSolution,
 }
@@ -226,13 +270,28 @@ enum Stop {
 impl Stop {
     fn into_error(self, options: &SolveOptions) -> SolveError {
         match self {
-            Stop::Aborted { abort: Abort::TimeLimit, bound, expanded } => {
-                SolveError::TimeLimit { limit: options.time_limit.unwrap_or_default(), bound, expanded }
-            }
-            Stop::Aborted { abort: Abort::NodeLimit, bound, .. } => {
-                SolveError::NodeLimit { limit: options.node_limit.unwrap_or_default(), bound }
-            }
-            Stop::Aborted { abort: Abort::Cancelled, bound, expanded } => SolveError::Cancelled { bound, expanded },
+            Stop::Aborted {
+                abort: Abort::TimeLimit,
+                bound,
+                expanded,
+            } => SolveError::TimeLimit {
+                limit: options.time_limit.unwrap_or_default(),
+                bound,
+                expanded,
+            },
+            Stop::Aborted {
+                abort: Abort::NodeLimit,
+                bound,
+                ..
+            } => SolveError::NodeLimit {
+                limit: options.node_limit.unwrap_or_default(),
+                bound,
+            },
+            Stop::Aborted {
+                abort: Abort::Cancelled,
+                bound,
+                expanded,
+            } => SolveError::Cancelled { bound, expanded },
             Stop::Memory(error) => SolveError::MemoryBudget(error),
             Stop::NoSolution => SolveError::NoSolution,
         }

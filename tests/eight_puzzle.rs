@@ -11,7 +11,10 @@ use tilesolve::{Algorithm, Board, Direction, HeuristicKind, SolveOptions, Solver
 
 /// Boards packed 4 bits per cell.
 fn key(board: &Board) -> u64 {
-    board.tiles().iter().fold(0, |k, &t| (k << 4) | u64::from(t))
+    board
+        .tiles()
+        .iter()
+        .fold(0, |k, &t| (k << 4) | u64::from(t))
 }
 
 /// Every board reachable from `goal` with its distance, in breadth-first order.
@@ -39,8 +42,16 @@ fn check_lengths(solver: &Solver, options: &SolveOptions, boards: &[(Board, u8)]
         for half in boards.chunks(boards.len().div_ceil(2)) {
             scope.spawn(move || {
                 for &(board, distance) in half {
-                    let solution = solver.solve(&board, options, None).unwrap_or_else(|e| panic!("{board}: {e}"));
-                    assert_eq!(solution.len(), distance as usize, "{board} with {} {}", solver.heuristic(), options.algorithm);
+                    let solution = solver
+                        .solve(&board, options, None)
+                        .unwrap_or_else(|e| panic!("{board}: {e}"));
+                    assert_eq!(
+                        solution.len(),
+                        distance as usize,
+                        "{board} with {} {}",
+                        solver.heuristic(),
+                        options.algorithm
+                    );
                 }
             });
         }
@@ -52,7 +63,11 @@ fn all_181440_boards_match_breadth_first_search() {
     let goal = Board::blank_last(3);
     let (boards, _) = distances(&goal);
     assert_eq!(boards.len(), 181_440);
-    assert_eq!(boards.iter().filter(|(_, d)| *d == 31).count(), 2, "exactly two boards need 31 moves");
+    assert_eq!(
+        boards.iter().filter(|(_, d)| *d == 31).count(),
+        2,
+        "exactly two boards need 31 moves"
+    );
     assert_eq!(boards.iter().map(|(_, d)| *d).max(), Some(31));
     let solver = Solver::new(goal, HeuristicKind::Manhattan);
     check_lengths(&solver, &SolveOptions::default(), &boards);
@@ -62,12 +77,16 @@ fn all_181440_boards_match_breadth_first_search() {
 fn other_heuristics_and_astar_match_on_a_sample() {
     let goal = Board::blank_last(3);
     let (boards, _) = distances(&goal);
-    let sample = |step: usize| -> Vec<(Board, u8)> { boards.iter().copied().step_by(step).collect() };
+    let sample =
+        |step: usize| -> Vec<(Board, u8)> { boards.iter().copied().step_by(step).collect() };
     let linear = Solver::new(goal, HeuristicKind::LinearConflict);
     check_lengths(&linear, &SolveOptions::default(), &sample(7));
     let hamming = Solver::new(goal, HeuristicKind::Hamming);
     check_lengths(&hamming, &SolveOptions::default(), &sample(211));
-    let astar = SolveOptions { algorithm: Algorithm::AStar, ..SolveOptions::default() };
+    let astar = SolveOptions {
+        algorithm: Algorithm::AStar,
+        ..SolveOptions::default()
+    };
     check_lengths(&linear, &astar, &sample(101));
     check_lengths(&hamming, &astar, &sample(401));
 }
@@ -95,7 +114,10 @@ fn heuristics_are_admissible_and_consistent_on_every_board() {
             for direction in Direction::ALL {
                 if let Some((child, _)) = board.apply(direction) {
                     let child_h = heuristic.estimate(&child);
-                    assert!(h.abs_diff(child_h) <= 1, "{kind}: {board} -> {child} changes h by more than 1");
+                    assert!(
+                        h.abs_diff(child_h) <= 1,
+                        "{kind}: {board} -> {child} changes h by more than 1"
+                    );
                     assert!(distance.contains_key(&key(&child)));
                 }
             }
@@ -113,7 +135,11 @@ fn parity_rule_accepts_exactly_the_reachable_boards() {
     let mut counters = [0usize; 9];
     let mut check = |values: &[u64]| {
         let board = Board::from_tiles(values).unwrap();
-        assert_eq!(board.check_solvable(&goal).is_ok(), reachable.contains_key(&key(&board)), "{board}");
+        assert_eq!(
+            board.check_solvable(&goal).is_ok(),
+            reachable.contains_key(&key(&board)),
+            "{board}"
+        );
         permutations += 1;
     };
     check(&values);

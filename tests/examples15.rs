@@ -10,7 +10,9 @@ fn check(kind: HeuristicKind, ids: &[u32]) {
     let instances = common::instances("examples15.txt");
     for id in ids {
         let instance = instances.iter().find(|i| i.id == *id).expect("instance");
-        let solution = solver.solve(&instance.board, &SolveOptions::default(), None).unwrap();
+        let solution = solver
+            .solve(&instance.board, &SolveOptions::default(), None)
+            .unwrap();
         assert_eq!(solution.len(), instance.optimal, "{kind} on #{id}");
     }
 }

@@ -14,13 +14,27 @@ fn check_moves<H: Heuristic>(name: &str, heuristic: &H, board: &Board) {
     let state = heuristic.init(&Position::new(board));
     let h = heuristic.value(state);
     for direction in Direction::ALL {
-        let Some((child, tile)) = board.apply(direction) else { continue };
+        let Some((child, tile)) = board.apply(direction) else {
+            continue;
+        };
         let child_position = Position::new(&child);
         let full = heuristic.estimate(&child_position);
         // The tile moved from the child's blank cell to the parent's blank cell.
-        let incremental = heuristic.value(heuristic.after_move(&child_position, state, tile, child.blank(), board.blank()));
-        assert_eq!(incremental, full, "{name}: incremental update after {direction} from {board}");
-        assert!(h.abs_diff(full) <= 1, "{name}: {board} -> {child} changes h from {h} to {full}");
+        let incremental = heuristic.value(heuristic.after_move(
+            &child_position,
+            state,
+            tile,
+            child.blank(),
+            board.blank(),
+        ));
+        assert_eq!(
+            incremental, full,
+            "{name}: incremental update after {direction} from {board}"
+        );
+        assert!(
+            h.abs_diff(full) <= 1,
+            "{name}: {board} -> {child} changes h from {h} to {full}"
+        );
     }
 }
 
@@ -58,12 +72,21 @@ proptest! {
 
 #[test]
 fn never_above_published_optimal_lengths() {
-    let sets = [("korf100.txt", Board::blank_first(4)), ("examples15.txt", Board::blank_last(4)), ("korf24-blank-last.txt", Board::blank_last(5))];
+    let sets = [
+        ("korf100.txt", Board::blank_first(4)),
+        ("examples15.txt", Board::blank_last(4)),
+        ("korf24-blank-last.txt", Board::blank_last(5)),
+    ];
     for (file, goal) in sets {
         for instance in common::instances(file) {
             for kind in HeuristicKind::ALL {
                 let h = AnyHeuristic::build(kind, &goal).estimate(&instance.board);
-                assert!(h as usize <= instance.optimal, "{kind} on {file} #{}: {h} > {}", instance.id, instance.optimal);
+                assert!(
+                    h as usize <= instance.optimal,
+                    "{kind} on {file} #{}: {h} > {}",
+                    instance.id,
+                    instance.optimal
+                );
             }
             check_all_heuristics(&instance.board, &goal);
         }

@@ -18,7 +18,9 @@ fn manhattan_ida_reproduces_korf_1985_counts() {
     instances.sort_by_key(|i| i.korf1985_nodes);
     let solver = Solver::new(Board::blank_first(4), HeuristicKind::Manhattan);
     for instance in instances.iter().take(10) {
-        let solution = solver.solve(&instance.board, &SolveOptions::default(), None).unwrap();
+        let solution = solver
+            .solve(&instance.board, &SolveOptions::default(), None)
+            .unwrap();
         assert_eq!(solution.len(), instance.optimal, "#{} length", instance.id);
         assert_eq!(
             Some(solution.counters.generated + 1),

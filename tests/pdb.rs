@@ -54,7 +54,10 @@ fn partitioned_3x3_tables_are_admissible() {
     let store = PdbStore::new(dir.path(), 2);
     let goal = Board::blank_last(3);
     let truth = bfs(&goal);
-    for partition in [vec![vec![1, 2, 3, 4], vec![5, 6, 7, 8]], vec![vec![1, 2, 4], vec![3, 5, 6], vec![7, 8]]] {
+    for partition in [
+        vec![vec![1, 2, 3, 4], vec![5, 6, 7, 8]],
+        vec![vec![1, 2, 4], vec![3, 5, 6], vec![7, 8]],
+    ] {
         let tables = partition
             .into_iter()
             .map(|tiles| store.table(&PatternSpec { goal, tiles }, &quiet).unwrap())
@@ -78,13 +81,26 @@ fn small_4x4_presets_give_optimal_lengths() {
         let pdb = Arc::new(store.heuristic(preset, &korf_goal, &quiet).unwrap());
         for instance in &instances {
             let h = pdb.estimate(&Position::new(&instance.board));
-            assert!(h as usize <= instance.optimal, "{preset} #{}: {h} > {}", instance.id, instance.optimal);
+            assert!(
+                h as usize <= instance.optimal,
+                "{preset} #{}: {h} > {}",
+                instance.id,
+                instance.optimal
+            );
         }
-        let solver = Solver::with_heuristic(korf_goal, AnyHeuristic::Pdb(pdb), format!("pdb:{preset}"));
+        let solver =
+            Solver::with_heuristic(korf_goal, AnyHeuristic::Pdb(pdb), format!("pdb:{preset}"));
         instances.sort_by_key(|i| i.korf1985_nodes);
         for instance in instances.iter().take(12) {
-            let solution = solver.solve(&instance.board, &SolveOptions::default(), None).unwrap();
-            assert_eq!(solution.len(), instance.optimal, "{preset} #{}", instance.id);
+            let solution = solver
+                .solve(&instance.board, &SolveOptions::default(), None)
+                .unwrap();
+            assert_eq!(
+                solution.len(),
+                instance.optimal,
+                "{preset} #{}",
+                instance.id
+            );
         }
     }
     let examples = common::instances("examples15.txt");
@@ -92,19 +108,32 @@ fn small_4x4_presets_give_optimal_lengths() {
     let pdb = store.heuristic(Preset::P555, &blank_last, &quiet).unwrap();
     let solver = Solver::with_heuristic(blank_last, AnyHeuristic::Pdb(Arc::new(pdb)), "pdb:5-5-5");
     for instance in &examples {
-        let solution = solver.solve(&instance.board, &SolveOptions::default(), None).unwrap();
-        assert_eq!(solution.len(), instance.optimal, "5-5-5 on examples15 #{}", instance.id);
+        let solution = solver
+            .solve(&instance.board, &SolveOptions::default(), None)
+            .unwrap();
+        assert_eq!(
+            solution.len(),
+            instance.optimal,
+            "5-5-5 on examples15 #{}",
+            instance.id
+        );
     }
 }
 
 #[test]
 fn builds_are_reproducible_across_thread_counts() {
-    let spec = PatternSpec { goal: Board::blank_last(4), tiles: vec![1, 2, 5, 6, 9] };
+    let spec = PatternSpec {
+        goal: Board::blank_last(4),
+        tiles: vec![1, 2, 5, 6, 9],
+    };
     let checksums: Vec<u64> = [1, 2, 3]
         .into_iter()
         .map(|threads| {
             let dir = tempfile::tempdir().unwrap();
-            PdbStore::new(dir.path(), threads).build(&spec, &quiet).unwrap().checksum
+            PdbStore::new(dir.path(), threads)
+                .build(&spec, &quiet)
+                .unwrap()
+                .checksum
         })
         .collect();
     assert_eq!(checksums[0], checksums[1]);
@@ -115,7 +144,10 @@ fn builds_are_reproducible_across_thread_counts() {
 fn corrupt_or_mismatched_files_are_refused_and_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let store = PdbStore::new(dir.path(), 2);
-    let spec = PatternSpec { goal: Board::blank_last(4), tiles: vec![1, 2, 3] };
+    let spec = PatternSpec {
+        goal: Board::blank_last(4),
+        tiles: vec![1, 2, 3],
+    };
     let good = store.table(&spec, &quiet).unwrap().checksum;
     let path = store.path_of(&spec);
 
@@ -135,7 +167,10 @@ fn corrupt_or_mismatched_files_are_refused_and_rebuilt() {
     std::fs::write(&path, &bytes[..1000]).unwrap();
     assert_eq!(store.table(&spec, &record).unwrap().checksum, good);
     // Put another pattern's file in its place.
-    let other = PatternSpec { goal: Board::blank_last(4), tiles: vec![1, 2, 4] };
+    let other = PatternSpec {
+        goal: Board::blank_last(4),
+        tiles: vec![1, 2, 4],
+    };
     store.table(&other, &quiet).unwrap();
     std::fs::copy(store.path_of(&other), &path).unwrap();
     assert_eq!(store.table(&spec, &record).unwrap().checksum, good);
@@ -147,6 +182,14 @@ fn corrupt_or_mismatched_files_are_refused_and_rebuilt() {
     assert_eq!(refusals.len(), 4, "{refusals:?}");
     assert!(refusals[0].contains("checksum mismatch"), "{}", refusals[0]);
     assert!(refusals[1].contains("bytes of entries"), "{}", refusals[1]);
-    assert!(refusals[2].contains("for something else"), "{}", refusals[2]);
-    assert!(refusals[3].contains("no tilesolve pattern database header"), "{}", refusals[3]);
+    assert!(
+        refusals[2].contains("for something else"),
+        "{}",
+        refusals[2]
+    );
+    assert!(
+        refusals[3].contains("no tilesolve pattern database header"),
+        "{}",
+        refusals[3]
+    );
 }

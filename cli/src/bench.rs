@@ -11,8 +11,8 @@ use anyhow::Context;
 use clap::Args;
 use tilesolve::batch_file::{board_lines, BatchLine};
 use tilesolve::heuristic::HeuristicChoice;
-use tilesolve::{parse_board, Algorithm, HeuristicKind};
 use tilesolve::search::Counters;
+use tilesolve::{parse_board, Algorithm, HeuristicKind};
 
 use crate::options::{SearchArgs, Solvers};
 
@@ -49,7 +49,8 @@ impl Row {
     }
 
     fn korf_ok(&self) -> Option<bool> {
-        self.korf_published.map(|published| published == self.korf_count)
+        self.korf_published
+            .map(|published| published == self.korf_count)
     }
 
     fn line(&self) -> String {
@@ -58,10 +59,16 @@ impl Row {
         let verdict = if self.length_ok() { "ok" } else { "MISMATCH" };
         let korf = match (self.korf_published, self.korf_ok()) {
             (Some(_), Some(true)) => format!("  korf1985 {} =", self.korf_count),
-            (Some(published), _) => format!("  korf1985 {} vs published {published} DIFFERENT", self.korf_count),
+            (Some(published), _) => format!(
+                "  korf1985 {} vs published {published} DIFFERENT",
+                self.korf_count
+            ),
             _ => String::new(),
         };
-        let error = self.error.as_deref().map_or(String::new(), |e| format!("  error: {e}"));
+        let error = self
+            .error
+            .as_deref()
+            .map_or(String::new(), |e| format!("  error: {e}"));
         format!(
             "id={:<4} length {length:>3} optimal {optimal:>3} {verdict}  expanded {:>13}  generated {:>13}  {:>9.3} s{korf}{error}",
             self.id, self.counters.expanded, self.counters.generated, self.seconds
@@ -70,9 +77,15 @@ impl Row {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
-    let text = std::fs::read_to_string(&args.file).with_context(|| format!("reading {}", args.file.display()))?;
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?;
     let lines: Vec<BatchLine<'_>> = board_lines(&text)
-        .filter(|line| args.ids.is_empty() || line.fact("id").is_some_and(|id| args.ids.iter().any(|want| want == id)))
+        .filter(|line| {
+            args.ids.is_empty()
+                || line
+                    .fact("id")
+                    .is_some_and(|id| args.ids.iter().any(|want| want == id))
+        })
         .collect();
     let options = args.search.solve_options()?;
     let threads = args.threads.max(1);
@@ -84,8 +97,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
         args.search.algorithm,
         args.search.goal
     );
-    let korf_comparable =
-        args.search.heuristic == HeuristicChoice::Classic(HeuristicKind::Manhattan) && args.search.algorithm == Algorithm::Ida;
+    let korf_comparable = args.search.heuristic
+        == HeuristicChoice::Classic(HeuristicKind::Manhattan)
+        && args.search.algorithm == Algorithm::Ida;
     // Load or build every pattern database once, before the threads start, so they share it.
     let mut solvers = Solvers::new(&args.search);
     for line in &lines {
@@ -105,32 +119,52 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
                     let Some(line) = lines.get(index) else { break };
                     let row = bench_one(line, &mut solvers, &options, korf_comparable);
                     println!("{}", row.line());
-                    rows.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push((index, row));
+                    rows.lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .push((index, row));
                 }
             });
         }
     });
     let wall = started.elapsed().as_secs_f64();
-    let mut rows = rows.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut rows = rows
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     rows.sort_by_key(|(index, _)| *index);
-    Ok(summarize(&rows.into_iter().map(|(_, row)| row).collect::<Vec<_>>(), wall))
+    Ok(summarize(
+        &rows.into_iter().map(|(_, row)| row).collect::<Vec<_>>(),
+        wall,
+    ))
 }
 
 /// Korf's 1985 counts are for Manhattan IDA*; with anything else they are not comparable.
-fn bench_one(line: &BatchLine<'_>, solvers: &mut Solvers, options: &tilesolve::SolveOptions, korf_comparable: bool) -> Row {
+fn bench_one(
+    line: &BatchLine<'_>,
+    solvers: &mut Solvers,
+    options: &tilesolve::SolveOptions,
+    korf_comparable: bool,
+) -> Row {
     let mut row = Row {
         id: line.fact("id").unwrap_or("?").to_string(),
         length: None,
         optimal: line.fact("optimal").and_then(|o| o.parse().ok()),
         counters: Counters::default(),
         korf_count: 0,
-        korf_published: line.fact("korf1985_nodes").and_then(|n| n.parse().ok()).filter(|_| korf_comparable),
+        korf_published: line
+            .fact("korf1985_nodes")
+            .and_then(|n| n.parse().ok())
+            .filter(|_| korf_comparable),
         seconds: 0.0,
         error: None,
     };
     let result = parse_board(line.board)
         .map_err(|e| format!("line {}: {e}", line.number))
-        .and_then(|board| solvers.for_board(&board)?.solve(&board, options, None).map_err(|e| e.to_string()));
+        .and_then(|board| {
+            solvers
+                .for_board(&board)?
+                .solve(&board, options, None)
+                .map_err(|e| e.to_string())
+        });
     match result {
         Ok(solution) => {
             row.length = Some(solution.len());
@@ -150,13 +184,26 @@ fn summarize(rows: &[Row], wall: f64) -> bool {
         total += row.counters;
     }
     let solve_seconds: f64 = rows.iter().map(|r| r.seconds).sum();
-    let wrong: Vec<&str> = rows.iter().filter(|r| !r.length_ok()).map(|r| r.id.as_str()).collect();
+    let wrong: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r.length_ok())
+        .map(|r| r.id.as_str())
+        .collect();
     let korf_checked = rows.iter().filter(|r| r.korf_ok().is_some()).count();
-    let korf_different: Vec<&str> = rows.iter().filter(|r| r.korf_ok() == Some(false)).map(|r| r.id.as_str()).collect();
+    let korf_different: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.korf_ok() == Some(false))
+        .map(|r| r.id.as_str())
+        .collect();
     let per_thread = |nodes: u64| nodes as f64 / solve_seconds.max(1e-9) / 1e6;
     println!("---");
     println!("boards            {}", rows.len());
-    println!("lengths optimal   {} of {}{}", rows.len() - wrong.len(), rows.len(), list(" mismatched: ", &wrong));
+    println!(
+        "lengths optimal   {} of {}{}",
+        rows.len() - wrong.len(),
+        rows.len(),
+        list(" mismatched: ", &wrong)
+    );
     if korf_checked > 0 {
         println!(
             "korf1985 counts   {} of {korf_checked} equal{}",

@@ -15,7 +15,12 @@ use crate::progress;
 #[derive(Args, Clone, Debug)]
 pub struct DataArgs {
     /// Data directory for pattern databases.
-    #[arg(long = "data", env = "TILESOLVE_DATA", default_value = "tilesolve-data", value_name = "DIR")]
+    #[arg(
+        long = "data",
+        env = "TILESOLVE_DATA",
+        default_value = "tilesolve-data",
+        value_name = "DIR"
+    )]
     pub dir: PathBuf,
 }
 
@@ -81,7 +86,12 @@ pub struct Solvers {
 
 impl Solvers {
     pub fn new(args: &SearchArgs) -> Solvers {
-        Solvers { goal: args.goal, heuristic: args.heuristic, store: args.data.store(), by_side: HashMap::new() }
+        Solvers {
+            goal: args.goal,
+            heuristic: args.heuristic,
+            store: args.data.store(),
+            by_side: HashMap::new(),
+        }
     }
 
     /// The solver for `board`, or why there is none: the board cannot reach the goal (checked
@@ -94,8 +104,11 @@ impl Solvers {
         self.by_side
             .entry(side)
             .or_insert_with(|| {
-                let built: Result<_, PdbError> = heuristic.build(&goal, store, &progress::pdb_events);
-                built.map(|h| Solver::with_heuristic(goal, h, heuristic.name_for(side))).map_err(|e| e.to_string())
+                let built: Result<_, PdbError> =
+                    heuristic.build(&goal, store, &progress::pdb_events);
+                built
+                    .map(|h| Solver::with_heuristic(goal, h, heuristic.name_for(side)))
+                    .map_err(|e| e.to_string())
             })
             .as_ref()
             .map_err(Clone::clone)

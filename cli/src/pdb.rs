@@ -54,9 +54,18 @@ fn build(args: BuildArgs) -> anyhow::Result<bool> {
     let started = Instant::now();
     let mut bytes = 0;
     for spec in PdbStore::specs(args.preset, &goal)? {
-        let table = if args.force { store.build(&spec, &progress::pdb_events)? } else { store.table(&spec, &progress::pdb_events)? };
+        let table = if args.force {
+            store.build(&spec, &progress::pdb_events)?
+        } else {
+            store.table(&spec, &progress::pdb_events)?
+        };
         bytes += table.len();
-        println!("{}  {} entries  checksum {:016x}", store.path_of(&spec).display(), table.len(), table.checksum);
+        println!(
+            "{}  {} entries  checksum {:016x}",
+            store.path_of(&spec).display(),
+            table.len(),
+            table.checksum
+        );
     }
     println!(
         "pdb {} for goal {goal}: {:.1} MB in {:.1} s",
@@ -71,7 +80,10 @@ fn build(args: BuildArgs) -> anyhow::Result<bool> {
 fn list(data: &DataArgs, verify: bool) -> anyhow::Result<bool> {
     let dir = &data.dir;
     let mut paths: Vec<_> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "pdb")).collect(),
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "pdb"))
+            .collect(),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(error) => return Err(error).with_context(|| format!("reading {}", dir.display())),
     };
@@ -84,7 +96,11 @@ fn list(data: &DataArgs, verify: bool) -> anyhow::Result<bool> {
         let started = Instant::now();
         match file::inspect(&path, verify) {
             Ok(header) => {
-                let verdict = if verify { format!("  ok ({:.2} s)", started.elapsed().as_secs_f64()) } else { String::new() };
+                let verdict = if verify {
+                    format!("  ok ({:.2} s)", started.elapsed().as_secs_f64())
+                } else {
+                    String::new()
+                };
                 println!(
                     "{}  {}x{} goal {}  tiles {:?}  {} entries  checksum {:016x}{verdict}",
                     path.display(),

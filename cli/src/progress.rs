@@ -14,7 +14,11 @@ pub fn pdb_events(event: PdbEvent<'_>) {
     match event {
         PdbEvent::Loaded { .. } => {}
         PdbEvent::Refused { error } => eprintln!("warning: {error}; rebuilding it"),
-        PdbEvent::Building { path, entries, estimated_seconds } => {
+        PdbEvent::Building {
+            path,
+            entries,
+            estimated_seconds,
+        } => {
             eprintln!(
                 "building pattern database {} ({} entries, about {:.0} s; built once, then reused)",
                 path.display(),
@@ -23,8 +27,10 @@ pub fn pdb_events(event: PdbEvent<'_>) {
             );
             let new_bar = ProgressBar::new(entries);
             new_bar.set_style(
-                ProgressStyle::with_template("  {bar:40} {percent:>3}% level {msg} [{elapsed_precise}]")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(
+                    "  {bar:40} {percent:>3}% level {msg} [{elapsed_precise}]",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             *bar = Some(new_bar);
         }

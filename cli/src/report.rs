@@ -78,13 +78,24 @@ impl Reporter {
         }
     }
 
-    pub fn failed(&self, text: &str, origin: Origin, error: &dyn std::fmt::Display, bound: Option<u32>) {
+    pub fn failed(
+        &self,
+        text: &str,
+        origin: Origin,
+        error: &dyn std::fmt::Display,
+        bound: Option<u32>,
+    ) {
         if self.json {
             let line = match origin {
                 Origin::Line(line) => Some(line),
                 Origin::Argument(_) => None,
             };
-            let json = FailedJson { board: text, error: error.to_string(), line, bound };
+            let json = FailedJson {
+                board: text,
+                error: error.to_string(),
+                line,
+                bound,
+            };
             println!("{}", serde_json::to_string(&json).unwrap_or_default());
         } else {
             match origin {

@@ -25,7 +25,10 @@ pub struct SolveArgs {
 pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
     let options = args.search.solve_options()?;
     let mut solvers = Solvers::new(&args.search);
-    let reporter = Reporter { json: args.json, algorithm: args.search.algorithm.to_string() };
+    let reporter = Reporter {
+        json: args.json,
+        algorithm: args.search.algorithm.to_string(),
+    };
     let mut all_solved = true;
     // Returns whether the board was solved; a failure is reported and the rest go on.
     let mut solve_one = |text: &str, origin: Origin| -> bool {
@@ -73,7 +76,12 @@ pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
                     }
                 }
                 Err(_) => {
-                    reporter.failed("", Origin::Line(number), &"the line is not valid UTF-8 text", None);
+                    reporter.failed(
+                        "",
+                        Origin::Line(number),
+                        &"the line is not valid UTF-8 text",
+                        None,
+                    );
                     all_solved = false;
                 }
             }

@@ -19,7 +19,12 @@ fn tilesolve_in(data: &std::path::Path, args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start tilesolve");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
     child.wait_with_output().expect("run tilesolve")
 }
 
@@ -42,8 +47,21 @@ fn solves_and_prints_moves_and_tiles() {
 
 #[test]
 fn json_has_the_documented_fields() {
-    let output = tilesolve(&["solve", "--json", "--heuristic", "manhattan", "{{2,7,4,3},{1,12,8,6},{0,14,15,9},{13,5,11,10}}"], "");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = tilesolve(
+        &[
+            "solve",
+            "--json",
+            "--heuristic",
+            "manhattan",
+            "{{2,7,4,3},{1,12,8,6},{0,14,15,9},{13,5,11,10}}",
+        ],
+        "",
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let objects = json_lines(&output);
     assert_eq!(objects.len(), 1);
     let object = &objects[0];
@@ -59,19 +77,54 @@ fn json_has_the_documented_fields() {
 fn bad_boards_are_clear_errors_and_the_rest_still_solve() {
     let stdin = "# a comment\n\n1,2,3\n2,4,0,1,8,5,3,6,7\n1,1,2,3,4,5,6,7,0\n  \n1,2,3,4,5,6,7,8,9,10,11,12,13,15,14,0\na,b,c\n{}\n0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35\n8,1,3,4,0,2,7,6,5 # id=9\n";
     let output = tilesolve(&["solve", "--json", "-"], stdin);
-    assert_eq!(output.status.code(), Some(1), "failures give a non-zero exit at the end");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "failures give a non-zero exit at the end"
+    );
     let objects = json_lines(&output);
-    let by_line = |line: u64| objects.iter().find(|o| o["line"] == line).unwrap_or_else(|| panic!("no object for line {line}: {objects:?}"));
-    assert!(by_line(3)["error"].as_str().unwrap().contains("3 values is not a supported board size"));
-    assert!(by_line(5)["error"].as_str().unwrap().contains("tile 1 appears twice"));
+    let by_line = |line: u64| {
+        objects
+            .iter()
+            .find(|o| o["line"] == line)
+            .unwrap_or_else(|| panic!("no object for line {line}: {objects:?}"))
+    };
+    assert!(by_line(3)["error"]
+        .as_str()
+        .unwrap()
+        .contains("3 values is not a supported board size"));
+    assert!(by_line(5)["error"]
+        .as_str()
+        .unwrap()
+        .contains("tile 1 appears twice"));
     assert!(by_line(7)["error"].as_str().unwrap().contains("unsolvable"));
-    assert!(by_line(8)["error"].as_str().unwrap().contains("unexpected 'a' at column 1"));
-    assert!(by_line(9)["error"].as_str().unwrap().contains("empty board"));
-    assert!(by_line(10)["error"].as_str().unwrap().contains("6x6 board, an unsupported size"));
-    let solved: Vec<_> = objects.iter().filter(|o| o.get("error").is_none()).collect();
-    assert_eq!(solved.len(), 2, "the two valid boards are solved: {objects:?}");
+    assert!(by_line(8)["error"]
+        .as_str()
+        .unwrap()
+        .contains("unexpected 'a' at column 1"));
+    assert!(by_line(9)["error"]
+        .as_str()
+        .unwrap()
+        .contains("empty board"));
+    assert!(by_line(10)["error"]
+        .as_str()
+        .unwrap()
+        .contains("6x6 board, an unsupported size"));
+    let solved: Vec<_> = objects
+        .iter()
+        .filter(|o| o.get("error").is_none())
+        .collect();
+    assert_eq!(
+        solved.len(),
+        2,
+        "the two valid boards are solved: {objects:?}"
+    );
     assert_eq!(solved[0]["length"], 26);
-    assert_eq!(objects.len(), 8, "blank and comment lines are skipped, not errors");
+    assert_eq!(
+        objects.len(),
+        8,
+        "blank and comment lines are skipped, not errors"
+    );
 }
 
 #[test]
@@ -96,31 +149,76 @@ fn each_bad_argument_exits_non_zero_with_its_reason() {
 fn time_limit_gives_an_error_object_with_the_bound() {
     // Korf #88 (65 moves) needs billions of Manhattan nodes: far more than 0.2 s.
     let output = tilesolve(
-        &["solve", "--json", "--goal", "korf", "--heuristic", "manhattan", "--time-limit", "0.2", "15,2,12,11,14,13,9,5,1,3,8,7,0,10,6,4"],
+        &[
+            "solve",
+            "--json",
+            "--goal",
+            "korf",
+            "--heuristic",
+            "manhattan",
+            "--time-limit",
+            "0.2",
+            "15,2,12,11,14,13,9,5,1,3,8,7,0,10,6,4",
+        ],
         "",
     );
     assert_eq!(output.status.code(), Some(1));
     let objects = json_lines(&output);
-    assert!(objects[0]["error"].as_str().unwrap().contains("time limit"), "{objects:?}");
-    assert!(objects[0]["bound"].as_u64().is_some_and(|b| b <= 65), "{objects:?}");
+    assert!(
+        objects[0]["error"].as_str().unwrap().contains("time limit"),
+        "{objects:?}"
+    );
+    assert!(
+        objects[0]["bound"].as_u64().is_some_and(|b| b <= 65),
+        "{objects:?}"
+    );
 }
 
 #[test]
 fn goals_korf_and_custom() {
-    let korf = tilesolve(&["solve", "--json", "--goal", "korf", "1,2,0,3,4,5,6,7,8"], "");
+    let korf = tilesolve(
+        &["solve", "--json", "--goal", "korf", "1,2,0,3,4,5,6,7,8"],
+        "",
+    );
     assert!(korf.status.success());
     assert_eq!(json_lines(&korf)[0]["length"], 2);
-    let custom = tilesolve(&["solve", "--json", "--goal", "1,2,3,4,5,6,7,0,8", "1,2,3,4,5,6,7,8,0"], "");
+    let custom = tilesolve(
+        &[
+            "solve",
+            "--json",
+            "--goal",
+            "1,2,3,4,5,6,7,0,8",
+            "1,2,3,4,5,6,7,8,0",
+        ],
+        "",
+    );
     assert!(custom.status.success());
     assert_eq!(json_lines(&custom)[0]["length"], 1);
-    let mismatch = tilesolve(&["solve", "--goal", "1,2,3,4,5,6,7,0,8", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,0,15"], "");
+    let mismatch = tilesolve(
+        &[
+            "solve",
+            "--goal",
+            "1,2,3,4,5,6,7,0,8",
+            "1,2,3,4,5,6,7,8,9,10,11,12,13,14,0,15",
+        ],
+        "",
+    );
     assert_eq!(mismatch.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&mismatch.stderr).contains("board is 4x4 but the goal is 3x3"));
 }
 
 #[test]
 fn astar_reports_the_same_length() {
-    let output = tilesolve(&["solve", "--json", "--algorithm", "astar", "2,4,0,1,8,5,3,6,7"], "");
+    let output = tilesolve(
+        &[
+            "solve",
+            "--json",
+            "--algorithm",
+            "astar",
+            "2,4,0,1,8,5,3,6,7",
+        ],
+        "",
+    );
     assert!(output.status.success());
     assert_eq!(json_lines(&output)[0]["length"], 26);
     assert_eq!(json_lines(&output)[0]["algorithm"], "astar");
@@ -130,13 +228,28 @@ fn astar_reports_the_same_length() {
 fn pattern_database_is_built_once_then_reused() {
     let data = tempfile::tempdir().unwrap();
     let board = "2,7,4,3,1,12,8,6,0,14,15,9,13,5,11,10";
-    let first = tilesolve_in(data.path(), &["solve", "--json", "--heuristic", "pdb:5-5-5", board], "");
-    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let first = tilesolve_in(
+        data.path(),
+        &["solve", "--json", "--heuristic", "pdb:5-5-5", board],
+        "",
+    );
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
     assert!(String::from_utf8_lossy(&first.stderr).contains("building pattern database"));
     assert_eq!(json_lines(&first)[0]["length"], 40);
     assert_eq!(json_lines(&first)[0]["heuristic"], "pdb:5-5-5");
-    let second = tilesolve_in(data.path(), &["solve", "--json", "--heuristic", "pdb:5-5-5", board], "");
-    assert!(!String::from_utf8_lossy(&second.stderr).contains("building"), "reused, not rebuilt");
+    let second = tilesolve_in(
+        data.path(),
+        &["solve", "--json", "--heuristic", "pdb:5-5-5", board],
+        "",
+    );
+    assert!(
+        !String::from_utf8_lossy(&second.stderr).contains("building"),
+        "reused, not rebuilt"
+    );
     assert_eq!(json_lines(&second)[0]["length"], 40);
 
     let info = tilesolve_in(data.path(), &["pdb", "verify"], "");
@@ -144,17 +257,29 @@ fn pattern_database_is_built_once_then_reused() {
     let listing = String::from_utf8_lossy(&info.stdout);
     assert_eq!(listing.matches(" ok (").count(), 3, "{listing}");
 
-    let wrong_size = tilesolve_in(data.path(), &["solve", "--heuristic", "pdb:5-5-5", "1,2,3,4,5,6,7,0,8"], "");
+    let wrong_size = tilesolve_in(
+        data.path(),
+        &["solve", "--heuristic", "pdb:5-5-5", "1,2,3,4,5,6,7,0,8"],
+        "",
+    );
     assert_eq!(wrong_size.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&wrong_size.stderr).contains("pattern database 5-5-5 is for 4x4 boards, not 3x3"));
+    assert!(String::from_utf8_lossy(&wrong_size.stderr)
+        .contains("pattern database 5-5-5 is for 4x4 boards, not 3x3"));
 }
 
 #[test]
 fn default_heuristic_on_3x3_is_the_exact_table() {
     let output = tilesolve(&["solve", "--json", "8,6,7,2,5,4,3,0,1"], "");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let object = &json_lines(&output)[0];
     assert_eq!(object["length"], 31);
     assert_eq!(object["heuristic"], "pdb:exact");
-    assert_eq!(object["nodes"], 31, "an exact heuristic expands only the solution path");
+    assert_eq!(
+        object["nodes"], 31,
+        "an exact heuristic expands only the solution path"
+    );
 }

@@ -46,14 +46,24 @@ impl LinearConflict {
                 }
             }
         }
-        let conflicts = (0..base.pow(side as u32)).map(|key| conflicts_in_key(key, side)).collect();
-        LinearConflict { manhattan: TileCost::manhattan(goal), side, row_digit, col_digit, conflicts }
+        let conflicts = (0..base.pow(side as u32))
+            .map(|key| conflicts_in_key(key, side))
+            .collect();
+        LinearConflict {
+            manhattan: TileCost::manhattan(goal),
+            side,
+            row_digit,
+            col_digit,
+            conflicts,
+        }
     }
 
     #[inline(always)]
     fn row_key(&self, tiles: &PaddedTiles, row: usize) -> usize {
         let first = row * self.side;
-        (first..first + self.side).map(|cell| usize::from(self.row_digit[usize::from(tiles[cell & 31]) & 31][cell & 31])).sum()
+        (first..first + self.side)
+            .map(|cell| usize::from(self.row_digit[usize::from(tiles[cell & 31]) & 31][cell & 31]))
+            .sum()
     }
 
     #[inline(always)]
@@ -103,7 +113,10 @@ impl Heuristic for LinearConflict {
     fn init(&self, position: &Position) -> u32 {
         let tiles = &position.tiles;
         let line_conflicts: i32 = (0..self.side)
-            .map(|line| self.conflicts_of(self.row_key(tiles, line)) + self.conflicts_of(self.col_key(tiles, line)))
+            .map(|line| {
+                self.conflicts_of(self.row_key(tiles, line))
+                    + self.conflicts_of(self.col_key(tiles, line))
+            })
             .sum();
         self.manhattan.init(position) + 2 * line_conflicts as u32
     }
@@ -121,9 +134,17 @@ impl Heuristic for LinearConflict {
         let tiles = &position.tiles;
         let t = usize::from(tile) & 31;
         let (left, entered, digit) = if from / self.side == to / self.side {
-            (self.col_key(tiles, from % self.side), self.col_key(tiles, to % self.side), &self.col_digit[t])
+            (
+                self.col_key(tiles, from % self.side),
+                self.col_key(tiles, to % self.side),
+                &self.col_digit[t],
+            )
         } else {
-            (self.row_key(tiles, from / self.side), self.row_key(tiles, to / self.side), &self.row_digit[t])
+            (
+                self.row_key(tiles, from / self.side),
+                self.row_key(tiles, to / self.side),
+                &self.row_digit[t],
+            )
         };
         let left_before = left + usize::from(digit[from & 31]);
         let entered_before = entered - usize::from(digit[to & 31]);

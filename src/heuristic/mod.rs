@@ -33,7 +33,14 @@ pub trait Heuristic: Send + Sync {
 
     /// The state after `tile` moved from cell `from` to cell `to`. `position` already shows the
     /// move and `state` is the one before it.
-    fn after_move(&self, position: &Position, state: Self::State, tile: u8, from: usize, to: usize) -> Self::State;
+    fn after_move(
+        &self,
+        position: &Position,
+        state: Self::State,
+        tile: u8,
+        from: usize,
+        to: usize,
+    ) -> Self::State;
 
     /// The estimate for a whole board.
     fn estimate(&self, position: &Position) -> u32 {
@@ -50,7 +57,11 @@ pub enum HeuristicKind {
 }
 
 impl HeuristicKind {
-    pub const ALL: [HeuristicKind; 3] = [HeuristicKind::Hamming, HeuristicKind::Manhattan, HeuristicKind::LinearConflict];
+    pub const ALL: [HeuristicKind; 3] = [
+        HeuristicKind::Hamming,
+        HeuristicKind::Manhattan,
+        HeuristicKind::LinearConflict,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -101,7 +112,9 @@ impl AnyHeuristic {
         match kind {
             HeuristicKind::Hamming => AnyHeuristic::TileCost(Box::new(TileCost::hamming(goal))),
             HeuristicKind::Manhattan => AnyHeuristic::TileCost(Box::new(TileCost::manhattan(goal))),
-            HeuristicKind::LinearConflict => AnyHeuristic::LinearConflict(Box::new(LinearConflict::new(goal))),
+            HeuristicKind::LinearConflict => {
+                AnyHeuristic::LinearConflict(Box::new(LinearConflict::new(goal)))
+            }
         }
     }
 
@@ -146,10 +159,17 @@ impl HeuristicChoice {
     }
 
     /// Builds the heuristic for `goal`, loading (or building) pattern databases from `pdbs`.
-    pub fn build(self, goal: &Board, pdbs: &PdbStore, events: &(dyn Fn(PdbEvent<'_>) + Sync)) -> Result<AnyHeuristic, PdbError> {
+    pub fn build(
+        self,
+        goal: &Board,
+        pdbs: &PdbStore,
+        events: &(dyn Fn(PdbEvent<'_>) + Sync),
+    ) -> Result<AnyHeuristic, PdbError> {
         match (self, self.preset(goal.side())) {
             (HeuristicChoice::Classic(kind), _) => Ok(AnyHeuristic::build(kind, goal)),
-            (_, Some(preset)) => Ok(AnyHeuristic::Pdb(Arc::new(pdbs.heuristic(preset, goal, events)?))),
+            (_, Some(preset)) => Ok(AnyHeuristic::Pdb(Arc::new(
+                pdbs.heuristic(preset, goal, events)?,
+            ))),
             (_, None) => Ok(AnyHeuristic::build(HeuristicKind::LinearConflict, goal)),
         }
     }
@@ -173,7 +193,10 @@ impl FromStr for HeuristicChoice {
             return Ok(HeuristicChoice::Default);
         }
         if let Some(preset) = name.strip_prefix("pdb:") {
-            return preset.parse().map(HeuristicChoice::Pdb).map_err(|_| UnknownHeuristic(name.to_string()));
+            return preset
+                .parse()
+                .map(HeuristicChoice::Pdb)
+                .map_err(|_| UnknownHeuristic(name.to_string()));
         }
         name.parse().map(HeuristicChoice::Classic)
     }

@@ -46,7 +46,12 @@ impl Heuristic for TileCost {
     type State = u32;
 
     fn init(&self, position: &Position) -> u32 {
-        position.tiles.iter().enumerate().map(|(cell, &tile)| self.of(tile, cell)).sum()
+        position
+            .tiles
+            .iter()
+            .enumerate()
+            .map(|(cell, &tile)| self.of(tile, cell))
+            .sum()
     }
 
     #[inline(always)]

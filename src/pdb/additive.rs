@@ -39,12 +39,15 @@ impl Mirror {
             return None;
         }
         let goal_cell = goal.positions();
-        let mut mirror = Mirror { tile: [0; 32], cell: [0; 32] };
+        let mut mirror = Mirror {
+            tile: [0; 32],
+            cell: [0; 32],
+        };
         for cell in 0..goal.cells() {
             mirror.cell[cell] = transpose(cell) as u8;
         }
-        for tile in 0..goal.cells() {
-            mirror.tile[tile] = goal.tiles()[transpose(usize::from(goal_cell[tile]))];
+        for (tile, &cell) in goal_cell.iter().enumerate().take(goal.cells()) {
+            mirror.tile[tile] = goal.tiles()[transpose(usize::from(cell))];
         }
         Some(mirror)
     }
@@ -76,7 +79,12 @@ impl AdditivePdb {
             }
         }
         let mirror = if reflect { Mirror::of(goal) } else { None };
-        AdditivePdb { cells: goal.cells(), tables, group_of, mirror }
+        AdditivePdb {
+            cells: goal.cells(),
+            tables,
+            group_of,
+            mirror,
+        }
     }
 
     /// Whether the mirror lookup is in use.
@@ -91,7 +99,14 @@ impl AdditivePdb {
     #[inline(always)]
     fn term(&self, group: usize, position: &Position) -> u8 {
         let table = &self.tables[group];
-        let index = rank(self.cells, table.spec.tiles.iter().map(|&t| position.cells[usize::from(t) & 31]));
+        let index = rank(
+            self.cells,
+            table
+                .spec
+                .tiles
+                .iter()
+                .map(|&t| position.cells[usize::from(t) & 31]),
+        );
         table.entries()[index as usize]
     }
 
@@ -127,12 +142,21 @@ impl Heuristic for AdditivePdb {
     }
 
     #[inline(always)]
-    fn after_move(&self, position: &Position, mut state: PdbState, tile: u8, _from: usize, _to: usize) -> PdbState {
+    fn after_move(
+        &self,
+        position: &Position,
+        mut state: PdbState,
+        tile: u8,
+        _from: usize,
+        _to: usize,
+    ) -> PdbState {
         let group = usize::from(self.group_of[usize::from(tile) & 31]);
         state.terms[group & (MAX_PATTERNS - 1)] = self.term(group, position);
         if let Some(mirror) = &self.mirror {
-            let mirrored = usize::from(self.group_of[usize::from(mirror.tile[usize::from(tile) & 31]) & 31]);
-            state.terms[MAX_PATTERNS + (mirrored & (MAX_PATTERNS - 1))] = self.mirror_term(mirror, mirrored, position);
+            let mirrored =
+                usize::from(self.group_of[usize::from(mirror.tile[usize::from(tile) & 31]) & 31]);
+            state.terms[MAX_PATTERNS + (mirrored & (MAX_PATTERNS - 1))] =
+                self.mirror_term(mirror, mirrored, position);
         }
         state
     }

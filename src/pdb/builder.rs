@@ -17,8 +17,8 @@
 //! and their words loaded together, and a placement's result byte is written while scanning it
 //! (the first level at which it has a frontier state), never at random.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use memmap2::MmapMut;
@@ -73,7 +73,11 @@ impl<T: ZeroIsValid> ZeroedArray<T> {
         // Only advice: where huge pages are unavailable the build is just slower.
         #[cfg(target_os = "linux")]
         let _ = map.advise(memmap2::Advice::HugePage);
-        Ok(ZeroedArray { map, len, _items: PhantomData })
+        Ok(ZeroedArray {
+            map,
+            len,
+            _items: PhantomData,
+        })
     }
 
     /// The memory itself, once the build is done with it.
@@ -105,9 +109,14 @@ impl MarkWord for AtomicU32 {
         u64::from(AtomicU32::load(self, Ordering::Relaxed))
     }
     fn set_if(&self, current: u64, new: u64) -> Result<(), u64> {
-        self.compare_exchange_weak(current as u32, new as u32, Ordering::Relaxed, Ordering::Relaxed)
-            .map(|_| ())
-            .map_err(u64::from)
+        self.compare_exchange_weak(
+            current as u32,
+            new as u32,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        )
+        .map(|_| ())
+        .map_err(u64::from)
     }
     fn flip(&self, bits: u64) {
         self.fetch_xor(bits as u32, Ordering::Relaxed);
@@ -119,7 +128,8 @@ impl MarkWord for AtomicU64 {
         AtomicU64::load(self, Ordering::Relaxed)
     }
     fn set_if(&self, current: u64, new: u64) -> Result<(), u64> {
-        self.compare_exchange_weak(current, new, Ordering::Relaxed, Ordering::Relaxed).map(|_| ())
+        self.compare_exchange_weak(current, new, Ordering::Relaxed, Ordering::Relaxed)
+            .map(|_| ())
     }
     fn flip(&self, bits: u64) {
         self.fetch_xor(bits, Ordering::Relaxed);
@@ -183,16 +193,29 @@ impl<W: MarkWord> Builder<W> {
             side,
             k: pattern.len(),
             unranker: Unranker::new(cells, pattern.len()),
-            weights: std::array::from_fn(|i| if i < pattern.len() { i64::from(Unranker::new(cells, pattern.len()).weight(i)) } else { 0 }),
+            weights: std::array::from_fn(|i| {
+                if i < pattern.len() {
+                    i64::from(Unranker::new(cells, pattern.len()).weight(i))
+                } else {
+                    0
+                }
+            }),
             all: ((1u64 << cells) - 1) as u32,
             adjacent,
             marks: ZeroedArray::new(count)?,
             values: ZeroedArray::new(count)?,
-            active: std::iter::repeat_with(|| AtomicBool::new(false)).take(blocks).collect(),
-            next_active: std::iter::repeat_with(|| AtomicBool::new(false)).take(blocks).collect(),
+            active: std::iter::repeat_with(|| AtomicBool::new(false))
+                .take(blocks)
+                .collect(),
+            next_active: std::iter::repeat_with(|| AtomicBool::new(false))
+                .take(blocks)
+                .collect(),
         };
         let goal_cells = goal.positions();
-        let start: Vec<u8> = pattern.iter().map(|&tile| goal_cells[usize::from(tile)]).collect();
+        let start: Vec<u8> = pattern
+            .iter()
+            .map(|&tile| goal_cells[usize::from(tile)])
+            .collect();
         let occupied = start.iter().fold(0u32, |m, &c| m | 1 << c);
         let region = builder.flood(1 << goal.blank(), builder.all & !occupied);
         let index = rank(cells, start.iter().copied()) as usize;
@@ -215,7 +238,8 @@ impl<W: MarkWord> Builder<W> {
             std::thread::scope(|scope| {
                 for _ in 0..threads.max(1) {
                     scope.spawn(|| {
-                        let (states, placements) = self.scan(&next_block, level, frontier_code, next_code);
+                        let (states, placements) =
+                            self.scan(&next_block, level, frontier_code, next_code);
                         new_states.fetch_add(states, Ordering::Relaxed);
                         valued.fetch_add(placements, Ordering::Relaxed);
                     });
@@ -227,19 +251,34 @@ impl<W: MarkWord> Builder<W> {
             }
             level += 1;
             std::mem::swap(&mut self.active, &mut self.next_active);
-            self.next_active.iter().for_each(|flag| flag.store(false, Ordering::Relaxed));
-            progress(BuildProgress { level, reached, placements: total, seconds: started.elapsed().as_secs_f64() });
+            self.next_active
+                .iter()
+                .for_each(|flag| flag.store(false, Ordering::Relaxed));
+            progress(BuildProgress {
+                level,
+                reached,
+                placements: total,
+                seconds: started.elapsed().as_secs_f64(),
+            });
         }
         drop(self.marks);
         let mut entries = self.values.into_map();
         // Stored as value + 1 with 0 for unreached: shift back, so unreached becomes 255.
-        entries.iter_mut().for_each(|entry| *entry = entry.wrapping_sub(1));
+        entries
+            .iter_mut()
+            .for_each(|entry| *entry = entry.wrapping_sub(1));
         entries
     }
 
     /// Expands every state of the current level in the blocks this thread claims. Returns the
     /// states claimed for the next level and the placements whose value is this level.
-    fn scan(&self, next_block: &AtomicUsize, level: u32, frontier_code: u64, next_code: u64) -> (u64, u64) {
+    fn scan(
+        &self,
+        next_block: &AtomicUsize,
+        level: u32,
+        frontier_code: u64,
+        next_code: u64,
+    ) -> (u64, u64) {
         let mut added = 0;
         let mut valued = 0;
         let mut cells = [0u8; 32];
@@ -272,7 +311,11 @@ impl<W: MarkWord> Builder<W> {
                         valued += 1;
                     }
                     self.unranker.unrank(index as u32, &mut cells, &mut digits);
-                    let placement = Placement { index: index as u32, cells: &cells[..self.k], digits: &digits[..self.k] };
+                    let placement = Placement {
+                        index: index as u32,
+                        cells: &cells[..self.k],
+                        digits: &digits[..self.k],
+                    };
                     self.successors(&placement, frontier, &mut expansions[current]);
                     self.marks[index].flip(spread(frontier, frontier_code ^ CLOSED));
                     current = 1 - current;
@@ -300,10 +343,16 @@ impl<W: MarkWord> Builder<W> {
             while targets != 0 {
                 let to = targets.trailing_zeros() as u8;
                 targets &= targets - 1;
-                let digit = i64::from(to) - i64::from((taken_before & ((1u32 << to) - 1)).count_ones());
-                let mut index = i64::from(placement.index) + self.weights[i] * (digit - i64::from(placement.digits[i]));
+                let digit =
+                    i64::from(to) - i64::from((taken_before & ((1u32 << to) - 1)).count_ones());
+                let mut index = i64::from(placement.index)
+                    + self.weights[i] * (digit - i64::from(placement.digits[i]));
                 if from.abs_diff(to) > 1 {
-                    let (low, high, sign) = if to > from { (from, to, 1) } else { (to, from, -1) };
+                    let (low, high, sign) = if to > from {
+                        (from, to, 1)
+                    } else {
+                        (to, from, -1)
+                    };
                     for (&cell, &weight) in cells[i + 1..].iter().zip(&self.weights[i + 1..]) {
                         if low < cell && cell < high {
                             index += sign * weight;
@@ -363,7 +412,12 @@ impl<W: MarkWord> Builder<W> {
         let last_col = first_col << (side - 1);
         let mut region = seed & free;
         loop {
-            let grown = (region | (region << side) | (region >> side) | ((region & !last_col) << 1) | ((region & !first_col) >> 1)) & free;
+            let grown = (region
+                | (region << side)
+                | (region >> side)
+                | ((region & !last_col) << 1)
+                | ((region & !first_col) >> 1))
+                & free;
             if grown == region {
                 return region;
             }
@@ -389,7 +443,11 @@ struct Expansion {
 }
 
 impl Expansion {
-    const EMPTY: Expansion = Expansion { successors: [(0, 0, 0); 4 * MAX_PATTERN], count: 0, occupied: 0 };
+    const EMPTY: Expansion = Expansion {
+        successors: [(0, 0, 0); 4 * MAX_PATTERN],
+        count: 0,
+        occupied: 0,
+    };
 }
 
 /// Asks for the cache line holding `item` without waiting for it.
@@ -398,7 +456,9 @@ fn prefetch<T>(item: &T) {
     // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never faults or changes memory.
     #[cfg(target_arch = "x86_64")]
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((item as *const T).cast())
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (item as *const T).cast(),
+        )
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = item;

@@ -45,7 +45,10 @@ impl PatternSpec {
         } else if self.goal == Board::blank_first(side) {
             "blank-first".to_string()
         } else {
-            format!("goal-{:016x}", xxhash_rust::xxh3::xxh3_64(self.goal.tiles()))
+            format!(
+                "goal-{:016x}",
+                xxhash_rust::xxh3::xxh3_64(self.goal.tiles())
+            )
         };
         let tiles: Vec<String> = self.tiles.iter().map(u8::to_string).collect();
         format!("{side}x{side}-{goal}-{}.pdb", tiles.join("."))
@@ -55,18 +58,28 @@ impl PatternSpec {
 #[derive(Debug, Error)]
 pub enum PdbError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path} is not a usable pattern database: {reason}")]
     Corrupt { path: PathBuf, reason: String },
     #[error("{path} is a pattern database for something else: {reason}")]
     Mismatch { path: PathBuf, reason: String },
     #[error("pattern database {preset} is for {side}x{side} boards, not {board}x{board}")]
-    WrongSize { preset: &'static str, side: usize, board: usize },
+    WrongSize {
+        preset: &'static str,
+        side: usize,
+        board: usize,
+    },
 }
 
 impl PdbError {
     fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PdbError + '_ {
-        move |source| PdbError::Io { path: path.to_path_buf(), source }
+        move |source| PdbError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }
 
@@ -114,7 +127,8 @@ pub fn write(path: &Path, spec: &PatternSpec, entries: &[u8]) -> Result<u64, Pdb
     let checksum = xxhash_rust::xxh3::xxh3_64(entries);
     let partial = path.with_extension("pdb.partial");
     let mut file = File::create(&partial).map_err(PdbError::io(&partial))?;
-    file.write_all(&header(spec, checksum)).map_err(PdbError::io(&partial))?;
+    file.write_all(&header(spec, checksum))
+        .map_err(PdbError::io(&partial))?;
     file.write_all(entries).map_err(PdbError::io(&partial))?;
     file.sync_all().map_err(PdbError::io(&partial))?;
     std::fs::rename(&partial, path).map_err(PdbError::io(path))?;
@@ -137,28 +151,52 @@ fn map_file(path: &Path) -> Result<Mmap, PdbError> {
 
 /// Parses and checks the header of a mapped file (everything but the checksum of the entries).
 fn read_header(path: &Path, map: &[u8]) -> Result<Header, PdbError> {
-    let corrupt = |reason: String| PdbError::Corrupt { path: path.to_path_buf(), reason };
-    let mismatch = |reason: String| PdbError::Mismatch { path: path.to_path_buf(), reason };
+    let corrupt = |reason: String| PdbError::Corrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mismatch = |reason: String| PdbError::Mismatch {
+        path: path.to_path_buf(),
+        reason,
+    };
     if map.len() < HEADER_LEN || &map[..8] != MAGIC {
         return Err(corrupt("no tilesolve pattern database header".into()));
     }
     let version = u32::from_le_bytes(map[8..12].try_into().unwrap_or_default());
     if version != FORMAT_VERSION {
-        return Err(mismatch(format!("format version {version}, this build reads {FORMAT_VERSION}")));
+        return Err(mismatch(format!(
+            "format version {version}, this build reads {FORMAT_VERSION}"
+        )));
     }
     if map[14] != ENCODING_BYTE_MOVES {
-        return Err(mismatch(format!("entry encoding {}, this build reads {ENCODING_BYTE_MOVES}", map[14])));
+        return Err(mismatch(format!(
+            "entry encoding {}, this build reads {ENCODING_BYTE_MOVES}",
+            map[14]
+        )));
     }
     let (side, k) = (usize::from(map[12]), usize::from(map[13]));
     if !(2..=MAX_SIDE).contains(&side) || k == 0 || k >= side * side {
-        return Err(corrupt(format!("impossible size {side}x{side} with {k} pattern tiles")));
+        return Err(corrupt(format!(
+            "impossible size {side}x{side} with {k} pattern tiles"
+        )));
     }
-    let goal_values: Vec<u64> = map[16..16 + side * side].iter().map(|&t| u64::from(t)).collect();
-    let goal = Board::from_tiles(&goal_values).map_err(|e| corrupt(format!("invalid goal: {e}")))?;
-    let spec = PatternSpec { goal, tiles: map[41..41 + k].to_vec() };
+    let goal_values: Vec<u64> = map[16..16 + side * side]
+        .iter()
+        .map(|&t| u64::from(t))
+        .collect();
+    let goal =
+        Board::from_tiles(&goal_values).map_err(|e| corrupt(format!("invalid goal: {e}")))?;
+    let spec = PatternSpec {
+        goal,
+        tiles: map[41..41 + k].to_vec(),
+    };
     let entries = u64::from_le_bytes(map[72..80].try_into().unwrap_or_default());
     if entries != spec.entries() || map.len() as u64 != HEADER_LEN as u64 + entries {
-        return Err(corrupt(format!("{} bytes of entries, expected {}", map.len().saturating_sub(HEADER_LEN), spec.entries())));
+        return Err(corrupt(format!(
+            "{} bytes of entries, expected {}",
+            map.len().saturating_sub(HEADER_LEN),
+            spec.entries()
+        )));
     }
     let checksum = u64::from_le_bytes(map[80..88].try_into().unwrap_or_default());
     Ok(Header { spec, checksum })
@@ -176,7 +214,11 @@ fn check_entries(path: &Path, map: &[u8], header: &Header) -> Result<(), PdbErro
 
 /// Maps and checks a table file against what the caller expects. `verify_checksum` rehashes the
 /// entries (a fraction of a second per GB).
-pub fn load(path: &Path, expected: &PatternSpec, verify_checksum: bool) -> Result<PatternTable, PdbError> {
+pub fn load(
+    path: &Path,
+    expected: &PatternSpec,
+    verify_checksum: bool,
+) -> Result<PatternTable, PdbError> {
     let map = map_file(path)?;
     let header = read_header(path, &map)?;
     if header.spec != *expected {
@@ -191,7 +233,11 @@ pub fn load(path: &Path, expected: &PatternSpec, verify_checksum: bool) -> Resul
     if verify_checksum {
         check_entries(path, &map, &header)?;
     }
-    Ok(PatternTable { spec: header.spec, checksum: header.checksum, entries: map })
+    Ok(PatternTable {
+        spec: header.spec,
+        checksum: header.checksum,
+        entries: map,
+    })
 }
 
 /// Reads a file's header and, with `verify`, checks its entries against the checksum.

@@ -94,7 +94,11 @@ mod tests {
             let mut digits = vec![0u8; k];
             for index in (0..count as u32).step_by(step) {
                 unranker.unrank(index, &mut cells, &mut digits);
-                let recomposed: u32 = digits.iter().enumerate().map(|(i, &d)| u32::from(d) * unranker.weight(i)).sum();
+                let recomposed: u32 = digits
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &d)| u32::from(d) * unranker.weight(i))
+                    .sum();
                 assert_eq!(recomposed, index);
                 assert!(cells.iter().all(|&c| (c as usize) < n));
                 let mut sorted = cells.clone();

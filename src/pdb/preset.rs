@@ -51,7 +51,14 @@ const P6666: &[&[u8]] = &[
 ];
 
 impl Preset {
-    pub const ALL: [Preset; 6] = [Preset::Exact, Preset::P4443, Preset::P555, Preset::P663, Preset::P78, Preset::P6666];
+    pub const ALL: [Preset; 6] = [
+        Preset::Exact,
+        Preset::P4443,
+        Preset::P555,
+        Preset::P663,
+        Preset::P78,
+        Preset::P6666,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -104,14 +111,31 @@ impl Preset {
         let groups = self.cell_groups();
         let blank = goal.blank();
         let cell_groups: Vec<Vec<usize>> = if blank == cells - 1 {
-            groups.iter().map(|g| g.iter().map(|&c| usize::from(c)).collect()).collect()
+            groups
+                .iter()
+                .map(|g| g.iter().map(|&c| usize::from(c)).collect())
+                .collect()
         } else if blank == 0 {
-            groups.iter().map(|g| g.iter().rev().map(|&c| cells - 1 - usize::from(c)).collect()).collect()
+            groups
+                .iter()
+                .map(|g| {
+                    g.iter()
+                        .rev()
+                        .map(|&c| cells - 1 - usize::from(c))
+                        .collect()
+                })
+                .collect()
         } else {
             let mut others = (0..cells).filter(|&c| c != blank);
-            groups.iter().map(|g| others.by_ref().take(g.len()).collect()).collect()
+            groups
+                .iter()
+                .map(|g| others.by_ref().take(g.len()).collect())
+                .collect()
         };
-        cell_groups.iter().map(|g| g.iter().map(|&cell| goal.tiles()[cell]).collect()).collect()
+        cell_groups
+            .iter()
+            .map(|g| g.iter().map(|&cell| goal.tiles()[cell]).collect())
+            .collect()
     }
 }
 
@@ -129,7 +153,10 @@ impl FromStr for Preset {
     type Err = UnknownPreset;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Preset::ALL.into_iter().find(|p| p.name() == name).ok_or_else(|| UnknownPreset(name.to_string()))
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| UnknownPreset(name.to_string()))
     }
 }
 
@@ -140,7 +167,10 @@ mod tests {
     #[test]
     fn every_preset_partitions_the_tiles() {
         for preset in Preset::ALL {
-            for goal in [Board::blank_last(preset.side()), Board::blank_first(preset.side())] {
+            for goal in [
+                Board::blank_last(preset.side()),
+                Board::blank_first(preset.side()),
+            ] {
                 let mut tiles: Vec<u8> = preset.patterns(&goal).concat();
                 tiles.sort_unstable();
                 let expected: Vec<u8> = (1..goal.cells() as u8).collect();

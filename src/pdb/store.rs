@@ -13,16 +13,28 @@ use crate::pdb::preset::Preset;
 
 /// Placements the builder settles per second on this project's 2-core reference machine, for
 /// the "about how long" message before a build (see BENCHMARKS.md).
-const PLACEMENTS_PER_SECOND: f64 = 8.0e6;
+const PLACEMENTS_PER_SECOND: f64 = 4.5e6;
 
 /// What the store is doing, for progress bars and log lines.
 #[derive(Debug)]
 pub enum PdbEvent<'a> {
-    Loaded { path: &'a Path, seconds: f64 },
-    Refused { error: &'a PdbError },
-    Building { path: &'a Path, entries: u64, estimated_seconds: f64 },
+    Loaded {
+        path: &'a Path,
+        seconds: f64,
+    },
+    Refused {
+        error: &'a PdbError,
+    },
+    Building {
+        path: &'a Path,
+        entries: u64,
+        estimated_seconds: f64,
+    },
     Progress(BuildProgress),
-    Built { path: &'a Path, seconds: f64 },
+    Built {
+        path: &'a Path,
+        seconds: f64,
+    },
 }
 
 /// Pattern databases kept in one directory.
@@ -35,7 +47,10 @@ pub struct PdbStore {
 impl PdbStore {
     /// A store in `dir` (created on first build) that builds on `threads` threads.
     pub fn new(dir: impl Into<PathBuf>, threads: usize) -> PdbStore {
-        PdbStore { dir: dir.into(), threads: threads.max(1) }
+        PdbStore {
+            dir: dir.into(),
+            threads: threads.max(1),
+        }
     }
 
     pub fn dir(&self) -> &Path {
@@ -47,15 +62,24 @@ impl PdbStore {
     }
 
     /// The table for `spec`: loaded, or built and saved if missing or unusable.
-    pub fn table(&self, spec: &PatternSpec, events: &(dyn Fn(PdbEvent<'_>) + Sync)) -> Result<Arc<PatternTable>, PdbError> {
+    pub fn table(
+        &self,
+        spec: &PatternSpec,
+        events: &(dyn Fn(PdbEvent<'_>) + Sync),
+    ) -> Result<Arc<PatternTable>, PdbError> {
         let path = self.path_of(spec);
         let started = Instant::now();
         match file::load(&path, spec, true) {
             Ok(table) => {
-                events(PdbEvent::Loaded { path: &path, seconds: started.elapsed().as_secs_f64() });
+                events(PdbEvent::Loaded {
+                    path: &path,
+                    seconds: started.elapsed().as_secs_f64(),
+                });
                 Ok(Arc::new(table))
             }
-            Err(PdbError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => self.build(spec, events),
+            Err(PdbError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                self.build(spec, events)
+            }
             Err(error @ (PdbError::Corrupt { .. } | PdbError::Mismatch { .. })) => {
                 events(PdbEvent::Refused { error: &error });
                 self.build(spec, events)
@@ -65,30 +89,62 @@ impl PdbStore {
     }
 
     /// Builds `spec`, replacing any file there, and loads the result.
-    pub fn build(&self, spec: &PatternSpec, events: &(dyn Fn(PdbEvent<'_>) + Sync)) -> Result<Arc<PatternTable>, PdbError> {
+    pub fn build(
+        &self,
+        spec: &PatternSpec,
+        events: &(dyn Fn(PdbEvent<'_>) + Sync),
+    ) -> Result<Arc<PatternTable>, PdbError> {
         let path = self.path_of(spec);
-        std::fs::create_dir_all(&self.dir).map_err(|source| PdbError::Io { path: self.dir.clone(), source })?;
+        std::fs::create_dir_all(&self.dir).map_err(|source| PdbError::Io {
+            path: self.dir.clone(),
+            source,
+        })?;
         let entries = spec.entries();
-        events(PdbEvent::Building { path: &path, entries, estimated_seconds: entries as f64 / PLACEMENTS_PER_SECOND });
+        events(PdbEvent::Building {
+            path: &path,
+            entries,
+            estimated_seconds: entries as f64 / PLACEMENTS_PER_SECOND,
+        });
         let started = Instant::now();
-        let values = builder::build(&spec.goal, &spec.tiles, self.threads, &|progress| events(PdbEvent::Progress(progress)))
-            .map_err(|source| PdbError::Io { path: path.clone(), source })?;
+        let values = builder::build(&spec.goal, &spec.tiles, self.threads, &|progress| {
+            events(PdbEvent::Progress(progress))
+        })
+        .map_err(|source| PdbError::Io {
+            path: path.clone(),
+            source,
+        })?;
         file::write(&path, spec, &values)?;
         drop(values);
-        events(PdbEvent::Built { path: &path, seconds: started.elapsed().as_secs_f64() });
+        events(PdbEvent::Built {
+            path: &path,
+            seconds: started.elapsed().as_secs_f64(),
+        });
         Ok(Arc::new(file::load(&path, spec, true)?))
     }
 
     /// The specs of `preset`'s tables for `goal`.
     pub fn specs(preset: Preset, goal: &Board) -> Result<Vec<PatternSpec>, PdbError> {
         if preset.side() != goal.side() {
-            return Err(PdbError::WrongSize { preset: preset.name(), side: preset.side(), board: goal.side() });
+            return Err(PdbError::WrongSize {
+                preset: preset.name(),
+                side: preset.side(),
+                board: goal.side(),
+            });
         }
-        Ok(preset.patterns(goal).into_iter().map(|tiles| PatternSpec { goal: *goal, tiles }).collect())
+        Ok(preset
+            .patterns(goal)
+            .into_iter()
+            .map(|tiles| PatternSpec { goal: *goal, tiles })
+            .collect())
     }
 
     /// The heuristic of `preset` for `goal`, building missing tables.
-    pub fn heuristic(&self, preset: Preset, goal: &Board, events: &(dyn Fn(PdbEvent<'_>) + Sync)) -> Result<AdditivePdb, PdbError> {
+    pub fn heuristic(
+        &self,
+        preset: Preset,
+        goal: &Board,
+        events: &(dyn Fn(PdbEvent<'_>) + Sync),
+    ) -> Result<AdditivePdb, PdbError> {
         let tables = PdbStore::specs(preset, goal)?
             .iter()
             .map(|spec| self.table(spec, events))

@@ -18,7 +18,11 @@ pub enum AStarError {
     #[error("search stopped ({abort:?}) with no solution shorter than {bound} moves")]
     Aborted { abort: Abort, bound: u32 },
     #[error("memory budget exceeded: {stored} boards stored would need about {needed_mib} MiB, over the budget of {budget_mib} MiB")]
-    MemoryBudget { stored: usize, needed_mib: usize, budget_mib: usize },
+    MemoryBudget {
+        stored: usize,
+        needed_mib: usize,
+        budget_mib: usize,
+    },
     #[error("the goal is unreachable from this board")]
     NoSolution,
 }
@@ -36,7 +40,10 @@ const BYTES_PER_BOARD: usize = 2 * (16 + 2) + 1 + 32;
 
 /// Boards as 5 bits per cell: 25 cells fit in a u128.
 fn pack(tiles: &PaddedTiles, cells: usize) -> u128 {
-    tiles[..cells].iter().rev().fold(0u128, |packed, &tile| (packed << 5) | u128::from(tile))
+    tiles[..cells]
+        .iter()
+        .rev()
+        .fold(0u128, |packed, &tile| (packed << 5) | u128::from(tile))
 }
 
 fn unpack(mut packed: u128, cells: usize) -> PaddedTiles {
@@ -64,7 +71,13 @@ pub fn a_star<H: Heuristic>(
     let start_h = heuristic.estimate(&Position::new(start));
     let mut reached: HashMap<u128, Reached> = HashMap::new();
     let mut open: BinaryHeap<(Reverse<u32>, u8, u128)> = BinaryHeap::new();
-    reached.insert(start_key, Reached { g: 0, last: NO_CELL });
+    reached.insert(
+        start_key,
+        Reached {
+            g: 0,
+            last: NO_CELL,
+        },
+    );
     open.push((Reverse(start_h), 0, start_key));
     let mut counters = Counters::default();
     let mut bound = start_h;
@@ -90,7 +103,10 @@ pub fn a_star<H: Heuristic>(
         }
         let tiles = unpack(key, cells);
         let blank = tiles.iter().position(|&t| t == 0).unwrap_or(0);
-        let mut position = Position { tiles, cells: [0; 32] };
+        let mut position = Position {
+            tiles,
+            cells: [0; 32],
+        };
         for (cell, &tile) in tiles.iter().enumerate().take(cells) {
             position.cells[usize::from(tile)] = cell as u8;
         }
@@ -103,7 +119,8 @@ pub fn a_star<H: Heuristic>(
             counters.generated += 1;
             let next = usize::from(next);
             let tile = position.slide(next, blank);
-            let child_h = heuristic.value(heuristic.after_move(&position, state, tile, next, blank));
+            let child_h =
+                heuristic.value(heuristic.after_move(&position, state, tile, next, blank));
             let child_key = pack(&position.tiles, cells);
             position.slide(blank, next);
             let child_g = g + 1;
@@ -115,7 +132,13 @@ pub fn a_star<H: Heuristic>(
             if stored * BYTES_PER_BOARD > memory_budget {
                 return (Err(budget_error(stored)), counters);
             }
-            reached.insert(child_key, Reached { g: child_g, last: direction as u8 });
+            reached.insert(
+                child_key,
+                Reached {
+                    g: child_g,
+                    last: direction as u8,
+                },
+            );
             open.push((Reverse(u32::from(child_g) + child_h), child_g, child_key));
         }
     }
@@ -123,7 +146,12 @@ pub fn a_star<H: Heuristic>(
 }
 
 /// Walks the recorded last moves back from `key` to the start.
-fn path_to(reached: &HashMap<u128, Reached>, mut key: u128, cells: usize, neighbors: &Neighbors) -> Vec<Direction> {
+fn path_to(
+    reached: &HashMap<u128, Reached>,
+    mut key: u128,
+    cells: usize,
+    neighbors: &Neighbors,
+) -> Vec<Direction> {
     let mut moves = Vec::new();
     while let Some(&Reached { last, .. }) = reached.get(&key) {
         if last == NO_CELL {

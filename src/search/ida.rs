@@ -25,7 +25,9 @@ pub enum Bounded {
     Found(Vec<Direction>),
     /// No goal within the bound; the smallest f over it (`u32::MAX` when nothing exceeded it,
     /// i.e. the subtree is finite and goal-free, which cannot happen on a solvable board).
-    Exceeded { next_bound: u32 },
+    Exceeded {
+        next_bound: u32,
+    },
     Aborted(Abort),
 }
 
@@ -47,7 +49,12 @@ pub struct Kernel<'a, H: Heuristic> {
 }
 
 impl<'a, H: Heuristic> Kernel<'a, H> {
-    pub fn new(heuristic: &'a H, neighbors: &'a Neighbors, goal: &Board, limits: Limits<'a>) -> Self {
+    pub fn new(
+        heuristic: &'a H,
+        neighbors: &'a Neighbors,
+        goal: &Board,
+        limits: Limits<'a>,
+    ) -> Self {
         Kernel {
             heuristic,
             neighbors,
@@ -71,11 +78,20 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
 
     /// Searches the subtree below `board`, reached at cost `g` by the move `last` (`None` at the
     /// puzzle's root), for a goal with f = g + moves <= `bound`.
-    pub fn search(&mut self, board: &Board, g: u32, last: Option<Direction>, bound: u32) -> Bounded {
+    pub fn search(
+        &mut self,
+        board: &Board,
+        g: u32,
+        last: Option<Direction>,
+        bound: u32,
+    ) -> Bounded {
         if bound as usize >= MAX_DEPTH {
             return Bounded::Exceeded { next_bound: bound };
         }
-        if let Some(abort) = self.abort.or_else(|| self.limits.exceeded(self.counters.expanded)) {
+        if let Some(abort) = self
+            .abort
+            .or_else(|| self.limits.exceeded(self.counters.expanded))
+        {
             self.abort = Some(abort);
             return Bounded::Aborted(abort);
         }
@@ -95,7 +111,9 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             let moves = &self.path[g as usize..self.solution_depth as usize];
             return Bounded::Found(moves.iter().map(|&d| Direction::from_index(d)).collect());
         }
-        Bounded::Exceeded { next_bound: self.next_bound }
+        Bounded::Exceeded {
+            next_bound: self.next_bound,
+        }
     }
 
     /// Returns true when the search must stop: a goal was found (the path holds it) or a limit
@@ -117,7 +135,9 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             self.counters.generated += 1;
             let next = usize::from(next);
             let tile = self.position.slide(next, blank);
-            let child = self.heuristic.after_move(&self.position, state, tile, next, blank);
+            let child = self
+                .heuristic
+                .after_move(&self.position, state, tile, next, blank);
             let f = g + 1 + self.heuristic.value(child);
             if f <= self.bound {
                 self.path[g as usize & (MAX_DEPTH - 1)] = direction as u8;
@@ -177,7 +197,9 @@ pub fn ida_star<H: Heuristic>(
         let result = match kernel.search(start, 0, None, bound) {
             Bounded::Found(moves) => Ok(moves),
             Bounded::Aborted(abort) => Err(IdaStop::Aborted(abort)),
-            Bounded::Exceeded { next_bound } if next_bound == u32::MAX || next_bound as usize >= MAX_DEPTH => {
+            Bounded::Exceeded { next_bound }
+                if next_bound == u32::MAX || next_bound as usize >= MAX_DEPTH =>
+            {
                 Err(IdaStop::NoSolution)
             }
             Bounded::Exceeded { next_bound } => {
@@ -185,6 +207,11 @@ pub fn ida_star<H: Heuristic>(
                 continue;
             }
         };
-        return IdaOutcome { result, counters: kernel.counters(), iterations, bound };
+        return IdaOutcome {
+            result,
+            counters: kernel.counters(),
+            iterations,
+            bound,
+        };
     }
 }

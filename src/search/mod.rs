@@ -42,7 +42,10 @@ impl Limits<'_> {
         if self.max_nodes.is_some_and(|max| expanded >= max) {
             return Some(Abort::NodeLimit);
         }
-        if self.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+        if self
+            .deadline
+            .is_some_and(|deadline| Instant::now() >= deadline)
+        {
             return Some(Abort::TimeLimit);
         }
         None

@@ -20,9 +20,15 @@ pub fn instances(name: &str) -> Vec<Instance> {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     board_lines(&text)
         .map(|line| Instance {
-            id: line.fact("id").and_then(|v| v.parse().ok()).expect("id fact"),
+            id: line
+                .fact("id")
+                .and_then(|v| v.parse().ok())
+                .expect("id fact"),
             board: parse_board(line.board).expect("valid board"),
-            optimal: line.fact("optimal").and_then(|v| v.parse().ok()).expect("optimal fact"),
+            optimal: line
+                .fact("optimal")
+                .and_then(|v| v.parse().ok())
+                .expect("optimal fact"),
             korf1985_nodes: line.fact("korf1985_nodes").and_then(|v| v.parse().ok()),
         })
         .collect()
@@ -55,7 +61,11 @@ impl Rng {
             return board;
         }
         // Swapping two tiles (not the blank) flips the parity.
-        let (a, b) = if values[0] != 0 && values[1] != 0 { (0, 1) } else { (cells - 2, cells - 1) };
+        let (a, b) = if values[0] != 0 && values[1] != 0 {
+            (0, 1)
+        } else {
+            (cells - 2, cells - 1)
+        };
         values.swap(a, b);
         Board::from_tiles(&values).expect("a permutation is a board")
     }
