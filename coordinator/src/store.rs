@@ -1,0 +1,384 @@
+//! The coordinator's store: the only module that touches sled.
+//!
+//! Trees and keys (every key starts with a format version byte; integers are big-endian so keys
+//! sort numerically):
+//! - `solutions`: version, side, goal tiles, board tiles -> [`StoredSolution`] (JSON). Every
+//!   board on a solved optimal path is stored with its exact distance.
+//! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON).
+//! - `items`: version, batch id (u64), item index (u32) -> [`StoredItem`] (JSON).
+//! - `search`: version, side, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
+//!   bound of a puzzle still being solved, so a restart resumes at the right bound.
+//!
+//! Writes that acknowledge something to a client (a new batch) are flushed before returning.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use tilesolve::moves::{moves_to_string, replay};
+use tilesolve::{Board, Direction, Solution};
+
+const KEY_VERSION: u8 = 1;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("store: {0}")]
+    Sled(#[from] sled::Error),
+    #[error("store: unreadable record under {tree}: {reason}")]
+    Corrupt { tree: &'static str, reason: String },
+}
+
+/// A solved board: the optimal moves from it to its goal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredSolution {
+    pub length: u32,
+    /// The blank's moves, one letter each.
+    pub moves: String,
+    pub tiles: Vec<u8>,
+    /// Nodes the search took (0 for boards stored as part of another board's path).
+    pub nodes: u64,
+    pub seconds: f64,
+    pub heuristic: String,
+}
+
+/// A batch as submitted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredBatch {
+    pub id: u64,
+    pub items: u32,
+    pub submitted_unix_ms: u64,
+    pub heuristic: String,
+    pub cancelled: bool,
+}
+
+/// Where an item stands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ItemStatus {
+    Queued,
+    Solved(StoredSolution),
+    Failed(String),
+}
+
+/// One line of a batch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredItem {
+    /// The board text as submitted.
+    pub text: String,
+    /// 1-based line in the submitted file, when it came from one.
+    pub line: Option<u32>,
+    /// The parsed board and its goal, when the text was valid.
+    pub board: Option<String>,
+    pub goal: Option<String>,
+    pub status: ItemStatus,
+}
+
+/// A puzzle's search progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchState {
+    /// No solution shorter than this exists (an iteration at this bound has not finished).
+    pub lower_bound: u32,
+}
+
+/// The coordinator's sled database.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    solutions: sled::Tree,
+    batches: sled::Tree,
+    items: sled::Tree,
+    search: sled::Tree,
+}
+
+fn board_key(goal: &Board, board: &Board) -> Vec<u8> {
+    let mut key = Vec::with_capacity(2 + 2 * goal.cells());
+    key.push(KEY_VERSION);
+    key.push(goal.side() as u8);
+    key.extend_from_slice(goal.tiles());
+    key.extend_from_slice(board.tiles());
+    key
+}
+
+fn batch_key(id: u64) -> Vec<u8> {
+    let mut key = vec![KEY_VERSION];
+    key.extend_from_slice(&id.to_be_bytes());
+    key
+}
+
+fn item_key(batch: u64, index: u32) -> Vec<u8> {
+    let mut key = batch_key(batch);
+    key.extend_from_slice(&index.to_be_bytes());
+    key
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(tree: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        tree,
+        reason: e.to_string(),
+    })
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let db = sled::open(dir)?;
+        Ok(Store {
+            solutions: db.open_tree("solutions")?,
+            batches: db.open_tree("batches")?,
+            items: db.open_tree("items")?,
+            search: db.open_tree("search")?,
+            db,
+        })
+    }
+
+    /// The stored solution of `board` towards `goal`, if it was ever solved or lay on a solved
+    /// optimal path.
+    pub fn solution(
+        &self,
+        goal: &Board,
+        board: &Board,
+    ) -> Result<Option<StoredSolution>, StoreError> {
+        self.solutions
+            .get(board_key(goal, board))?
+            .map(|bytes| decode("solutions", &bytes))
+            .transpose()
+    }
+
+    /// Stores a replayed optimal solution and, with their exact distances, every board on its
+    /// path (each suffix of an optimal path is optimal).
+    pub fn put_solution(&self, solution: &Solution, heuristic: &str) -> Result<(), StoreError> {
+        let mut board = solution.board;
+        let mut batch = sled::Batch::default();
+        for (step, &direction) in solution.moves.iter().enumerate() {
+            let stored = StoredSolution {
+                length: (solution.moves.len() - step) as u32,
+                moves: moves_to_string(&solution.moves[step..]),
+                tiles: solution.tiles[step..].to_vec(),
+                nodes: if step == 0 {
+                    solution.counters.expanded
+                } else {
+                    0
+                },
+                seconds: if step == 0 { solution.seconds } else { 0.0 },
+                heuristic: heuristic.to_string(),
+            };
+            batch.insert(board_key(&solution.goal, &board), encode(&stored));
+            board = board.apply(direction).map_or(board, |(next, _)| next);
+        }
+        batch.insert(
+            board_key(&solution.goal, &solution.goal),
+            encode(&StoredSolution {
+                length: 0,
+                moves: String::new(),
+                tiles: Vec::new(),
+                nodes: 0,
+                seconds: 0.0,
+                heuristic: heuristic.into(),
+            }),
+        );
+        self.solutions.apply_batch(batch)?;
+        self.search
+            .remove(board_key(&solution.goal, &solution.board))?;
+        Ok(())
+    }
+
+    /// Checks a stored solution by replaying it; `None` if it does not replay (never trusted).
+    pub fn verified(
+        goal: &Board,
+        board: &Board,
+        stored: &StoredSolution,
+    ) -> Option<Vec<Direction>> {
+        let moves: Option<Vec<Direction>> = stored
+            .moves
+            .chars()
+            .map(|c| Direction::ALL.into_iter().find(|d| d.letter() == c))
+            .collect();
+        let moves = moves?;
+        replay(board, goal, &moves).ok().map(|_| moves)
+    }
+
+    /// Creates a batch with its items and flushes it to disk before returning its id.
+    pub fn create_batch(
+        &self,
+        heuristic: &str,
+        items: &[StoredItem],
+        now_unix_ms: u64,
+    ) -> Result<u64, StoreError> {
+        let id = self.db.generate_id()? + 1;
+        let batch = StoredBatch {
+            id,
+            items: items.len() as u32,
+            submitted_unix_ms: now_unix_ms,
+            heuristic: heuristic.into(),
+            cancelled: false,
+        };
+        let mut writes = sled::Batch::default();
+        for (index, item) in items.iter().enumerate() {
+            writes.insert(item_key(id, index as u32), encode(item));
+        }
+        self.items.apply_batch(writes)?;
+        self.batches.insert(batch_key(id), encode(&batch))?;
+        self.db.flush()?;
+        Ok(id)
+    }
+
+    pub fn batch(&self, id: u64) -> Result<Option<StoredBatch>, StoreError> {
+        self.batches
+            .get(batch_key(id))?
+            .map(|bytes| decode("batches", &bytes))
+            .transpose()
+    }
+
+    /// Every batch, oldest first.
+    pub fn batches(&self) -> Result<Vec<StoredBatch>, StoreError> {
+        self.batches
+            .iter()
+            .values()
+            .map(|bytes| decode("batches", &bytes?))
+            .collect()
+    }
+
+    pub fn put_batch(&self, batch: &StoredBatch) -> Result<(), StoreError> {
+        self.batches.insert(batch_key(batch.id), encode(batch))?;
+        Ok(())
+    }
+
+    /// A batch's items in order.
+    pub fn items(&self, batch: u64) -> Result<Vec<StoredItem>, StoreError> {
+        self.items
+            .scan_prefix(batch_key(batch))
+            .values()
+            .map(|bytes| decode("items", &bytes?))
+            .collect()
+    }
+
+    pub fn put_item(&self, batch: u64, index: u32, item: &StoredItem) -> Result<(), StoreError> {
+        self.items.insert(item_key(batch, index), encode(item))?;
+        Ok(())
+    }
+
+    pub fn search_state(
+        &self,
+        goal: &Board,
+        board: &Board,
+    ) -> Result<Option<SearchState>, StoreError> {
+        self.search
+            .get(board_key(goal, board))?
+            .map(|bytes| decode("search", &bytes))
+            .transpose()
+    }
+
+    pub fn put_search_state(
+        &self,
+        goal: &Board,
+        board: &Board,
+        state: SearchState,
+    ) -> Result<(), StoreError> {
+        self.search.insert(board_key(goal, board), encode(&state))?;
+        Ok(())
+    }
+
+    /// Makes every write so far durable.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilesolve::heuristic::HeuristicKind;
+    use tilesolve::{SolveOptions, Solver};
+
+    fn item(text: &str) -> StoredItem {
+        StoredItem {
+            text: text.into(),
+            line: Some(1),
+            board: Some(text.into()),
+            goal: None,
+            status: ItemStatus::Queued,
+        }
+    }
+
+    #[test]
+    fn batches_survive_reopening_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = {
+            let store = Store::open(dir.path()).unwrap();
+            let id = store
+                .create_batch("default", &[item("1,2,3,4,5,6,7,0,8"), item("bad")], 42)
+                .unwrap();
+            let mut second = item("bad");
+            second.status = ItemStatus::Failed("unexpected 'b' at column 1".into());
+            store.put_item(id, 1, &second).unwrap();
+            store.flush().unwrap();
+            id
+        };
+        let store = Store::open(dir.path()).unwrap();
+        let batch = store.batch(id).unwrap().unwrap();
+        assert_eq!((batch.items, batch.submitted_unix_ms), (2, 42));
+        let items = store.items(id).unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0].status, ItemStatus::Queued);
+        assert!(
+            matches!(&items[1].status, ItemStatus::Failed(reason) if reason.contains("column 1"))
+        );
+        assert_eq!(store.batches().unwrap().len(), 1);
+        assert!(store.batch(id + 1).unwrap().is_none());
+    }
+
+    #[test]
+    fn every_board_on_a_solution_path_is_stored_with_its_distance() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let goal = Board::blank_last(3);
+        let board = tilesolve::parse_board("8,6,7,2,5,4,3,0,1").unwrap();
+        let solution = Solver::new(goal, HeuristicKind::Manhattan)
+            .solve(&board, &SolveOptions::default(), None)
+            .unwrap();
+        store.put_solution(&solution, "manhattan").unwrap();
+        let mut current = board;
+        for (step, &direction) in solution.moves.iter().enumerate() {
+            let stored = store.solution(&goal, &current).unwrap().expect("stored");
+            assert_eq!(stored.length as usize, 31 - step);
+            assert!(Store::verified(&goal, &current, &stored).is_some());
+            current = current.apply(direction).unwrap().0;
+        }
+        assert_eq!(store.solution(&goal, &goal).unwrap().unwrap().length, 0);
+        let other_goal = Board::blank_first(3);
+        assert!(
+            store.solution(&other_goal, &board).unwrap().is_none(),
+            "solutions are per goal"
+        );
+        let mut forged = store.solution(&goal, &board).unwrap().unwrap();
+        forged.moves = "UUUU".into();
+        assert!(
+            Store::verified(&goal, &board, &forged).is_none(),
+            "a stored answer is replayed, not trusted"
+        );
+    }
+
+    #[test]
+    fn search_state_is_kept_until_solved() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let goal = Board::blank_last(3);
+        let board = tilesolve::parse_board("2,4,0,1,8,5,3,6,7").unwrap();
+        store
+            .put_search_state(&goal, &board, SearchState { lower_bound: 24 })
+            .unwrap();
+        assert_eq!(
+            store.search_state(&goal, &board).unwrap(),
+            Some(SearchState { lower_bound: 24 })
+        );
+        let solution = Solver::new(goal, HeuristicKind::Manhattan)
+            .solve(&board, &SolveOptions::default(), None)
+            .unwrap();
+        store.put_solution(&solution, "manhattan").unwrap();
+        assert_eq!(store.search_state(&goal, &board).unwrap(), None);
+    }
+}
