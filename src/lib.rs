@@ -10,6 +10,7 @@
 //! - [`pdb`]: pattern databases: presets, the parallel builder, files, the additive heuristic.
 //! - [`search`]: the bounded depth-first kernel, IDA* around it, and A* with a memory budget.
 //! - [`solver`]: one board in, one replayed optimal solution (or a clear error) out.
+//! - [`task`]: the unit of distributed work (one subtree under one bound) and how to run it.
 //! - [`proto`]: generated `tilesolve.v1` gRPC types, for the service layer only.
 //!
 //! The coordinator and worker crates build on this; the `tilesolve` binary lives in `cli/`.
@@ -23,6 +24,7 @@ pub mod pdb;
 pub mod proto;
 pub mod search;
 pub mod solver;
+pub mod task;
 
 pub use board::{Board, BoardError, Goal};
 pub use heuristic::HeuristicKind;

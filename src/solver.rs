@@ -11,7 +11,9 @@ use thiserror::Error;
 use crate::board::{Board, BoardError};
 use crate::heuristic::{AnyHeuristic, Heuristic, HeuristicKind};
 use crate::moves::{replay, Direction, Neighbors, ReplayError};
-use crate::search::{a_star, ida_star, AStarError, Abort, Counters, IdaStop, Limits};
+use crate::search::{
+    a_star, ida_star, AStarError, Abort, Bounded, Counters, IdaOutcome, IdaStop, Kernel, Limits,
+};
 
 /// Search algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,6 +214,66 @@ impl Solver {
         })
     }
 
+    /// One distributed subtree task: the subtree below `board`, reached from its puzzle's root at
+    /// depth `g` by a last move `last`, searched under `bound`.
+    pub fn search_subtree(
+        &self,
+        board: &Board,
+        g: u32,
+        last: Option<Direction>,
+        bound: u32,
+        limits: Limits<'_>,
+    ) -> (Bounded, Counters) {
+        fn run<H: Heuristic>(
+            solver: &Solver,
+            h: &H,
+            args: (&Board, u32, Option<Direction>, u32, Limits<'_>),
+        ) -> (Bounded, Counters) {
+            let (board, g, last, bound, limits) = args;
+            let mut kernel = Kernel::new(h, &solver.neighbors, &solver.goal, limits);
+            let outcome = kernel.search(board, g, last, bound);
+            (outcome, kernel.counters())
+        }
+        let args = (board, g, last, bound, limits);
+        match &self.heuristic {
+            AnyHeuristic::TileCost(h) => run(self, h.as_ref(), args),
+            AnyHeuristic::LinearConflict(h) => run(self, h.as_ref(), args),
+            AnyHeuristic::Pdb(h) => run(self, h.as_ref(), args),
+        }
+    }
+
+    /// IDA* on `board` from `start_bound` (a bound already proven), until solved or stopped by
+    /// `limits`; the whole-puzzle task of the distributed search. The moves are not replayed
+    /// here: the caller replays the assembled solution.
+    pub fn iterate(&self, board: &Board, start_bound: u32, limits: Limits<'_>) -> IdaOutcome {
+        match &self.heuristic {
+            AnyHeuristic::TileCost(h) => ida_star(
+                h.as_ref(),
+                &self.neighbors,
+                board,
+                &self.goal,
+                start_bound,
+                limits,
+            ),
+            AnyHeuristic::LinearConflict(h) => ida_star(
+                h.as_ref(),
+                &self.neighbors,
+                board,
+                &self.goal,
+                start_bound,
+                limits,
+            ),
+            AnyHeuristic::Pdb(h) => ida_star(
+                h.as_ref(),
+                &self.neighbors,
+                board,
+                &self.goal,
+                start_bound,
+                limits,
+            ),
+        }
+    }
+
     fn search<H: Heuristic>(
         &self,
         heuristic: &H,
@@ -221,7 +283,7 @@ impl Solver {
     ) -> (Result<Vec<Direction>, Stop>, Counters, u32) {
         match options.algorithm {
             Algorithm::Ida => {
-                let outcome = ida_star(heuristic, &self.neighbors, board, &self.goal, limits);
+                let outcome = ida_star(heuristic, &self.neighbors, board, &self.goal, 0, limits);
                 let result = outcome.result.map_err(|stop| match stop {
                     IdaStop::Aborted(abort) => Stop::Aborted {
                         abort,

@@ -10,8 +10,7 @@
 
 use std::collections::HashMap;
 
-use tilesolve::heuristic::AnyHeuristic;
-use tilesolve::{Board, Direction};
+use tilesolve::{Board, Direction, Solver};
 
 /// One subtree to search under the iteration's bound.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,18 +43,13 @@ pub struct Frontier {
 }
 
 /// Splits the iteration with `bound` of the puzzle `root` into subtrees at `depth`.
-pub fn split(
-    root: &Board,
-    goal: &Board,
-    heuristic: &AnyHeuristic,
-    bound: u32,
-    depth: u32,
-) -> Frontier {
+pub fn split(root: &Board, solver: &Solver, bound: u32, depth: u32) -> Frontier {
+    let goal = solver.goal();
     let mut frontier = Frontier {
         pruned_min_f: u32::MAX,
         ..Frontier::default()
     };
-    let root_h = heuristic.estimate(root);
+    let root_h = solver.estimate(root);
     if root_h > bound {
         frontier.pruned_min_f = root_h;
         return frontier;
@@ -85,7 +79,7 @@ pub fn split(
                     frontier.duplicates += 1;
                     continue;
                 }
-                let h = heuristic.estimate(&child);
+                let h = solver.estimate(&child);
                 let f = g + 1 + h;
                 if f > bound {
                     frontier.pruned_min_f = frontier.pruned_min_f.min(f);
@@ -118,17 +112,17 @@ mod tests {
     use tilesolve::heuristic::{HeuristicKind, TileCost};
     use tilesolve::moves::Neighbors;
     use tilesolve::search::{Bounded, Kernel, Limits};
-    use tilesolve::{SolveOptions, Solver};
+    use tilesolve::SolveOptions;
 
     /// IDA* where each iteration is split at `depth` and its subtrees searched one by one, as
     /// workers would; returns the solution length.
     fn distributed_ida(start: &Board, goal: &Board, depth: u32) -> usize {
-        let heuristic = AnyHeuristic::build(HeuristicKind::Manhattan, goal);
+        let solver = Solver::new(*goal, HeuristicKind::Manhattan);
         let manhattan = TileCost::manhattan(goal);
         let neighbors = Neighbors::new(goal.side());
-        let mut bound = heuristic.estimate(start);
+        let mut bound = solver.estimate(start);
         loop {
-            let frontier = split(start, goal, &heuristic, bound, depth);
+            let frontier = split(start, &solver, bound, depth);
             if let Some(solution) = frontier.solution {
                 return solution.len();
             }
@@ -182,9 +176,9 @@ mod tests {
     #[test]
     fn duplicates_are_removed_and_tasks_ordered_by_h() {
         let goal = Board::blank_last(4);
-        let heuristic = AnyHeuristic::build(HeuristicKind::Manhattan, &goal);
+        let solver = Solver::new(goal, HeuristicKind::Manhattan);
         let board = tilesolve::parse_board("2,7,4,3,1,12,8,6,0,14,15,9,13,5,11,10").unwrap();
-        let frontier = split(&board, &goal, &heuristic, 60, 12);
+        let frontier = split(&board, &solver, 60, 12);
         assert!(frontier.duplicates > 0, "depth 12 revisits boards");
         let mut boards: Vec<_> = frontier.tasks.iter().map(|t| t.board).collect();
         boards.sort_by_key(|b| b.to_string());

@@ -9,4 +9,5 @@
 //! Still to come (the distributed issue): the scheduler, the gRPC services and `serve`.
 
 pub mod frontier;
+pub mod scheduler;
 pub mod store;

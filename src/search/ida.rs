@@ -182,15 +182,17 @@ pub enum IdaStop {
 
 /// Iterative deepening A*: bounded searches from the root with the bound raised each time to the
 /// smallest f that exceeded it. With an admissible heuristic the first solution is optimal.
+/// `start_bound` resumes at a bound already proven (no solution is shorter); 0 starts at h.
 pub fn ida_star<H: Heuristic>(
     heuristic: &H,
     neighbors: &Neighbors,
     start: &Board,
     goal: &Board,
+    start_bound: u32,
     limits: Limits<'_>,
 ) -> IdaOutcome {
     let mut kernel = Kernel::new(heuristic, neighbors, goal, limits);
-    let mut bound = heuristic.estimate(&Position::new(start));
+    let mut bound = heuristic.estimate(&Position::new(start)).max(start_bound);
     let mut iterations = 0;
     loop {
         iterations += 1;

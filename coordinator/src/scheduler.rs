@@ -1,0 +1,898 @@
+//! The scheduler: batches in, subtree tasks out, results back in, optimal answers into the store.
+//!
+//! Per puzzle (DESIGN.md): first one whole-puzzle task (IDA* from the proven lower bound, with a
+//! node budget), so that cheap puzzles cost one round trip. A puzzle that spends the budget is
+//! hard: each IDA* iteration is then split at a frontier depth into many deduplicated subtree
+//! tasks under the iteration's bound. The first subtree that finds a goal ends the puzzle (its
+//! other tasks are cancelled); when none does, the next bound is the smallest f reported, and the
+//! finished bound is stored as a proven lower bound so that a restart resumes there.
+//!
+//! Tasks are leased to workers; a lease that is not renewed by polls or heartbeats within the
+//! timeout returns its task to the queue, and a result for a task no longer leased is ignored.
+//! The scheduler is plain synchronous code behind a mutex: no tokio, no gRPC types.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use thiserror::Error;
+use tilesolve::batch_file::BatchLine;
+use tilesolve::heuristic::HeuristicChoice;
+use tilesolve::moves::replay;
+use tilesolve::pdb::{PdbEvent, PdbStore};
+use tilesolve::search::Counters;
+pub use tilesolve::task::TaskOutcome;
+use tilesolve::{parse_board, Board, Direction, Goal, Solution, Solver};
+
+use crate::frontier::split;
+use crate::store::{ItemStatus, SearchState, Store, StoreError, StoredItem, StoredSolution};
+
+pub type TaskId = u64;
+pub type WorkerId = u64;
+type PuzzleId = (u64, u32);
+
+/// Most lines a batch may hold.
+pub const MAX_BATCH_LINES: usize = 100_000;
+/// Failed attempts before a task's puzzle is marked failed.
+const MAX_ATTEMPTS: u32 = 3;
+
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    /// Expanded nodes a whole-puzzle task may spend before the puzzle is split.
+    pub whole_task_budget: u64,
+    /// A lease not renewed for this long returns its task to the queue.
+    pub lease_timeout: Duration,
+    /// Subtree tasks to aim for per worker thread when splitting an iteration.
+    pub tasks_per_thread: usize,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            whole_task_budget: 20_000_000,
+            lease_timeout: Duration::from_secs(10),
+            tasks_per_thread: 50,
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum SchedulerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("no batch {0}")]
+    UnknownBatch(u64),
+    #[error("{0}")]
+    ResourceExhausted(String),
+    #[error("pattern database: {0}")]
+    Pdb(String),
+}
+
+/// What a worker is asked to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskSpec {
+    pub id: TaskId,
+    pub board: Board,
+    pub goal: Board,
+    pub heuristic: String,
+    /// Moves from the puzzle's root to `board`.
+    pub path: Vec<Direction>,
+    pub bound: u32,
+    /// Whole-puzzle task: keep raising the bound until solved or `node_budget` is spent.
+    pub iterate: bool,
+    pub node_budget: u64,
+}
+
+/// A submitted batch, as acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Submitted {
+    pub batch: u64,
+    pub items: u32,
+    pub invalid: u32,
+    pub from_store: u32,
+}
+
+/// A batch's progress.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BatchProgress {
+    pub batch: u64,
+    pub total: u32,
+    pub solved: u32,
+    pub failed: u32,
+    pub done: bool,
+    pub bounds: Vec<u32>,
+    pub nodes: u64,
+    pub nodes_per_second: f64,
+    pub workers: u32,
+}
+
+struct Puzzle {
+    board: Board,
+    goal: Board,
+    heuristic: String,
+    bound: u32,
+    next_bound: u32,
+    outstanding: HashSet<TaskId>,
+    nodes: u64,
+    started: Instant,
+}
+
+struct Lease {
+    worker: WorkerId,
+    expires: Instant,
+}
+
+struct TaskEntry {
+    spec: TaskSpec,
+    puzzle: PuzzleId,
+    lease: Option<Lease>,
+    attempts: u32,
+}
+
+struct WorkerInfo {
+    threads: u32,
+    last_seen: Instant,
+}
+
+pub struct Scheduler {
+    store: Store,
+    pdbs: PdbStore,
+    config: SchedulerConfig,
+    solvers: HashMap<(Board, String), Solver>,
+    puzzles: HashMap<PuzzleId, Puzzle>,
+    tasks: HashMap<TaskId, TaskEntry>,
+    ready: VecDeque<TaskId>,
+    workers: HashMap<WorkerId, WorkerInfo>,
+    /// Cancellations not yet told to the worker holding the task.
+    cancelled: HashMap<WorkerId, Vec<TaskId>>,
+    batch_started: HashMap<u64, Instant>,
+    batch_nodes: HashMap<u64, u64>,
+    next_id: u64,
+}
+
+fn now_unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Scheduler {
+    /// A scheduler over `store` that resumes every unfinished item of every stored batch.
+    pub fn new(
+        store: Store,
+        pdbs: PdbStore,
+        config: SchedulerConfig,
+    ) -> Result<Scheduler, SchedulerError> {
+        let mut scheduler = Scheduler {
+            store,
+            pdbs,
+            config,
+            solvers: HashMap::new(),
+            puzzles: HashMap::new(),
+            tasks: HashMap::new(),
+            ready: VecDeque::new(),
+            workers: HashMap::new(),
+            cancelled: HashMap::new(),
+            batch_started: HashMap::new(),
+            batch_nodes: HashMap::new(),
+            next_id: 1,
+        };
+        for batch in scheduler.store.batches()? {
+            if batch.cancelled {
+                continue;
+            }
+            for (index, item) in scheduler.store.items(batch.id)?.into_iter().enumerate() {
+                if item.status == ItemStatus::Queued {
+                    scheduler.start_item(batch.id, index as u32, &item, &batch.heuristic)?;
+                }
+            }
+        }
+        Ok(scheduler)
+    }
+
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// The solver for a goal and heuristic name, loading (or building) pattern databases.
+    fn solver(&mut self, goal: &Board, heuristic: &str) -> Result<&Solver, SchedulerError> {
+        let key = (*goal, heuristic.to_string());
+        if !self.solvers.contains_key(&key) {
+            let choice: HeuristicChoice = heuristic
+                .parse()
+                .map_err(|e| SchedulerError::InvalidArgument(format!("{e}")))?;
+            let quiet = |_: PdbEvent<'_>| {};
+            let built = choice
+                .build(goal, &self.pdbs, &quiet)
+                .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
+            self.solvers.insert(
+                key.clone(),
+                Solver::with_heuristic(*goal, built, choice.name_for(goal.side())),
+            );
+        }
+        Ok(&self.solvers[&key])
+    }
+
+    /// Accepts a batch: parses every line (bad lines become failed items naming the line and
+    /// the reason), answers boards already in the store, writes the batch to disk, and queues
+    /// the rest.
+    pub fn submit(
+        &mut self,
+        lines: &[String],
+        heuristic: &str,
+        goal: &str,
+    ) -> Result<Submitted, SchedulerError> {
+        if lines.len() > MAX_BATCH_LINES {
+            return Err(SchedulerError::ResourceExhausted(format!(
+                "a batch may hold at most {MAX_BATCH_LINES} lines, not {}",
+                lines.len()
+            )));
+        }
+        let heuristic = if heuristic.is_empty() {
+            "default"
+        } else {
+            heuristic
+        };
+        let choice: HeuristicChoice = heuristic
+            .parse()
+            .map_err(|e| SchedulerError::InvalidArgument(format!("heuristic: {e}")))?;
+        let goal: Goal = if goal.is_empty() {
+            Goal::BlankLast
+        } else {
+            goal.parse()
+                .map_err(|e| SchedulerError::InvalidArgument(format!("goal: {e}")))?
+        };
+        let mut items = Vec::new();
+        let (mut invalid, mut from_store) = (0, 0);
+        for (number, raw) in lines.iter().enumerate() {
+            let Some(line) = BatchLine::read(number + 1, raw) else {
+                continue;
+            };
+            let mut item = StoredItem {
+                text: line.board.to_string(),
+                line: Some(line.number as u32),
+                board: None,
+                goal: None,
+                status: ItemStatus::Queued,
+            };
+            let parsed = parse_board(line.board).and_then(|board| {
+                let goal = goal.for_side(board.side());
+                board.check_solvable(&goal).map(|()| (board, goal))
+            });
+            match parsed {
+                Ok((board, goal)) => {
+                    item.board = Some(board.to_string());
+                    item.goal = Some(goal.to_string());
+                    if let Some(stored) = self.store.solution(&goal, &board)? {
+                        if Store::verified(&goal, &board, &stored).is_some() {
+                            item.status = ItemStatus::Solved(stored);
+                            from_store += 1;
+                        }
+                    }
+                }
+                Err(error) => {
+                    item.status = ItemStatus::Failed(format!("line {}: {error}", line.number));
+                    invalid += 1;
+                }
+            }
+            items.push(item);
+        }
+        let batch = self
+            .store
+            .create_batch(&choice.to_string(), &items, now_unix_ms())?;
+        self.batch_started.insert(batch, Instant::now());
+        for (index, item) in items.iter().enumerate() {
+            if item.status == ItemStatus::Queued {
+                self.start_item(batch, index as u32, item, &choice.to_string())?;
+            }
+        }
+        Ok(Submitted {
+            batch,
+            items: items.len() as u32,
+            invalid,
+            from_store,
+        })
+    }
+
+    /// Queues the whole-puzzle task of a stored, queued item.
+    fn start_item(
+        &mut self,
+        batch: u64,
+        index: u32,
+        item: &StoredItem,
+        heuristic: &str,
+    ) -> Result<(), SchedulerError> {
+        let (Some(board), Some(goal)) = (&item.board, &item.goal) else {
+            return Ok(());
+        };
+        let (board, goal) = match (parse_board(board), parse_board(goal)) {
+            (Ok(board), Ok(goal)) => (board, goal),
+            _ => {
+                return Err(StoreError::Corrupt {
+                    tree: "items",
+                    reason: format!("batch {batch} item {index}"),
+                }
+                .into())
+            }
+        };
+        let name = self.solver(&goal, heuristic)?.heuristic().to_string();
+        let lower_bound = self
+            .store
+            .search_state(&goal, &board)?
+            .map_or(0, |s| s.lower_bound);
+        let bound = self
+            .solver(&goal, heuristic)?
+            .estimate(&board)
+            .max(lower_bound);
+        let puzzle = (batch, index);
+        self.puzzles.insert(
+            puzzle,
+            Puzzle {
+                board,
+                goal,
+                heuristic: heuristic.to_string(),
+                bound,
+                next_bound: u32::MAX,
+                outstanding: HashSet::new(),
+                nodes: 0,
+                started: Instant::now(),
+            },
+        );
+        let spec = TaskSpec {
+            id: 0,
+            board,
+            goal,
+            heuristic: name,
+            path: Vec::new(),
+            bound,
+            iterate: true,
+            node_budget: self.config.whole_task_budget,
+        };
+        self.add_task(puzzle, spec);
+        Ok(())
+    }
+
+    fn add_task(&mut self, puzzle: PuzzleId, mut spec: TaskSpec) {
+        let id = self.next_id();
+        spec.id = id;
+        if let Some(p) = self.puzzles.get_mut(&puzzle) {
+            p.outstanding.insert(id);
+        }
+        self.tasks.insert(
+            id,
+            TaskEntry {
+                spec,
+                puzzle,
+                lease: None,
+                attempts: 0,
+            },
+        );
+        self.ready.push_back(id);
+    }
+
+    /// A worker joins.
+    pub fn register(&mut self, threads: u32) -> WorkerId {
+        let id = self.next_id();
+        self.workers.insert(
+            id,
+            WorkerInfo {
+                threads: threads.max(1),
+                last_seen: Instant::now(),
+            },
+        );
+        id
+    }
+
+    /// A worker reports results and asks for up to `free_slots` tasks. Returns its new tasks and
+    /// the tasks it holds that were cancelled.
+    pub fn poll(
+        &mut self,
+        worker: WorkerId,
+        free_slots: u32,
+        results: Vec<(TaskId, TaskOutcome, u64)>,
+    ) -> Result<(Vec<TaskSpec>, Vec<TaskId>), SchedulerError> {
+        let now = Instant::now();
+        self.workers
+            .entry(worker)
+            .or_insert(WorkerInfo {
+                threads: free_slots.max(1),
+                last_seen: now,
+            })
+            .last_seen = now;
+        for (task, outcome, nodes) in results {
+            self.apply(worker, task, outcome, nodes)?;
+        }
+        let mut leased = Vec::new();
+        while leased.len() < free_slots as usize {
+            let Some(id) = self.ready.pop_front() else {
+                break;
+            };
+            let Some(entry) = self.tasks.get_mut(&id) else {
+                continue;
+            };
+            entry.lease = Some(Lease {
+                worker,
+                expires: now + self.config.lease_timeout,
+            });
+            leased.push(entry.spec.clone());
+        }
+        Ok((leased, self.cancelled.remove(&worker).unwrap_or_default()))
+    }
+
+    /// Renews the leases of the tasks a worker is running; returns its cancellations.
+    pub fn heartbeat(&mut self, worker: WorkerId, running: &[TaskId]) -> Vec<TaskId> {
+        let now = Instant::now();
+        if let Some(info) = self.workers.get_mut(&worker) {
+            info.last_seen = now;
+        }
+        for id in running {
+            if let Some(Lease {
+                worker: holder,
+                expires,
+            }) = self.tasks.get_mut(id).and_then(|t| t.lease.as_mut())
+            {
+                if *holder == worker {
+                    *expires = now + self.config.lease_timeout;
+                }
+            }
+        }
+        self.cancelled.remove(&worker).unwrap_or_default()
+    }
+
+    /// Returns expired leases to the queue and forgets silent workers.
+    pub fn sweep(&mut self) {
+        let now = Instant::now();
+        let timeout = self.config.lease_timeout;
+        self.workers
+            .retain(|_, info| now.duration_since(info.last_seen) < timeout);
+        let expired: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.lease.as_ref().is_some_and(|lease| lease.expires <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            if let Some(entry) = self.tasks.get_mut(&id) {
+                entry.lease = None;
+                self.ready.push_front(id);
+            }
+        }
+    }
+
+    fn apply(
+        &mut self,
+        worker: WorkerId,
+        task: TaskId,
+        outcome: TaskOutcome,
+        nodes: u64,
+    ) -> Result<(), SchedulerError> {
+        // A result for a task this worker no longer holds (expired, cancelled, reassigned) is
+        // ignored: whoever holds it now will report.
+        let held = self
+            .tasks
+            .get(&task)
+            .and_then(|t| t.lease.as_ref())
+            .is_some_and(|l| l.worker == worker);
+        if !held {
+            return Ok(());
+        }
+        let Some(entry) = self.tasks.remove(&task) else {
+            return Ok(());
+        };
+        let puzzle_id = entry.puzzle;
+        *self.batch_nodes.entry(puzzle_id.0).or_default() += nodes;
+        enum Next {
+            Wait,
+            Solved(Vec<Direction>),
+            Iterate(u32),
+            Retry,
+            Fail(String),
+        }
+        let next = {
+            let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) else {
+                return Ok(());
+            };
+            puzzle.nodes += nodes;
+            puzzle.outstanding.remove(&task);
+            match outcome {
+                TaskOutcome::Found(suffix) => {
+                    let mut moves = entry.spec.path.clone();
+                    moves.extend(suffix);
+                    Next::Solved(moves)
+                }
+                TaskOutcome::Exceeded(next_bound) => {
+                    puzzle.next_bound = puzzle.next_bound.min(next_bound);
+                    if puzzle.outstanding.is_empty() {
+                        Next::Iterate(puzzle.next_bound)
+                    } else {
+                        Next::Wait
+                    }
+                }
+                TaskOutcome::BudgetSpent(bound) => Next::Iterate(bound),
+                TaskOutcome::Failed(_) if entry.attempts + 1 < MAX_ATTEMPTS => {
+                    puzzle.outstanding.insert(task);
+                    Next::Retry
+                }
+                TaskOutcome::Failed(reason) => {
+                    Next::Fail(format!("failed {MAX_ATTEMPTS} times: {reason}"))
+                }
+            }
+        };
+        match next {
+            Next::Wait => Ok(()),
+            Next::Solved(moves) => self.finish_solved(puzzle_id, moves),
+            Next::Iterate(bound) => self.next_iteration(puzzle_id, bound),
+            Next::Retry => {
+                let attempts = entry.attempts + 1;
+                self.tasks.insert(
+                    task,
+                    TaskEntry {
+                        spec: entry.spec,
+                        puzzle: puzzle_id,
+                        lease: None,
+                        attempts,
+                    },
+                );
+                self.ready.push_back(task);
+                Ok(())
+            }
+            Next::Fail(reason) => self.finish_failed(puzzle_id, reason),
+        }
+    }
+
+    /// Splits the iteration at `bound` into subtree tasks (or finishes the puzzle if the split
+    /// itself meets the goal or the bound is impossible).
+    fn next_iteration(
+        &mut self,
+        puzzle_id: PuzzleId,
+        mut bound: u32,
+    ) -> Result<(), SchedulerError> {
+        let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
+            return Ok(());
+        };
+        let (board, goal, heuristic) = (puzzle.board, puzzle.goal, puzzle.heuristic.clone());
+        let threads: usize = self
+            .workers
+            .values()
+            .map(|w| w.threads as usize)
+            .sum::<usize>()
+            .max(1);
+        let target = threads * self.config.tasks_per_thread;
+        loop {
+            if bound as usize >= tilesolve::search::MAX_DEPTH {
+                return self.finish_failed(
+                    puzzle_id,
+                    "no solution within the longest supported path".into(),
+                );
+            }
+            self.store
+                .put_search_state(&goal, &board, SearchState { lower_bound: bound })?;
+            let (frontier, name) = {
+                let solver = self.solver(&goal, &heuristic)?;
+                let mut frontier = split(&board, solver, bound, 0);
+                for depth in (2..=bound.min(24)).step_by(2) {
+                    frontier = split(&board, solver, bound, depth);
+                    if frontier.solution.is_some() || frontier.tasks.len() >= target {
+                        break;
+                    }
+                }
+                (frontier, solver.heuristic().to_string())
+            };
+            if let Some(moves) = frontier.solution {
+                return self.finish_solved(puzzle_id, moves);
+            }
+            if frontier.tasks.is_empty() {
+                bound = frontier.pruned_min_f;
+                continue;
+            }
+            if let Some(p) = self.puzzles.get_mut(&puzzle_id) {
+                p.bound = bound;
+                p.next_bound = frontier.pruned_min_f;
+            }
+            for task in frontier.tasks {
+                let spec = TaskSpec {
+                    id: 0,
+                    board: task.board,
+                    goal,
+                    heuristic: name.clone(),
+                    path: task.path,
+                    bound,
+                    iterate: false,
+                    node_budget: 0,
+                };
+                self.add_task(puzzle_id, spec);
+            }
+            return Ok(());
+        }
+    }
+
+    /// Removes a puzzle's remaining tasks, telling workers about the leased ones.
+    fn cancel_tasks(&mut self, puzzle_id: PuzzleId) {
+        let ids: Vec<TaskId> = self
+            .puzzles
+            .get(&puzzle_id)
+            .map(|p| p.outstanding.iter().copied().collect())
+            .unwrap_or_default();
+        for id in ids {
+            if let Some(TaskEntry {
+                lease: Some(lease), ..
+            }) = self.tasks.remove(&id)
+            {
+                self.cancelled.entry(lease.worker).or_default().push(id);
+            }
+        }
+        self.ready.retain(|id| self.tasks.contains_key(id));
+    }
+
+    fn finish_solved(
+        &mut self,
+        puzzle_id: PuzzleId,
+        moves: Vec<Direction>,
+    ) -> Result<(), SchedulerError> {
+        let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
+            return Ok(());
+        };
+        let (board, goal, heuristic, nodes, seconds) = (
+            puzzle.board,
+            puzzle.goal,
+            puzzle.heuristic.clone(),
+            puzzle.nodes,
+            puzzle.started.elapsed().as_secs_f64(),
+        );
+        // Replayed before it is stored or reported: a wrong answer is a failure, never a result.
+        let tiles = match replay(&board, &goal, &moves) {
+            Ok(tiles) => tiles,
+            Err(error) => {
+                return self.finish_failed(
+                    puzzle_id,
+                    format!("internal error: a reported solution failed replay: {error}"),
+                )
+            }
+        };
+        let solution = Solution {
+            board,
+            goal,
+            moves,
+            tiles,
+            counters: Counters {
+                expanded: nodes,
+                generated: 0,
+            },
+            iterations: 0,
+            initial_estimate: 0,
+            seconds,
+        };
+        let name = self.solver(&goal, &heuristic)?.heuristic().to_string();
+        self.store.put_solution(&solution, &name)?;
+        let stored = StoredSolution {
+            length: solution.len() as u32,
+            moves: tilesolve::moves::moves_to_string(&solution.moves),
+            tiles: solution.tiles.clone(),
+            nodes: solution.counters.expanded,
+            seconds: solution.seconds,
+            heuristic: name,
+        };
+        self.finish(puzzle_id, ItemStatus::Solved(stored))
+    }
+
+    fn finish_failed(&mut self, puzzle_id: PuzzleId, reason: String) -> Result<(), SchedulerError> {
+        self.finish(puzzle_id, ItemStatus::Failed(reason))
+    }
+
+    fn finish(&mut self, puzzle_id: PuzzleId, status: ItemStatus) -> Result<(), SchedulerError> {
+        self.cancel_tasks(puzzle_id);
+        self.puzzles.remove(&puzzle_id);
+        let (batch, index) = puzzle_id;
+        if let Some(mut item) = self.store.items(batch)?.into_iter().nth(index as usize) {
+            item.status = status;
+            self.store.put_item(batch, index, &item)?;
+        }
+        self.store.flush()?;
+        Ok(())
+    }
+
+    /// A batch's progress.
+    pub fn progress(&self, batch: u64) -> Result<BatchProgress, SchedulerError> {
+        self.store
+            .batch(batch)?
+            .ok_or(SchedulerError::UnknownBatch(batch))?;
+        let items = self.store.items(batch)?;
+        let solved = items
+            .iter()
+            .filter(|i| matches!(i.status, ItemStatus::Solved(_)))
+            .count() as u32;
+        let failed = items
+            .iter()
+            .filter(|i| matches!(i.status, ItemStatus::Failed(_)))
+            .count() as u32;
+        let nodes = self.batch_nodes.get(&batch).copied().unwrap_or(0);
+        let seconds = self
+            .batch_started
+            .get(&batch)
+            .map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let mut bounds: Vec<u32> = self
+            .puzzles
+            .iter()
+            .filter(|((b, _), _)| *b == batch)
+            .map(|(_, p)| p.bound)
+            .collect();
+        bounds.sort_unstable();
+        Ok(BatchProgress {
+            batch,
+            total: items.len() as u32,
+            solved,
+            failed,
+            done: solved + failed == items.len() as u32,
+            bounds,
+            nodes,
+            nodes_per_second: if seconds > 0.0 {
+                nodes as f64 / seconds
+            } else {
+                0.0
+            },
+            workers: self.workers.len() as u32,
+        })
+    }
+
+    /// A batch's items, in order.
+    pub fn items(&self, batch: u64) -> Result<Vec<StoredItem>, SchedulerError> {
+        self.store
+            .batch(batch)?
+            .ok_or(SchedulerError::UnknownBatch(batch))?;
+        Ok(self.store.items(batch)?)
+    }
+
+    /// A stored solution, replayed before it is returned.
+    pub fn query(&self, board: &str, goal: &str) -> Result<Option<StoredSolution>, SchedulerError> {
+        let board = parse_board(board)
+            .map_err(|e| SchedulerError::InvalidArgument(format!("board: {e}")))?;
+        let goal: Goal = if goal.is_empty() {
+            Goal::BlankLast
+        } else {
+            goal.parse()
+                .map_err(|e| SchedulerError::InvalidArgument(format!("goal: {e}")))?
+        };
+        let goal = goal.for_side(board.side());
+        let stored = self.store.solution(&goal, &board)?;
+        Ok(stored.filter(|s| Store::verified(&goal, &board, s).is_some()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilesolve::task::run_task;
+
+    /// Drives a scheduler with `threads` simulated worker threads running the real kernel.
+    fn run_to_completion(scheduler: &mut Scheduler, batch: u64, threads: u32) {
+        let worker = scheduler.register(threads);
+        let mut results = Vec::new();
+        for _ in 0..1_000_000 {
+            if scheduler.progress(batch).unwrap().done {
+                return;
+            }
+            let (tasks, _) = scheduler
+                .poll(worker, threads, std::mem::take(&mut results))
+                .unwrap();
+            for task in tasks {
+                let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
+                let (outcome, nodes) = run_task(
+                    &solver,
+                    &task.board,
+                    &task.path,
+                    task.bound,
+                    task.iterate,
+                    task.node_budget,
+                    None,
+                );
+                results.push((task.id, outcome, nodes));
+            }
+        }
+        panic!("batch {batch} did not finish");
+    }
+
+    fn examples() -> Vec<(String, u32)> {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/data/examples15.txt"
+        ))
+        .unwrap();
+        tilesolve::batch_file::board_lines(&text)
+            .take(6)
+            .map(|l| {
+                (
+                    l.board.to_string(),
+                    l.fact("optimal").unwrap().parse().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn split_puzzles_are_solved_optimally_stored_and_resumed() {
+        let data = tempfile::tempdir().unwrap();
+        let open = || {
+            let store = Store::open(&data.path().join("store")).unwrap();
+            let config = SchedulerConfig {
+                whole_task_budget: 2_000,
+                tasks_per_thread: 8,
+                ..SchedulerConfig::default()
+            };
+            Scheduler::new(store, PdbStore::new(data.path().join("pdb"), 1), config).unwrap()
+        };
+        let examples = examples();
+        let mut lines: Vec<String> = examples.iter().map(|(b, _)| b.clone()).collect();
+        lines.insert(2, "1,2,3".into());
+        let batch = {
+            let mut scheduler = open();
+            let submitted = scheduler.submit(&lines, "linear-conflict", "").unwrap();
+            assert_eq!(
+                (submitted.items, submitted.invalid, submitted.from_store),
+                (7, 1, 0)
+            );
+            run_to_completion(&mut scheduler, submitted.batch, 3);
+            submitted.batch
+        };
+        // A new scheduler over the same files: everything is still there, and a resubmission is
+        // answered from the store.
+        let mut scheduler = open();
+        let items = scheduler.items(batch).unwrap();
+        let lengths: Vec<Option<u32>> = items
+            .iter()
+            .map(|i| match &i.status {
+                ItemStatus::Solved(s) => Some(s.length),
+                _ => None,
+            })
+            .collect();
+        let mut expected: Vec<Option<u32>> = examples.iter().map(|(_, o)| Some(*o)).collect();
+        expected.insert(2, None);
+        assert_eq!(lengths, expected);
+        assert!(
+            matches!(&items[2].status, ItemStatus::Failed(reason) if reason.starts_with("line 3:"))
+        );
+        let again = scheduler.submit(&lines, "linear-conflict", "").unwrap();
+        assert_eq!(again.from_store, 6);
+        assert!(scheduler.progress(again.batch).unwrap().done);
+        let (board, optimal) = &examples[5];
+        assert_eq!(
+            scheduler.query(board, "").unwrap().map(|s| s.length),
+            Some(*optimal)
+        );
+    }
+
+    #[test]
+    fn expired_leases_return_to_the_queue_and_late_results_are_ignored() {
+        let data = tempfile::tempdir().unwrap();
+        let store = Store::open(&data.path().join("store")).unwrap();
+        let config = SchedulerConfig {
+            lease_timeout: Duration::from_millis(1),
+            ..SchedulerConfig::default()
+        };
+        let mut scheduler =
+            Scheduler::new(store, PdbStore::new(data.path().join("pdb"), 1), config).unwrap();
+        let submitted = scheduler
+            .submit(&["1,2,3,4,5,6,7,0,8".to_string()], "manhattan", "")
+            .unwrap();
+        let lost = scheduler.register(1);
+        let (tasks, _) = scheduler.poll(lost, 1, Vec::new()).unwrap();
+        assert_eq!(tasks.len(), 1);
+        std::thread::sleep(Duration::from_millis(5));
+        scheduler.sweep();
+        let late = (tasks[0].id, TaskOutcome::Found(vec![Direction::Up]), 1);
+        scheduler.poll(lost, 0, vec![late]).unwrap();
+        assert!(
+            !scheduler.progress(submitted.batch).unwrap().done,
+            "a wrong late answer from an expired lease is ignored"
+        );
+        run_to_completion(&mut scheduler, submitted.batch, 1);
+        assert_eq!(
+            scheduler
+                .query("1,2,3,4,5,6,7,0,8", "")
+                .unwrap()
+                .map(|s| s.length),
+            Some(1)
+        );
+    }
+}
