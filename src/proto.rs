@@ -7,3 +7,10 @@
 pub mod v1 {
     tonic::include_proto!("tilesolve.v1");
 }
+
+/// The encoded file descriptor set of `proto/`, for gRPC server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/tilesolve_descriptor.bin"));
+
+/// Version of the worker protocol; a worker with another is refused at registration.
+pub const PROTOCOL_VERSION: u32 = 1;

@@ -2,6 +2,7 @@
 //! only parses arguments and turns errors into exit codes.
 
 mod bench;
+mod distributed;
 mod options;
 mod pdb;
 mod progress;
@@ -30,14 +31,49 @@ enum Command {
     /// Build, list and verify pattern databases in the data directory.
     #[command(subcommand)]
     Pdb(pdb::PdbCommand),
+    /// Solve a batch file with an embedded coordinator, local workers and the store in the data
+    /// directory: the way to run the main job on one machine.
+    Batch(distributed::BatchArgs),
+    /// Run the coordinator (gRPC) with its store in the data directory.
+    Serve(distributed::ServeArgs),
+    /// Run a worker that takes tasks from a coordinator.
+    Worker(distributed::WorkerArgs),
+    /// Submit a batch file to a coordinator.
+    Submit(distributed::SubmitArgs),
+    /// A batch's progress.
+    Status(distributed::BatchIdArgs),
+    /// A batch's results.
+    Results(distributed::BatchIdArgs),
+    /// A stored solution.
+    Query(distributed::QueryArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Logs go to standard error; RUST_LOG filters them (default: warnings, and info for servers).
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new(match cli.command {
+                    Command::Serve(_) | Command::Worker(_) => "info",
+                    _ => "warn",
+                })
+            }),
+        )
+        .init();
     let outcome = match cli.command {
         Command::Solve(args) => solve::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Pdb(command) => pdb::run(command),
+        Command::Batch(args) => distributed::batch(args),
+        Command::Serve(args) => distributed::serve(args),
+        Command::Worker(args) => distributed::worker(args),
+        Command::Submit(args) => distributed::submit(args),
+        Command::Status(args) => distributed::status(args),
+        Command::Results(args) => distributed::results(args),
+        Command::Query(args) => distributed::query(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -3,11 +3,14 @@
 //!
 //! Layout:
 //! - [`frontier`]: splits one IDA* iteration of a puzzle into deduplicated subtree tasks.
+//! - [`scheduler`]: batches in, subtree tasks out, leases, results in, answers stored.
 //! - [`store`]: the sled database (solutions, batches and items, search state); the only
 //!   module that touches sled.
-//!
-//! Still to come (the distributed issue): the scheduler, the gRPC services and `serve`.
+//! - [`service`]: the gRPC services; the only place generated proto types meet the scheduler.
+//! - [`server`]: `run(listener, config, shutdown)`.
 
 pub mod frontier;
 pub mod scheduler;
+pub mod server;
+pub mod service;
 pub mod store;

@@ -1,6 +1,312 @@
-//! The tilesolve worker: holds a pattern database in memory, leases subtree tasks from the
-//! coordinator and runs the search kernel on its own threads.
+//! The tilesolve worker: leases subtree tasks from the coordinator and runs the search kernel on
+//! its own threads (never tokio's, so heartbeats are never starved), holding each heuristic's
+//! tables, pattern databases included, for its whole life.
 //!
-//! Not built yet: the distributed issue fills this crate. It exists now so the workspace has the
-//! shape of the design card and the `tilesolve` binary's dependency graph stays acyclic
-//! (root library <- coordinator, worker <- cli).
+//! Layout: [`run`] is the whole worker: connect (with backoff), register, then poll with free
+//! slots and finished results in one call, while a heartbeat keeps the leases of running tasks
+//! alive and carries cancellations back. Pattern databases come from the worker's own data
+//! directory (built there if missing).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+use tilesolve::heuristic::HeuristicChoice;
+use tilesolve::moves::moves_to_string;
+use tilesolve::pdb::{PdbEvent, PdbStore};
+use tilesolve::proto::v1 as pb;
+use tilesolve::proto::PROTOCOL_VERSION;
+use tilesolve::task::{run_task, TaskOutcome};
+use tilesolve::{parse_board, Board, Direction, Solver};
+use tonic::transport::Channel;
+
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// e.g. `http://127.0.0.1:7411`.
+    pub coordinator: String,
+    pub threads: usize,
+    /// Where pattern databases are loaded from (and built into, if missing).
+    pub data: PathBuf,
+}
+
+#[derive(Debug, Error)]
+pub enum WorkerError {
+    #[error("coordinator refused this worker: {0}")]
+    Refused(String),
+}
+
+/// Tasks running on this worker's threads, with their cancel flags.
+type Running = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
+
+/// Solvers by (goal, heuristic name), shared by the threads.
+type Solvers = Arc<Mutex<HashMap<(Board, String), Arc<Solver>>>>;
+
+/// Runs a worker until `shutdown` completes. Connection losses are retried with backoff; only a
+/// refusal by the coordinator (e.g. a protocol mismatch) ends it with an error.
+pub async fn run(
+    config: WorkerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), WorkerError> {
+    let threads = config.threads.max(1);
+    let running: Running = Arc::default();
+    let (job_sender, job_receiver) = mpsc::channel::<pb::Task>();
+    let (result_sender, mut results) = tokio::sync::mpsc::unbounded_channel::<pb::TaskResult>();
+    let job_receiver = Arc::new(Mutex::new(job_receiver));
+    let solvers: Solvers = Arc::default();
+    let pdbs = PdbStore::new(&config.data, threads);
+    for _ in 0..threads {
+        let (jobs, sender, running, solvers, pdbs) = (
+            job_receiver.clone(),
+            result_sender.clone(),
+            running.clone(),
+            solvers.clone(),
+            pdbs.clone(),
+        );
+        std::thread::spawn(move || loop {
+            let task = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                Ok(task) => task,
+                Err(_) => return,
+            };
+            let cancel = running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&task.task_id)
+                .cloned();
+            let result = execute(&task, &solvers, &pdbs, cancel.as_deref());
+            running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&task.task_id);
+            if sender.send(result).is_err() {
+                return;
+            }
+        });
+    }
+    tokio::pin!(shutdown);
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let session = session(&config, threads, &running, &job_sender, &mut results);
+        tokio::select! {
+            _ = &mut shutdown => return Ok(()),
+            outcome = session => match outcome {
+                Err(SessionEnd::Refused(reason)) => return Err(WorkerError::Refused(reason)),
+                Err(SessionEnd::Lost(reason)) => {
+                    tracing::warn!(%reason, retry_in = ?backoff, "coordinator unreachable");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                Ok(()) => backoff = Duration::from_millis(100),
+            }
+        }
+    }
+}
+
+enum SessionEnd {
+    Refused(String),
+    Lost(String),
+}
+
+/// One connection's life: register, then poll until the connection fails.
+async fn session(
+    config: &WorkerConfig,
+    threads: usize,
+    running: &Running,
+    jobs: &mpsc::Sender<pb::Task>,
+    results: &mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
+) -> Result<(), SessionEnd> {
+    let lost = |e: &dyn std::fmt::Display| SessionEnd::Lost(e.to_string());
+    let channel = Channel::from_shared(config.coordinator.clone())
+        .map_err(|e| SessionEnd::Refused(format!("bad coordinator address: {e}")))?
+        .connect()
+        .await
+        .map_err(|e| lost(&e))?;
+    let mut client = pb::workers_client::WorkersClient::new(channel.clone());
+    let host = std::env::var("HOSTNAME").unwrap_or_default();
+    let registered = client
+        .register(pb::RegisterRequest {
+            threads: threads as u32,
+            protocol_version: PROTOCOL_VERSION,
+            host,
+        })
+        .await
+        .map_err(|status| match status.code() {
+            tonic::Code::FailedPrecondition | tonic::Code::InvalidArgument => {
+                SessionEnd::Refused(status.message().to_string())
+            }
+            _ => lost(&status),
+        })?
+        .into_inner();
+    let worker_id = registered.worker_id;
+    tracing::info!(worker = worker_id, threads, "registered with coordinator");
+    let heartbeat = tokio::spawn(heartbeats(
+        pb::workers_client::WorkersClient::new(channel),
+        worker_id,
+        Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(100))),
+        running.clone(),
+    ));
+    let outcome = async {
+        let mut finished = Vec::new();
+        loop {
+            while let Ok(result) = results.try_recv() {
+                finished.push(result);
+            }
+            let busy = running.lock().unwrap_or_else(|p| p.into_inner()).len();
+            let free = threads.saturating_sub(busy) as u32;
+            if free == 0 && finished.is_empty() {
+                // Every thread is busy: wait for one to finish (heartbeats keep the leases).
+                if let Some(result) = results.recv().await {
+                    finished.push(result);
+                }
+                continue;
+            }
+            let response = client
+                .poll(pb::PollRequest {
+                    worker_id,
+                    free_slots: free,
+                    results: std::mem::take(&mut finished),
+                })
+                .await
+                .map_err(|e| lost(&e))?
+                .into_inner();
+            cancel(running, &response.cancelled);
+            let idle = response.tasks.is_empty();
+            for task in response.tasks {
+                running
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(task.task_id, Arc::new(AtomicBool::new(false)));
+                if jobs.send(task).is_err() {
+                    return Err(SessionEnd::Refused("worker threads have stopped".into()));
+                }
+            }
+            if idle {
+                // Nothing to do: wait for a result or a little while before asking again.
+                if let Ok(Some(result)) =
+                    tokio::time::timeout(Duration::from_millis(50), results.recv()).await
+                {
+                    finished.push(result);
+                }
+            }
+        }
+    }
+    .await;
+    heartbeat.abort();
+    outcome
+}
+
+async fn heartbeats(
+    mut client: pb::workers_client::WorkersClient<Channel>,
+    worker_id: u64,
+    every: Duration,
+    running: Running,
+) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let ids: Vec<u64> = running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect();
+        if let Ok(response) = client
+            .heartbeat(pb::HeartbeatRequest {
+                worker_id,
+                running: ids,
+            })
+            .await
+        {
+            cancel(&running, &response.into_inner().cancelled);
+        }
+    }
+}
+
+fn cancel(running: &Running, ids: &[u64]) {
+    let running = running.lock().unwrap_or_else(|p| p.into_inner());
+    for id in ids {
+        if let Some(flag) = running.get(id) {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs one task on the calling thread.
+fn execute(
+    task: &pb::Task,
+    solvers: &Solvers,
+    pdbs: &PdbStore,
+    cancel: Option<&AtomicBool>,
+) -> pb::TaskResult {
+    use pb::task_result::Outcome;
+    let started = Instant::now();
+    let fail = |reason: String| pb::TaskResult {
+        task_id: task.task_id,
+        nodes: 0,
+        seconds: 0.0,
+        outcome: Some(Outcome::Error(reason)),
+    };
+    let (board, goal) = match (parse_board(&task.board), parse_board(&task.goal)) {
+        (Ok(board), Ok(goal)) => (board, goal),
+        (Err(e), _) | (_, Err(e)) => return fail(format!("bad task board: {e}")),
+    };
+    let Some(path) = task
+        .path
+        .chars()
+        .map(|c| Direction::ALL.into_iter().find(|d| d.letter() == c))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return fail(format!("bad task path '{}'", task.path));
+    };
+    let solver = match solver_for(solvers, pdbs, &goal, &task.heuristic) {
+        Ok(solver) => solver,
+        Err(reason) => return fail(reason),
+    };
+    let (outcome, nodes) = run_task(
+        &solver,
+        &board,
+        &path,
+        task.bound,
+        task.iterate,
+        task.node_budget,
+        cancel,
+    );
+    let outcome = match outcome {
+        TaskOutcome::Found(moves) => Outcome::Found(moves_to_string(&moves)),
+        TaskOutcome::Exceeded(bound) => Outcome::NextBound(bound),
+        TaskOutcome::BudgetSpent(bound) => Outcome::BudgetSpentAt(bound),
+        TaskOutcome::Failed(reason) => Outcome::Error(reason),
+    };
+    pb::TaskResult {
+        task_id: task.task_id,
+        nodes,
+        seconds: started.elapsed().as_secs_f64(),
+        outcome: Some(outcome),
+    }
+}
+
+/// The solver for a goal and heuristic, built once per worker (pattern databases are loaded or
+/// built under the lock, so concurrent threads wait for one build rather than racing).
+fn solver_for(
+    solvers: &Solvers,
+    pdbs: &PdbStore,
+    goal: &Board,
+    heuristic: &str,
+) -> Result<Arc<Solver>, String> {
+    let mut solvers = solvers.lock().unwrap_or_else(|p| p.into_inner());
+    let key = (*goal, heuristic.to_string());
+    if let Some(solver) = solvers.get(&key) {
+        return Ok(solver.clone());
+    }
+    let choice: HeuristicChoice = heuristic.parse().map_err(|e| format!("{e}"))?;
+    let quiet = |_: PdbEvent<'_>| {};
+    let built = choice
+        .build(goal, pdbs, &quiet)
+        .map_err(|e| e.to_string())?;
+    let solver = Arc::new(Solver::with_heuristic(*goal, built, heuristic));
+    solvers.insert(key, solver.clone());
+    Ok(solver)
+}

@@ -1,0 +1,431 @@
+//! The distributed commands: `serve`, `worker`, `submit`, `status`, `results`, `query`, and
+//! `batch` (a coordinator, local workers and the store in one process, talking real gRPC over
+//! loopback: the default way to run the main job on one machine).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use tilesolve::proto::v1 as pb;
+use tilesolve_coordinator::scheduler::SchedulerConfig;
+use tilesolve_coordinator::server::{self, ServeConfig};
+use tilesolve_worker::WorkerConfig;
+use tokio::net::TcpListener;
+
+pub const DEFAULT_COORDINATOR: &str = "http://127.0.0.1:7411";
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+async fn ctrl_c() {
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address to listen on. 127.0.0.1 unless told otherwise.
+    #[arg(long, default_value = "127.0.0.1:7411")]
+    listen: String,
+    /// Data directory: the sled store and pattern databases.
+    #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
+    data: PathBuf,
+    /// Seconds without a heartbeat after which a worker's tasks return to the queue.
+    #[arg(long, default_value_t = 10.0)]
+    lease_timeout: f64,
+    /// Expanded nodes a puzzle may take as one task before its iterations are split into
+    /// subtree tasks.
+    #[arg(long, default_value_t = SchedulerConfig::default().whole_task_budget)]
+    split_after: u64,
+}
+
+pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
+    runtime()?.block_on(async {
+        let listener = TcpListener::bind(&args.listen)
+            .await
+            .with_context(|| format!("listening on {}", args.listen))?;
+        eprintln!("tilesolve coordinator on {}", listener.local_addr()?);
+        let scheduler = SchedulerConfig {
+            lease_timeout: Duration::from_secs_f64(args.lease_timeout.max(0.1)),
+            whole_task_budget: args.split_after.max(1),
+            ..SchedulerConfig::default()
+        };
+        let config = ServeConfig {
+            data: args.data,
+            scheduler,
+            build_threads: default_threads(),
+        };
+        server::run(listener, config, ctrl_c()).await?;
+        Ok(true)
+    })
+}
+
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// The coordinator's address.
+    #[arg(long, default_value = DEFAULT_COORDINATOR)]
+    coordinator: String,
+    /// Search threads (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Data directory for pattern databases.
+    #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
+    data: PathBuf,
+}
+
+pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
+    let config = WorkerConfig {
+        coordinator: args.coordinator,
+        threads: args.threads.unwrap_or_else(default_threads),
+        data: args.data,
+    };
+    runtime()?.block_on(tilesolve_worker::run(config, ctrl_c()))?;
+    Ok(true)
+}
+
+/// Options of commands that submit a batch.
+#[derive(Args)]
+pub struct BatchOptions {
+    /// Heuristic, as for `solve` (default: the size's pattern database).
+    #[arg(long, default_value = "default")]
+    heuristic: String,
+    /// Goal: `default`, `korf` or a board.
+    #[arg(long, default_value = "default")]
+    goal: String,
+    /// One JSON object per board per line.
+    #[arg(long)]
+    json: bool,
+    /// A batch file: one board per line.
+    file: PathBuf,
+}
+
+#[derive(Args)]
+pub struct SubmitArgs {
+    #[arg(long, default_value = DEFAULT_COORDINATOR)]
+    coordinator: String,
+    /// Wait for the batch with a progress bar, then print its results.
+    #[arg(long)]
+    wait: bool,
+    #[command(flatten)]
+    batch: BatchOptions,
+}
+
+#[derive(Args)]
+pub struct BatchArgs {
+    /// Worker threads (default: every core).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Data directory: the sled store and pattern databases.
+    #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
+    data: PathBuf,
+    #[command(flatten)]
+    batch: BatchOptions,
+}
+
+#[derive(Args)]
+pub struct BatchIdArgs {
+    #[arg(long, default_value = DEFAULT_COORDINATOR)]
+    coordinator: String,
+    /// One JSON object per board per line.
+    #[arg(long)]
+    json: bool,
+    /// Comma-separated values.
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
+    batch: u64,
+}
+
+#[derive(Args)]
+pub struct QueryArgs {
+    #[arg(long, default_value = DEFAULT_COORDINATOR)]
+    coordinator: String,
+    #[arg(long, default_value = "default")]
+    goal: String,
+    #[arg(long)]
+    json: bool,
+    board: String,
+}
+
+async fn client(
+    url: &str,
+) -> anyhow::Result<pb::tilesolve_client::TilesolveClient<tonic::transport::Channel>> {
+    let client = pb::tilesolve_client::TilesolveClient::connect(url.to_string())
+        .await
+        .with_context(|| format!("connecting to the coordinator at {url}"))?;
+    Ok(client
+        .max_decoding_message_size(server::MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(server::MAX_MESSAGE_BYTES))
+}
+
+fn read_lines(file: &PathBuf) -> anyhow::Result<Vec<String>> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    // Invalid UTF-8 stays on its own line, where the coordinator reports it with its number.
+    Ok(String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
+/// Submits, optionally waits, prints; returns whether every item was solved.
+async fn submit_and_report(url: &str, options: &BatchOptions, wait: bool) -> anyhow::Result<bool> {
+    let mut client = client(url).await?;
+    let lines = read_lines(&options.file)?;
+    let submitted = client
+        .submit_batch(pb::SubmitBatchRequest {
+            lines,
+            heuristic: options.heuristic.clone(),
+            goal: options.goal.clone(),
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+        .into_inner();
+    eprintln!(
+        "batch {}: {} boards ({} invalid, {} answered from the store)",
+        submitted.batch_id, submitted.items, submitted.invalid, submitted.from_store
+    );
+    if !wait {
+        println!("{}", submitted.batch_id);
+        return Ok(submitted.invalid == 0);
+    }
+    watch(&mut client, submitted.batch_id).await?;
+    print_results(&mut client, submitted.batch_id, options.json, false).await
+}
+
+async fn watch(
+    client: &mut pb::tilesolve_client::TilesolveClient<tonic::transport::Channel>,
+    batch: u64,
+) -> anyhow::Result<()> {
+    let mut stream = client
+        .watch_batch(pb::WatchBatchRequest { batch_id: batch })
+        .await?
+        .into_inner();
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} solved  {msg}  [{elapsed_precise}]")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    while let Some(status) = stream.message().await? {
+        bar.set_length(u64::from(status.total));
+        bar.set_position(u64::from(status.solved + status.failed));
+        let bounds: Vec<String> = status.bounds.iter().take(6).map(u32::to_string).collect();
+        bar.set_message(format!(
+            "bounds [{}]  {:.1} M nodes/s  {} workers",
+            bounds.join(" "),
+            status.nodes_per_second / 1e6,
+            status.workers
+        ));
+        if status.done {
+            break;
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct ResultJson<'a> {
+    board: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    length: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    moves: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tiles: Option<&'a [u32]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nodes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    heuristic: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pending: bool,
+}
+
+/// Prints a batch's results; returns whether every item was solved.
+async fn print_results(
+    client: &mut pb::tilesolve_client::TilesolveClient<tonic::transport::Channel>,
+    batch: u64,
+    json: bool,
+    csv: bool,
+) -> anyhow::Result<bool> {
+    let results = client
+        .get_batch(pb::GetBatchRequest { batch_id: batch })
+        .await
+        .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+        .into_inner();
+    if csv {
+        println!("line,board,length,moves,nodes,seconds,error");
+    }
+    let mut all_solved = true;
+    for item in &results.items {
+        let board = if item.board.is_empty() {
+            item.text.as_str()
+        } else {
+            item.board.as_str()
+        };
+        let line = (item.line > 0).then_some(item.line);
+        let mut object = ResultJson {
+            board,
+            line,
+            length: None,
+            moves: None,
+            tiles: None,
+            nodes: None,
+            seconds: None,
+            heuristic: None,
+            error: None,
+            pending: false,
+        };
+        match &item.outcome {
+            Some(pb::item_result::Outcome::Solution(s)) => {
+                object.length = Some(s.length);
+                object.moves = Some(&s.moves);
+                object.tiles = Some(&s.tiles);
+                object.nodes = Some(s.nodes);
+                object.seconds = Some(s.seconds);
+                object.heuristic = Some(&s.heuristic);
+            }
+            Some(pb::item_result::Outcome::Error(e)) => object.error = Some(e),
+            None => object.pending = true,
+        }
+        all_solved &= object.length.is_some();
+        if json {
+            println!("{}", serde_json::to_string(&object)?);
+        } else if csv {
+            println!(
+                "{},\"{}\",{},{},{},{},\"{}\"",
+                item.line,
+                board,
+                object.length.map_or(String::new(), |l| l.to_string()),
+                object.moves.unwrap_or(""),
+                object.nodes.unwrap_or(0),
+                object.seconds.unwrap_or(0.0),
+                object.error.unwrap_or("").replace('"', "'")
+            );
+        } else {
+            match (object.length, object.error) {
+                (Some(length), _) => {
+                    println!("{board}  {length} moves  {}", object.moves.unwrap_or(""))
+                }
+                (None, Some(error)) => println!("{board}  error: {error}"),
+                (None, None) => println!("{board}  pending"),
+            }
+        }
+    }
+    if let Some(status) = results.status {
+        if !json && !csv {
+            eprintln!(
+                "batch {batch}: {} of {} solved, {} failed",
+                status.solved, status.total, status.failed
+            );
+        }
+    }
+    Ok(all_solved)
+}
+
+pub fn submit(args: SubmitArgs) -> anyhow::Result<bool> {
+    runtime()?.block_on(submit_and_report(&args.coordinator, &args.batch, args.wait))
+}
+
+pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
+    runtime()?.block_on(async {
+        let mut client = client(&args.coordinator).await?;
+        let results = client.get_batch(pb::GetBatchRequest { batch_id: args.batch }).await.map_err(|s| anyhow::anyhow!("{}", s.message()))?.into_inner();
+        let Some(status) = results.status else { bail!("the coordinator sent no status") };
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({"batch": status.batch_id, "total": status.total, "solved": status.solved, "failed": status.failed, "done": status.done, "bounds": status.bounds, "workers": status.workers})
+            );
+        } else {
+            println!(
+                "batch {}: {} of {} solved, {} failed, {}; running bounds {:?}; {} workers",
+                status.batch_id,
+                status.solved,
+                status.total,
+                status.failed,
+                if status.done { "done" } else { "running" },
+                status.bounds,
+                status.workers
+            );
+        }
+        Ok(true)
+    })
+}
+
+pub fn results(args: BatchIdArgs) -> anyhow::Result<bool> {
+    runtime()?.block_on(async {
+        let mut client = client(&args.coordinator).await?;
+        print_results(&mut client, args.batch, args.json, args.csv).await
+    })
+}
+
+pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
+    runtime()?.block_on(async {
+        let mut client = client(&args.coordinator).await?;
+        let response = client
+            .query(pb::QueryRequest { board: args.board.clone(), goal: args.goal })
+            .await
+            .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+            .into_inner();
+        match (response.found, response.solution) {
+            (true, Some(s)) => {
+                if args.json {
+                    println!("{}", serde_json::json!({"board": args.board, "length": s.length, "moves": s.moves, "tiles": s.tiles}));
+                } else {
+                    println!("{}  {} moves  {}", args.board, s.length, s.moves);
+                }
+                Ok(true)
+            }
+            _ => {
+                if args.json {
+                    println!("{}", serde_json::json!({"board": args.board, "error": "not in the store"}));
+                } else {
+                    eprintln!("{}: not in the store", args.board);
+                }
+                Ok(false)
+            }
+        }
+    })
+}
+
+pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
+    runtime()?.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let wait_for = |mut receiver: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = receiver.wait_for(|stop| *stop).await;
+        };
+        let config = ServeConfig {
+            data: args.data.clone(),
+            scheduler: SchedulerConfig::default(),
+            build_threads: default_threads(),
+        };
+        let coordinator = tokio::spawn(server::run(listener, config, wait_for(stopped.clone())));
+        let worker_config = WorkerConfig {
+            coordinator: url.clone(),
+            threads: args.workers.unwrap_or_else(default_threads),
+            data: args.data,
+        };
+        let worker = tokio::spawn(tilesolve_worker::run(worker_config, wait_for(stopped)));
+        let outcome = submit_and_report(&url, &args.batch, true).await;
+        let _ = stop.send(true);
+        let _ = worker.await;
+        coordinator.await??;
+        outcome
+    })
+}

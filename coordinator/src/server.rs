@@ -1,0 +1,97 @@
+//! Running the coordinator: `run(listener, config, shutdown)`, so tests and the embedded `batch`
+//! bind 127.0.0.1:0 and `serve` binds what the user asked for.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use thiserror::Error;
+use tilesolve::pdb::PdbStore;
+use tilesolve::proto::v1 as pb;
+use tilesolve::proto::FILE_DESCRIPTOR_SET;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
+use crate::service::Service;
+use crate::store::{Store, StoreError};
+
+/// Largest gRPC message accepted (a batch of 100,000 lines fits easily).
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// Data directory: the sled store in `store/`, pattern databases beside it.
+    pub data: PathBuf,
+    pub scheduler: SchedulerConfig,
+    /// Threads for pattern database builds.
+    pub build_threads: usize,
+}
+
+#[derive(Debug, Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    #[error("reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+/// Serves the client and worker APIs (plus gRPC health and reflection) on `listener` until
+/// `shutdown` completes. Unfinished batches in the store are resumed first.
+pub async fn run(
+    listener: TcpListener,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let store = Store::open(&config.data.join("store"))?;
+    let pdbs = PdbStore::new(&config.data, config.build_threads);
+    let lease_timeout = config.scheduler.lease_timeout;
+    let scheduler = Arc::new(Mutex::new(Scheduler::new(store, pdbs, config.scheduler)?));
+
+    // The sweep runs several times per lease timeout, so a dead worker's tasks return promptly.
+    let sweeper = {
+        let scheduler = scheduler.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(lease_timeout / 4);
+            loop {
+                tick.tick().await;
+                scheduler
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .sweep();
+            }
+        })
+    };
+
+    let service = Service::new(scheduler, lease_timeout / 4);
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<pb::tilesolve_server::TilesolveServer<Service>>()
+        .await;
+    health
+        .set_serving::<pb::workers_server::WorkersServer<Service>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    tracing::info!(address = ?listener.local_addr().ok(), data = %config.data.display(), "coordinator serving");
+    let result = tonic::transport::Server::builder()
+        .add_service(
+            pb::tilesolve_server::TilesolveServer::new(service.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(
+            pb::workers_server::WorkersServer::new(service)
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
+        .add_service(health_service)
+        .add_service(reflection)
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .await;
+    sweeper.abort();
+    Ok(result?)
+}

@@ -1,0 +1,278 @@
+//! The gRPC services: conversions between `tilesolve.v1` messages and the scheduler's types.
+//! Generated proto types stop here; the scheduler and the store never see them.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tilesolve::moves::moves_to_string;
+use tilesolve::proto::v1 as pb;
+use tilesolve::proto::PROTOCOL_VERSION;
+use tilesolve::Direction;
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, TaskOutcome, TaskSpec};
+use crate::store::{ItemStatus, StoredSolution};
+
+/// The one conversion from scheduler errors to gRPC statuses.
+impl From<SchedulerError> for Status {
+    fn from(error: SchedulerError) -> Status {
+        match error {
+            SchedulerError::InvalidArgument(_) => Status::invalid_argument(error.to_string()),
+            SchedulerError::UnknownBatch(_) => Status::not_found(error.to_string()),
+            SchedulerError::ResourceExhausted(_) => Status::resource_exhausted(error.to_string()),
+            SchedulerError::Store(_) | SchedulerError::Pdb(_) => {
+                Status::internal(error.to_string())
+            }
+        }
+    }
+}
+
+/// Both services share one scheduler.
+#[derive(Clone)]
+pub struct Service {
+    scheduler: Arc<Mutex<Scheduler>>,
+    heartbeat_interval: Duration,
+}
+
+impl Service {
+    pub fn new(scheduler: Arc<Mutex<Scheduler>>, heartbeat_interval: Duration) -> Service {
+        Service {
+            scheduler,
+            heartbeat_interval,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Scheduler> {
+        self.scheduler
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn status_message(progress: BatchProgress) -> pb::BatchStatus {
+    pb::BatchStatus {
+        batch_id: progress.batch,
+        total: progress.total,
+        solved: progress.solved,
+        failed: progress.failed,
+        done: progress.done,
+        bounds: progress.bounds,
+        nodes: progress.nodes,
+        nodes_per_second: progress.nodes_per_second,
+        workers: progress.workers,
+    }
+}
+
+fn solution_message(stored: StoredSolution) -> pb::SolutionRecord {
+    pb::SolutionRecord {
+        length: stored.length,
+        moves: stored.moves,
+        tiles: stored.tiles.into_iter().map(u32::from).collect(),
+        nodes: stored.nodes,
+        seconds: stored.seconds,
+        heuristic: stored.heuristic,
+    }
+}
+
+fn parse_moves(text: &str) -> Result<Vec<Direction>, Status> {
+    text.chars()
+        .map(|c| Direction::ALL.into_iter().find(|d| d.letter() == c))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| {
+            Status::invalid_argument(format!("moves '{text}' must be letters U, D, L, R"))
+        })
+}
+
+fn task_message(spec: TaskSpec) -> pb::Task {
+    pb::Task {
+        task_id: spec.id,
+        board: spec.board.to_string(),
+        goal: spec.goal.to_string(),
+        heuristic: spec.heuristic,
+        path: moves_to_string(&spec.path),
+        bound: spec.bound,
+        iterate: spec.iterate,
+        node_budget: spec.node_budget,
+    }
+}
+
+fn outcome_of(result: pb::TaskResult) -> Result<(u64, TaskOutcome, u64), Status> {
+    use pb::task_result::Outcome;
+    let outcome = match result.outcome {
+        Some(Outcome::Found(moves)) => TaskOutcome::Found(parse_moves(&moves)?),
+        Some(Outcome::NextBound(bound)) => TaskOutcome::Exceeded(bound),
+        Some(Outcome::BudgetSpentAt(bound)) => TaskOutcome::BudgetSpent(bound),
+        Some(Outcome::Error(reason)) => TaskOutcome::Failed(reason),
+        None => {
+            return Err(Status::invalid_argument(format!(
+                "task {} result has no outcome",
+                result.task_id
+            )))
+        }
+    };
+    Ok((result.task_id, outcome, result.nodes))
+}
+
+type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::BatchStatus, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::tilesolve_server::Tilesolve for Service {
+    async fn submit_batch(
+        &self,
+        request: Request<pb::SubmitBatchRequest>,
+    ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
+        let request = request.into_inner();
+        let scheduler = self.scheduler.clone();
+        // Parsing, store writes and possibly a pattern database build: off the async threads.
+        let submitted = tokio::task::spawn_blocking(move || {
+            let mut scheduler = scheduler
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            scheduler.submit(&request.lines, &request.heuristic, &request.goal)
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))??;
+        tracing::info!(
+            batch = submitted.batch,
+            items = submitted.items,
+            invalid = submitted.invalid,
+            from_store = submitted.from_store,
+            "batch accepted"
+        );
+        Ok(Response::new(pb::SubmitBatchResponse {
+            batch_id: submitted.batch,
+            items: submitted.items,
+            invalid: submitted.invalid,
+            from_store: submitted.from_store,
+        }))
+    }
+
+    type WatchBatchStream = StatusStream;
+
+    async fn watch_batch(
+        &self,
+        request: Request<pb::WatchBatchRequest>,
+    ) -> Result<Response<StatusStream>, Status> {
+        let batch = request.into_inner().batch_id;
+        let first = self.lock().progress(batch)?;
+        let service = self.clone();
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            let mut progress = Ok(first);
+            loop {
+                let done = progress.as_ref().map_or(true, |p| p.done);
+                let message = progress.map(status_message).map_err(Status::from);
+                if sender.send(message).await.is_err() || done {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                progress = service.lock().progress(batch);
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(receiver),
+        )))
+    }
+
+    async fn get_batch(
+        &self,
+        request: Request<pb::GetBatchRequest>,
+    ) -> Result<Response<pb::BatchResults>, Status> {
+        let batch = request.into_inner().batch_id;
+        let scheduler = self.lock();
+        let status = status_message(scheduler.progress(batch)?);
+        let items = scheduler
+            .items(batch)?
+            .into_iter()
+            .enumerate()
+            .map(|(index, item)| pb::ItemResult {
+                index: index as u32,
+                line: item.line.unwrap_or(0),
+                text: item.text,
+                board: item.board.unwrap_or_default(),
+                outcome: match item.status {
+                    ItemStatus::Queued => None,
+                    ItemStatus::Solved(stored) => {
+                        Some(pb::item_result::Outcome::Solution(solution_message(stored)))
+                    }
+                    ItemStatus::Failed(reason) => Some(pb::item_result::Outcome::Error(reason)),
+                },
+            })
+            .collect();
+        Ok(Response::new(pb::BatchResults {
+            status: Some(status),
+            items,
+        }))
+    }
+
+    async fn query(
+        &self,
+        request: Request<pb::QueryRequest>,
+    ) -> Result<Response<pb::QueryResponse>, Status> {
+        let request = request.into_inner();
+        let found = self.lock().query(&request.board, &request.goal)?;
+        Ok(Response::new(pb::QueryResponse {
+            found: found.is_some(),
+            solution: found.map(solution_message),
+        }))
+    }
+}
+
+#[tonic::async_trait]
+impl pb::workers_server::Workers for Service {
+    async fn register(
+        &self,
+        request: Request<pb::RegisterRequest>,
+    ) -> Result<Response<pb::RegisterResponse>, Status> {
+        let request = request.into_inner();
+        if request.protocol_version != PROTOCOL_VERSION {
+            return Err(Status::failed_precondition(format!(
+                "worker protocol version {} is not this coordinator's {PROTOCOL_VERSION}",
+                request.protocol_version
+            )));
+        }
+        let worker_id = self.lock().register(request.threads);
+        tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, "worker registered");
+        Ok(Response::new(pb::RegisterResponse {
+            worker_id,
+            heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u32,
+        }))
+    }
+
+    async fn poll(
+        &self,
+        request: Request<pb::PollRequest>,
+    ) -> Result<Response<pb::PollResponse>, Status> {
+        let request = request.into_inner();
+        let results = request
+            .results
+            .into_iter()
+            .map(outcome_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        let scheduler = self.scheduler.clone();
+        // Finishing an iteration splits the next one: CPU work, kept off the async threads.
+        let (tasks, cancelled) = tokio::task::spawn_blocking(move || {
+            let mut scheduler = scheduler
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            scheduler.poll(request.worker_id, request.free_slots, results)
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))??;
+        Ok(Response::new(pb::PollResponse {
+            tasks: tasks.into_iter().map(task_message).collect(),
+            cancelled,
+        }))
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        let request = request.into_inner();
+        let cancelled = self.lock().heartbeat(request.worker_id, &request.running);
+        Ok(Response::new(pb::HeartbeatResponse { cancelled }))
+    }
+}
