@@ -9,6 +9,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
+use tilesolve::batch_file::BatchLine;
 use tilesolve::proto::v1 as pb;
 use tilesolve_coordinator::scheduler::SchedulerConfig;
 use tilesolve_coordinator::server::{self, ServeConfig};
@@ -181,7 +182,7 @@ async fn submit_and_report(url: &str, options: &BatchOptions, wait: bool) -> any
     let lines = read_lines(&options.file)?;
     let submitted = client
         .submit_batch(pb::SubmitBatchRequest {
-            lines,
+            lines: lines.clone(),
             heuristic: options.heuristic.clone(),
             goal: options.goal.clone(),
         })
@@ -197,7 +198,51 @@ async fn submit_and_report(url: &str, options: &BatchOptions, wait: bool) -> any
         return Ok(submitted.invalid == 0);
     }
     watch(&mut client, submitted.batch_id).await?;
-    print_results(&mut client, submitted.batch_id, options.json, false).await
+    let items = print_results(&mut client, submitted.batch_id, options.json, false).await?;
+    report_against_facts(&lines, &items);
+    Ok(all_solved(&items))
+}
+
+fn all_solved(items: &[pb::ItemResult]) -> bool {
+    items
+        .iter()
+        .all(|item| matches!(item.outcome, Some(pb::item_result::Outcome::Solution(_))))
+}
+
+/// When the batch file states `optimal=` lengths (as the benchmark sets do), says how many
+/// solutions match them and names any that do not.
+fn report_against_facts(lines: &[String], items: &[pb::ItemResult]) {
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for item in items {
+        let Some(pb::item_result::Outcome::Solution(solution)) = &item.outcome else {
+            continue;
+        };
+        let Some(raw) = lines.get((item.line as usize).wrapping_sub(1)) else {
+            continue;
+        };
+        let Some(optimal) =
+            BatchLine::read(item.line as usize, raw).and_then(|l| l.fact("optimal"))
+        else {
+            continue;
+        };
+        checked += 1;
+        if optimal.parse::<u32>().ok() != Some(solution.length) {
+            wrong.push(format!(
+                "line {} ({} moves, file says {optimal})",
+                item.line, solution.length
+            ));
+        }
+    }
+    if checked > 0 {
+        eprintln!(
+            "lengths matching the file's optimal= facts: {} of {checked}",
+            checked - wrong.len()
+        );
+        for mismatch in wrong {
+            eprintln!("  MISMATCH {mismatch}");
+        }
+    }
 }
 
 async fn watch(
@@ -254,13 +299,13 @@ struct ResultJson<'a> {
     pending: bool,
 }
 
-/// Prints a batch's results; returns whether every item was solved.
+/// Prints a batch's results and returns its items.
 async fn print_results(
     client: &mut pb::tilesolve_client::TilesolveClient<tonic::transport::Channel>,
     batch: u64,
     json: bool,
     csv: bool,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Vec<pb::ItemResult>> {
     let results = client
         .get_batch(pb::GetBatchRequest { batch_id: batch })
         .await
@@ -269,7 +314,6 @@ async fn print_results(
     if csv {
         println!("line,board,length,moves,nodes,seconds,error");
     }
-    let mut all_solved = true;
     for item in &results.items {
         let board = if item.board.is_empty() {
             item.text.as_str()
@@ -301,7 +345,6 @@ async fn print_results(
             Some(pb::item_result::Outcome::Error(e)) => object.error = Some(e),
             None => object.pending = true,
         }
-        all_solved &= object.length.is_some();
         if json {
             println!("{}", serde_json::to_string(&object)?);
         } else if csv {
@@ -333,7 +376,7 @@ async fn print_results(
             );
         }
     }
-    Ok(all_solved)
+    Ok(results.items)
 }
 
 pub fn submit(args: SubmitArgs) -> anyhow::Result<bool> {
@@ -369,7 +412,8 @@ pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
 pub fn results(args: BatchIdArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
         let mut client = client(&args.coordinator).await?;
-        print_results(&mut client, args.batch, args.json, args.csv).await
+        let items = print_results(&mut client, args.batch, args.json, args.csv).await?;
+        Ok(all_solved(&items))
     })
 }
 

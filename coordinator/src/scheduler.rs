@@ -147,8 +147,23 @@ pub struct Scheduler {
     /// Cancellations not yet told to the worker holding the task.
     cancelled: HashMap<WorkerId, Vec<TaskId>>,
     batch_started: HashMap<u64, Instant>,
+    /// (total, solved, failed) of batches this process has seen, so progress is cheap to ask.
+    batch_counts: HashMap<u64, (u32, u32, u32)>,
     batch_nodes: HashMap<u64, u64>,
     next_id: u64,
+}
+
+/// (total, solved, failed) of a batch's items.
+fn counts(items: &[StoredItem]) -> (u32, u32, u32) {
+    let solved = items
+        .iter()
+        .filter(|i| matches!(i.status, ItemStatus::Solved(_)))
+        .count() as u32;
+    let failed = items
+        .iter()
+        .filter(|i| matches!(i.status, ItemStatus::Failed(_)))
+        .count() as u32;
+    (items.len() as u32, solved, failed)
 }
 
 fn now_unix_ms() -> u64 {
@@ -175,6 +190,7 @@ impl Scheduler {
             workers: HashMap::new(),
             cancelled: HashMap::new(),
             batch_started: HashMap::new(),
+            batch_counts: HashMap::new(),
             batch_nodes: HashMap::new(),
             next_id: 1,
         };
@@ -182,7 +198,9 @@ impl Scheduler {
             if batch.cancelled {
                 continue;
             }
-            for (index, item) in scheduler.store.items(batch.id)?.into_iter().enumerate() {
+            let items = scheduler.store.items(batch.id)?;
+            scheduler.batch_counts.insert(batch.id, counts(&items));
+            for (index, item) in items.into_iter().enumerate() {
                 if item.status == ItemStatus::Queued {
                     scheduler.start_item(batch.id, index as u32, &item, &batch.heuristic)?;
                 }
@@ -283,6 +301,7 @@ impl Scheduler {
             .store
             .create_batch(&choice.to_string(), &items, now_unix_ms())?;
         self.batch_started.insert(batch, Instant::now());
+        self.batch_counts.insert(batch, counts(&items));
         for (index, item) in items.iter().enumerate() {
             if item.status == ItemStatus::Queued {
                 self.start_item(batch, index as u32, item, &choice.to_string())?;
@@ -685,28 +704,33 @@ impl Scheduler {
         self.cancel_tasks(puzzle_id);
         self.puzzles.remove(&puzzle_id);
         let (batch, index) = puzzle_id;
-        if let Some(mut item) = self.store.items(batch)?.into_iter().nth(index as usize) {
+        if let Some((_, solved, failed)) = self.batch_counts.get_mut(&batch) {
+            match status {
+                ItemStatus::Solved(_) => *solved += 1,
+                ItemStatus::Failed(_) => *failed += 1,
+                ItemStatus::Queued => {}
+            }
+        }
+        if let Some(mut item) = self.store.item(batch, index)? {
             item.status = status;
             self.store.put_item(batch, index, &item)?;
         }
-        self.store.flush()?;
+        // Not flushed here: sled writes it out within half a second, and an answer lost to a
+        // power cut is recomputed from the (flushed) batch. Only acknowledgements wait for disk.
         Ok(())
     }
 
     /// A batch's progress.
     pub fn progress(&self, batch: u64) -> Result<BatchProgress, SchedulerError> {
-        self.store
-            .batch(batch)?
-            .ok_or(SchedulerError::UnknownBatch(batch))?;
-        let items = self.store.items(batch)?;
-        let solved = items
-            .iter()
-            .filter(|i| matches!(i.status, ItemStatus::Solved(_)))
-            .count() as u32;
-        let failed = items
-            .iter()
-            .filter(|i| matches!(i.status, ItemStatus::Failed(_)))
-            .count() as u32;
+        let (total, solved, failed) = match self.batch_counts.get(&batch) {
+            Some(&counts) => counts,
+            None => {
+                self.store
+                    .batch(batch)?
+                    .ok_or(SchedulerError::UnknownBatch(batch))?;
+                counts(&self.store.items(batch)?)
+            }
+        };
         let nodes = self.batch_nodes.get(&batch).copied().unwrap_or(0);
         let seconds = self
             .batch_started
@@ -721,10 +745,10 @@ impl Scheduler {
         bounds.sort_unstable();
         Ok(BatchProgress {
             batch,
-            total: items.len() as u32,
+            total,
             solved,
             failed,
-            done: solved + failed == items.len() as u32,
+            done: solved + failed == total,
             bounds,
             nodes,
             nodes_per_second: if seconds > 0.0 {

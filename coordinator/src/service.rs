@@ -167,7 +167,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
                 if sender.send(message).await.is_err() || done {
                     return;
                 }
-                tokio::time::sleep(Duration::from_millis(250)).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 progress = service.lock().progress(batch);
             }
         });

@@ -255,6 +255,13 @@ impl Store {
             .collect()
     }
 
+    pub fn item(&self, batch: u64, index: u32) -> Result<Option<StoredItem>, StoreError> {
+        self.items
+            .get(item_key(batch, index))?
+            .map(|bytes| decode("items", &bytes))
+            .transpose()
+    }
+
     pub fn put_item(&self, batch: u64, index: u32, item: &StoredItem) -> Result<(), StoreError> {
         self.items.insert(item_key(batch, index), encode(item))?;
         Ok(())
