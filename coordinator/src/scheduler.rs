@@ -715,8 +715,16 @@ impl Scheduler {
             item.status = status;
             self.store.put_item(batch, index, &item)?;
         }
-        // Not flushed here: sled writes it out within half a second, and an answer lost to a
-        // power cut is recomputed from the (flushed) batch. Only acknowledgements wait for disk.
+        // Each answer is not flushed on its own (sled writes it out within half a second, and a
+        // lost answer is recomputed from the flushed batch), but a batch is on disk before it
+        // is reported done.
+        if self
+            .batch_counts
+            .get(&batch)
+            .is_some_and(|&(total, solved, failed)| solved + failed == total)
+        {
+            self.store.flush()?;
+        }
         Ok(())
     }
 
