@@ -315,6 +315,47 @@ impl Scheduler {
         })
     }
 
+    /// Makes sure the pattern databases a batch needs are on disk, building any that are
+    /// missing. Called without the scheduler's lock held, because a build can take minutes and
+    /// heartbeats must not wait for it; `submit` then only loads the files.
+    pub fn prepare(
+        pdbs: &PdbStore,
+        lines: &[String],
+        heuristic: &str,
+        goal: &str,
+    ) -> Result<(), SchedulerError> {
+        let heuristic = if heuristic.is_empty() {
+            "default"
+        } else {
+            heuristic
+        };
+        let Ok(choice) = heuristic.parse::<HeuristicChoice>() else {
+            return Ok(());
+        };
+        let Ok(goal) = (if goal.is_empty() {
+            Ok(Goal::BlankLast)
+        } else {
+            goal.parse::<Goal>()
+        }) else {
+            return Ok(());
+        };
+        let mut sides: Vec<usize> = lines
+            .iter()
+            .enumerate()
+            .filter_map(|(number, raw)| BatchLine::read(number + 1, raw))
+            .filter_map(|line| parse_board(line.board).ok().map(|board| board.side()))
+            .collect();
+        sides.sort_unstable();
+        sides.dedup();
+        let quiet = |_: PdbEvent<'_>| {};
+        for side in sides {
+            choice
+                .build(&goal.for_side(side), pdbs, &quiet)
+                .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
+        }
+        Ok(())
+    }
+
     /// Queues the whole-puzzle task of a stored, queued item.
     fn start_item(
         &mut self,

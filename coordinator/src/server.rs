@@ -50,7 +50,11 @@ pub async fn run(
     let store = Store::open(&config.data.join("store"))?;
     let pdbs = PdbStore::new(&config.data, config.build_threads);
     let lease_timeout = config.scheduler.lease_timeout;
-    let scheduler = Arc::new(Mutex::new(Scheduler::new(store, pdbs, config.scheduler)?));
+    let scheduler = Arc::new(Mutex::new(Scheduler::new(
+        store,
+        pdbs.clone(),
+        config.scheduler,
+    )?));
 
     // The sweep runs several times per lease timeout, so a dead worker's tasks return promptly.
     let sweeper = {
@@ -67,7 +71,7 @@ pub async fn run(
         })
     };
 
-    let service = Service::new(scheduler, lease_timeout / 4);
+    let service = Service::new(scheduler, pdbs, lease_timeout / 4);
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<pb::tilesolve_server::TilesolveServer<Service>>()

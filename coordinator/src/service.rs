@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tilesolve::moves::moves_to_string;
+use tilesolve::pdb::PdbStore;
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::Direction;
@@ -33,13 +34,20 @@ impl From<SchedulerError> for Status {
 #[derive(Clone)]
 pub struct Service {
     scheduler: Arc<Mutex<Scheduler>>,
+    /// The coordinator's pattern databases, for builds done outside the scheduler's lock.
+    pdbs: PdbStore,
     heartbeat_interval: Duration,
 }
 
 impl Service {
-    pub fn new(scheduler: Arc<Mutex<Scheduler>>, heartbeat_interval: Duration) -> Service {
+    pub fn new(
+        scheduler: Arc<Mutex<Scheduler>>,
+        pdbs: PdbStore,
+        heartbeat_interval: Duration,
+    ) -> Service {
         Service {
             scheduler,
+            pdbs,
             heartbeat_interval,
         }
     }
@@ -125,8 +133,11 @@ impl pb::tilesolve_server::Tilesolve for Service {
     ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
         let request = request.into_inner();
         let scheduler = self.scheduler.clone();
-        // Parsing, store writes and possibly a pattern database build: off the async threads.
+        // Pattern database builds (outside the lock), parsing and store writes: off the async
+        // threads.
+        let pdbs = self.pdbs.clone();
         let submitted = tokio::task::spawn_blocking(move || {
+            Scheduler::prepare(&pdbs, &request.lines, &request.heuristic, &request.goal)?;
             let mut scheduler = scheduler
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());

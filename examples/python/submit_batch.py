@@ -1,0 +1,46 @@
+"""Submit a batch to a tilesolve coordinator from Python and print its results.
+
+The gRPC API is plain protobuf; this uses only grpcio and code generated from ../../proto:
+
+    pip install grpcio grpcio-tools
+    python -m grpc_tools.protoc -I ../../proto --python_out=. --grpc_python_out=. tilesolve/v1/tilesolve.proto
+    python submit_batch.py 127.0.0.1:7411 ../../tests/data/examples15.txt
+
+It submits the file, follows the batch's progress stream until it is done, then reads and prints
+every item's outcome.
+"""
+
+import sys
+
+import grpc
+
+from tilesolve.v1 import tilesolve_pb2 as pb
+from tilesolve.v1 import tilesolve_pb2_grpc as rpc
+
+
+def main(address: str, path: str, heuristic: str = "default") -> int:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        lines = handle.read().splitlines()
+    with grpc.insecure_channel(address) as channel:
+        client = rpc.TilesolveStub(channel)
+        submitted = client.SubmitBatch(pb.SubmitBatchRequest(lines=lines, heuristic=heuristic))
+        print(f"batch {submitted.batch_id}: {submitted.items} boards, {submitted.invalid} invalid", file=sys.stderr)
+        for status in client.WatchBatch(pb.WatchBatchRequest(batch_id=submitted.batch_id)):
+            print(f"  {status.solved + status.failed}/{status.total} done", file=sys.stderr)
+            if status.done:
+                break
+        results = client.GetBatch(pb.GetBatchRequest(batch_id=submitted.batch_id))
+        failures = 0
+        for item in results.items:
+            if item.WhichOneof("outcome") == "solution":
+                print(f"{item.board}\t{item.solution.length}\t{item.solution.moves}")
+            else:
+                failures += 1
+                print(f"{item.text}\terror: {item.error}")
+        return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(f"usage: {sys.argv[0]} HOST:PORT BATCH_FILE [HEURISTIC]")
+    sys.exit(main(*sys.argv[1:4]))
