@@ -39,12 +39,15 @@ fn coordinator(data: &Path, extra: &[&str]) -> (Process, String) {
     (Process(child), format!("http://{address}"))
 }
 
+/// Starts a worker with its own data directory; its log goes to `data.log`.
 fn worker(url: &str, data: &Path) -> Process {
+    let log = std::fs::File::create(data.with_extension("log")).expect("worker log");
     let child = Command::new(BIN)
         .args(["worker", "--threads", "1", "--coordinator", url, "--data"])
         .arg(data)
+        .env("RUST_LOG", "info")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .expect("start worker");
     Process(child)
@@ -148,6 +151,24 @@ fn coordinator_and_two_workers_solve_optimally_and_survive_a_restart() {
             .find(|(b, _)| b == board)
             .unwrap_or_else(|| panic!("{board} missing"));
         assert_eq!(found.1, Some(*optimal), "{board}");
+    }
+
+    // The workers had no pattern databases: they fetched the coordinator's, checksums verified.
+    for name in ["w1", "w2"] {
+        let log = std::fs::read_to_string(dir.path().join(format!("{name}.log"))).unwrap();
+        assert_eq!(
+            log.matches("pattern database fetched from the coordinator")
+                .count(),
+            3,
+            "{log}"
+        );
+        let (ok, stdout, _) = run(&[
+            "pdb",
+            "verify",
+            "--data",
+            dir.path().join(name).to_str().unwrap(),
+        ]);
+        assert!(ok && stdout.matches(" ok (").count() == 3, "{stdout}");
     }
 
     // Kill the coordinator outright and start another on the same files.

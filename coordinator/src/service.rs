@@ -124,6 +124,10 @@ fn outcome_of(result: pb::TaskResult) -> Result<(u64, TaskOutcome, u64), Status>
 }
 
 type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::BatchStatus, Status>> + Send>>;
+type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::PdbChunk, Status>> + Send>>;
+
+/// Size of the pieces a pattern database file is streamed in.
+const CHUNK_BYTES: usize = 1 << 20;
 
 #[tonic::async_trait]
 impl pb::tilesolve_server::Tilesolve for Service {
@@ -276,6 +280,63 @@ impl pb::workers_server::Workers for Service {
             tasks: tasks.into_iter().map(task_message).collect(),
             cancelled,
         }))
+    }
+
+    type FetchPdbStream = ChunkStream;
+
+    async fn fetch_pdb(
+        &self,
+        request: Request<pb::FetchPdbRequest>,
+    ) -> Result<Response<ChunkStream>, Status> {
+        let name = request.into_inner().file_name;
+        // Only plain file names of pattern databases, never paths.
+        if name.contains(['/', '\\']) || name.starts_with('.') || !name.ends_with(".pdb") {
+            return Err(Status::invalid_argument(format!(
+                "'{name}' is not a pattern database file name"
+            )));
+        }
+        let path = self.pdbs.dir().join(&name);
+        let file = tokio::fs::File::open(&path)
+            .await
+            .map_err(|e| Status::not_found(format!("{name}: {e}")))?;
+        let total_size = file
+            .metadata()
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .len();
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut file = file;
+            let mut offset = 0u64;
+            loop {
+                let mut data = vec![0u8; CHUNK_BYTES];
+                let read = match file.read(&mut data).await {
+                    Ok(0) => return,
+                    Ok(read) => read,
+                    Err(e) => {
+                        let _ = sender.send(Err(Status::internal(e.to_string()))).await;
+                        return;
+                    }
+                };
+                data.truncate(read);
+                if sender
+                    .send(Ok(pb::PdbChunk {
+                        offset,
+                        data,
+                        total_size,
+                    }))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                offset += read as u64;
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(receiver),
+        )))
     }
 
     async fn heartbeat(

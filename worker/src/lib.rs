@@ -58,13 +58,18 @@ pub async fn run(
     let job_receiver = Arc::new(Mutex::new(job_receiver));
     let solvers: Solvers = Arc::default();
     let pdbs = PdbStore::new(&config.data, threads);
+    let fetcher = Fetcher {
+        handle: tokio::runtime::Handle::current(),
+        coordinator: config.coordinator.clone(),
+    };
     for _ in 0..threads {
-        let (jobs, sender, running, solvers, pdbs) = (
+        let (jobs, sender, running, solvers, pdbs, fetcher) = (
             job_receiver.clone(),
             result_sender.clone(),
             running.clone(),
             solvers.clone(),
             pdbs.clone(),
+            fetcher.clone(),
         );
         std::thread::spawn(move || loop {
             let task = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
@@ -76,7 +81,7 @@ pub async fn run(
                 .unwrap_or_else(|p| p.into_inner())
                 .get(&task.task_id)
                 .cloned();
-            let result = execute(&task, &solvers, &pdbs, cancel.as_deref());
+            let result = execute(&task, &solvers, &pdbs, &fetcher, cancel.as_deref());
             running
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -239,6 +244,7 @@ fn execute(
     task: &pb::Task,
     solvers: &Solvers,
     pdbs: &PdbStore,
+    fetcher: &Fetcher,
     cancel: Option<&AtomicBool>,
 ) -> pb::TaskResult {
     use pb::task_result::Outcome;
@@ -261,7 +267,7 @@ fn execute(
     else {
         return fail(format!("bad task path '{}'", task.path));
     };
-    let solver = match solver_for(solvers, pdbs, &goal, &task.heuristic) {
+    let solver = match solver_for(solvers, pdbs, fetcher, &goal, &task.heuristic) {
         Ok(solver) => solver,
         Err(reason) => return fail(reason),
     };
@@ -293,6 +299,7 @@ fn execute(
 fn solver_for(
     solvers: &Solvers,
     pdbs: &PdbStore,
+    fetcher: &Fetcher,
     goal: &Board,
     heuristic: &str,
 ) -> Result<Arc<Solver>, String> {
@@ -302,6 +309,7 @@ fn solver_for(
         return Ok(solver.clone());
     }
     let choice: HeuristicChoice = heuristic.parse().map_err(|e| format!("{e}"))?;
+    fetcher.fetch_missing(pdbs, choice, goal);
     let quiet = |_: PdbEvent<'_>| {};
     let built = choice
         .build(goal, pdbs, &quiet)
@@ -309,4 +317,85 @@ fn solver_for(
     let solver = Arc::new(Solver::with_heuristic(*goal, built, heuristic));
     solvers.insert(key, solver.clone());
     Ok(solver)
+}
+
+/// Brings pattern database files this worker lacks from the coordinator, which has them (it
+/// loads them to split iterations). A fetched file is used only if its checksum verifies when it
+/// is loaded; otherwise, or if fetching fails, the worker builds the table itself.
+#[derive(Clone)]
+struct Fetcher {
+    handle: tokio::runtime::Handle,
+    coordinator: String,
+}
+
+impl Fetcher {
+    /// Called on a worker thread (never inside the async runtime), so it may block on it.
+    fn fetch_missing(&self, pdbs: &PdbStore, choice: HeuristicChoice, goal: &Board) {
+        let Some(preset) = choice.preset(goal.side()) else {
+            return;
+        };
+        let Ok(specs) = PdbStore::specs(preset, goal) else {
+            return;
+        };
+        for spec in specs {
+            let path = pdbs.path_of(&spec);
+            if path.exists() {
+                continue;
+            }
+            match self
+                .handle
+                .block_on(fetch(&self.coordinator, &spec.file_name(), &path))
+            {
+                Ok(bytes) => {
+                    tracing::info!(file = %path.display(), bytes, "pattern database fetched from the coordinator")
+                }
+                Err(reason) => {
+                    tracing::warn!(file = %path.display(), %reason, "could not fetch the pattern database; building it here")
+                }
+            }
+        }
+    }
+}
+
+/// Streams `name` from the coordinator into `path` (through a temporary file renamed at the
+/// end, so a broken transfer never leaves a half file under the real name).
+async fn fetch(coordinator: &str, name: &str, path: &std::path::Path) -> Result<u64, String> {
+    use std::io::Write;
+    let mut client = pb::workers_client::WorkersClient::connect(coordinator.to_string())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut stream = client
+        .fetch_pdb(pb::FetchPdbRequest {
+            file_name: name.to_string(),
+        })
+        .await
+        .map_err(|s| s.message().to_string())?
+        .into_inner();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    }
+    let partial = path.with_extension("pdb.fetching");
+    let mut file = std::fs::File::create(&partial).map_err(|e| e.to_string())?;
+    let (mut written, mut total) = (0u64, 0u64);
+    while let Some(chunk) = stream
+        .message()
+        .await
+        .map_err(|s| s.message().to_string())?
+    {
+        if chunk.offset != written {
+            return Err(format!(
+                "chunk at offset {} after {written} bytes",
+                chunk.offset
+            ));
+        }
+        file.write_all(&chunk.data).map_err(|e| e.to_string())?;
+        written += chunk.data.len() as u64;
+        total = chunk.total_size;
+    }
+    if written != total {
+        return Err(format!("received {written} of {total} bytes"));
+    }
+    file.sync_all().map_err(|e| e.to_string())?;
+    std::fs::rename(&partial, path).map_err(|e| e.to_string())?;
+    Ok(written)
 }
