@@ -383,6 +383,59 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(submit_and_report(&args.coordinator, &args.batch, args.wait))
 }
 
+#[derive(Args)]
+pub struct ListArgs {
+    #[arg(long, default_value = DEFAULT_COORDINATOR)]
+    coordinator: String,
+}
+
+#[derive(Args)]
+pub struct CancelArgs {
+    #[arg(long, default_value = DEFAULT_COORDINATOR)]
+    coordinator: String,
+    batch: u64,
+}
+
+fn status_line(status: &pb::BatchStatus) -> String {
+    format!(
+        "batch {}: {} of {} solved, {} failed, {}",
+        status.batch_id,
+        status.solved,
+        status.total,
+        status.failed,
+        if status.done { "done" } else { "running" }
+    )
+}
+
+pub fn list(args: ListArgs) -> anyhow::Result<bool> {
+    runtime()?.block_on(async {
+        let mut client = client(&args.coordinator).await?;
+        let response = client
+            .list_batches(pb::ListBatchesRequest {})
+            .await
+            .map_err(|s| anyhow::anyhow!("{}", s.message()))?;
+        for status in response.into_inner().batches {
+            println!("{}", status_line(&status));
+        }
+        Ok(true)
+    })
+}
+
+pub fn cancel(args: CancelArgs) -> anyhow::Result<bool> {
+    runtime()?.block_on(async {
+        let mut client = client(&args.coordinator).await?;
+        let status = client
+            .cancel_batch(pb::CancelBatchRequest {
+                batch_id: args.batch,
+            })
+            .await
+            .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+            .into_inner();
+        println!("{}", status_line(&status));
+        Ok(true)
+    })
+}
+
 pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
         let mut client = client(&args.coordinator).await?;

@@ -46,6 +46,10 @@ enum Command {
     Results(distributed::BatchIdArgs),
     /// A stored solution.
     Query(distributed::QueryArgs),
+    /// Every batch the coordinator holds.
+    Batches(distributed::ListArgs),
+    /// Cancel a batch.
+    Cancel(distributed::CancelArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +78,8 @@ fn main() -> ExitCode {
         Command::Status(args) => distributed::status(args),
         Command::Results(args) => distributed::results(args),
         Command::Query(args) => distributed::query(args),
+        Command::Batches(args) => distributed::list(args),
+        Command::Cancel(args) => distributed::cancel(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -50,7 +50,7 @@ impl Default for SchedulerConfig {
         SchedulerConfig {
             whole_task_budget: 20_000_000,
             lease_timeout: Duration::from_secs(10),
-            tasks_per_thread: 50,
+            tasks_per_thread: 200,
         }
     }
 }
@@ -116,6 +116,8 @@ struct Puzzle {
     outstanding: HashSet<TaskId>,
     nodes: u64,
     started: Instant,
+    /// Nodes each subtree took in the iteration in progress, by its board.
+    subtree_nodes: HashMap<Board, u64>,
 }
 
 struct Lease {
@@ -398,6 +400,7 @@ impl Scheduler {
                 outstanding: HashSet::new(),
                 nodes: 0,
                 started: Instant::now(),
+                subtree_nodes: HashMap::new(),
             },
         );
         let spec = TaskSpec {
@@ -564,6 +567,7 @@ impl Scheduler {
                 }
                 TaskOutcome::Exceeded(next_bound) => {
                     puzzle.next_bound = puzzle.next_bound.min(next_bound);
+                    puzzle.subtree_nodes.insert(entry.spec.board, nodes);
                     if puzzle.outstanding.is_empty() {
                         Next::Iterate(puzzle.next_bound)
                     } else {
@@ -647,11 +651,21 @@ impl Scheduler {
                 bound = frontier.pruned_min_f;
                 continue;
             }
+            let mut tasks = frontier.tasks;
             if let Some(p) = self.puzzles.get_mut(&puzzle_id) {
                 p.bound = bound;
                 p.next_bound = frontier.pruned_min_f;
+                // A subtree's size in the last iteration predicts its size in this one (rank
+                // correlation 0.95-0.99 on Korf's instances), so the largest go out first and no
+                // giant starts last; subtrees without a size keep their order by h.
+                let previous = std::mem::take(&mut p.subtree_nodes);
+                if !previous.is_empty() {
+                    tasks.sort_by_key(|t| {
+                        std::cmp::Reverse(previous.get(&t.board).copied().unwrap_or(0))
+                    });
+                }
             }
-            for task in frontier.tasks {
+            for task in tasks {
                 let spec = TaskSpec {
                     id: 0,
                     board: task.board,
@@ -807,6 +821,37 @@ impl Scheduler {
             },
             workers: self.workers.len() as u32,
         })
+    }
+
+    /// Every stored batch's progress, oldest first.
+    pub fn list(&self) -> Result<Vec<BatchProgress>, SchedulerError> {
+        self.store
+            .batches()?
+            .iter()
+            .map(|batch| self.progress(batch.id))
+            .collect()
+    }
+
+    /// Cancels a batch: its unfinished items fail as cancelled (their tasks are withdrawn and
+    /// workers told); answers already found stay.
+    pub fn cancel(&mut self, batch: u64) -> Result<BatchProgress, SchedulerError> {
+        let mut stored = self
+            .store
+            .batch(batch)?
+            .ok_or(SchedulerError::UnknownBatch(batch))?;
+        stored.cancelled = true;
+        self.store.put_batch(&stored)?;
+        let puzzles: Vec<PuzzleId> = self
+            .puzzles
+            .keys()
+            .filter(|(b, _)| *b == batch)
+            .copied()
+            .collect();
+        for puzzle in puzzles {
+            self.finish_failed(puzzle, "cancelled".into())?;
+        }
+        self.store.flush()?;
+        self.progress(batch)
     }
 
     /// A batch's items, in order.
@@ -967,5 +1012,34 @@ mod tests {
                 .map(|s| s.length),
             Some(1)
         );
+    }
+
+    #[test]
+    fn a_cancelled_batch_withdraws_its_tasks() {
+        let data = tempfile::tempdir().unwrap();
+        let store = Store::open(&data.path().join("store")).unwrap();
+        let mut scheduler = Scheduler::new(
+            store,
+            PdbStore::new(data.path().join("pdb"), 1),
+            SchedulerConfig::default(),
+        )
+        .unwrap();
+        let lines: Vec<String> = examples().into_iter().map(|(b, _)| b).collect();
+        let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
+        let worker = scheduler.register(1);
+        let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+        let progress = scheduler.cancel(submitted.batch).unwrap();
+        assert!(progress.done);
+        assert_eq!(progress.failed, lines.len() as u32);
+        assert_eq!(
+            scheduler.heartbeat(worker, &[tasks[0].id]),
+            vec![tasks[0].id],
+            "the worker is told"
+        );
+        assert!(
+            scheduler.poll(worker, 1, Vec::new()).unwrap().0.is_empty(),
+            "nothing left to do"
+        );
+        assert_eq!(scheduler.list().unwrap().len(), 1);
     }
 }

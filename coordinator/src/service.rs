@@ -233,6 +233,29 @@ impl pb::tilesolve_server::Tilesolve for Service {
             solution: found.map(solution_message),
         }))
     }
+
+    async fn list_batches(
+        &self,
+        _: Request<pb::ListBatchesRequest>,
+    ) -> Result<Response<pb::ListBatchesResponse>, Status> {
+        let batches = self
+            .lock()
+            .list()?
+            .into_iter()
+            .map(status_message)
+            .collect();
+        Ok(Response::new(pb::ListBatchesResponse { batches }))
+    }
+
+    async fn cancel_batch(
+        &self,
+        request: Request<pb::CancelBatchRequest>,
+    ) -> Result<Response<pb::BatchStatus>, Status> {
+        let batch = request.into_inner().batch_id;
+        let progress = self.lock().cancel(batch)?;
+        tracing::info!(batch, "batch cancelled");
+        Ok(Response::new(status_message(progress)))
+    }
 }
 
 #[tonic::async_trait]
