@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use tilesolve::batch_file::BatchLine;
 use tilesolve::proto::v1 as pb;
-use tilesolve_coordinator::scheduler::SchedulerConfig;
+use tilesolve_coordinator::scheduler::{Scheduler, SchedulerConfig};
 use tilesolve_coordinator::server::{self, ServeConfig};
 use tilesolve_worker::WorkerConfig;
 use tokio::net::TcpListener;
@@ -500,6 +500,18 @@ pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
 }
 
 pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
+    // Build any missing pattern database here first, where the user sees the message and the
+    // progress bar, rather than silently inside the embedded coordinator.
+    let lines = read_lines(&args.batch.file)?;
+    let pdbs = tilesolve::pdb::PdbStore::new(&args.data, default_threads());
+    Scheduler::prepare(
+        &pdbs,
+        &lines,
+        &args.batch.heuristic,
+        &args.batch.goal,
+        &crate::progress::pdb_events,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
     runtime()?.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);

@@ -325,6 +325,7 @@ impl Scheduler {
         lines: &[String],
         heuristic: &str,
         goal: &str,
+        events: &(dyn Fn(PdbEvent<'_>) + Sync),
     ) -> Result<(), SchedulerError> {
         let heuristic = if heuristic.is_empty() {
             "default"
@@ -349,10 +350,9 @@ impl Scheduler {
             .collect();
         sides.sort_unstable();
         sides.dedup();
-        let quiet = |_: PdbEvent<'_>| {};
         for side in sides {
             choice
-                .build(&goal.for_side(side), pdbs, &quiet)
+                .build(&goal.for_side(side), pdbs, events)
                 .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
         }
         Ok(())

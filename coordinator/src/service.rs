@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tilesolve::moves::moves_to_string;
-use tilesolve::pdb::PdbStore;
+use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::Direction;
@@ -123,6 +123,26 @@ fn outcome_of(result: pb::TaskResult) -> Result<(u64, TaskOutcome, u64), Status>
     Ok((result.task_id, outcome, result.nodes))
 }
 
+/// Pattern database work, in the coordinator's log.
+fn log_pdb_event(event: PdbEvent<'_>) {
+    match event {
+        PdbEvent::Building {
+            path,
+            estimated_seconds,
+            ..
+        } => {
+            tracing::info!(file = %path.display(), estimated_seconds, "building pattern database")
+        }
+        PdbEvent::Built { path, seconds } => {
+            tracing::info!(file = %path.display(), seconds, "built pattern database")
+        }
+        PdbEvent::Refused { error } => {
+            tracing::warn!(%error, "refused a pattern database file; rebuilding it")
+        }
+        PdbEvent::Loaded { .. } | PdbEvent::Progress(_) => {}
+    }
+}
+
 type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::BatchStatus, Status>> + Send>>;
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::PdbChunk, Status>> + Send>>;
 
@@ -141,7 +161,13 @@ impl pb::tilesolve_server::Tilesolve for Service {
         // threads.
         let pdbs = self.pdbs.clone();
         let submitted = tokio::task::spawn_blocking(move || {
-            Scheduler::prepare(&pdbs, &request.lines, &request.heuristic, &request.goal)?;
+            Scheduler::prepare(
+                &pdbs,
+                &request.lines,
+                &request.heuristic,
+                &request.goal,
+                &log_pdb_event,
+            )?;
             let mut scheduler = scheduler
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
