@@ -19,6 +19,12 @@ pub enum TaskOutcome {
     /// A whole-puzzle task spent its budget during the iteration at this bound (so no solution
     /// shorter than it exists).
     BudgetSpent(u32),
+    /// A subtree task spent its budget: search these children of its board instead (moves from
+    /// the board, each within the bound); `pruned_min_f` is the least f of the children over it.
+    Split {
+        children: Vec<Direction>,
+        pruned_min_f: u32,
+    },
     Failed(String),
 }
 
@@ -51,7 +57,8 @@ pub fn run_task(
     }
     let limits = Limits {
         cancel,
-        ..Limits::default()
+        deadline: None,
+        max_nodes: (node_budget > 0).then_some(node_budget),
     };
     let (outcome, counters) = solver.search_subtree(
         board,
@@ -63,7 +70,35 @@ pub fn run_task(
     let result = match outcome {
         Bounded::Found(moves) => TaskOutcome::Found(moves),
         Bounded::Exceeded { next_bound } => TaskOutcome::Exceeded(next_bound),
+        Bounded::Aborted(Abort::NodeLimit) => split_children(solver, board, path, bound),
         Bounded::Aborted(abort) => TaskOutcome::Failed(format!("stopped: {abort:?}")),
     };
     (result, counters.expanded)
+}
+
+/// The children of a subtree's root that are worth searching under `bound`, for handing an
+/// over-budget subtree back as smaller tasks (the partial search is given up: at most one
+/// budget's worth of work, for no single subtree holding up its iteration).
+fn split_children(solver: &Solver, board: &Board, path: &[Direction], bound: u32) -> TaskOutcome {
+    let g = path.len() as u32;
+    let mut children = Vec::new();
+    let mut pruned_min_f = u32::MAX;
+    for direction in Direction::ALL {
+        if path.last() == Some(&direction.opposite()) {
+            continue;
+        }
+        let Some((child, _)) = board.apply(direction) else {
+            continue;
+        };
+        let f = g + 1 + solver.estimate(&child);
+        if f <= bound {
+            children.push(direction);
+        } else {
+            pruned_min_f = pruned_min_f.min(f);
+        }
+    }
+    TaskOutcome::Split {
+        children,
+        pruned_min_f,
+    }
 }

@@ -47,6 +47,9 @@ pub struct ServeArgs {
     /// subtree tasks.
     #[arg(long, default_value_t = SchedulerConfig::default().whole_task_budget)]
     split_after: u64,
+    /// Expanded nodes a subtree task may spend before it comes back split into its children.
+    #[arg(long, default_value_t = SchedulerConfig::default().subtree_task_budget)]
+    subtree_budget: u64,
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
@@ -58,6 +61,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
         let scheduler = SchedulerConfig {
             lease_timeout: Duration::from_secs_f64(args.lease_timeout.max(0.1)),
             whole_task_budget: args.split_after.max(1),
+            subtree_task_budget: args.subtree_budget,
             ..SchedulerConfig::default()
         };
         let config = ServeConfig {

@@ -116,8 +116,12 @@ fn coordinator_and_two_workers_solve_optimally_and_survive_a_restart() {
     let (path, boards) = batch_file(dir.path());
     let batch_path = path.to_str().unwrap();
 
-    // Splitting after 20,000 nodes sends the harder puzzles out as many subtree tasks.
-    let (server, url) = coordinator(&store, &["--split-after", "20000"]);
+    // Splitting after 20,000 nodes sends the harder puzzles out as many subtree tasks, and a
+    // subtree budget of 10,000 sends large subtrees back split into their children.
+    let (server, url) = coordinator(
+        &store,
+        &["--split-after", "20000", "--subtree-budget", "10000"],
+    );
     let _workers = [
         worker(&url, &dir.path().join("w1")),
         worker(&url, &dir.path().join("w2")),

@@ -43,6 +43,8 @@ pub struct SchedulerConfig {
     pub lease_timeout: Duration,
     /// Subtree tasks to aim for per worker thread when splitting an iteration.
     pub tasks_per_thread: usize,
+    /// Expanded nodes a subtree task may spend before it comes back split into its children.
+    pub subtree_task_budget: u64,
 }
 
 impl Default for SchedulerConfig {
@@ -51,6 +53,7 @@ impl Default for SchedulerConfig {
             whole_task_budget: 20_000_000,
             lease_timeout: Duration::from_secs(10),
             tasks_per_thread: 200,
+            subtree_task_budget: 200_000_000,
         }
     }
 }
@@ -548,6 +551,7 @@ impl Scheduler {
         *self.batch_nodes.entry(puzzle_id.0).or_default() += nodes;
         enum Next {
             Wait,
+            Split(Vec<Direction>),
             Solved(Vec<Direction>),
             Iterate(u32),
             Retry,
@@ -575,6 +579,13 @@ impl Scheduler {
                     }
                 }
                 TaskOutcome::BudgetSpent(bound) => Next::Iterate(bound),
+                TaskOutcome::Split {
+                    children,
+                    pruned_min_f,
+                } => {
+                    puzzle.next_bound = puzzle.next_bound.min(pruned_min_f);
+                    Next::Split(children)
+                }
                 TaskOutcome::Failed(_) if entry.attempts + 1 < MAX_ATTEMPTS => {
                     puzzle.outstanding.insert(task);
                     Next::Retry
@@ -586,6 +597,35 @@ impl Scheduler {
         };
         match next {
             Next::Wait => Ok(()),
+            Next::Split(children) => {
+                let spec = entry.spec;
+                for direction in children {
+                    let Some((board, _)) = spec.board.apply(direction) else {
+                        continue;
+                    };
+                    let mut path = spec.path.clone();
+                    path.push(direction);
+                    self.add_task(
+                        puzzle_id,
+                        TaskSpec {
+                            id: 0,
+                            board,
+                            path,
+                            ..spec.clone()
+                        },
+                    );
+                }
+                // A board with no child within the bound ends its subtree here.
+                let next = self
+                    .puzzles
+                    .get(&puzzle_id)
+                    .filter(|p| p.outstanding.is_empty())
+                    .map(|p| p.next_bound);
+                match next {
+                    Some(bound) => self.next_iteration(puzzle_id, bound),
+                    None => Ok(()),
+                }
+            }
             Next::Solved(moves) => self.finish_solved(puzzle_id, moves),
             Next::Iterate(bound) => self.next_iteration(puzzle_id, bound),
             Next::Retry => {
@@ -674,7 +714,7 @@ impl Scheduler {
                     path: task.path,
                     bound,
                     iterate: false,
-                    node_budget: 0,
+                    node_budget: self.config.subtree_task_budget,
                 };
                 self.add_task(puzzle_id, spec);
             }
@@ -934,7 +974,9 @@ mod tests {
         let open = || {
             let store = Store::open(&data.path().join("store")).unwrap();
             let config = SchedulerConfig {
+                // Tiny budgets, so puzzles are split and subtrees split again.
                 whole_task_budget: 2_000,
+                subtree_task_budget: 3_000,
                 tasks_per_thread: 8,
                 ..SchedulerConfig::default()
             };

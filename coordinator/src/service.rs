@@ -113,6 +113,10 @@ fn outcome_of(result: pb::TaskResult) -> Result<(u64, TaskOutcome, u64), Status>
         Some(Outcome::NextBound(bound)) => TaskOutcome::Exceeded(bound),
         Some(Outcome::BudgetSpentAt(bound)) => TaskOutcome::BudgetSpent(bound),
         Some(Outcome::Error(reason)) => TaskOutcome::Failed(reason),
+        Some(Outcome::Split(split)) => TaskOutcome::Split {
+            children: parse_moves(&split.moves)?,
+            pruned_min_f: split.pruned_min_f,
+        },
         None => {
             return Err(Status::invalid_argument(format!(
                 "task {} result has no outcome",

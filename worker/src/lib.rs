@@ -284,6 +284,13 @@ fn execute(
         TaskOutcome::Found(moves) => Outcome::Found(moves_to_string(&moves)),
         TaskOutcome::Exceeded(bound) => Outcome::NextBound(bound),
         TaskOutcome::BudgetSpent(bound) => Outcome::BudgetSpentAt(bound),
+        TaskOutcome::Split {
+            children,
+            pruned_min_f,
+        } => Outcome::Split(pb::SplitChildren {
+            moves: moves_to_string(&children),
+            pruned_min_f,
+        }),
         TaskOutcome::Failed(reason) => Outcome::Error(reason),
     };
     pb::TaskResult {
