@@ -202,3 +202,36 @@ fn coordinator_and_two_workers_solve_optimally_and_survive_a_restart() {
     ]);
     assert!(stderr.contains("22 answered from the store"), "{stderr}");
 }
+
+#[test]
+fn a_worker_with_a_different_pattern_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (coordinator_dir, worker_dir) = (dir.path().join("coordinator"), dir.path().join("worker"));
+    let (ok, stdout, _) = run(&[
+        "pdb",
+        "build",
+        "5-5-5",
+        "--data",
+        coordinator_dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stdout}");
+    // The worker holds the same file with another checksum in its header.
+    std::fs::create_dir_all(&worker_dir).unwrap();
+    let name = "4x4-blank-last-1.2.5.6.9.pdb";
+    let mut bytes = std::fs::read(coordinator_dir.join(name)).unwrap();
+    bytes[80] ^= 1;
+    std::fs::write(worker_dir.join(name), bytes).unwrap();
+
+    let (_server, url) = coordinator(&coordinator_dir, &[]);
+    let output = Command::new(BIN)
+        .args(["worker", "--threads", "1", "--coordinator", &url, "--data"])
+        .arg(&worker_dir)
+        .output()
+        .expect("run worker");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("pattern database {name} has checksum")),
+        "{stderr}"
+    );
+}

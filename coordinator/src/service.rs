@@ -301,6 +301,22 @@ impl pb::workers_server::Workers for Service {
                 request.protocol_version
             )));
         }
+        for file in &request.pdbs {
+            let ours = self.pdbs.dir().join(&file.name);
+            if file.name.contains(['/', '\\']) || !ours.exists() {
+                continue;
+            }
+            if let Ok(header) = tilesolve::pdb::file::inspect(&ours, false) {
+                if header.checksum != file.checksum {
+                    tracing::warn!(file = %file.name, host = %request.host, "worker refused: pattern database differs");
+                    return Err(Status::failed_precondition(format!(
+                        "the worker's pattern database {} has checksum {:016x} but the coordinator's has {:016x}; \
+                         delete the worker's copy and it will be fetched again",
+                        file.name, file.checksum, header.checksum
+                    )));
+                }
+            }
+        }
         let worker_id = self.lock().register(request.threads);
         tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, "worker registered");
         Ok(Response::new(pb::RegisterResponse {

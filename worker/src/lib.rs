@@ -136,6 +136,7 @@ async fn session(
             threads: threads as u32,
             protocol_version: PROTOCOL_VERSION,
             host,
+            pdbs: held_pdbs(&config.data),
         })
         .await
         .map_err(|status| match status.code() {
@@ -405,4 +406,23 @@ async fn fetch(coordinator: &str, name: &str, path: &std::path::Path) -> Result<
     file.sync_all().map_err(|e| e.to_string())?;
     std::fs::rename(&partial, path).map_err(|e| e.to_string())?;
     Ok(written)
+}
+
+/// The pattern database files in `dir` with the checksums their headers state.
+fn held_pdbs(dir: &std::path::Path) -> Vec<pb::PdbFile> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|x| x == "pdb"))
+        .filter_map(|path| {
+            let header = tilesolve::pdb::file::inspect(&path, false).ok()?;
+            let name = path.file_name()?.to_str()?.to_string();
+            Some(pb::PdbFile {
+                name,
+                checksum: header.checksum,
+            })
+        })
+        .collect()
 }
