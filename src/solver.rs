@@ -15,6 +15,27 @@ use crate::search::{
     a_star, ida_star, AStarError, Abort, Bounded, Counters, IdaOutcome, IdaStop, Kernel, Limits,
 };
 
+/// Evaluates `$body` with `$h` bound to the concrete heuristic inside an [`AnyHeuristic`], so
+/// the kernel is compiled once per heuristic with no dynamic dispatch per node.
+macro_rules! dispatch {
+    ($any:expr, $h:ident => $body:expr) => {
+        match $any {
+            AnyHeuristic::TileCost(boxed) => {
+                let $h = boxed.as_ref();
+                $body
+            }
+            AnyHeuristic::LinearConflict(boxed) => {
+                let $h = boxed.as_ref();
+                $body
+            }
+            AnyHeuristic::Pdb(shared) => {
+                let $h = shared.as_ref();
+                $body
+            }
+        }
+    };
+}
+
 /// Search algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
@@ -195,11 +216,8 @@ impl Solver {
             deadline: options.time_limit.map(|limit| started + limit),
             max_nodes: options.node_limit,
         };
-        let (found, counters, iterations) = match &self.heuristic {
-            AnyHeuristic::TileCost(h) => self.search(h.as_ref(), board, options, limits),
-            AnyHeuristic::LinearConflict(h) => self.search(h.as_ref(), board, options, limits),
-            AnyHeuristic::Pdb(h) => self.search(h.as_ref(), board, options, limits),
-        };
+        let (found, counters, iterations) =
+            dispatch!(&self.heuristic, h => self.search(h, board, options, limits));
         let moves = found.map_err(|stop| stop.into_error(options))?;
         let tiles = replay(board, &self.goal, &moves)?;
         Ok(Solution {
@@ -224,54 +242,18 @@ impl Solver {
         bound: u32,
         limits: Limits<'_>,
     ) -> (Bounded, Counters) {
-        fn run<H: Heuristic>(
-            solver: &Solver,
-            h: &H,
-            args: (&Board, u32, Option<Direction>, u32, Limits<'_>),
-        ) -> (Bounded, Counters) {
-            let (board, g, last, bound, limits) = args;
-            let mut kernel = Kernel::new(h, &solver.neighbors, &solver.goal, limits);
+        dispatch!(&self.heuristic, h => {
+            let mut kernel = Kernel::new(h, &self.neighbors, &self.goal, limits);
             let outcome = kernel.search(board, g, last, bound);
             (outcome, kernel.counters())
-        }
-        let args = (board, g, last, bound, limits);
-        match &self.heuristic {
-            AnyHeuristic::TileCost(h) => run(self, h.as_ref(), args),
-            AnyHeuristic::LinearConflict(h) => run(self, h.as_ref(), args),
-            AnyHeuristic::Pdb(h) => run(self, h.as_ref(), args),
-        }
+        })
     }
 
     /// IDA* on `board` from `start_bound` (a bound already proven), until solved or stopped by
     /// `limits`; the whole-puzzle task of the distributed search. The moves are not replayed
     /// here: the caller replays the assembled solution.
     pub fn iterate(&self, board: &Board, start_bound: u32, limits: Limits<'_>) -> IdaOutcome {
-        match &self.heuristic {
-            AnyHeuristic::TileCost(h) => ida_star(
-                h.as_ref(),
-                &self.neighbors,
-                board,
-                &self.goal,
-                start_bound,
-                limits,
-            ),
-            AnyHeuristic::LinearConflict(h) => ida_star(
-                h.as_ref(),
-                &self.neighbors,
-                board,
-                &self.goal,
-                start_bound,
-                limits,
-            ),
-            AnyHeuristic::Pdb(h) => ida_star(
-                h.as_ref(),
-                &self.neighbors,
-                board,
-                &self.goal,
-                start_bound,
-                limits,
-            ),
-        }
+        dispatch!(&self.heuristic, h => ida_star(h, &self.neighbors, board, &self.goal, start_bound, limits))
     }
 
     fn search<H: Heuristic>(
