@@ -77,7 +77,6 @@ pub const NO_CELL: u8 = u8::MAX;
 /// bounds checks on the hot path without `unsafe`.
 #[derive(Clone, Debug)]
 pub struct Neighbors {
-    side: usize,
     table: [[u8; 4]; 32],
 }
 
@@ -91,11 +90,7 @@ impl Neighbors {
                 }
             }
         }
-        Neighbors { side, table }
-    }
-
-    pub fn side(&self) -> usize {
-        self.side
+        Neighbors { table }
     }
 
     #[inline(always)]

@@ -158,6 +158,22 @@ pub struct Scheduler {
     next_id: u64,
 }
 
+/// A request's heuristic name; empty means `default`.
+fn parse_heuristic(name: &str) -> Result<HeuristicChoice, SchedulerError> {
+    let name = if name.is_empty() { "default" } else { name };
+    name.parse()
+        .map_err(|e| SchedulerError::InvalidArgument(format!("heuristic: {e}")))
+}
+
+/// A request's goal; empty means the default goal.
+fn parse_goal(text: &str) -> Result<Goal, SchedulerError> {
+    if text.is_empty() {
+        return Ok(Goal::BlankLast);
+    }
+    text.parse()
+        .map_err(|e| SchedulerError::InvalidArgument(format!("goal: {e}")))
+}
+
 /// (total, solved, failed) of a batch's items.
 fn counts(items: &[StoredItem]) -> (u32, u32, u32) {
     let solved = items
@@ -253,20 +269,8 @@ impl Scheduler {
                 lines.len()
             )));
         }
-        let heuristic = if heuristic.is_empty() {
-            "default"
-        } else {
-            heuristic
-        };
-        let choice: HeuristicChoice = heuristic
-            .parse()
-            .map_err(|e| SchedulerError::InvalidArgument(format!("heuristic: {e}")))?;
-        let goal: Goal = if goal.is_empty() {
-            Goal::BlankLast
-        } else {
-            goal.parse()
-                .map_err(|e| SchedulerError::InvalidArgument(format!("goal: {e}")))?
-        };
+        let choice = parse_heuristic(heuristic)?;
+        let goal = parse_goal(goal)?;
         let mut items = Vec::new();
         let (mut invalid, mut from_store) = (0, 0);
         for (number, raw) in lines.iter().enumerate() {
@@ -330,19 +334,8 @@ impl Scheduler {
         goal: &str,
         events: &(dyn Fn(PdbEvent<'_>) + Sync),
     ) -> Result<(), SchedulerError> {
-        let heuristic = if heuristic.is_empty() {
-            "default"
-        } else {
-            heuristic
-        };
-        let Ok(choice) = heuristic.parse::<HeuristicChoice>() else {
-            return Ok(());
-        };
-        let Ok(goal) = (if goal.is_empty() {
-            Ok(Goal::BlankLast)
-        } else {
-            goal.parse::<Goal>()
-        }) else {
+        // Bad names are reported by `submit`; there is nothing to build for them.
+        let (Ok(choice), Ok(goal)) = (parse_heuristic(heuristic), parse_goal(goal)) else {
             return Ok(());
         };
         let mut sides: Vec<usize> = lines
@@ -906,13 +899,7 @@ impl Scheduler {
     pub fn query(&self, board: &str, goal: &str) -> Result<Option<StoredSolution>, SchedulerError> {
         let board = parse_board(board)
             .map_err(|e| SchedulerError::InvalidArgument(format!("board: {e}")))?;
-        let goal: Goal = if goal.is_empty() {
-            Goal::BlankLast
-        } else {
-            goal.parse()
-                .map_err(|e| SchedulerError::InvalidArgument(format!("goal: {e}")))?
-        };
-        let goal = goal.for_side(board.side());
+        let goal = parse_goal(goal)?.for_side(board.side());
         let stored = self.store.solution(&goal, &board)?;
         Ok(stored.filter(|s| Store::verified(&goal, &board, s).is_some()))
     }

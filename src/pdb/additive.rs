@@ -92,10 +92,6 @@ impl AdditivePdb {
         self.mirror.is_some()
     }
 
-    pub fn tables(&self) -> &[Arc<PatternTable>] {
-        &self.tables
-    }
-
     #[inline(always)]
     fn term(&self, group: usize, position: &Position) -> u8 {
         let table = &self.tables[group];

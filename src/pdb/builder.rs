@@ -26,10 +26,6 @@ use memmap2::MmapMut;
 use crate::board::Board;
 use crate::pdb::index::{placements, rank, Unranker};
 
-/// A placement never reached (only possible when the pattern holds every tile, as in the exact
-/// 3x3 table, where half the placements have the wrong parity).
-pub const UNREACHED: u8 = u8::MAX;
-
 const CLOSED: u64 = 1;
 /// Most pattern tiles a table can have (the exact 3x3 table has 8; 7-8 has 8).
 const MAX_PATTERN: usize = 8;
@@ -263,7 +259,9 @@ impl<W: MarkWord> Builder<W> {
         }
         drop(self.marks);
         let mut entries = self.values.into_map();
-        // Stored as value + 1 with 0 for unreached: shift back, so unreached becomes 255.
+        // Stored as value + 1 with 0 for unreached: shift back, so unreached becomes 255 (only
+        // possible when the pattern holds every tile, as in the exact 3x3 table, where half the
+        // placements have the wrong parity).
         entries
             .iter_mut()
             .for_each(|entry| *entry = entry.wrapping_sub(1));
