@@ -12,11 +12,13 @@
 //! - [`solver`]: one board in, one replayed optimal solution (or a clear error) out.
 //! - [`task`]: the unit of distributed work (one subtree under one bound) and how to run it.
 //! - [`proto`]: generated `tilesolve.v1` gRPC types, for the service layer only.
+//! - [`connect`]: reaching a coordinator: address, bearer token, TLS.
 //!
 //! The coordinator and worker crates build on this; the `tilesolve` binary lives in `cli/`.
 
 pub mod batch_file;
 pub mod board;
+pub mod connect;
 pub mod heuristic;
 pub mod moves;
 pub mod parse;

@@ -10,9 +10,11 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use tilesolve::batch_file::BatchLine;
+use tilesolve::connect::{AuthChannel, ConnectOptions};
 use tilesolve::proto::v1 as pb;
-use tilesolve_coordinator::scheduler::{Scheduler, SchedulerConfig};
-use tilesolve_coordinator::server::{self, ServeConfig};
+use tilesolve_coordinator::scheduler::{Scheduler, SchedulerConfig, MAX_BATCH_LINES};
+use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity};
+use tilesolve_coordinator::service::Limits;
 use tilesolve_worker::WorkerConfig;
 use tokio::net::TcpListener;
 
@@ -50,6 +52,55 @@ pub struct ServeArgs {
     /// Expanded nodes a subtree task may spend before it comes back split into its children.
     #[arg(long, default_value_t = SchedulerConfig::default().subtree_task_budget)]
     subtree_budget: u64,
+    /// Unfinished puzzles held at most; batches past it are refused until some finish.
+    #[arg(long, default_value_t = SchedulerConfig::default().max_pending_puzzles)]
+    max_pending: usize,
+    /// Refuse every call (but health checks) without this bearer token. Prefer the
+    /// environment variable: a command line is visible to every user of the host.
+    #[arg(long, env = "TILESOLVE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Serve TLS with this PEM certificate chain (needs --tls-key).
+    #[arg(long, requires = "tls_key", value_name = "PEM")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's PEM private key.
+    #[arg(long, requires = "tls_cert", value_name = "PEM")]
+    tls_key: Option<PathBuf>,
+}
+
+fn read_file(path: &PathBuf, what: &str) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading the {what} {}", path.display()))
+}
+
+/// How to reach the coordinator: shared by workers and every client command.
+#[derive(Args, Clone)]
+pub struct ConnectArgs {
+    /// The coordinator's address; `https://` for TLS.
+    #[arg(long, default_value = DEFAULT_COORDINATOR)]
+    coordinator: String,
+    /// Bearer token the coordinator requires.
+    #[arg(long, env = "TILESOLVE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// PEM certificate of the authority that signed the coordinator's certificate.
+    #[arg(long, value_name = "PEM")]
+    tls_ca: Option<PathBuf>,
+    /// Name the coordinator's certificate carries, if not the address's host.
+    #[arg(long)]
+    tls_domain: Option<String>,
+}
+
+impl ConnectArgs {
+    fn options(&self) -> anyhow::Result<ConnectOptions> {
+        Ok(ConnectOptions {
+            url: self.coordinator.clone(),
+            token: self.token.clone().filter(|t| !t.is_empty()),
+            ca_pem: self
+                .tls_ca
+                .as_ref()
+                .map(|path| read_file(path, "CA certificate"))
+                .transpose()?,
+            tls_domain: self.tls_domain.clone(),
+        })
+    }
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
@@ -64,10 +115,29 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             subtree_task_budget: args.subtree_budget,
             ..SchedulerConfig::default()
         };
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsIdentity {
+                cert_pem: read_file(cert, "TLS certificate")?,
+                key_pem: read_file(key, "TLS key")?,
+            }),
+            _ => None,
+        };
+        if args.token.as_deref() == Some("") {
+            bail!("--token (or TILESOLVE_TOKEN) is set but empty");
+        }
+        if args.token.is_none() && !listener.local_addr()?.ip().is_loopback() {
+            tracing::warn!("serving beyond this host without a token: anyone who can reach the port can submit and run work");
+        }
         let config = ServeConfig {
             data: args.data,
-            scheduler,
+            scheduler: SchedulerConfig {
+                max_pending_puzzles: args.max_pending,
+                ..scheduler
+            },
             build_threads: default_threads(),
+            token: args.token,
+            tls,
+            limits: Limits::default(),
         };
         server::run(listener, config, ctrl_c()).await?;
         Ok(true)
@@ -76,9 +146,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
 
 #[derive(Args)]
 pub struct WorkerArgs {
-    /// The coordinator's address.
-    #[arg(long, default_value = DEFAULT_COORDINATOR)]
-    coordinator: String,
+    #[command(flatten)]
+    connect: ConnectArgs,
     /// Search threads (default: every core).
     #[arg(long)]
     threads: Option<usize>,
@@ -89,7 +158,7 @@ pub struct WorkerArgs {
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
     let config = WorkerConfig {
-        coordinator: args.coordinator,
+        coordinator: args.connect.options()?,
         threads: args.threads.unwrap_or_else(default_threads),
         data: args.data,
     };
@@ -115,8 +184,8 @@ pub struct BatchOptions {
 
 #[derive(Args)]
 pub struct SubmitArgs {
-    #[arg(long, default_value = DEFAULT_COORDINATOR)]
-    coordinator: String,
+    #[command(flatten)]
+    connect: ConnectArgs,
     /// Wait for the batch with a progress bar, then print its results.
     #[arg(long)]
     wait: bool,
@@ -138,8 +207,8 @@ pub struct BatchArgs {
 
 #[derive(Args)]
 pub struct BatchIdArgs {
-    #[arg(long, default_value = DEFAULT_COORDINATOR)]
-    coordinator: String,
+    #[command(flatten)]
+    connect: ConnectArgs,
     /// One JSON object per board per line.
     #[arg(long)]
     json: bool,
@@ -151,8 +220,8 @@ pub struct BatchIdArgs {
 
 #[derive(Args)]
 pub struct QueryArgs {
-    #[arg(long, default_value = DEFAULT_COORDINATOR)]
-    coordinator: String,
+    #[command(flatten)]
+    connect: ConnectArgs,
     #[arg(long, default_value = "default")]
     goal: String,
     #[arg(long)]
@@ -160,30 +229,56 @@ pub struct QueryArgs {
     board: String,
 }
 
-async fn client(
-    url: &str,
-) -> anyhow::Result<pb::tilesolve_client::TilesolveClient<tonic::transport::Channel>> {
-    let client = pb::tilesolve_client::TilesolveClient::connect(url.to_string())
-        .await
-        .with_context(|| format!("connecting to the coordinator at {url}"))?;
-    Ok(client
+type Client = pb::tilesolve_client::TilesolveClient<AuthChannel>;
+
+async fn client(options: &ConnectOptions) -> anyhow::Result<Client> {
+    let channel = options.connect().await?;
+    Ok(pb::tilesolve_client::TilesolveClient::new(channel)
         .max_decoding_message_size(server::MAX_MESSAGE_BYTES)
         .max_encoding_message_size(server::MAX_MESSAGE_BYTES))
 }
 
+/// A refusal from the coordinator, as the user should read it.
+fn refused(status: tonic::Status) -> anyhow::Error {
+    anyhow::anyhow!("{:?}: {}", status.code(), status.message())
+}
+
+/// The lines of a batch file. Invalid UTF-8 stays on its own line (as U+FFFD), where the
+/// coordinator reports it with its line number; a file past the coordinator's limits is refused
+/// here, before anything is sent.
 fn read_lines(file: &PathBuf) -> anyhow::Result<Vec<String>> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-    // Invalid UTF-8 stays on its own line, where the coordinator reports it with its number.
-    Ok(String::from_utf8_lossy(&bytes)
+    // Requests also carry the heuristic and goal; leave room for them.
+    let limit = server::MAX_MESSAGE_BYTES - 4096;
+    if bytes.len() > limit {
+        bail!(
+            "{} is {} bytes; a batch may be at most {limit} bytes: split it into several",
+            file.display(),
+            bytes.len()
+        );
+    }
+    let lines: Vec<String> = String::from_utf8_lossy(&bytes)
         .lines()
         .map(str::to_string)
-        .collect())
+        .collect();
+    if lines.len() > MAX_BATCH_LINES {
+        bail!(
+            "{} has {} lines; a batch may hold at most {MAX_BATCH_LINES}: split it into several",
+            file.display(),
+            lines.len()
+        );
+    }
+    Ok(lines)
 }
 
 /// Submits, optionally waits, prints; returns whether every item was solved.
-async fn submit_and_report(url: &str, options: &BatchOptions, wait: bool) -> anyhow::Result<bool> {
-    let mut client = client(url).await?;
+async fn submit_and_report(
+    connect: &ConnectOptions,
+    options: &BatchOptions,
+    wait: bool,
+) -> anyhow::Result<bool> {
     let lines = read_lines(&options.file)?;
+    let mut client = client(connect).await?;
     let submitted = client
         .submit_batch(pb::SubmitBatchRequest {
             lines: lines.clone(),
@@ -191,7 +286,7 @@ async fn submit_and_report(url: &str, options: &BatchOptions, wait: bool) -> any
             goal: options.goal.clone(),
         })
         .await
-        .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+        .map_err(refused)?
         .into_inner();
     eprintln!(
         "batch {}: {} boards ({} invalid, {} answered from the store)",
@@ -201,10 +296,30 @@ async fn submit_and_report(url: &str, options: &BatchOptions, wait: bool) -> any
         println!("{}", submitted.batch_id);
         return Ok(submitted.invalid == 0);
     }
-    watch(&mut client, submitted.batch_id).await?;
-    let items = print_results(&mut client, submitted.batch_id, options.json, false).await?;
-    report_against_facts(&lines, &items);
-    Ok(all_solved(&items))
+    // From here on the batch is the coordinator's (flushed to its disk before it answered): if
+    // the coordinator goes away, wait for it to come back rather than give up.
+    let bar = progress_bar();
+    let results = loop {
+        match watch(&mut client, submitted.batch_id, &bar).await {
+            Ok(()) => match client
+                .get_batch(pb::GetBatchRequest {
+                    batch_id: submitted.batch_id,
+                })
+                .await
+            {
+                Ok(results) => break results.into_inner(),
+                Err(status) if is_lasting(&status) => return Err(refused(status)),
+                Err(_) => {}
+            },
+            Err(status) if is_lasting(&status) => return Err(refused(status)),
+            Err(_) => {}
+        }
+        client = reconnect(connect, &bar).await?;
+    };
+    bar.finish_and_clear();
+    print_results(&results, options.json, false)?;
+    report_against_facts(&lines, &results.items);
+    Ok(all_solved(&results.items))
 }
 
 fn all_solved(items: &[pb::ItemResult]) -> bool {
@@ -249,19 +364,53 @@ fn report_against_facts(lines: &[String], items: &[pb::ItemResult]) {
     }
 }
 
-async fn watch(
-    client: &mut pb::tilesolve_client::TilesolveClient<tonic::transport::Channel>,
-    batch: u64,
-) -> anyhow::Result<()> {
-    let mut stream = client
-        .watch_batch(pb::WatchBatchRequest { batch_id: batch })
-        .await?
-        .into_inner();
+/// Whether an error will not go away by reconnecting (a refusal, not a lost connection).
+fn is_lasting(status: &tonic::Status) -> bool {
+    use tonic::Code;
+    matches!(
+        status.code(),
+        Code::Unauthenticated
+            | Code::PermissionDenied
+            | Code::NotFound
+            | Code::InvalidArgument
+            | Code::FailedPrecondition
+    )
+}
+
+/// Connects again, retrying with backoff for as long as it takes (Ctrl-C stops it).
+async fn reconnect(connect: &ConnectOptions, bar: &ProgressBar) -> anyhow::Result<Client> {
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        bar.set_message(format!(
+            "coordinator at {} unreachable; reconnecting",
+            connect.url
+        ));
+        tokio::time::sleep(backoff).await;
+        match client(connect).await {
+            Ok(client) => return Ok(client),
+            Err(error) => {
+                tracing::info!(%error, "reconnecting");
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} solved  {msg}  [{elapsed_precise}]")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    bar
+}
+
+/// Shows a batch's progress until it is done, or until the stream breaks.
+async fn watch(client: &mut Client, batch: u64, bar: &ProgressBar) -> Result<(), tonic::Status> {
+    let mut stream = client
+        .watch_batch(pb::WatchBatchRequest { batch_id: batch })
+        .await?
+        .into_inner();
     while let Some(status) = stream.message().await? {
         bar.set_length(u64::from(status.total));
         bar.set_position(u64::from(status.solved + status.failed));
@@ -273,11 +422,12 @@ async fn watch(
             status.workers
         ));
         if status.done {
-            break;
+            return Ok(());
         }
     }
-    bar.finish_and_clear();
-    Ok(())
+    Err(tonic::Status::unavailable(
+        "the progress stream ended early",
+    ))
 }
 
 #[derive(Serialize)]
@@ -303,18 +453,8 @@ struct ResultJson<'a> {
     pending: bool,
 }
 
-/// Prints a batch's results and returns its items.
-async fn print_results(
-    client: &mut pb::tilesolve_client::TilesolveClient<tonic::transport::Channel>,
-    batch: u64,
-    json: bool,
-    csv: bool,
-) -> anyhow::Result<Vec<pb::ItemResult>> {
-    let results = client
-        .get_batch(pb::GetBatchRequest { batch_id: batch })
-        .await
-        .map_err(|s| anyhow::anyhow!("{}", s.message()))?
-        .into_inner();
+/// Prints a batch's results.
+fn print_results(results: &pb::BatchResults, json: bool, csv: bool) -> anyhow::Result<()> {
     if csv {
         println!("line,board,length,moves,nodes,seconds,error");
     }
@@ -372,31 +512,32 @@ async fn print_results(
             }
         }
     }
-    if let Some(status) = results.status {
+    if let Some(status) = &results.status {
         if !json && !csv {
             eprintln!(
-                "batch {batch}: {} of {} solved, {} failed",
-                status.solved, status.total, status.failed
+                "batch {}: {} of {} solved, {} failed",
+                status.batch_id, status.solved, status.total, status.failed
             );
         }
     }
-    Ok(results.items)
+    Ok(())
 }
 
 pub fn submit(args: SubmitArgs) -> anyhow::Result<bool> {
-    runtime()?.block_on(submit_and_report(&args.coordinator, &args.batch, args.wait))
+    let connect = args.connect.options()?;
+    runtime()?.block_on(submit_and_report(&connect, &args.batch, args.wait))
 }
 
 #[derive(Args)]
 pub struct ListArgs {
-    #[arg(long, default_value = DEFAULT_COORDINATOR)]
-    coordinator: String,
+    #[command(flatten)]
+    connect: ConnectArgs,
 }
 
 #[derive(Args)]
 pub struct CancelArgs {
-    #[arg(long, default_value = DEFAULT_COORDINATOR)]
-    coordinator: String,
+    #[command(flatten)]
+    connect: ConnectArgs,
     batch: u64,
 }
 
@@ -413,11 +554,11 @@ fn status_line(status: &pb::BatchStatus) -> String {
 
 pub fn list(args: ListArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
-        let mut client = client(&args.coordinator).await?;
+        let mut client = client(&args.connect.options()?).await?;
         let response = client
             .list_batches(pb::ListBatchesRequest {})
             .await
-            .map_err(|s| anyhow::anyhow!("{}", s.message()))?;
+            .map_err(refused)?;
         for status in response.into_inner().batches {
             println!("{}", status_line(&status));
         }
@@ -427,13 +568,13 @@ pub fn list(args: ListArgs) -> anyhow::Result<bool> {
 
 pub fn cancel(args: CancelArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
-        let mut client = client(&args.coordinator).await?;
+        let mut client = client(&args.connect.options()?).await?;
         let status = client
             .cancel_batch(pb::CancelBatchRequest {
                 batch_id: args.batch,
             })
             .await
-            .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+            .map_err(refused)?
             .into_inner();
         println!("{}", status_line(&status));
         Ok(true)
@@ -442,8 +583,8 @@ pub fn cancel(args: CancelArgs) -> anyhow::Result<bool> {
 
 pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
-        let mut client = client(&args.coordinator).await?;
-        let results = client.get_batch(pb::GetBatchRequest { batch_id: args.batch }).await.map_err(|s| anyhow::anyhow!("{}", s.message()))?.into_inner();
+        let mut client = client(&args.connect.options()?).await?;
+        let results = client.get_batch(pb::GetBatchRequest { batch_id: args.batch }).await.map_err(refused)?.into_inner();
         let Some(status) = results.status else { bail!("the coordinator sent no status") };
         if args.json {
             println!(
@@ -468,19 +609,26 @@ pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
 
 pub fn results(args: BatchIdArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
-        let mut client = client(&args.coordinator).await?;
-        let items = print_results(&mut client, args.batch, args.json, args.csv).await?;
-        Ok(all_solved(&items))
+        let mut client = client(&args.connect.options()?).await?;
+        let results = client
+            .get_batch(pb::GetBatchRequest {
+                batch_id: args.batch,
+            })
+            .await
+            .map_err(refused)?
+            .into_inner();
+        print_results(&results, args.json, args.csv)?;
+        Ok(all_solved(&results.items))
     })
 }
 
 pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
-        let mut client = client(&args.coordinator).await?;
+        let mut client = client(&args.connect.options()?).await?;
         let response = client
             .query(pb::QueryRequest { board: args.board.clone(), goal: args.goal })
             .await
-            .map_err(|s| anyhow::anyhow!("{}", s.message()))?
+            .map_err(refused)?
             .into_inner();
         match (response.found, response.solution) {
             (true, Some(s)) => {
@@ -527,15 +675,20 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             data: args.data.clone(),
             scheduler: SchedulerConfig::default(),
             build_threads: default_threads(),
+            // Bound to 127.0.0.1 for this process's own worker only, and gone when it ends.
+            token: None,
+            tls: None,
+            limits: Limits::default(),
         };
         let coordinator = tokio::spawn(server::run(listener, config, wait_for(stopped.clone())));
+        let connect = ConnectOptions::new(url);
         let worker_config = WorkerConfig {
-            coordinator: url.clone(),
+            coordinator: connect.clone(),
             threads: args.workers.unwrap_or_else(default_threads),
             data: args.data,
         };
         let worker = tokio::spawn(tilesolve_worker::run(worker_config, wait_for(stopped)));
-        let outcome = submit_and_report(&url, &args.batch, true).await;
+        let outcome = submit_and_report(&connect, &args.batch, true).await;
         let _ = stop.send(true);
         let _ = worker.await;
         coordinator.await??;

@@ -7,8 +7,10 @@
 //! - [`store`]: the sled database (solutions, batches and items, search state); the only
 //!   module that touches sled.
 //! - [`service`]: the gRPC services; the only place generated proto types meet the scheduler.
-//! - [`server`]: `run(listener, config, shutdown)`.
+//! - [`auth`]: the bearer-token check in front of the services.
+//! - [`server`]: `run(listener, config, shutdown)`, with TLS when configured.
 
+pub mod auth;
 pub mod frontier;
 pub mod scheduler;
 pub mod server;

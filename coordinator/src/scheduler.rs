@@ -9,6 +9,10 @@
 //!
 //! Tasks are leased to workers; a lease that is not renewed by polls or heartbeats within the
 //! timeout returns its task to the queue, and a result for a task no longer leased is ignored.
+//! A task that keeps failing or keeps losing its worker fails its puzzle, with the reason, after
+//! [`MAX_ATTEMPTS`]. Task and worker ids carry the coordinator's incarnation (how many times it
+//! has started on these files), so a worker's report from before a restart never matches a task
+//! of the new process.
 //! The scheduler is plain synchronous code behind a mutex: no tokio, no gRPC types.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -32,8 +36,13 @@ type PuzzleId = (u64, u32);
 
 /// Most lines a batch may hold.
 pub const MAX_BATCH_LINES: usize = 100_000;
-/// Failed attempts before a task's puzzle is marked failed.
-const MAX_ATTEMPTS: u32 = 3;
+/// Attempts (failures reported by a worker, or leases lost with their worker) before a task's
+/// puzzle is marked failed.
+pub const MAX_ATTEMPTS: u32 = 3;
+/// Most search threads one worker may declare.
+pub const MAX_WORKER_THREADS: u32 = 4096;
+/// Longest submitted line text kept with an item that failed to parse.
+const MAX_KEPT_TEXT: usize = 200;
 
 #[derive(Clone, Debug)]
 pub struct SchedulerConfig {
@@ -45,6 +54,9 @@ pub struct SchedulerConfig {
     pub tasks_per_thread: usize,
     /// Expanded nodes a subtree task may spend before it comes back split into its children.
     pub subtree_task_budget: u64,
+    /// Unfinished puzzles the coordinator holds at most; a batch that would go over is refused
+    /// (ResourceExhausted) rather than letting a flood of submissions exhaust memory.
+    pub max_pending_puzzles: usize,
 }
 
 impl Default for SchedulerConfig {
@@ -54,6 +66,7 @@ impl Default for SchedulerConfig {
             lease_timeout: Duration::from_secs(10),
             tasks_per_thread: 200,
             subtree_task_budget: 200_000_000,
+            max_pending_puzzles: 1_000_000,
         }
     }
 }
@@ -66,6 +79,8 @@ pub enum SchedulerError {
     InvalidArgument(String),
     #[error("no batch {0}")]
     UnknownBatch(u64),
+    #[error("unknown worker {0}: register again")]
+    UnknownWorker(u64),
     #[error("{0}")]
     ResourceExhausted(String),
     #[error("pattern database: {0}")]
@@ -140,6 +155,17 @@ struct WorkerInfo {
     last_seen: Instant,
 }
 
+/// What a sweep did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Workers silent for longer than the lease timeout, now forgotten.
+    pub workers_lost: Vec<WorkerId>,
+    /// Tasks whose lease expired, back in the queue.
+    pub tasks_requeued: usize,
+    /// Puzzles failed because one of their tasks lost its worker too often.
+    pub puzzles_failed: usize,
+}
+
 pub struct Scheduler {
     store: Store,
     pdbs: PdbStore,
@@ -174,6 +200,43 @@ fn parse_goal(text: &str) -> Result<Goal, SchedulerError> {
         .map_err(|e| SchedulerError::InvalidArgument(format!("goal: {e}")))
 }
 
+/// Why a worker's report cannot be right for its task, if it cannot. A subtree task searches
+/// exactly at its bound (nothing shorter exists: every smaller bound was exhausted or is below an
+/// admissible estimate), and a whole-puzzle task starts at a proven lower bound; a report outside
+/// that comes from a faulty worker, and taking it could store a path that is not optimal.
+fn implausible(spec: &TaskSpec, outcome: &TaskOutcome) -> Option<String> {
+    let bound = spec.bound;
+    match outcome {
+        TaskOutcome::Found(suffix) => {
+            let length = (spec.path.len() + suffix.len()) as u32;
+            let fits = if spec.iterate {
+                length >= bound
+            } else {
+                length == bound
+            };
+            (!fits).then(|| format!("a worker reported a {length}-move answer at bound {bound}"))
+        }
+        TaskOutcome::Exceeded(next) if *next <= bound => Some(format!(
+            "a worker reported next bound {next}, not above bound {bound}"
+        )),
+        TaskOutcome::BudgetSpent(at) if *at < bound => Some(format!(
+            "a worker reported spending its budget at bound {at}, below {bound}"
+        )),
+        TaskOutcome::Split { pruned_min_f, .. } if *pruned_min_f <= bound => Some(format!(
+            "a worker reported pruned f {pruned_min_f}, not above bound {bound}"
+        )),
+        _ => None,
+    }
+}
+
+/// The submitted text kept with an item: a hostile megabyte line is not stored whole.
+fn kept_text(text: &str) -> String {
+    match text.char_indices().nth(MAX_KEPT_TEXT) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
 /// (total, solved, failed) of a batch's items.
 fn counts(items: &[StoredItem]) -> (u32, u32, u32) {
     let solved = items
@@ -200,6 +263,7 @@ impl Scheduler {
         pdbs: PdbStore,
         config: SchedulerConfig,
     ) -> Result<Scheduler, SchedulerError> {
+        let incarnation = store.next_incarnation()?;
         let mut scheduler = Scheduler {
             store,
             pdbs,
@@ -213,7 +277,7 @@ impl Scheduler {
             batch_started: HashMap::new(),
             batch_counts: HashMap::new(),
             batch_nodes: HashMap::new(),
-            next_id: 1,
+            next_id: incarnation << 40,
         };
         for batch in scheduler.store.batches()? {
             if batch.cancelled {
@@ -278,7 +342,7 @@ impl Scheduler {
                 continue;
             };
             let mut item = StoredItem {
-                text: line.board.to_string(),
+                text: kept_text(line.board),
                 line: Some(line.number as u32),
                 board: None,
                 goal: None,
@@ -305,6 +369,23 @@ impl Scheduler {
                 }
             }
             items.push(item);
+        }
+        if items.is_empty() {
+            return Err(SchedulerError::InvalidArgument(
+                "the batch holds no boards (only blank or comment lines)".into(),
+            ));
+        }
+        let queued = items
+            .iter()
+            .filter(|i| i.status == ItemStatus::Queued)
+            .count();
+        if self.puzzles.len() + queued > self.config.max_pending_puzzles {
+            return Err(SchedulerError::ResourceExhausted(format!(
+                "the coordinator holds {} unfinished puzzles; {queued} more would pass its limit of {}: \
+                 resubmit when some have finished",
+                self.puzzles.len(),
+                self.config.max_pending_puzzles
+            )));
         }
         let batch = self
             .store
@@ -431,17 +512,22 @@ impl Scheduler {
         self.ready.push_back(id);
     }
 
-    /// A worker joins.
-    pub fn register(&mut self, threads: u32) -> WorkerId {
+    /// A worker joins with `threads` search threads (1 to [`MAX_WORKER_THREADS`]).
+    pub fn register(&mut self, threads: u32) -> Result<WorkerId, SchedulerError> {
+        if !(1..=MAX_WORKER_THREADS).contains(&threads) {
+            return Err(SchedulerError::InvalidArgument(format!(
+                "threads must be 1 to {MAX_WORKER_THREADS}, not {threads}"
+            )));
+        }
         let id = self.next_id();
         self.workers.insert(
             id,
             WorkerInfo {
-                threads: threads.max(1),
+                threads,
                 last_seen: Instant::now(),
             },
         );
-        id
+        Ok(id)
     }
 
     /// A worker reports results and asks for up to `free_slots` tasks. Returns its new tasks and
@@ -453,18 +539,20 @@ impl Scheduler {
         results: Vec<(TaskId, TaskOutcome, u64)>,
     ) -> Result<(Vec<TaskSpec>, Vec<TaskId>), SchedulerError> {
         let now = Instant::now();
-        self.workers
-            .entry(worker)
-            .or_insert(WorkerInfo {
-                threads: free_slots.max(1),
-                last_seen: now,
-            })
-            .last_seen = now;
+        // A worker this process does not know (forgotten by the sweep, or registered with a
+        // coordinator that has since restarted) must register again; its results are dropped
+        // because its leases are gone.
+        let info = self
+            .workers
+            .get_mut(&worker)
+            .ok_or(SchedulerError::UnknownWorker(worker))?;
+        info.last_seen = now;
+        let free_slots = free_slots.min(info.threads) as usize;
         for (task, outcome, nodes) in results {
             self.apply(worker, task, outcome, nodes)?;
         }
         let mut leased = Vec::new();
-        while leased.len() < free_slots as usize {
+        while leased.len() < free_slots {
             let Some(id) = self.ready.pop_front() else {
                 break;
             };
@@ -481,11 +569,16 @@ impl Scheduler {
     }
 
     /// Renews the leases of the tasks a worker is running; returns its cancellations.
-    pub fn heartbeat(&mut self, worker: WorkerId, running: &[TaskId]) -> Vec<TaskId> {
+    pub fn heartbeat(
+        &mut self,
+        worker: WorkerId,
+        running: &[TaskId],
+    ) -> Result<Vec<TaskId>, SchedulerError> {
         let now = Instant::now();
-        if let Some(info) = self.workers.get_mut(&worker) {
-            info.last_seen = now;
-        }
+        self.workers
+            .get_mut(&worker)
+            .ok_or(SchedulerError::UnknownWorker(worker))?
+            .last_seen = now;
         for id in running {
             if let Some(Lease {
                 worker: holder,
@@ -497,27 +590,61 @@ impl Scheduler {
                 }
             }
         }
-        self.cancelled.remove(&worker).unwrap_or_default()
+        Ok(self.cancelled.remove(&worker).unwrap_or_default())
     }
 
-    /// Returns expired leases to the queue and forgets silent workers.
-    pub fn sweep(&mut self) {
+    /// Returns expired leases to the queue, fails the puzzles of tasks that lost their worker
+    /// [`MAX_ATTEMPTS`] times, and forgets silent workers.
+    pub fn sweep(&mut self) -> Result<Swept, SchedulerError> {
         let now = Instant::now();
         let timeout = self.config.lease_timeout;
-        self.workers
-            .retain(|_, info| now.duration_since(info.last_seen) < timeout);
-        let expired: Vec<TaskId> = self
+        let mut swept = Swept::default();
+        self.workers.retain(|&id, info| {
+            let alive = now.duration_since(info.last_seen) < timeout;
+            if !alive {
+                swept.workers_lost.push(id);
+            }
+            alive
+        });
+        for id in &swept.workers_lost {
+            self.cancelled.remove(id);
+        }
+        let mut expired: Vec<TaskId> = self
             .tasks
             .iter()
             .filter(|(_, t)| t.lease.as_ref().is_some_and(|lease| lease.expires <= now))
             .map(|(id, _)| *id)
             .collect();
-        for id in expired {
-            if let Some(entry) = self.tasks.get_mut(&id) {
-                entry.lease = None;
+        expired.sort_unstable();
+        let mut exhausted = Vec::new();
+        // Requeued at the front in their original order: they were leased first, so they are
+        // the ones an iteration is waiting for.
+        for &id in expired.iter().rev() {
+            let Some(entry) = self.tasks.get_mut(&id) else {
+                continue;
+            };
+            entry.lease = None;
+            entry.attempts += 1;
+            if entry.attempts >= MAX_ATTEMPTS {
+                exhausted.push((entry.puzzle, id));
+            } else {
                 self.ready.push_front(id);
+                swept.tasks_requeued += 1;
             }
         }
+        for (puzzle, task) in exhausted {
+            if self.puzzles.contains_key(&puzzle) {
+                swept.puzzles_failed += 1;
+                self.finish_failed(
+                    puzzle,
+                    format!(
+                        "task {task} lost its worker {MAX_ATTEMPTS} times \
+                         (the workers running it stopped responding)"
+                    ),
+                )?;
+            }
+        }
+        Ok(swept)
     }
 
     fn apply(
@@ -556,6 +683,10 @@ impl Scheduler {
             };
             puzzle.nodes += nodes;
             puzzle.outstanding.remove(&task);
+            let outcome = match implausible(&entry.spec, &outcome) {
+                Some(reason) => TaskOutcome::Failed(reason),
+                None => outcome,
+            };
             match outcome {
                 TaskOutcome::Found(suffix) => {
                     let mut moves = entry.spec.path.clone();
@@ -912,7 +1043,7 @@ mod tests {
 
     /// Drives a scheduler with `threads` simulated worker threads running the real kernel.
     fn run_to_completion(scheduler: &mut Scheduler, batch: u64, threads: u32) {
-        let worker = scheduler.register(threads);
+        let worker = scheduler.register(threads).unwrap();
         let mut results = Vec::new();
         for _ in 0..1_000_000 {
             if scheduler.progress(batch).unwrap().done {
@@ -1022,13 +1153,22 @@ mod tests {
         let submitted = scheduler
             .submit(&["1,2,3,4,5,6,7,0,8".to_string()], "manhattan", "")
             .unwrap();
-        let lost = scheduler.register(1);
+        let lost = scheduler.register(1).unwrap();
         let (tasks, _) = scheduler.poll(lost, 1, Vec::new()).unwrap();
         assert_eq!(tasks.len(), 1);
         std::thread::sleep(Duration::from_millis(5));
-        scheduler.sweep();
+        let swept = scheduler.sweep().unwrap();
+        assert_eq!((swept.workers_lost, swept.tasks_requeued), (vec![lost], 1));
         let late = (tasks[0].id, TaskOutcome::Found(vec![Direction::Up]), 1);
-        scheduler.poll(lost, 0, vec![late]).unwrap();
+        assert!(
+            matches!(
+                scheduler.poll(lost, 0, vec![late.clone()]),
+                Err(SchedulerError::UnknownWorker(_))
+            ),
+            "a forgotten worker must register again"
+        );
+        let again = scheduler.register(1).unwrap();
+        scheduler.poll(again, 0, vec![late]).unwrap();
         assert!(
             !scheduler.progress(submitted.batch).unwrap().done,
             "a wrong late answer from an expired lease is ignored"
@@ -1055,13 +1195,13 @@ mod tests {
         .unwrap();
         let lines: Vec<String> = examples().into_iter().map(|(b, _)| b).collect();
         let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
-        let worker = scheduler.register(1);
+        let worker = scheduler.register(1).unwrap();
         let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
         let progress = scheduler.cancel(submitted.batch).unwrap();
         assert!(progress.done);
         assert_eq!(progress.failed, lines.len() as u32);
         assert_eq!(
-            scheduler.heartbeat(worker, &[tasks[0].id]),
+            scheduler.heartbeat(worker, &[tasks[0].id]).unwrap(),
             vec![tasks[0].id],
             "the worker is told"
         );

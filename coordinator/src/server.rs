@@ -12,12 +12,25 @@ use tilesolve::proto::FILE_DESCRIPTOR_SET;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Identity, ServerTlsConfig};
+
+use crate::auth::TokenCheck;
 use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
-use crate::service::Service;
+use crate::service::{Limits, Service};
 use crate::store::{Store, StoreError};
 
 /// Largest gRPC message accepted (a batch of 100,000 lines fits easily).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+/// Concurrent calls one connection may have open; more wait for a slot.
+const MAX_STREAMS_PER_CONNECTION: u32 = 256;
+
+/// The coordinator's certificate chain and private key, PEM.
+#[derive(Clone, Debug)]
+pub struct TlsIdentity {
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Vec<u8>,
+}
 
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
@@ -26,6 +39,11 @@ pub struct ServeConfig {
     pub scheduler: SchedulerConfig,
     /// Threads for pattern database builds.
     pub build_threads: usize,
+    /// Every call but health checks must carry this bearer token.
+    pub token: Option<String>,
+    /// Serve TLS instead of plain HTTP/2.
+    pub tls: Option<TlsIdentity>,
+    pub limits: Limits,
 }
 
 #[derive(Debug, Error)]
@@ -63,15 +81,34 @@ pub async fn run(
             let mut tick = tokio::time::interval(lease_timeout / 4);
             loop {
                 tick.tick().await;
-                scheduler
+                let swept = scheduler
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
                     .sweep();
+                match swept {
+                    Ok(swept) => {
+                        for worker in &swept.workers_lost {
+                            tracing::warn!(
+                                worker,
+                                "worker lost: no heartbeat within the lease timeout"
+                            );
+                        }
+                        if swept.tasks_requeued > 0 || swept.puzzles_failed > 0 {
+                            tracing::warn!(
+                                requeued = swept.tasks_requeued,
+                                puzzles_failed = swept.puzzles_failed,
+                                "expired leases returned to the queue"
+                            );
+                        }
+                    }
+                    Err(error) => tracing::error!(%error, "lease sweep"),
+                }
             }
         })
     };
 
-    let service = Service::new(scheduler, pdbs, lease_timeout / 4);
+    let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits);
+    let check = TokenCheck::new(config.token.as_deref());
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<pb::tilesolve_server::TilesolveServer<Service>>()
@@ -82,18 +119,35 @@ pub async fn run(
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .build_v1()?;
-    tracing::info!(address = ?listener.local_addr().ok(), data = %config.data.display(), "coordinator serving");
-    let result = tonic::transport::Server::builder()
-        .add_service(
+    tracing::info!(
+        address = ?listener.local_addr().ok(),
+        data = %config.data.display(),
+        tls = config.tls.is_some(),
+        token = config.token.is_some(),
+        "coordinator serving"
+    );
+    let mut builder = tonic::transport::Server::builder()
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
+        .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)));
+    if let Some(tls) = &config.tls {
+        builder = builder.tls_config(
+            ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem)),
+        )?;
+    }
+    let result = builder
+        .add_service(InterceptedService::new(
             pb::tilesolve_server::TilesolveServer::new(service.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
-        .add_service(
+            check.clone(),
+        ))
+        .add_service(InterceptedService::new(
             pb::workers_server::WorkersServer::new(service)
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
-        )
+            check.clone(),
+        ))
         .add_service(health_service)
-        .add_service(reflection)
+        .add_service(InterceptedService::new(reflection, check))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
         .await;
     sweeper.abort();

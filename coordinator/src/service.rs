@@ -10,6 +10,7 @@ use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::Direction;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
@@ -21,11 +22,32 @@ impl From<SchedulerError> for Status {
     fn from(error: SchedulerError) -> Status {
         match error {
             SchedulerError::InvalidArgument(_) => Status::invalid_argument(error.to_string()),
-            SchedulerError::UnknownBatch(_) => Status::not_found(error.to_string()),
+            SchedulerError::UnknownBatch(_) | SchedulerError::UnknownWorker(_) => {
+                Status::not_found(error.to_string())
+            }
             SchedulerError::ResourceExhausted(_) => Status::resource_exhausted(error.to_string()),
             SchedulerError::Store(_) | SchedulerError::Pdb(_) => {
                 Status::internal(error.to_string())
             }
+        }
+    }
+}
+
+/// How much the client API takes on at once; past these, calls are refused with
+/// ResourceExhausted rather than queued without bound.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Submissions being parsed and stored at the same time.
+    pub concurrent_submissions: usize,
+    /// Open `WatchBatch` streams.
+    pub watchers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            concurrent_submissions: 64,
+            watchers: 1024,
         }
     }
 }
@@ -37,6 +59,16 @@ pub struct Service {
     /// The coordinator's pattern databases, for builds done outside the scheduler's lock.
     pdbs: PdbStore,
     heartbeat_interval: Duration,
+    submissions: Arc<Semaphore>,
+    watchers: Arc<Semaphore>,
+}
+
+/// A permit, or ResourceExhausted naming what is full.
+fn permit(semaphore: &Arc<Semaphore>, what: &str) -> Result<OwnedSemaphorePermit, Status> {
+    semaphore
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| Status::resource_exhausted(format!("too many {what} at once; retry shortly")))
 }
 
 impl Service {
@@ -44,11 +76,14 @@ impl Service {
         scheduler: Arc<Mutex<Scheduler>>,
         pdbs: PdbStore,
         heartbeat_interval: Duration,
+        limits: Limits,
     ) -> Service {
         Service {
             scheduler,
             pdbs,
             heartbeat_interval,
+            submissions: Arc::new(Semaphore::new(limits.concurrent_submissions)),
+            watchers: Arc::new(Semaphore::new(limits.watchers)),
         }
     }
 
@@ -127,6 +162,11 @@ fn outcome_of(result: pb::TaskResult) -> Result<(u64, TaskOutcome, u64), Status>
     Ok((result.task_id, outcome, result.nodes))
 }
 
+/// Only plain file names of pattern databases, never paths.
+fn is_pdb_file_name(name: &str) -> bool {
+    !name.contains(['/', '\\']) && !name.starts_with('.') && name.ends_with(".pdb")
+}
+
 /// Pattern database work, in the coordinator's log.
 fn log_pdb_event(event: PdbEvent<'_>) {
     match event {
@@ -159,6 +199,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
         &self,
         request: Request<pb::SubmitBatchRequest>,
     ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
+        let _permit = permit(&self.submissions, "submissions")?;
         let request = request.into_inner();
         let scheduler = self.scheduler.clone();
         // Pattern database builds (outside the lock), parsing and store writes: off the async
@@ -201,10 +242,12 @@ impl pb::tilesolve_server::Tilesolve for Service {
         request: Request<pb::WatchBatchRequest>,
     ) -> Result<Response<StatusStream>, Status> {
         let batch = request.into_inner().batch_id;
+        let watching = permit(&self.watchers, "watched batches")?;
         let first = self.lock().progress(batch)?;
         let service = self.clone();
         let (sender, receiver) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
+            let _watching = watching;
             let mut progress = Ok(first);
             loop {
                 let done = progress.as_ref().map_or(true, |p| p.done);
@@ -295,6 +338,11 @@ impl pb::workers_server::Workers for Service {
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
         let request = request.into_inner();
+        if request.protocol_version == 0 {
+            return Err(Status::invalid_argument(format!(
+                "protocol_version is required (this coordinator speaks version {PROTOCOL_VERSION})"
+            )));
+        }
         if request.protocol_version != PROTOCOL_VERSION {
             return Err(Status::failed_precondition(format!(
                 "worker protocol version {} is not this coordinator's {PROTOCOL_VERSION}",
@@ -302,8 +350,14 @@ impl pb::workers_server::Workers for Service {
             )));
         }
         for file in &request.pdbs {
+            if !is_pdb_file_name(&file.name) {
+                return Err(Status::invalid_argument(format!(
+                    "pdbs: '{}' is not a pattern database file name",
+                    file.name
+                )));
+            }
             let ours = self.pdbs.dir().join(&file.name);
-            if file.name.contains(['/', '\\']) || !ours.exists() {
+            if !ours.exists() {
                 continue;
             }
             if let Ok(header) = tilesolve::pdb::file::inspect(&ours, false) {
@@ -317,7 +371,7 @@ impl pb::workers_server::Workers for Service {
                 }
             }
         }
-        let worker_id = self.lock().register(request.threads);
+        let worker_id = self.lock().register(request.threads)?;
         tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, "worker registered");
         Ok(Response::new(pb::RegisterResponse {
             worker_id,
@@ -358,8 +412,7 @@ impl pb::workers_server::Workers for Service {
         request: Request<pb::FetchPdbRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
         let name = request.into_inner().file_name;
-        // Only plain file names of pattern databases, never paths.
-        if name.contains(['/', '\\']) || name.starts_with('.') || !name.ends_with(".pdb") {
+        if !is_pdb_file_name(&name) {
             return Err(Status::invalid_argument(format!(
                 "'{name}' is not a pattern database file name"
             )));
@@ -413,7 +466,7 @@ impl pb::workers_server::Workers for Service {
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         let request = request.into_inner();
-        let cancelled = self.lock().heartbeat(request.worker_id, &request.running);
+        let cancelled = self.lock().heartbeat(request.worker_id, &request.running)?;
         Ok(Response::new(pb::HeartbeatResponse { cancelled }))
     }
 }

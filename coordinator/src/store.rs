@@ -8,6 +8,7 @@
 //! - `items`: version, batch id (u64), item index (u32) -> [`StoredItem`] (JSON).
 //! - `search`: version, side, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
 //!   bound of a puzzle still being solved, so a restart resumes at the right bound.
+//! - `meta`: version, name -> value; `incarnation` (u64) counts the coordinator's starts.
 //!
 //! Writes that acknowledge something to a client (a new batch) are flushed before returning.
 
@@ -87,6 +88,7 @@ pub struct Store {
     batches: sled::Tree,
     items: sled::Tree,
     search: sled::Tree,
+    meta: sled::Tree,
 }
 
 fn board_key(goal: &Board, board: &Board) -> Vec<u8> {
@@ -130,6 +132,7 @@ impl Store {
             batches: db.open_tree("batches")?,
             items: db.open_tree("items")?,
             search: db.open_tree("search")?,
+            meta: db.open_tree("meta")?,
             db,
         })
     }
@@ -288,6 +291,30 @@ impl Store {
         Ok(())
     }
 
+    /// Counts one more start of the coordinator on these files and returns the new count, flushed
+    /// before it is returned so that no two starts ever see the same number.
+    pub fn next_incarnation(&self) -> Result<u64, StoreError> {
+        let mut key = vec![KEY_VERSION];
+        key.extend_from_slice(b"incarnation");
+        let previous = self
+            .meta
+            .get(&key)?
+            .map(|bytes| {
+                <[u8; 8]>::try_from(bytes.as_ref())
+                    .map(u64::from_be_bytes)
+                    .map_err(|_| StoreError::Corrupt {
+                        tree: "meta",
+                        reason: "incarnation is not 8 bytes".into(),
+                    })
+            })
+            .transpose()?
+            .unwrap_or(0);
+        let next = previous + 1;
+        self.meta.insert(key, &next.to_be_bytes())?;
+        self.db.flush()?;
+        Ok(next)
+    }
+
     /// Makes every write so far durable.
     pub fn flush(&self) -> Result<(), StoreError> {
         self.db.flush()?;
@@ -367,6 +394,14 @@ mod tests {
             Store::verified(&goal, &board, &forged).is_none(),
             "a stored answer is replayed, not trusted"
         );
+    }
+
+    #[test]
+    fn incarnations_grow_across_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Store::open(dir.path()).unwrap().next_incarnation().unwrap();
+        let second = Store::open(dir.path()).unwrap().next_incarnation().unwrap();
+        assert_eq!((first, second), (1, 2));
     }
 
     #[test]

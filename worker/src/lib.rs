@@ -15,6 +15,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
+use tilesolve::connect::{AuthChannel, ConnectOptions};
 use tilesolve::heuristic::HeuristicChoice;
 use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::{PdbEvent, PdbStore};
@@ -22,12 +23,11 @@ use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::task::{run_task, TaskOutcome};
 use tilesolve::{parse_board, Board, Direction, Solver};
-use tonic::transport::Channel;
 
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
-    /// e.g. `http://127.0.0.1:7411`.
-    pub coordinator: String,
+    /// Where the coordinator is, with the token and TLS settings to reach it.
+    pub coordinator: ConnectOptions,
     pub threads: usize,
     /// Where pattern databases are loaded from (and built into, if missing).
     pub data: PathBuf,
@@ -45,8 +45,12 @@ type Running = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
 /// Solvers by (goal, heuristic name), shared by the threads.
 type Solvers = Arc<Mutex<HashMap<(Board, String), Arc<Solver>>>>;
 
-/// Runs a worker until `shutdown` completes. Connection losses are retried with backoff; only a
-/// refusal by the coordinator (e.g. a protocol mismatch) ends it with an error.
+type WorkersClient = pb::workers_client::WorkersClient<AuthChannel>;
+
+/// Runs a worker until `shutdown` completes. Connection losses are retried with backoff, and a
+/// coordinator that no longer knows this worker (it restarted, or its sweep gave the worker up)
+/// gets a fresh registration; only a refusal (wrong token, protocol or pattern database
+/// mismatch) ends it with an error.
 pub async fn run(
     config: WorkerConfig,
     shutdown: impl Future<Output = ()>,
@@ -92,19 +96,28 @@ pub async fn run(
         });
     }
     tokio::pin!(shutdown);
-    let mut backoff = Duration::from_millis(100);
+    const FIRST_RETRY: Duration = Duration::from_millis(100);
+    let mut backoff = FIRST_RETRY;
     loop {
+        let started = Instant::now();
         let session = session(&config, threads, &running, &job_sender, &mut results);
-        tokio::select! {
+        let end = tokio::select! {
             _ = &mut shutdown => return Ok(()),
-            outcome = session => match outcome {
-                Err(SessionEnd::Refused(reason)) => return Err(WorkerError::Refused(reason)),
-                Err(SessionEnd::Lost(reason)) => {
-                    tracing::warn!(%reason, retry_in = ?backoff, "coordinator unreachable");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
+            end = session => end,
+        };
+        match end {
+            SessionEnd::Refused(reason) => return Err(WorkerError::Refused(reason)),
+            SessionEnd::Lost(reason) => {
+                // A session that worked for a while was not a failed attempt: start over.
+                if started.elapsed() > Duration::from_secs(30) {
+                    backoff = FIRST_RETRY;
                 }
-                Ok(()) => backoff = Duration::from_millis(100),
+                tracing::warn!(%reason, retry_in = ?backoff, "lost the coordinator");
+                tokio::select! {
+                    _ = &mut shutdown => return Ok(()),
+                    _ = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
             }
         }
     }
@@ -115,21 +128,63 @@ enum SessionEnd {
     Lost(String),
 }
 
-/// One connection's life: register, then poll until the connection fails.
+/// Whether the coordinator turned this worker away for good (retrying cannot help).
+fn is_refusal(status: &tonic::Status) -> bool {
+    matches!(
+        status.code(),
+        tonic::Code::FailedPrecondition
+            | tonic::Code::InvalidArgument
+            | tonic::Code::Unauthenticated
+            | tonic::Code::PermissionDenied
+    )
+}
+
+/// One registration's life: register, then poll until the connection fails or the coordinator
+/// no longer knows this worker.
 async fn session(
     config: &WorkerConfig,
     threads: usize,
     running: &Running,
     jobs: &mpsc::Sender<pb::Task>,
     results: &mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
-) -> Result<(), SessionEnd> {
+) -> SessionEnd {
+    match registered_session(config, threads, running, jobs, results).await {
+        Ok(never) => match never {},
+        Err(end) => end,
+    }
+}
+
+async fn registered_session(
+    config: &WorkerConfig,
+    threads: usize,
+    running: &Running,
+    jobs: &mpsc::Sender<pb::Task>,
+    results: &mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
+) -> Result<std::convert::Infallible, SessionEnd> {
     let lost = |e: &dyn std::fmt::Display| SessionEnd::Lost(e.to_string());
-    let channel = Channel::from_shared(config.coordinator.clone())
-        .map_err(|e| SessionEnd::Refused(format!("bad coordinator address: {e}")))?
-        .connect()
-        .await
-        .map_err(|e| lost(&e))?;
-    let mut client = pb::workers_client::WorkersClient::new(channel.clone());
+    let ended = |status: tonic::Status| {
+        if is_refusal(&status) {
+            SessionEnd::Refused(format!("{:?}: {}", status.code(), status.message()))
+        } else {
+            SessionEnd::Lost(format!("{:?}: {}", status.code(), status.message()))
+        }
+    };
+    // Tasks still running belong to an earlier registration whose leases are gone: stop them.
+    let stale: Vec<u64> = running
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .keys()
+        .copied()
+        .collect();
+    cancel(running, &stale);
+    let channel = match config.coordinator.connect().await {
+        Ok(channel) => channel,
+        Err(error @ tilesolve::connect::ConnectError::Unreachable { .. }) => {
+            return Err(lost(&error))
+        }
+        Err(error) => return Err(SessionEnd::Refused(error.to_string())),
+    };
+    let mut client = WorkersClient::new(channel.clone());
     let host = std::env::var("HOSTNAME").unwrap_or_default();
     let registered = client
         .register(pb::RegisterRequest {
@@ -139,22 +194,17 @@ async fn session(
             pdbs: held_pdbs(&config.data),
         })
         .await
-        .map_err(|status| match status.code() {
-            tonic::Code::FailedPrecondition | tonic::Code::InvalidArgument => {
-                SessionEnd::Refused(status.message().to_string())
-            }
-            _ => lost(&status),
-        })?
+        .map_err(ended)?
         .into_inner();
     let worker_id = registered.worker_id;
     tracing::info!(worker = worker_id, threads, "registered with coordinator");
-    let heartbeat = tokio::spawn(heartbeats(
-        pb::workers_client::WorkersClient::new(channel),
+    let mut heartbeat = tokio::spawn(heartbeats(
+        WorkersClient::new(channel),
         worker_id,
         Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(100))),
         running.clone(),
     ));
-    let outcome = async {
+    let polling = async {
         let mut finished = Vec::new();
         loop {
             while let Ok(result) = results.try_recv() {
@@ -176,7 +226,7 @@ async fn session(
                     results: std::mem::take(&mut finished),
                 })
                 .await
-                .map_err(|e| lost(&e))?
+                .map_err(ended)?
                 .into_inner();
             cancel(running, &response.cancelled);
             let idle = response.tasks.is_empty();
@@ -198,18 +248,28 @@ async fn session(
                 }
             }
         }
-    }
-    .await;
+    };
+    // While every thread is busy only heartbeats talk to the coordinator, so they too may end
+    // the session.
+    let outcome = tokio::select! {
+        outcome = polling => outcome,
+        ended = &mut heartbeat => match ended {
+            Ok(end) => Err(end),
+            Err(panic) => Err(SessionEnd::Lost(format!("heartbeat task: {panic}"))),
+        },
+    };
     heartbeat.abort();
     outcome
 }
 
+/// Renews the leases of running tasks until the coordinator says it does not know this worker
+/// (transient errors are left to the poll loop and the next beat).
 async fn heartbeats(
-    mut client: pb::workers_client::WorkersClient<Channel>,
+    mut client: WorkersClient,
     worker_id: u64,
     every: Duration,
     running: Running,
-) {
+) -> SessionEnd {
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
@@ -219,14 +279,21 @@ async fn heartbeats(
             .keys()
             .copied()
             .collect();
-        if let Ok(response) = client
+        match client
             .heartbeat(pb::HeartbeatRequest {
                 worker_id,
                 running: ids,
             })
             .await
         {
-            cancel(&running, &response.into_inner().cancelled);
+            Ok(response) => cancel(&running, &response.into_inner().cancelled),
+            Err(status) if status.code() == tonic::Code::NotFound => {
+                return SessionEnd::Lost(status.message().to_string())
+            }
+            Err(status) if is_refusal(&status) => {
+                return SessionEnd::Refused(status.message().to_string())
+            }
+            Err(_) => {}
         }
     }
 }
@@ -333,7 +400,7 @@ fn solver_for(
 #[derive(Clone)]
 struct Fetcher {
     handle: tokio::runtime::Handle,
-    coordinator: String,
+    coordinator: ConnectOptions,
 }
 
 impl Fetcher {
@@ -367,11 +434,13 @@ impl Fetcher {
 
 /// Streams `name` from the coordinator into `path` (through a temporary file renamed at the
 /// end, so a broken transfer never leaves a half file under the real name).
-async fn fetch(coordinator: &str, name: &str, path: &std::path::Path) -> Result<u64, String> {
+async fn fetch(
+    coordinator: &ConnectOptions,
+    name: &str,
+    path: &std::path::Path,
+) -> Result<u64, String> {
     use std::io::Write;
-    let mut client = pb::workers_client::WorkersClient::connect(coordinator.to_string())
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut client = WorkersClient::new(coordinator.connect().await.map_err(|e| e.to_string())?);
     let mut stream = client
         .fetch_pdb(pb::FetchPdbRequest {
             file_name: name.to_string(),

@@ -1,0 +1,195 @@
+//! How clients and workers reach a coordinator: the address, an optional bearer token sent with
+//! every call, and TLS (rustls) when the address is `https://`. The coordinator checks the same
+//! token with [`token_matches`], so both sides agree on one header format.
+
+use std::time::Duration;
+
+use thiserror::Error;
+use tonic::metadata::{AsciiMetadataValue, MetadataMap};
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
+use tonic::{Request, Status};
+
+/// The header that carries `Bearer <token>`.
+pub const AUTHORIZATION: &str = "authorization";
+
+/// Where a coordinator is and how to prove who we are to it.
+#[derive(Clone, Debug, Default)]
+pub struct ConnectOptions {
+    /// e.g. `http://127.0.0.1:7411`, or `https://coordinator.example:7411` for TLS.
+    pub url: String,
+    /// Sent as `authorization: Bearer <token>` with every call.
+    pub token: Option<String>,
+    /// PEM certificate(s) of the authority that signed the coordinator's certificate; without
+    /// it an `https://` address is checked against the public web roots.
+    pub ca_pem: Option<Vec<u8>>,
+    /// The name the coordinator's certificate must carry, when it is not the address's host.
+    pub tls_domain: Option<String>,
+}
+
+#[derive(Debug, Error)]
+pub enum ConnectError {
+    #[error("coordinator address '{url}': {reason}")]
+    Address { url: String, reason: String },
+    #[error("the token cannot be sent in a gRPC header: it must be printable ASCII")]
+    Token,
+    #[error("TLS settings: {0}")]
+    Tls(String),
+    #[error("connecting to the coordinator at {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+}
+
+/// Adds the bearer token (if any) to every outgoing call.
+#[derive(Clone, Debug)]
+pub struct BearerToken(Option<AsciiMetadataValue>);
+
+impl tonic::service::Interceptor for BearerToken {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if let Some(value) = &self.0 {
+            request.metadata_mut().insert(AUTHORIZATION, value.clone());
+        }
+        Ok(request)
+    }
+}
+
+/// A channel to the coordinator with the token added to every call.
+pub type AuthChannel = InterceptedService<Channel, BearerToken>;
+
+impl ConnectOptions {
+    pub fn new(url: impl Into<String>) -> ConnectOptions {
+        ConnectOptions {
+            url: url.into(),
+            ..ConnectOptions::default()
+        }
+    }
+
+    /// The interceptor that sends this token.
+    pub fn bearer(&self) -> Result<BearerToken, ConnectError> {
+        self.token
+            .as_ref()
+            .map(|token| format!("Bearer {token}").parse::<AsciiMetadataValue>())
+            .transpose()
+            .map(BearerToken)
+            .map_err(|_| ConnectError::Token)
+    }
+
+    fn endpoint(&self) -> Result<Endpoint, ConnectError> {
+        let bad = |reason: String| ConnectError::Address {
+            url: self.url.clone(),
+            reason,
+        };
+        // Keep-alive pings find a dead peer (a pulled cable, a killed host) within seconds
+        // instead of leaving a worker waiting on a connection nobody will answer.
+        let mut endpoint = Endpoint::from_shared(self.url.clone())
+            .map_err(|e| bad(e.to_string()))?
+            .connect_timeout(Duration::from_secs(5))
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_timeout(Duration::from_secs(20))
+            .keep_alive_while_idle(true)
+            .tcp_keepalive(Some(Duration::from_secs(30)));
+        let https = self.url.starts_with("https://");
+        if !https && (self.ca_pem.is_some() || self.tls_domain.is_some()) {
+            return Err(bad(
+                "TLS options were given but the address is not https://".into(),
+            ));
+        }
+        if https {
+            let mut tls = ClientTlsConfig::new();
+            tls = match &self.ca_pem {
+                Some(pem) => tls.ca_certificate(Certificate::from_pem(pem)),
+                None => tls.with_webpki_roots(),
+            };
+            if let Some(domain) = &self.tls_domain {
+                tls = tls.domain_name(domain.clone());
+            }
+            endpoint = endpoint
+                .tls_config(tls)
+                .map_err(|e| ConnectError::Tls(e.to_string()))?;
+        }
+        Ok(endpoint)
+    }
+
+    /// Connects now (so an unreachable coordinator is reported at once).
+    pub async fn connect(&self) -> Result<AuthChannel, ConnectError> {
+        let bearer = self.bearer()?;
+        let channel = self
+            .endpoint()?
+            .connect()
+            .await
+            .map_err(|e| ConnectError::Unreachable {
+                url: self.url.clone(),
+                reason: error_chain(&e),
+            })?;
+        Ok(InterceptedService::new(channel, bearer))
+    }
+}
+
+/// An error with its causes, which is where transport errors say what actually went wrong
+/// (refused connection, unknown certificate authority, ...).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Whether a call's metadata carries `Bearer <expected>`. Compares in time independent of where
+/// the first difference is, so the token cannot be guessed byte by byte from response times.
+pub fn token_matches(metadata: &MetadataMap, expected: &str) -> bool {
+    let Some(given) = metadata
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let (given, expected) = (given.as_bytes(), expected.as_bytes());
+    let difference = given
+        .iter()
+        .zip(expected)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    difference == 0 && given.len() == expected.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_token_matches() {
+        let mut metadata = MetadataMap::new();
+        assert!(!token_matches(&metadata, "secret"));
+        for (sent, ok) in [
+            ("Bearer secret", true),
+            ("Bearer secre", false),
+            ("Bearer secrets", false),
+            ("bearer secret", false),
+            ("secret", false),
+            ("Bearer ", false),
+        ] {
+            metadata.insert(AUTHORIZATION, sent.parse().unwrap());
+            assert_eq!(token_matches(&metadata, "secret"), ok, "{sent}");
+        }
+    }
+
+    #[test]
+    fn tls_options_need_an_https_address() {
+        let options = ConnectOptions {
+            ca_pem: Some(b"x".to_vec()),
+            ..ConnectOptions::new("http://127.0.0.1:1")
+        };
+        assert!(matches!(
+            options.endpoint(),
+            Err(ConnectError::Address { .. })
+        ));
+        let bad_token = ConnectOptions {
+            token: Some("line\nbreak".into()),
+            ..ConnectOptions::new("http://127.0.0.1:1")
+        };
+        assert!(matches!(bad_token.bearer(), Err(ConnectError::Token)));
+    }
+}
