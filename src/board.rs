@@ -25,8 +25,12 @@ pub type PaddedTiles = [u8; 32];
 pub enum BoardError {
     #[error("empty board: no tile values given")]
     Empty,
-    #[error("unexpected '{found}' at column {column}")]
+    #[error("unexpected '{}' at column {column}", found.escape_debug())]
     UnexpectedChar { found: char, column: usize },
+    #[error("bytes that are not UTF-8 text at column {column} (is this a binary file?)")]
+    NotText { column: usize },
+    #[error("{chars} characters is far too long for a board (at most {max})")]
+    TooLong { chars: usize, max: usize },
     #[error("missing value before '{found}' at column {column}")]
     MissingValue { found: char, column: usize },
     #[error("unbalanced braces: {detail}")]

@@ -4,8 +4,20 @@
 
 use crate::board::{Board, BoardError};
 
+/// Longest board text accepted: a 5x5 board with generous spacing is well under 200.
+pub const MAX_BOARD_CHARS: usize = 1000;
+
 /// Parses and validates one board.
 pub fn parse_board(text: &str) -> Result<Board, BoardError> {
+    if text.len() > MAX_BOARD_CHARS {
+        let chars = text.chars().count();
+        if chars > MAX_BOARD_CHARS {
+            return Err(BoardError::TooLong {
+                chars,
+                max: MAX_BOARD_CHARS,
+            });
+        }
+    }
     let tokens = tokenize(text)?;
     let values = if tokens.first().is_some_and(|t| t.kind == Kind::Open) {
         parse_braced(&tokens)?
@@ -64,6 +76,8 @@ fn tokenize(text: &str) -> Result<Vec<Token>, BoardError> {
                 }
                 Kind::Number(value)
             }
+            // What lossy decoding leaves where a file had bytes that are not UTF-8.
+            char::REPLACEMENT_CHARACTER => return Err(BoardError::NotText { column }),
             found => return Err(BoardError::UnexpectedChar { found, column }),
         };
         tokens.push(Token { kind, column });
@@ -196,6 +210,14 @@ mod tests {
         assert!(msg("{{1,2,3},{4,5,6}").contains("never closed"));
         assert!(msg("99999999999999999999999,1,2,3,4,5,6,7,0").contains("out of range"));
         let six = (0..36).map(|v| v.to_string()).collect::<Vec<_>>().join(",");
-        assert!(msg(&six).contains("6x6 board, an unsupported size"));
+        assert!(msg(&six).contains("6x6 board, an unsupported size"));        assert_eq!(msg("1,2,\0"), "unexpected '\\0' at column 5");
+        assert_eq!(
+            msg("1,\u{fffd}"),
+            "bytes that are not UTF-8 text at column 3 (is this a binary file?)"
+        );
+        assert_eq!(
+            msg(&"1,".repeat(600)),
+            "1200 characters is far too long for a board (at most 1000)"
+        );
     }
 }

@@ -1,130 +1,33 @@
 //! The distributed system as processes: a coordinator and two workers on 127.0.0.1, real gRPC,
 //! real sled files; the coordinator is killed and restarted.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod common;
 
-const BIN: &str = env!("CARGO_BIN_EXE_tilesolve");
+use std::process::Command;
 
-/// A child process killed when dropped, so a failing test leaves nothing running.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts a coordinator on a free port; returns it and its URL.
-fn coordinator(data: &Path, extra: &[&str]) -> (Process, String) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .args(extra)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start coordinator");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let address = loop {
-        let line = lines.next().expect("coordinator output").expect("readable");
-        if let Some(address) = line.strip_prefix("tilesolve coordinator on ") {
-            break address.trim().to_string();
-        }
-    };
-    // Keep draining its log so it never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    (Process(child), format!("http://{address}"))
-}
-
-/// Starts a worker with its own data directory; its log goes to `data.log`.
-fn worker(url: &str, data: &Path) -> Process {
-    let log = std::fs::File::create(data.with_extension("log")).expect("worker log");
-    let child = Command::new(BIN)
-        .args(["worker", "--threads", "1", "--coordinator", url, "--data"])
-        .arg(data)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("start worker");
-    Process(child)
-}
-
-fn run(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("run tilesolve");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
-/// 22 15-puzzles with published optimal lengths: the ten of examples15 and twelve of Korf's.
-fn batch_file(dir: &Path) -> (std::path::PathBuf, Vec<(String, u64)>) {
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/");
-    let mut boards = Vec::new();
-    for (file, take) in [("examples15.txt", 10), ("korf100-blank-last.txt", 12)] {
-        let text = std::fs::read_to_string(format!("{data}{file}")).unwrap();
-        for line in text.lines().filter(|l| !l.starts_with('#')).take(take) {
-            let (board, facts) = line.split_once(" # ").unwrap();
-            let optimal = facts
-                .split_whitespace()
-                .find_map(|f| f.strip_prefix("optimal="))
-                .unwrap()
-                .parse()
-                .unwrap();
-            boards.push((board.to_string(), optimal));
-        }
-    }
-    let path = dir.join("batch.txt");
-    let mut text = String::from("# 22 boards and one bad line\n");
-    for (index, (board, _)) in boards.iter().enumerate() {
-        text.push_str(board);
-        text.push('\n');
-        if index == 4 {
-            text.push_str("1,2,3,x\n");
-        }
-    }
-    std::fs::write(&path, text).unwrap();
-    (path, boards)
-}
-
-fn lengths(json_lines: &str) -> Vec<(String, Option<u64>)> {
-    json_lines
-        .lines()
-        .map(|line| {
-            let value: serde_json::Value =
-                serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
-            (
-                value["board"].as_str().unwrap_or_default().to_string(),
-                value["length"].as_u64(),
-            )
-        })
-        .collect()
-}
+use common::{assert_optimal, known_boards, lengths, run, worker, write_batch, Coordinator, BIN};
 
 #[test]
 fn coordinator_and_two_workers_solve_optimally_and_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("coordinator");
-    let (path, boards) = batch_file(dir.path());
+    let boards = known_boards(12);
+    let path = dir.path().join("batch.txt");
+    write_batch(&path, &boards, true);
     let batch_path = path.to_str().unwrap();
 
     // Splitting after 20,000 nodes sends the harder puzzles out as many subtree tasks, and a
     // subtree budget of 10,000 sends large subtrees back split into their children.
-    let (server, url) = coordinator(
+    let server = Coordinator::start(
         &store,
+        "127.0.0.1:0",
         &["--split-after", "20000", "--subtree-budget", "10000"],
+        &[],
     );
+    let url = server.url();
     let _workers = [
-        worker(&url, &dir.path().join("w1")),
-        worker(&url, &dir.path().join("w2")),
+        worker(&url, &dir.path().join("w1"), &[]),
+        worker(&url, &dir.path().join("w2"), &[]),
     ];
     let (ok, stdout, stderr) = run(&[
         "submit",
@@ -149,13 +52,7 @@ fn coordinator_and_two_workers_solve_optimally_and_survive_a_restart() {
         stdout.contains("\"line\":7") && stdout.contains("unexpected 'x' at column 7"),
         "{stdout}"
     );
-    for (board, optimal) in &boards {
-        let found = results
-            .iter()
-            .find(|(b, _)| b == board)
-            .unwrap_or_else(|| panic!("{board} missing"));
-        assert_eq!(found.1, Some(*optimal), "{board}");
-    }
+    assert_optimal(&results, &boards);
 
     // The workers had no pattern databases: they fetched the coordinator's, checksums verified.
     for name in ["w1", "w2"] {
@@ -176,8 +73,9 @@ fn coordinator_and_two_workers_solve_optimally_and_survive_a_restart() {
     }
 
     // Kill the coordinator outright and start another on the same files.
-    drop(server);
-    let (_server, url) = coordinator(&store, &[]);
+    server.process.kill();
+    let server = Coordinator::start(&store, "127.0.0.1:0", &[], &[]);
+    let url = server.url();
     let (ok, stdout, _) = run(&["results", "--coordinator", &url, "--json", "1"]);
     assert!(!ok, "one item failed");
     assert_eq!(
@@ -222,7 +120,8 @@ fn a_worker_with_a_different_pattern_database_is_refused() {
     bytes[80] ^= 1;
     std::fs::write(worker_dir.join(name), bytes).unwrap();
 
-    let (_server, url) = coordinator(&coordinator_dir, &[]);
+    let server = Coordinator::start(&coordinator_dir, "127.0.0.1:0", &[], &[]);
+    let url = server.url();
     let output = Command::new(BIN)
         .args(["worker", "--threads", "1", "--coordinator", &url, "--data"])
         .arg(&worker_dir)

@@ -1,0 +1,222 @@
+//! Helpers for the process-level tests: the `tilesolve` binary started as coordinators, workers
+//! and clients on 127.0.0.1, each killed when its handle is dropped.
+
+#![allow(dead_code)] // each test crate uses a different subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_tilesolve");
+
+/// A child process killed (SIGKILL) when dropped, so a failing test leaves nothing running.
+pub struct Process(pub Child);
+
+impl Process {
+    /// SIGKILL, as a crash would: no shutdown code runs.
+    pub fn kill(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+
+    /// Waits for the process to exit by itself and collects its piped output.
+    pub fn wait_with_output(mut self) -> std::process::Output {
+        use std::io::Read;
+        let mut stderr = self.0.stderr.take();
+        let errors = std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(pipe) = stderr.as_mut() {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            text
+        });
+        let mut stdout = Vec::new();
+        if let Some(pipe) = self.0.stdout.as_mut() {
+            let _ = pipe.read_to_end(&mut stdout);
+        }
+        let status = self.0.wait().expect("wait for the process");
+        std::process::Output {
+            status,
+            stdout,
+            stderr: errors.join().unwrap_or_default(),
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Polls `condition` every 50 ms for up to `limit`; panics with `what` if it never holds.
+pub fn wait_until<T>(what: &str, limit: Duration, mut condition: impl FnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = condition() {
+            return value;
+        }
+        assert!(started.elapsed() < limit, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A running coordinator: its process, its address and its log file.
+pub struct Coordinator {
+    pub process: Process,
+    pub address: String,
+    pub log: PathBuf,
+}
+
+impl Coordinator {
+    /// Starts `serve` on `listen` (e.g. `127.0.0.1:0`) with its log in `data.log`.
+    pub fn start(data: &Path, listen: &str, extra: &[&str], env: &[(&str, &str)]) -> Coordinator {
+        let log = data.with_extension("log");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("coordinator log");
+        let start = std::fs::metadata(&log).map_or(0, |m| m.len()) as usize;
+        let child = Command::new(BIN)
+            .args(["serve", "--listen", listen, "--data"])
+            .arg(data)
+            .args(extra)
+            .envs(env.iter().copied())
+            .env_remove("TILESOLVE_TOKEN")
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("start coordinator");
+        let process = Process(child);
+        let address = wait_until("the coordinator to listen", Duration::from_secs(60), || {
+            let text = std::fs::read_to_string(&log).ok()?;
+            text.get(start..)?
+                .lines()
+                .find_map(|line| line.strip_prefix("tilesolve coordinator on "))
+                .map(|a| a.trim().to_string())
+        });
+        Coordinator {
+            process,
+            address,
+            log,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// Starts a worker with one thread and its own data directory; its log goes to `data.log`.
+pub fn worker(url: &str, data: &Path, extra: &[&str]) -> Process {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(data.with_extension("log"))
+        .expect("worker log");
+    let child = Command::new(BIN)
+        .args(["worker", "--threads", "1", "--coordinator", url, "--data"])
+        .arg(data)
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .env_remove("TILESOLVE_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start worker");
+    Process(child)
+}
+
+/// Runs the binary to completion: (success, stdout, stderr).
+pub fn run(args: &[&str]) -> (bool, String, String) {
+    run_with_env(args, &[])
+}
+
+pub fn run_with_env(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
+    let output = Command::new(BIN)
+        .args(args)
+        .env_remove("TILESOLVE_TOKEN")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run tilesolve");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// 15-puzzles with published optimal lengths: the ten of examples15 and the first `korf` of
+/// Korf's 100 (tests/data).
+pub fn known_boards(korf: usize) -> Vec<(String, u64)> {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/");
+    let mut boards = Vec::new();
+    for (file, take) in [("examples15.txt", 10), ("korf100-blank-last.txt", korf)] {
+        let text = std::fs::read_to_string(format!("{data}{file}")).unwrap();
+        for line in text.lines().filter(|l| !l.starts_with('#')).take(take) {
+            let (board, facts) = line.split_once(" # ").unwrap();
+            let optimal = facts
+                .split_whitespace()
+                .find_map(|f| f.strip_prefix("optimal="))
+                .unwrap()
+                .parse()
+                .unwrap();
+            boards.push((board.to_string(), optimal));
+        }
+    }
+    boards
+}
+
+/// Writes `boards` as a batch file, with the bad line `1,2,3,x` after the fifth board when
+/// `bad_line` is set.
+pub fn write_batch(path: &Path, boards: &[(String, u64)], bad_line: bool) {
+    let mut text = format!("# {} boards\n", boards.len());
+    for (index, (board, _)) in boards.iter().enumerate() {
+        text.push_str(board);
+        text.push('\n');
+        if bad_line && index == 4 {
+            text.push_str("1,2,3,x\n");
+        }
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+/// (board, length) of each JSON line of `results --json` or `submit --wait --json`.
+pub fn lengths(json_lines: &str) -> Vec<(String, Option<u64>)> {
+    json_lines
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            (
+                value["board"].as_str().unwrap_or_default().to_string(),
+                value["length"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+/// Asserts that every known board was answered with its published optimal length.
+pub fn assert_optimal(results: &[(String, Option<u64>)], boards: &[(String, u64)]) {
+    for (board, optimal) in boards {
+        let found = results
+            .iter()
+            .find(|(b, _)| b == board)
+            .unwrap_or_else(|| panic!("{board} missing from {results:?}"));
+        assert_eq!(found.1, Some(*optimal), "{board}");
+    }
+}
+
+/// A batch's status from `status --json`.
+pub fn status(url: &str, batch: &str, extra: &[&str]) -> Option<serde_json::Value> {
+    let mut args = vec!["status", "--coordinator", url, "--json", batch];
+    args.extend_from_slice(extra);
+    let (ok, stdout, _) = run(&args);
+    ok.then(|| serde_json::from_str(stdout.trim()).ok())?
+}

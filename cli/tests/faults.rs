@@ -1,0 +1,124 @@
+//! Crashes mid-batch, as processes: a worker killed with SIGKILL, and a coordinator killed with
+//! SIGKILL and restarted on the same port and files while its workers and a `submit --wait`
+//! client keep running. Every acknowledged puzzle must still finish with its published optimal
+//! length.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{
+    assert_optimal, known_boards, lengths, run, status, wait_until, worker, write_batch,
+    Coordinator, Process, BIN,
+};
+
+/// Small budgets, so puzzles are split into many subtree tasks and a crash always catches some
+/// leased; a one-second lease timeout, so a dead worker's tasks come back quickly.
+const SERVE: [&str; 6] = [
+    "--split-after",
+    "20000",
+    "--subtree-budget",
+    "10000",
+    "--lease-timeout",
+    "1",
+];
+
+/// Waits until the batch has some answers but is not done: the moment to crash something.
+fn wait_for_mid_batch(url: &str, batch: &str) {
+    wait_until("the batch to be under way", Duration::from_secs(120), || {
+        let status = status(url, batch, &[])?;
+        assert_eq!(status["done"], false, "the batch ended before the crash");
+        (status["solved"].as_u64()? >= 2).then_some(())
+    });
+}
+
+#[test]
+fn a_worker_killed_mid_batch_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let boards = known_boards(12);
+    let path = dir.path().join("batch.txt");
+    write_batch(&path, &boards, false);
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &SERVE, &[]);
+    let url = server.url();
+    let doomed = worker(&url, &dir.path().join("w1"), &[]);
+    let _survivor = worker(&url, &dir.path().join("w2"), &[]);
+    let (ok, stdout, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "pdb:5-5-5",
+        path.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let batch = stdout.trim().to_string();
+
+    wait_for_mid_batch(&url, &batch);
+    doomed.kill();
+
+    wait_until("the batch to finish", Duration::from_secs(300), || {
+        (status(&url, &batch, &[])?["done"] == true).then_some(())
+    });
+    let (ok, stdout, _) = run(&["results", "--coordinator", &url, "--json", &batch]);
+    assert!(ok, "every board solved:\n{stdout}");
+    assert_optimal(&lengths(&stdout), &boards);
+    let log = server.log_text();
+    assert!(log.contains("worker lost"), "{log}");
+    assert!(
+        log.contains("expired leases returned to the queue"),
+        "the killed worker held tasks:\n{log}"
+    );
+}
+
+#[test]
+fn a_coordinator_killed_mid_batch_resumes_on_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let boards = known_boards(12);
+    let path = dir.path().join("batch.txt");
+    write_batch(&path, &boards, false);
+    let data = dir.path().join("coordinator");
+    let server = Coordinator::start(&data, "127.0.0.1:0", &SERVE, &[]);
+    let (address, url) = (server.address.clone(), server.url());
+    let _workers = [
+        worker(&url, &dir.path().join("w1"), &[]),
+        worker(&url, &dir.path().join("w2"), &[]),
+    ];
+    // The client waits through the crash: it must reconnect by itself.
+    let client = Process(
+        Command::new(BIN)
+            .args(["submit", "--coordinator", &url, "--heuristic", "pdb:5-5-5"])
+            .args(["--wait", "--json"])
+            .arg(&path)
+            .env_remove("TILESOLVE_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start submit --wait"),
+    );
+    wait_until("the batch to be accepted", Duration::from_secs(60), || {
+        status(&url, "1", &[]).map(drop)
+    });
+    wait_for_mid_batch(&url, "1");
+    server.process.kill();
+    std::thread::sleep(Duration::from_millis(500));
+    let server = Coordinator::start(&data, &address, &SERVE, &[]);
+
+    let output = client.wait_with_output();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results = lengths(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(results.len(), boards.len());
+    assert_optimal(&results, &boards);
+    for name in ["w1", "w2"] {
+        let log = std::fs::read_to_string(dir.path().join(format!("{name}.log"))).unwrap();
+        assert!(
+            log.matches("registered with coordinator").count() >= 2,
+            "{name} registered again with the restarted coordinator:\n{log}"
+        );
+    }
+    assert!(server.log_text().matches("coordinator serving").count() == 2);
+}
