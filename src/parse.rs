@@ -210,7 +210,8 @@ mod tests {
         assert!(msg("{{1,2,3},{4,5,6}").contains("never closed"));
         assert!(msg("99999999999999999999999,1,2,3,4,5,6,7,0").contains("out of range"));
         let six = (0..36).map(|v| v.to_string()).collect::<Vec<_>>().join(",");
-        assert!(msg(&six).contains("6x6 board, an unsupported size"));        assert_eq!(msg("1,2,\0"), "unexpected '\\0' at column 5");
+        assert!(msg(&six).contains("6x6 board, an unsupported size"));
+        assert_eq!(msg("1,2,\0"), "unexpected '\\0' at column 5");
         assert_eq!(
             msg("1,\u{fffd}"),
             "bytes that are not UTF-8 text at column 3 (is this a binary file?)"

@@ -60,8 +60,12 @@ fn piece() -> impl Strategy<Value = String> {
 
 /// A permutation of 0..n, written in one of the accepted forms or slightly broken.
 fn near_valid() -> impl Strategy<Value = String> {
-    (prop_oneof![Just(9usize), Just(16), Just(25)], any::<u64>(), 0u8..6).prop_map(
-        |(n, seed, damage)| {
+    (
+        prop_oneof![Just(9usize), Just(16), Just(25)],
+        any::<u64>(),
+        0u8..6,
+    )
+        .prop_map(|(n, seed, damage)| {
             let mut tiles: Vec<usize> = (0..n).collect();
             let mut state = seed | 1;
             for i in (1..n).rev() {
@@ -86,8 +90,7 @@ fn near_valid() -> impl Strategy<Value = String> {
                 4 => format!("{},{}", text.join(","), tiles[0]),
                 _ => text.join(",,"),
             }
-        },
-    )
+        })
 }
 
 proptest! {
@@ -136,7 +139,11 @@ fn odd_files_give_an_error_per_line() {
         })
         .collect();
     assert_eq!(outcomes.len(), 5);
-    assert_eq!(outcomes[0], (1, Ok("1,2,3,4,5,6,7,8,0".into())), "BOM and CRLF");
+    assert_eq!(
+        outcomes[0],
+        (1, Ok("1,2,3,4,5,6,7,8,0".into())),
+        "BOM and CRLF"
+    );
     assert_eq!(
         outcomes[1],
         (
@@ -144,10 +151,7 @@ fn odd_files_give_an_error_per_line() {
             Err("bytes that are not UTF-8 text at column 5 (is this a binary file?)".into())
         )
     );
-    assert_eq!(
-        outcomes[2],
-        (3, Err("unexpected '\\0' at column 1".into()))
-    );
+    assert_eq!(outcomes[2], (3, Err("unexpected '\\0' at column 1".into())));
     assert_eq!(
         outcomes[3],
         (

@@ -26,11 +26,15 @@ const SERVE: [&str; 6] = [
 
 /// Waits until the batch has some answers but is not done: the moment to crash something.
 fn wait_for_mid_batch(url: &str, batch: &str) {
-    wait_until("the batch to be under way", Duration::from_secs(120), || {
-        let status = status(url, batch, &[])?;
-        assert_eq!(status["done"], false, "the batch ended before the crash");
-        (status["solved"].as_u64()? >= 2).then_some(())
-    });
+    wait_until(
+        "the batch to be under way",
+        Duration::from_secs(120),
+        || {
+            let status = status(url, batch, &[])?;
+            assert_eq!(status["done"], false, "the batch ended before the crash");
+            (status["solved"].as_u64()? >= 2).then_some(())
+        },
+    );
 }
 
 #[test]

@@ -379,14 +379,7 @@ impl Scheduler {
             .iter()
             .filter(|i| i.status == ItemStatus::Queued)
             .count();
-        if self.puzzles.len() + queued > self.config.max_pending_puzzles {
-            return Err(SchedulerError::ResourceExhausted(format!(
-                "the coordinator holds {} unfinished puzzles; {queued} more would pass its limit of {}: \
-                 resubmit when some have finished",
-                self.puzzles.len(),
-                self.config.max_pending_puzzles
-            )));
-        }
+        self.check_capacity(queued)?;
         let batch = self
             .store
             .create_batch(&choice.to_string(), &items, now_unix_ms())?;
@@ -403,6 +396,21 @@ impl Scheduler {
             invalid,
             from_store,
         })
+    }
+
+    /// Refuses `puzzles` more unfinished puzzles if they would pass the configured limit. Called
+    /// with the count of board lines before any work is done for a batch (a refused batch must
+    /// not first trigger a pattern database build), and again with the exact count in `submit`.
+    pub fn check_capacity(&self, puzzles: usize) -> Result<(), SchedulerError> {
+        if self.puzzles.len() + puzzles > self.config.max_pending_puzzles {
+            return Err(SchedulerError::ResourceExhausted(format!(
+                "the coordinator holds {} unfinished puzzles; {puzzles} more would pass its limit of {}: \
+                 resubmit when some have finished",
+                self.puzzles.len(),
+                self.config.max_pending_puzzles
+            )));
+        }
+        Ok(())
     }
 
     /// Makes sure the pattern databases a batch needs are on disk, building any that are

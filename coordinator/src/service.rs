@@ -5,6 +5,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use tilesolve::batch_file::BatchLine;
 use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::proto::v1 as pb;
@@ -206,6 +207,16 @@ impl pb::tilesolve_server::Tilesolve for Service {
         // threads.
         let pdbs = self.pdbs.clone();
         let submitted = tokio::task::spawn_blocking(move || {
+            let boards = request
+                .lines
+                .iter()
+                .enumerate()
+                .filter(|(number, raw)| BatchLine::read(number + 1, raw).is_some())
+                .count();
+            scheduler
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .check_capacity(boards)?;
             Scheduler::prepare(
                 &pdbs,
                 &request.lines,

@@ -1,0 +1,398 @@
+//! Who gets in and what they may send, as processes: token auth, TLS, limits, and malformed
+//! RPCs from a hand-made gRPC client. Each test ends by checking that the coordinator still
+//! solves an acknowledged batch with its published optimal lengths.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::{
+    assert_optimal, known_boards, lengths, run, run_with_env, worker, write_batch, Coordinator,
+};
+use tilesolve::proto::v1 as pb;
+use tonic::Code;
+
+/// Submits the ten examples15 boards through `args` and checks every length.
+fn solves_optimally(dir: &Path, args: &[&str], env: &[(&str, &str)]) {
+    let boards = known_boards(0);
+    let path = dir.join("examples.txt");
+    write_batch(&path, &boards, false);
+    let mut all = vec!["submit", "--heuristic", "pdb:5-5-5", "--wait", "--json"];
+    all.extend_from_slice(args);
+    all.push(path.to_str().unwrap());
+    let (ok, stdout, stderr) = run_with_env(&all, env);
+    assert!(ok, "{stderr}");
+    assert_optimal(&lengths(&stdout), &boards);
+}
+
+#[test]
+fn calls_without_the_token_are_refused_and_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = [("TILESOLVE_TOKEN", "s3cret-token")];
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &secret);
+    let url = server.url();
+    let path = dir.path().join("one.txt");
+    std::fs::write(&path, "8,6,7,2,5,4,3,0,1\n").unwrap();
+    let submit = ["submit", "--coordinator", &url, path.to_str().unwrap()];
+
+    let (ok, _, stderr) = run(&submit);
+    assert!(!ok);
+    assert!(stderr.contains("Unauthenticated: no token"), "{stderr}");
+    let (ok, _, stderr) = run_with_env(&submit, &[("TILESOLVE_TOKEN", "guess")]);
+    assert!(!ok);
+    assert!(stderr.contains("Unauthenticated: wrong token"), "{stderr}");
+    let (ok, _, stderr) = run(&["batches", "--coordinator", &url, "--token", "s3cret-tokens"]);
+    assert!(!ok && stderr.contains("wrong token"), "{stderr}");
+
+    // A worker without the token is turned away at once rather than retrying forever.
+    let output = std::process::Command::new(common::BIN)
+        .args(["worker", "--threads", "1", "--coordinator", &url, "--data"])
+        .arg(dir.path().join("intruder"))
+        .env_remove("TILESOLVE_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("refused this worker: Unauthenticated"),
+        "{stderr}"
+    );
+
+    let log = server.log_text();
+    assert!(log.contains("refused a call") && log.contains("reason=\"no token\""));
+    assert!(log.contains("reason=\"wrong token\""), "{log}");
+    assert!(!log.contains("s3cret-token"), "the token is never logged");
+
+    let _worker = worker(&url, &dir.path().join("w1"), &["--token", "s3cret-token"]);
+    solves_optimally(dir.path(), &["--coordinator", &url], &secret);
+}
+
+/// A certificate authority and a server certificate for `localhost` it signed, as PEM files.
+fn certificates(dir: &Path) -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+    let mut ca_params = CertificateParams::new(Vec::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let server_key = KeyPair::generate().unwrap();
+    let server_cert = CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&server_key, &issuer)
+        .unwrap();
+    let write = |name: &str, pem: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, pem).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    (
+        write("ca.pem", ca_cert.pem()),
+        write("server.pem", server_cert.pem()),
+        write("server.key", server_key.serialize_pem()),
+    )
+}
+
+#[test]
+fn tls_with_a_private_authority() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(dir.path());
+    let secret = [("TILESOLVE_TOKEN", "tls-token")];
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        &["--tls-cert", &cert, "--tls-key", &key],
+        &secret,
+    );
+    // The certificate names localhost; the address is an IP, so the name is given.
+    let url = format!("https://{}", server.address);
+    let tls = ["--tls-ca", ca.as_str(), "--tls-domain", "localhost"];
+
+    let (ok, _, stderr) = run_with_env(&["batches", "--coordinator", &url], &secret);
+    assert!(!ok, "a client that does not trust the authority is refused");
+    assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
+    let plain = server.url();
+    let (ok, _, _) = run_with_env(&["batches", "--coordinator", &plain], &secret);
+    assert!(!ok, "plain HTTP/2 to a TLS port fails");
+
+    let mut worker_args = vec!["--token", "tls-token"];
+    worker_args.extend_from_slice(&tls);
+    let _worker = worker(&url, &dir.path().join("w1"), &worker_args);
+    let mut args = vec!["--coordinator", url.as_str()];
+    args.extend_from_slice(&tls);
+    solves_optimally(dir.path(), &args, &secret);
+}
+
+#[test]
+fn limits_refuse_with_resource_exhausted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        &["--max-pending", "10"],
+        &[],
+    );
+    let url = server.url();
+    // Ten unfinished puzzles fit (no worker yet); more do not.
+    let boards = known_boards(0);
+    let path = dir.path().join("ten.txt");
+    write_batch(&path, &boards, false);
+    let (ok, _, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "pdb:5-5-5",
+        path.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let more = dir.path().join("more.txt");
+    write_batch(&more, &known_boards(3)[9..], false);
+    let (ok, _, stderr) = run(&["submit", "--coordinator", &url, more.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("ResourceExhausted") && stderr.contains("limit of 10"),
+        "{stderr}"
+    );
+
+    // Files past the batch limits are refused before anything is sent.
+    let huge = dir.path().join("huge.txt");
+    std::fs::write(&huge, "1,2,3,4,5,6,7,0,8\n".repeat(100_001)).unwrap();
+    let (ok, _, stderr) = run(&["submit", "--coordinator", &url, huge.to_str().unwrap()]);
+    assert!(!ok && stderr.contains("at most 100000"), "{stderr}");
+
+    // The acknowledged ten still finish optimally once a worker comes.
+    let _worker = worker(&url, &dir.path().join("w1"), &[]);
+    common::wait_until("the batch to finish", Duration::from_secs(300), || {
+        (common::status(&url, "1", &[])?["done"] == true).then_some(())
+    });
+    let (ok, stdout, _) = run(&["results", "--coordinator", &url, "--json", "1"]);
+    assert!(ok);
+    assert_optimal(&lengths(&stdout), &boards);
+}
+
+/// The status code of a call's outcome (every refusal must say why).
+fn code<T>(result: Result<tonic::Response<T>, tonic::Status>) -> Code {
+    match result {
+        Ok(_) => Code::Ok,
+        Err(status) => {
+            assert!(!status.message().is_empty(), "{status:?}");
+            status.code()
+        }
+    }
+}
+
+/// A message whose field 1 is a number where `SubmitBatchRequest` has strings: bytes that do
+/// not decode as the request at all.
+#[derive(Clone, PartialEq, prost::Message)]
+struct NotASubmission {
+    #[prost(uint64, tag = "1")]
+    lines: u64,
+}
+
+#[test]
+fn malformed_rpcs_are_refused_without_harm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(url.clone())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut client = pb::tilesolve_client::TilesolveClient::new(channel.clone());
+        let mut workers = pb::workers_client::WorkersClient::new(channel.clone());
+
+        let submit = |lines: Vec<&str>, heuristic: &str, goal: &str| pb::SubmitBatchRequest {
+            lines: lines.into_iter().map(String::from).collect(),
+            heuristic: heuristic.into(),
+            goal: goal.into(),
+        };
+
+        // Client API.
+        let refusals = [
+            (submit(vec![], "", ""), "no lines"),
+            (submit(vec!["# only a comment", ""], "", ""), "no boards"),
+            (submit(vec!["8,6,7,2,5,4,3,0,1"], "bogus", ""), "heuristic"),
+            (
+                submit(vec!["8,6,7,2,5,4,3,0,1"], "pdb:../../x", ""),
+                "pdb name",
+            ),
+            (submit(vec!["8,6,7,2,5,4,3,0,1"], "", "1,2"), "goal"),
+        ];
+        for (request, what) in refusals {
+            assert_eq!(
+                code(client.submit_batch(request).await),
+                Code::InvalidArgument,
+                "{what}"
+            );
+        }
+        for board in ["", "\0\0\0", "1,2,3", &"9".repeat(5000)] {
+            let request = pb::QueryRequest {
+                board: board.into(),
+                goal: String::new(),
+            };
+            assert_eq!(
+                code(client.query(request).await),
+                Code::InvalidArgument,
+                "{board:.20}"
+            );
+        }
+        assert_eq!(
+            code(client.get_batch(pb::GetBatchRequest { batch_id: 0 }).await),
+            Code::NotFound
+        );
+        assert_eq!(
+            code(
+                client
+                    .watch_batch(pb::WatchBatchRequest { batch_id: u64::MAX })
+                    .await
+            ),
+            Code::NotFound
+        );
+        assert_eq!(
+            code(
+                client
+                    .cancel_batch(pb::CancelBatchRequest { batch_id: 7 })
+                    .await
+            ),
+            Code::NotFound
+        );
+
+        // Worker API.
+        let register = |threads: u32, protocol_version: u32, pdb: &str| pb::RegisterRequest {
+            threads,
+            protocol_version,
+            host: "fuzz".into(),
+            pdbs: if pdb.is_empty() {
+                Vec::new()
+            } else {
+                vec![pb::PdbFile {
+                    name: pdb.into(),
+                    checksum: 1,
+                }]
+            },
+        };
+        for (request, expected, what) in [
+            (
+                register(1, 0, ""),
+                Code::InvalidArgument,
+                "no protocol version",
+            ),
+            (register(0, 1, ""), Code::InvalidArgument, "no threads"),
+            (
+                register(1 << 30, 1, ""),
+                Code::InvalidArgument,
+                "a billion threads",
+            ),
+            (
+                register(1, 1, "../../etc/passwd"),
+                Code::InvalidArgument,
+                "a path for a pdb",
+            ),
+            (
+                register(1, 99, ""),
+                Code::FailedPrecondition,
+                "another protocol",
+            ),
+        ] {
+            assert_eq!(code(workers.register(request).await), expected, "{what}");
+        }
+        let poll = |worker_id: u64, results: Vec<pb::TaskResult>| pb::PollRequest {
+            worker_id,
+            free_slots: u32::MAX,
+            results,
+        };
+        assert_eq!(
+            code(workers.poll(poll(12345, vec![])).await),
+            Code::NotFound,
+            "unknown worker"
+        );
+        assert_eq!(
+            code(
+                workers
+                    .heartbeat(pb::HeartbeatRequest {
+                        worker_id: 0,
+                        running: vec![1, 2]
+                    })
+                    .await
+            ),
+            Code::NotFound
+        );
+        let worker_id = workers
+            .register(register(1, 1, ""))
+            .await
+            .unwrap()
+            .into_inner()
+            .worker_id;
+        let result = |outcome| pb::TaskResult {
+            task_id: 1,
+            nodes: 5,
+            seconds: 0.0,
+            outcome,
+        };
+        use pb::task_result::Outcome;
+        for (bad, what) in [
+            (result(None), "no outcome"),
+            (
+                result(Some(Outcome::Found("UXD".into()))),
+                "bad move letters",
+            ),
+            (
+                result(Some(Outcome::Split(pb::SplitChildren {
+                    moves: "Q".into(),
+                    pruned_min_f: 9,
+                }))),
+                "bad child",
+            ),
+        ] {
+            assert_eq!(
+                code(workers.poll(poll(worker_id, vec![bad])).await),
+                Code::InvalidArgument,
+                "{what}"
+            );
+        }
+        // A well-formed report for a task this worker never held is ignored.
+        let stray = result(Some(Outcome::Found("U".into())));
+        assert_eq!(
+            code(workers.poll(poll(worker_id, vec![stray])).await),
+            Code::Ok
+        );
+        for name in ["", "../store/db", ".hidden.pdb", "x.txt"] {
+            let request = pb::FetchPdbRequest {
+                file_name: name.into(),
+            };
+            assert_eq!(
+                code(workers.fetch_pdb(request).await),
+                Code::InvalidArgument,
+                "{name}"
+            );
+        }
+
+        // Bytes that are not the request at all: gRPC's status for an undecodable message.
+        let mut raw = tonic::client::Grpc::new(channel);
+        raw.ready().await.unwrap();
+        let undecodable = raw
+            .unary(
+                tonic::Request::new(NotASubmission { lines: 7 }),
+                "/tilesolve.v1.Tilesolve/SubmitBatch".parse().unwrap(),
+                tonic_prost::ProstCodec::<NotASubmission, pb::SubmitBatchResponse>::default(),
+            )
+            .await;
+        assert_eq!(code(undecodable), Code::Internal);
+    });
+
+    // Still up, still right.
+    let _worker = worker(&url, &dir.path().join("w1"), &[]);
+    solves_optimally(dir.path(), &["--coordinator", &url], &[]);
+    assert!(
+        server.process.0.try_wait().unwrap().is_none(),
+        "the coordinator is still running"
+    );
+}
