@@ -24,7 +24,7 @@ fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)
@@ -76,7 +76,7 @@ fn read_file(path: &PathBuf, what: &str) -> anyhow::Result<Vec<u8>> {
 pub struct ConnectArgs {
     /// The coordinator's address; `https://` for TLS.
     #[arg(long, default_value = DEFAULT_COORDINATOR)]
-    coordinator: String,
+    pub(crate) coordinator: String,
     /// Bearer token the coordinator requires.
     #[arg(long, env = "TILESOLVE_TOKEN", hide_env_values = true)]
     token: Option<String>,
@@ -89,7 +89,7 @@ pub struct ConnectArgs {
 }
 
 impl ConnectArgs {
-    fn options(&self) -> anyhow::Result<ConnectOptions> {
+    pub(crate) fn options(&self) -> anyhow::Result<ConnectOptions> {
         Ok(ConnectOptions {
             url: self.coordinator.clone(),
             token: self.token.clone().filter(|t| !t.is_empty()),
@@ -229,9 +229,9 @@ pub struct QueryArgs {
     board: String,
 }
 
-type Client = pb::tilesolve_client::TilesolveClient<AuthChannel>;
+pub(crate) type Client = pb::tilesolve_client::TilesolveClient<AuthChannel>;
 
-async fn client(options: &ConnectOptions) -> anyhow::Result<Client> {
+pub(crate) async fn client(options: &ConnectOptions) -> anyhow::Result<Client> {
     let channel = options.connect().await?;
     Ok(pb::tilesolve_client::TilesolveClient::new(channel)
         .max_decoding_message_size(server::MAX_MESSAGE_BYTES)

@@ -3,6 +3,7 @@
 
 mod bench;
 mod distributed;
+mod load;
 mod options;
 mod pdb;
 mod progress;
@@ -50,6 +51,9 @@ enum Command {
     Batches(distributed::ListArgs),
     /// Cancel a batch.
     Cancel(distributed::CancelArgs),
+    /// Load-test a running coordinator: concurrent clients submitting and querying for a fixed
+    /// time; prints throughput, latency percentiles and errors, then checks every answer.
+    Loadtest(load::LoadArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Command::Query(args) => distributed::query(args),
         Command::Batches(args) => distributed::list(args),
         Command::Cancel(args) => distributed::cancel(args),
+        Command::Loadtest(args) => load::run(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

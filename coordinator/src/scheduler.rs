@@ -155,6 +155,17 @@ struct WorkerInfo {
     last_seen: Instant,
 }
 
+/// Makes the store's writes durable; held outside the scheduler's lock, because a flush waits for
+/// the disk and everyone else would wait for the flush.
+#[derive(Clone)]
+pub struct Flusher(Store);
+
+impl Flusher {
+    pub fn flush(&self) -> Result<(), SchedulerError> {
+        Ok(self.0.flush()?)
+    }
+}
+
 /// What a sweep did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Swept {
@@ -182,6 +193,8 @@ pub struct Scheduler {
     batch_counts: HashMap<u64, (u32, u32, u32)>,
     batch_nodes: HashMap<u64, u64>,
     next_id: u64,
+    /// A batch finished since the last [`Scheduler::take_flush_due`].
+    flush_due: bool,
 }
 
 /// A request's heuristic name; empty means `default`.
@@ -278,6 +291,7 @@ impl Scheduler {
             batch_counts: HashMap::new(),
             batch_nodes: HashMap::new(),
             next_id: incarnation << 40,
+            flush_due: false,
         };
         for batch in scheduler.store.batches()? {
             if batch.cancelled {
@@ -943,16 +957,27 @@ impl Scheduler {
             self.store.put_item(batch, index, &item)?;
         }
         // Each answer is not flushed on its own (sled writes it out within half a second, and a
-        // lost answer is recomputed from the flushed batch), but a batch is on disk before it
-        // is reported done.
+        // lost answer is recomputed from the flushed batch); a finished batch is flushed by the
+        // caller, outside the lock (see `take_flush_due`).
         if self
             .batch_counts
             .get(&batch)
             .is_some_and(|&(total, solved, failed)| solved + failed == total)
         {
-            self.store.flush()?;
+            self.flush_due = true;
         }
         Ok(())
+    }
+
+    /// Whether a batch finished since the last call: its answers should then be flushed (with
+    /// [`Scheduler::flusher`], after the lock is released) before the worker's call returns.
+    pub fn take_flush_due(&mut self) -> bool {
+        std::mem::take(&mut self.flush_due)
+    }
+
+    /// A handle that flushes the store without the scheduler's lock.
+    pub fn flusher(&self) -> Flusher {
+        Flusher(self.store.clone())
     }
 
     /// A batch's progress.
@@ -1119,6 +1144,7 @@ mod tests {
                 (7, 1, 0)
             );
             run_to_completion(&mut scheduler, submitted.batch, 3);
+            scheduler.flusher().flush().unwrap();
             submitted.batch
         };
         // A new scheduler over the same files: everything is still there, and a resubmission is

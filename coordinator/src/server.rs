@@ -10,9 +10,9 @@ use tilesolve::pdb::PdbStore;
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::FILE_DESCRIPTOR_SET;
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 
 use tonic::service::interceptor::InterceptedService;
+use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, ServerTlsConfig};
 
 use crate::auth::TokenCheck;
@@ -126,6 +126,11 @@ pub async fn run(
         token = config.token.is_some(),
         "coordinator serving"
     );
+    // Replies span several writes; without TCP_NODELAY, Nagle's algorithm holds the last one
+    // for the peer's delayed ACK (~40 ms a call).
+    let incoming = TcpIncoming::from(listener)
+        .with_nodelay(Some(true))
+        .with_keepalive(Some(std::time::Duration::from_secs(30)));
     let mut builder = tonic::transport::Server::builder()
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
         .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
@@ -148,7 +153,7 @@ pub async fn run(
         ))
         .add_service(health_service)
         .add_service(InterceptedService::new(reflection, check))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await;
     sweeper.abort();
     Ok(result?)

@@ -15,7 +15,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, TaskOutcome, TaskSpec};
+use crate::scheduler::{BatchProgress, Flusher, Scheduler, SchedulerError, TaskOutcome, TaskSpec};
 use crate::store::{ItemStatus, StoredSolution};
 
 /// The one conversion from scheduler errors to gRPC statuses.
@@ -60,6 +60,7 @@ pub struct Service {
     /// The coordinator's pattern databases, for builds done outside the scheduler's lock.
     pdbs: PdbStore,
     heartbeat_interval: Duration,
+    flusher: Flusher,
     submissions: Arc<Semaphore>,
     watchers: Arc<Semaphore>,
 }
@@ -79,7 +80,12 @@ impl Service {
         heartbeat_interval: Duration,
         limits: Limits,
     ) -> Service {
+        let flusher = scheduler
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .flusher();
         Service {
+            flusher,
             scheduler,
             pdbs,
             heartbeat_interval,
@@ -206,6 +212,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
         // Pattern database builds (outside the lock), parsing and store writes: off the async
         // threads.
         let pdbs = self.pdbs.clone();
+        let flusher = self.flusher.clone();
         let submitted = tokio::task::spawn_blocking(move || {
             let boards = request
                 .lines
@@ -224,10 +231,13 @@ impl pb::tilesolve_server::Tilesolve for Service {
                 &request.goal,
                 &log_pdb_event,
             )?;
-            let mut scheduler = scheduler
+            let submitted = scheduler
                 .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            scheduler.submit(&request.lines, &request.heuristic, &request.goal)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .submit(&request.lines, &request.heuristic, &request.goal)?;
+            // On disk before it is acknowledged: from here on the batch survives a crash.
+            flusher.flush()?;
+            Ok::<_, SchedulerError>(submitted)
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
@@ -401,12 +411,20 @@ impl pb::workers_server::Workers for Service {
             .map(outcome_of)
             .collect::<Result<Vec<_>, _>>()?;
         let scheduler = self.scheduler.clone();
+        let flusher = self.flusher.clone();
         // Finishing an iteration splits the next one: CPU work, kept off the async threads.
         let (tasks, cancelled) = tokio::task::spawn_blocking(move || {
-            let mut scheduler = scheduler
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            scheduler.poll(request.worker_id, request.free_slots, results)
+            let (polled, flush_due) = {
+                let mut scheduler = scheduler
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let polled = scheduler.poll(request.worker_id, request.free_slots, results);
+                (polled, scheduler.take_flush_due())
+            };
+            if flush_due {
+                flusher.flush()?;
+            }
+            polled
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;

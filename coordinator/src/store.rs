@@ -203,7 +203,8 @@ impl Store {
         replay(board, goal, &moves).ok().map(|_| moves)
     }
 
-    /// Creates a batch with its items and flushes it to disk before returning its id.
+    /// Creates a batch with its items. Not flushed here: the caller flushes before it
+    /// acknowledges the batch, outside any lock (a flush waits for the disk).
     pub fn create_batch(
         &self,
         heuristic: &str,
@@ -224,7 +225,6 @@ impl Store {
         }
         self.items.apply_batch(writes)?;
         self.batches.insert(batch_key(id), encode(&batch))?;
-        self.db.flush()?;
         Ok(id)
     }
 
@@ -346,6 +346,7 @@ mod tests {
             let id = store
                 .create_batch("default", &[item("1,2,3,4,5,6,7,0,8"), item("bad")], 42)
                 .unwrap();
+            store.flush().unwrap();
             let mut second = item("bad");
             second.status = ItemStatus::Failed("unexpected 'b' at column 1".into());
             store.put_item(id, 1, &second).unwrap();

@@ -1,0 +1,314 @@
+//! `tilesolve loadtest`: many concurrent clients submitting small batches, querying stored
+//! solutions and reading batch status against a running coordinator for a fixed time; prints
+//! throughput, latency percentiles and errors, then checks every answer against an in-process
+//! solve. A command, not a test: its figures go into RELIABILITY.md.
+
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use clap::Args;
+use tilesolve::proto::v1 as pb;
+use tilesolve::{parse_board, Board, Direction, HeuristicKind, SolveOptions, Solver};
+
+use crate::distributed::{client, runtime, ConnectArgs};
+
+#[derive(Args)]
+pub struct LoadArgs {
+    #[command(flatten)]
+    connect: ConnectArgs,
+    /// Concurrent clients, each with its own connection.
+    #[arg(long, default_value_t = 50)]
+    clients: usize,
+    /// How long to keep submitting and querying.
+    #[arg(long, default_value_t = 60.0)]
+    seconds: f64,
+    /// Boards per submitted batch (half 8-puzzles, half 15-puzzles).
+    #[arg(long, default_value_t = 4)]
+    batch_size: usize,
+    /// Heuristic the batches ask for.
+    #[arg(long, default_value = "linear-conflict")]
+    heuristic: String,
+    /// Random moves from the goal for each 15-puzzle.
+    #[arg(long, default_value_t = 40)]
+    walk: usize,
+    /// Seconds to wait after the run for every submitted batch to finish.
+    #[arg(long, default_value_t = 300.0)]
+    drain_seconds: f64,
+}
+
+/// xorshift64*: reproducible per client, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// A uniformly random solvable 8-puzzle: a random permutation, with two tiles swapped when
+    /// its parity is the unsolvable one.
+    fn eight_puzzle(&mut self) -> Board {
+        let goal = Board::blank_last(3);
+        let mut tiles: Vec<u64> = (0..9).collect();
+        for i in (1..9).rev() {
+            tiles.swap(i, self.below(i + 1));
+        }
+        let board = Board::from_tiles(&tiles).unwrap_or(goal);
+        if board.check_solvable(&goal).is_ok() {
+            return board;
+        }
+        let (a, b) = match (
+            tiles.iter().position(|&t| t == 1),
+            tiles.iter().position(|&t| t == 2),
+        ) {
+            (Some(a), Some(b)) => (a, b),
+            _ => return goal,
+        };
+        tiles.swap(a, b);
+        Board::from_tiles(&tiles).unwrap_or(goal)
+    }
+
+    /// A 15-puzzle `moves` random moves from the goal.
+    fn walk(&mut self, moves: usize) -> Board {
+        let mut board = Board::blank_last(4);
+        for _ in 0..moves {
+            let direction = Direction::ALL[self.below(4)];
+            if let Some((next, _)) = board.apply(direction) {
+                board = next;
+            }
+        }
+        board
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Submit,
+    Query,
+    Status,
+}
+
+const OPERATIONS: [(Operation, &str); 3] = [
+    (Operation::Submit, "submit"),
+    (Operation::Query, "query"),
+    (Operation::Status, "status"),
+];
+
+/// What one client saw.
+#[derive(Default)]
+struct ClientLog {
+    latencies: Vec<(Operation, Duration)>,
+    errors: Vec<String>,
+    batches: Vec<u64>,
+}
+
+async fn one_client(args: &LoadArgs, index: usize, deadline: Instant) -> ClientLog {
+    let mut log = ClientLog::default();
+    let options = match args.connect.options() {
+        Ok(options) => options,
+        Err(error) => {
+            log.errors.push(error.to_string());
+            return log;
+        }
+    };
+    let mut client = match client(&options).await {
+        Ok(client) => client,
+        Err(error) => {
+            log.errors.push(format!("{error:#}"));
+            return log;
+        }
+    };
+    let mut rng =
+        Rng(0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9));
+    let mut known: Vec<String> = Vec::new();
+    while Instant::now() < deadline {
+        let lines: Vec<String> = (0..args.batch_size)
+            .map(|i| {
+                if i % 2 == 0 {
+                    rng.eight_puzzle().to_string()
+                } else {
+                    rng.walk(args.walk).to_string()
+                }
+            })
+            .collect();
+        let started = Instant::now();
+        let submitted = client
+            .submit_batch(pb::SubmitBatchRequest {
+                lines: lines.clone(),
+                heuristic: args.heuristic.clone(),
+                goal: String::new(),
+            })
+            .await;
+        log.latencies.push((Operation::Submit, started.elapsed()));
+        match submitted {
+            Ok(response) => log.batches.push(response.into_inner().batch_id),
+            Err(status) => log.errors.push(format!("submit: {status}")),
+        }
+        known.extend(lines);
+        // One board this client submitted earlier (usually solved by now) and one new board.
+        let boards = [
+            known[rng.below(known.len())].clone(),
+            rng.eight_puzzle().to_string(),
+        ];
+        for board in boards {
+            let started = Instant::now();
+            let answer = client
+                .query(pb::QueryRequest {
+                    board,
+                    goal: String::new(),
+                })
+                .await;
+            log.latencies.push((Operation::Query, started.elapsed()));
+            if let Err(status) = answer {
+                log.errors.push(format!("query: {status}"));
+            }
+        }
+        if let Some(&batch) = log.batches.last() {
+            let started = Instant::now();
+            let status = client
+                .get_batch(pb::GetBatchRequest { batch_id: batch })
+                .await;
+            log.latencies.push((Operation::Status, started.elapsed()));
+            if let Err(status) = status {
+                log.errors.push(format!("status: {status}"));
+            }
+        }
+    }
+    log
+}
+
+fn percentile(sorted: &[Duration], fraction: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let index = ((sorted.len() as f64 * fraction).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[index].as_secs_f64() * 1e3
+}
+
+fn latency_row(name: &str, mut latencies: Vec<Duration>, seconds: f64) {
+    latencies.sort_unstable();
+    println!(
+        "{name:<8} {:>9} {:>9.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+        latencies.len(),
+        latencies.len() as f64 / seconds,
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.95),
+        percentile(&latencies, 0.99),
+        latencies.last().map_or(0.0, |d| d.as_secs_f64() * 1e3),
+    );
+}
+
+/// Waits for the batches to finish and checks every answer's length against an in-process
+/// IDA* solve; returns (finished, answers, disagreements).
+async fn check_answers(
+    args: &LoadArgs,
+    batches: &[u64],
+) -> anyhow::Result<(usize, usize, Vec<String>)> {
+    let mut client = client(&args.connect.options()?).await?;
+    let deadline = Instant::now() + Duration::from_secs_f64(args.drain_seconds);
+    let solvers =
+        [3, 4].map(|side| Solver::new(Board::blank_last(side), HeuristicKind::LinearConflict));
+    let (mut finished, mut answers, mut wrong) = (0, 0, Vec::new());
+    for &batch in batches {
+        let results = loop {
+            let results = client
+                .get_batch(pb::GetBatchRequest { batch_id: batch })
+                .await?
+                .into_inner();
+            if results.status.as_ref().is_some_and(|s| s.done) || Instant::now() > deadline {
+                break results;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        if results.status.as_ref().is_some_and(|s| s.done) {
+            finished += 1;
+        }
+        for item in results.items {
+            let Some(pb::item_result::Outcome::Solution(solution)) = item.outcome else {
+                wrong.push(format!("batch {batch}: {} unsolved", item.text));
+                continue;
+            };
+            answers += 1;
+            let board = parse_board(&item.board)?;
+            let solver = &solvers[usize::from(board.side() == 4)];
+            let expected = solver.solve(&board, &SolveOptions::default(), None)?.len();
+            if expected != solution.length as usize {
+                wrong.push(format!(
+                    "batch {batch}: {} answered in {} moves, optimal is {expected}",
+                    item.board, solution.length
+                ));
+            }
+        }
+    }
+    Ok((finished, answers, wrong))
+}
+
+pub fn run(args: LoadArgs) -> anyhow::Result<bool> {
+    if args.clients == 0 || args.batch_size == 0 {
+        bail!("--clients and --batch-size must be at least 1");
+    }
+    runtime()?.block_on(async {
+        println!(
+            "load test: {} clients for {} s against {}, batches of {} boards",
+            args.clients, args.seconds, args.connect.coordinator, args.batch_size
+        );
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs_f64(args.seconds);
+        let args = std::sync::Arc::new(args);
+        let clients: Vec<_> = (0..args.clients)
+            .map(|index| {
+                let args = args.clone();
+                tokio::spawn(async move { one_client(&args, index, deadline).await })
+            })
+            .collect();
+        let mut logs = Vec::new();
+        for client in clients {
+            logs.push(client.await?);
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        println!(
+            "{:<8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}",
+            "call", "count", "per s", "p50 ms", "p95 ms", "p99 ms", "max ms"
+        );
+        for (operation, name) in OPERATIONS {
+            let latencies: Vec<Duration> = logs
+                .iter()
+                .flat_map(|log| log.latencies.iter())
+                .filter(|(o, _)| *o == operation)
+                .map(|(_, d)| *d)
+                .collect();
+            latency_row(name, latencies, seconds);
+        }
+        latency_row(
+            "all",
+            logs.iter()
+                .flat_map(|log| log.latencies.iter().map(|(_, d)| *d))
+                .collect(),
+            seconds,
+        );
+        let errors: Vec<&String> = logs.iter().flat_map(|log| log.errors.iter()).collect();
+        println!("errors: {}", errors.len());
+        for error in errors.iter().take(10) {
+            println!("  {error}");
+        }
+        let batches: Vec<u64> = logs.iter().flat_map(|log| log.batches.iter().copied()).collect();
+        let (finished, answers, wrong) = check_answers(&args, &batches).await?;
+        println!(
+            "batches: {} submitted, {finished} finished within {} s after the run; answers: {answers}, \
+             lengths disagreeing with an in-process solve: {}",
+            batches.len(),
+            args.drain_seconds,
+            wrong.len()
+        );
+        for line in wrong.iter().take(10) {
+            println!("  {line}");
+        }
+        Ok(errors.is_empty() && wrong.is_empty() && finished == batches.len())
+    })
+}
