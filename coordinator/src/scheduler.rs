@@ -15,7 +15,7 @@
 //! of the new process.
 //! The scheduler is plain synchronous code behind a mutex: no tokio, no gRPC types.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use thiserror::Error;
@@ -182,7 +182,8 @@ pub struct Scheduler {
     pdbs: PdbStore,
     config: SchedulerConfig,
     solvers: HashMap<(Board, String), Solver>,
-    puzzles: HashMap<PuzzleId, Puzzle>,
+    /// Ordered by (batch, index), so one batch's puzzles are a range.
+    puzzles: BTreeMap<PuzzleId, Puzzle>,
     tasks: HashMap<TaskId, TaskEntry>,
     ready: VecDeque<TaskId>,
     workers: HashMap<WorkerId, WorkerInfo>,
@@ -282,7 +283,7 @@ impl Scheduler {
             pdbs,
             config,
             solvers: HashMap::new(),
-            puzzles: HashMap::new(),
+            puzzles: BTreeMap::new(),
             tasks: HashMap::new(),
             ready: VecDeque::new(),
             workers: HashMap::new(),
@@ -578,7 +579,8 @@ impl Scheduler {
             let Some(id) = self.ready.pop_front() else {
                 break;
             };
-            let Some(entry) = self.tasks.get_mut(&id) else {
+            // Withdrawn tasks leave their ids behind; a leased task is never handed out twice.
+            let Some(entry) = self.tasks.get_mut(&id).filter(|t| t.lease.is_none()) else {
                 continue;
             };
             entry.lease = Some(Lease {
@@ -883,7 +885,8 @@ impl Scheduler {
                 self.cancelled.entry(lease.worker).or_default().push(id);
             }
         }
-        self.ready.retain(|id| self.tasks.contains_key(id));
+        // Withdrawn ids stay in `ready` until popped (and skipped): removing them here would
+        // cost a pass over the whole queue for every finished puzzle.
     }
 
     fn finish_solved(
@@ -998,8 +1001,7 @@ impl Scheduler {
             .map_or(0.0, |s| s.elapsed().as_secs_f64());
         let mut bounds: Vec<u32> = self
             .puzzles
-            .iter()
-            .filter(|((b, _), _)| *b == batch)
+            .range((batch, 0)..=(batch, u32::MAX))
             .map(|(_, p)| p.bound)
             .collect();
         bounds.sort_unstable();
@@ -1040,9 +1042,8 @@ impl Scheduler {
         self.store.put_batch(&stored)?;
         let puzzles: Vec<PuzzleId> = self
             .puzzles
-            .keys()
-            .filter(|(b, _)| *b == batch)
-            .copied()
+            .range((batch, 0)..=(batch, u32::MAX))
+            .map(|(id, _)| *id)
             .collect();
         for puzzle in puzzles {
             self.finish_failed(puzzle, "cancelled".into())?;
