@@ -5,10 +5,10 @@
 # A `submit --wait` client rides through all of it; at the end its lengths are compared with the
 # file's published optimal= values.
 #
-#   scripts/chaos.sh [BOARDS=40] [ROUND_SECONDS=3]
+#   scripts/chaos.sh [BOARDS=100] [ROUND_SECONDS=1]
 set -euo pipefail
-boards=${1:-40}
-round=${2:-3}
+boards=${1:-100}
+round=${2:-1}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/target/release/tilesolve
 [ -x "$bin" ] || cargo build --release --bin tilesolve --manifest-path "$root/Cargo.toml"
@@ -44,9 +44,11 @@ while kill -0 $client 2>/dev/null; do
     rounds=$((rounds + 1))
     w=$((RANDOM % 3))
     kill -9 "${workers[$w]}" 2>/dev/null && worker_kills=$((worker_kills + 1))
+    wait "${workers[$w]}" 2>/dev/null || true
     start_worker $w
     if [ $((rounds % 4)) -eq 0 ]; then
         kill -9 $coordinator && coordinator_kills=$((coordinator_kills + 1))
+        wait $coordinator 2>/dev/null || true
         sleep 0.3
         serve
     fi

@@ -7,9 +7,10 @@ The gRPC API is plain protobuf; this uses only grpcio and code generated from ..
     python submit_batch.py 127.0.0.1:7411 ../../tests/data/examples15.txt
 
 It submits the file, follows the batch's progress stream until it is done, then reads and prints
-every item's outcome.
+every item's outcome. If the coordinator needs a token, set TILESOLVE_TOKEN as for the CLI.
 """
 
+import os
 import sys
 
 import grpc
@@ -21,15 +22,18 @@ from tilesolve.v1 import tilesolve_pb2_grpc as rpc
 def main(address: str, path: str, heuristic: str = "default") -> int:
     with open(path, encoding="utf-8", errors="replace") as handle:
         lines = handle.read().splitlines()
+    token = os.environ.get("TILESOLVE_TOKEN")
+    auth = [("authorization", f"Bearer {token}")] if token else []
     with grpc.insecure_channel(address) as channel:
         client = rpc.TilesolveStub(channel)
-        submitted = client.SubmitBatch(pb.SubmitBatchRequest(lines=lines, heuristic=heuristic))
+        request = pb.SubmitBatchRequest(lines=lines, heuristic=heuristic)
+        submitted = client.SubmitBatch(request, metadata=auth)
         print(f"batch {submitted.batch_id}: {submitted.items} boards, {submitted.invalid} invalid", file=sys.stderr)
-        for status in client.WatchBatch(pb.WatchBatchRequest(batch_id=submitted.batch_id)):
+        for status in client.WatchBatch(pb.WatchBatchRequest(batch_id=submitted.batch_id), metadata=auth):
             print(f"  {status.solved + status.failed}/{status.total} done", file=sys.stderr)
             if status.done:
                 break
-        results = client.GetBatch(pb.GetBatchRequest(batch_id=submitted.batch_id))
+        results = client.GetBatch(pb.GetBatchRequest(batch_id=submitted.batch_id), metadata=auth)
         failures = 0
         for item in results.items:
             if item.WhichOneof("outcome") == "solution":
