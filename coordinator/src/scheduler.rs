@@ -1124,7 +1124,17 @@ mod tests {
     fn split_puzzles_are_solved_optimally_stored_and_resumed() {
         let data = tempfile::tempdir().unwrap();
         let open = || {
-            let store = Store::open(&data.path().join("store")).unwrap();
+            // sled releases its file lock from a background thread shortly after the last
+            // handle is dropped, so reopening in the same process may have to wait a moment.
+            let store = (0..100)
+                .find_map(|_| {
+                    let opened = Store::open(&data.path().join("store")).ok();
+                    if opened.is_none() {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    opened
+                })
+                .expect("the store reopens");
             let config = SchedulerConfig {
                 // Tiny budgets, so puzzles are split and subtrees split again.
                 whole_task_budget: 2_000,
@@ -1215,6 +1225,89 @@ mod tests {
                 .unwrap()
                 .map(|s| s.length),
             Some(1)
+        );
+    }
+
+    #[test]
+    fn a_task_that_keeps_losing_its_worker_fails_its_puzzle_not_the_batch() {
+        let data = tempfile::tempdir().unwrap();
+        let store = Store::open(&data.path().join("store")).unwrap();
+        let config = SchedulerConfig {
+            lease_timeout: Duration::from_millis(1),
+            ..SchedulerConfig::default()
+        };
+        let mut scheduler =
+            Scheduler::new(store, PdbStore::new(data.path().join("pdb"), 1), config).unwrap();
+        let lines = ["8,6,7,2,5,4,3,0,1".to_string()];
+        let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
+        let mut swept = Swept::default();
+        for _ in 0..MAX_ATTEMPTS {
+            let worker = scheduler.register(1).unwrap();
+            assert_eq!(scheduler.poll(worker, 1, Vec::new()).unwrap().0.len(), 1);
+            std::thread::sleep(Duration::from_millis(5));
+            swept = scheduler.sweep().unwrap();
+        }
+        assert_eq!(swept.puzzles_failed, 1);
+        let progress = scheduler.progress(submitted.batch).unwrap();
+        assert!(progress.done && progress.failed == 1);
+        let items = scheduler.items(submitted.batch).unwrap();
+        assert!(
+            matches!(&items[0].status, ItemStatus::Failed(reason) if reason.contains("lost its worker 3 times")),
+            "{:?}",
+            items[0].status
+        );
+    }
+
+    #[test]
+    fn impossible_reports_are_failed_attempts_never_answers() {
+        let data = tempfile::tempdir().unwrap();
+        let store = Store::open(&data.path().join("store")).unwrap();
+        let mut scheduler = Scheduler::new(
+            store,
+            PdbStore::new(data.path().join("pdb"), 1),
+            SchedulerConfig::default(),
+        )
+        .unwrap();
+        // Optimal is 31 moves; a faulty worker claims a 1-move answer, then a next bound below
+        // the task's own, then a real but non-optimal path.
+        let board = "8,6,7,2,5,4,3,0,1";
+        let submitted = scheduler
+            .submit(&[board.to_string()], "manhattan", "")
+            .unwrap();
+        let worker = scheduler.register(1).unwrap();
+        let (mut tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+        let reports = [
+            TaskOutcome::Found(vec![Direction::Up]),
+            TaskOutcome::Exceeded(1),
+        ];
+        for report in reports {
+            let task = tasks.pop().unwrap();
+            tasks = scheduler
+                .poll(worker, 1, vec![(task.id, report, 10)])
+                .unwrap()
+                .0;
+            assert_eq!(tasks.len(), 1, "the same task is offered again");
+        }
+        assert!(!scheduler.progress(submitted.batch).unwrap().done);
+        // Now the real search, by the worker that holds the task.
+        let task = tasks.pop().unwrap();
+        let solver = Solver::new(task.goal, tilesolve::HeuristicKind::Manhattan);
+        let (outcome, nodes) = run_task(
+            &solver,
+            &task.board,
+            &task.path,
+            task.bound,
+            true,
+            task.node_budget,
+            None,
+        );
+        scheduler
+            .poll(worker, 0, vec![(task.id, outcome, nodes)])
+            .unwrap();
+        assert!(scheduler.progress(submitted.batch).unwrap().done);
+        assert_eq!(
+            scheduler.query(board, "").unwrap().map(|s| s.length),
+            Some(31)
         );
     }
 
