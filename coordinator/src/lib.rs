@@ -8,6 +8,7 @@
 //!   module that touches sled.
 //! - [`service`]: the gRPC services; the only place generated proto types meet the scheduler.
 //! - [`auth`]: the bearer-token check in front of the services.
+//! - [`web`]: the dashboard page, its JSON API and live events, and `/metrics`, on the same port.
 //! - [`server`]: `run(listener, config, shutdown)`, with TLS when configured.
 
 pub mod auth;
@@ -16,3 +17,4 @@ pub mod scheduler;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod web;

@@ -85,6 +85,8 @@ pub enum SchedulerError {
     ResourceExhausted(String),
     #[error("pattern database: {0}")]
     Pdb(String),
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 /// What a worker is asked to do.
@@ -123,6 +125,8 @@ pub struct BatchProgress {
     pub nodes: u64,
     pub nodes_per_second: f64,
     pub workers: u32,
+    /// Since the batch was submitted to (or resumed by) this process.
+    pub seconds: f64,
 }
 
 struct Puzzle {
@@ -152,7 +156,39 @@ struct TaskEntry {
 
 struct WorkerInfo {
     threads: u32,
+    host: String,
+    registered: Instant,
     last_seen: Instant,
+    nodes: u64,
+    tasks_done: u64,
+}
+
+/// A connected worker, as the dashboard shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerView {
+    pub id: WorkerId,
+    pub host: String,
+    pub threads: u32,
+    /// Expanded nodes reported since registration, per second.
+    pub nodes_per_second: f64,
+    pub tasks_done: u64,
+    pub seconds_since_seen: f64,
+}
+
+/// Totals since this process started, and the state of the queue now (for `/metrics`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SchedulerTotals {
+    pub nodes: u64,
+    pub tasks_done: u64,
+    pub puzzles_solved: u64,
+    pub puzzles_failed: u64,
+    pub tasks_queued: u64,
+    pub tasks_running: u64,
+    pub puzzles_pending: u64,
+    pub workers: u64,
+    pub worker_threads: u64,
+    /// Expanded nodes per second over every connected worker.
+    pub nodes_per_second: f64,
 }
 
 /// Makes the store's writes durable; held outside the scheduler's lock, because a flush waits for
@@ -196,6 +232,7 @@ pub struct Scheduler {
     next_id: u64,
     /// A batch finished since the last [`Scheduler::take_flush_due`].
     flush_due: bool,
+    totals: SchedulerTotals,
 }
 
 /// A request's heuristic name; empty means `default`.
@@ -293,6 +330,7 @@ impl Scheduler {
             batch_nodes: HashMap::new(),
             next_id: incarnation << 40,
             flush_due: false,
+            totals: SchedulerTotals::default(),
         };
         for batch in scheduler.store.batches()? {
             if batch.cancelled {
@@ -536,18 +574,23 @@ impl Scheduler {
     }
 
     /// A worker joins with `threads` search threads (1 to [`MAX_WORKER_THREADS`]).
-    pub fn register(&mut self, threads: u32) -> Result<WorkerId, SchedulerError> {
+    pub fn register(&mut self, threads: u32, host: &str) -> Result<WorkerId, SchedulerError> {
         if !(1..=MAX_WORKER_THREADS).contains(&threads) {
             return Err(SchedulerError::InvalidArgument(format!(
                 "threads must be 1 to {MAX_WORKER_THREADS}, not {threads}"
             )));
         }
         let id = self.next_id();
+        let now = Instant::now();
         self.workers.insert(
             id,
             WorkerInfo {
                 threads,
-                last_seen: Instant::now(),
+                host: host.chars().take(100).collect(),
+                registered: now,
+                last_seen: now,
+                nodes: 0,
+                tasks_done: 0,
             },
         );
         Ok(id)
@@ -570,6 +613,8 @@ impl Scheduler {
             .get_mut(&worker)
             .ok_or(SchedulerError::UnknownWorker(worker))?;
         info.last_seen = now;
+        info.tasks_done += results.len() as u64;
+        info.nodes += results.iter().map(|(_, _, nodes)| nodes).sum::<u64>();
         let free_slots = free_slots.min(info.threads) as usize;
         for (task, outcome, nodes) in results {
             self.apply(worker, task, outcome, nodes)?;
@@ -693,6 +738,8 @@ impl Scheduler {
         };
         let puzzle_id = entry.puzzle;
         *self.batch_nodes.entry(puzzle_id.0).or_default() += nodes;
+        self.totals.nodes += nodes;
+        self.totals.tasks_done += 1;
         enum Next {
             Wait,
             Split(Vec<Direction>),
@@ -948,6 +995,11 @@ impl Scheduler {
         self.cancel_tasks(puzzle_id);
         self.puzzles.remove(&puzzle_id);
         let (batch, index) = puzzle_id;
+        match status {
+            ItemStatus::Solved(_) => self.totals.puzzles_solved += 1,
+            ItemStatus::Failed(_) => self.totals.puzzles_failed += 1,
+            ItemStatus::Queued => {}
+        }
         if let Some((_, solved, failed)) = self.batch_counts.get_mut(&batch) {
             match status {
                 ItemStatus::Solved(_) => *solved += 1,
@@ -1019,7 +1071,57 @@ impl Scheduler {
                 0.0
             },
             workers: self.workers.len() as u32,
+            seconds,
         })
+    }
+
+    /// The connected workers.
+    pub fn workers(&self) -> Vec<WorkerView> {
+        let now = Instant::now();
+        let mut views: Vec<WorkerView> = self
+            .workers
+            .iter()
+            .map(|(&id, info)| WorkerView {
+                id,
+                host: info.host.clone(),
+                threads: info.threads,
+                nodes_per_second: info.nodes as f64
+                    / now.duration_since(info.registered).as_secs_f64().max(1e-3),
+                tasks_done: info.tasks_done,
+                seconds_since_seen: now.duration_since(info.last_seen).as_secs_f64(),
+            })
+            .collect();
+        views.sort_by_key(|w| w.id);
+        views
+    }
+
+    /// Totals since start and the queue now.
+    pub fn totals(&self) -> SchedulerTotals {
+        let running = self.tasks.values().filter(|t| t.lease.is_some()).count() as u64;
+        let workers = self.workers();
+        SchedulerTotals {
+            tasks_queued: self.tasks.len() as u64 - running,
+            tasks_running: running,
+            puzzles_pending: self.puzzles.len() as u64,
+            workers: workers.len() as u64,
+            worker_threads: workers.iter().map(|w| u64::from(w.threads)).sum(),
+            nodes_per_second: workers.iter().map(|w| w.nodes_per_second).sum(),
+            ..self.totals.clone()
+        }
+    }
+
+    /// The progress of the `count` most recent batches, newest first.
+    pub fn recent(&self, count: usize) -> Result<Vec<BatchProgress>, SchedulerError> {
+        self.store
+            .recent_batches(count)?
+            .iter()
+            .map(|batch| self.progress(batch.id))
+            .collect()
+    }
+
+    /// Bytes the store takes on disk.
+    pub fn store_bytes(&self) -> u64 {
+        self.store.size_on_disk()
     }
 
     /// Every stored batch's progress, oldest first.
@@ -1077,7 +1179,7 @@ mod tests {
 
     /// Drives a scheduler with `threads` simulated worker threads running the real kernel.
     fn run_to_completion(scheduler: &mut Scheduler, batch: u64, threads: u32) {
-        let worker = scheduler.register(threads).unwrap();
+        let worker = scheduler.register(threads, "test").unwrap();
         let mut results = Vec::new();
         for _ in 0..1_000_000 {
             if scheduler.progress(batch).unwrap().done {
@@ -1198,7 +1300,7 @@ mod tests {
         let submitted = scheduler
             .submit(&["1,2,3,4,5,6,7,0,8".to_string()], "manhattan", "")
             .unwrap();
-        let lost = scheduler.register(1).unwrap();
+        let lost = scheduler.register(1, "test").unwrap();
         let (tasks, _) = scheduler.poll(lost, 1, Vec::new()).unwrap();
         assert_eq!(tasks.len(), 1);
         std::thread::sleep(Duration::from_millis(5));
@@ -1212,7 +1314,7 @@ mod tests {
             ),
             "a forgotten worker must register again"
         );
-        let again = scheduler.register(1).unwrap();
+        let again = scheduler.register(1, "test").unwrap();
         scheduler.poll(again, 0, vec![late]).unwrap();
         assert!(
             !scheduler.progress(submitted.batch).unwrap().done,
@@ -1242,7 +1344,7 @@ mod tests {
         let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
         let mut swept = Swept::default();
         for _ in 0..MAX_ATTEMPTS {
-            let worker = scheduler.register(1).unwrap();
+            let worker = scheduler.register(1, "test").unwrap();
             assert_eq!(scheduler.poll(worker, 1, Vec::new()).unwrap().0.len(), 1);
             std::thread::sleep(Duration::from_millis(5));
             swept = scheduler.sweep().unwrap();
@@ -1274,7 +1376,7 @@ mod tests {
         let submitted = scheduler
             .submit(&[board.to_string()], "manhattan", "")
             .unwrap();
-        let worker = scheduler.register(1).unwrap();
+        let worker = scheduler.register(1, "test").unwrap();
         let (mut tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
         let reports = [
             TaskOutcome::Found(vec![Direction::Up]),
@@ -1323,7 +1425,7 @@ mod tests {
         .unwrap();
         let lines: Vec<String> = examples().into_iter().map(|(b, _)| b).collect();
         let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
-        let worker = scheduler.register(1).unwrap();
+        let worker = scheduler.register(1, "test").unwrap();
         let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
         let progress = scheduler.cancel(submitted.batch).unwrap();
         assert!(progress.done);

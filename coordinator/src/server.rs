@@ -19,6 +19,7 @@ use crate::auth::TokenCheck;
 use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
 use crate::service::{Limits, Service};
 use crate::store::{Store, StoreError};
+use crate::web;
 
 /// Largest gRPC message accepted (a batch of 100,000 lines fits easily).
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
@@ -140,19 +141,28 @@ pub async fn run(
             ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem)),
         )?;
     }
-    let result = builder
+    let mut routes = tonic::service::Routes::builder();
+    routes
         .add_service(InterceptedService::new(
             pb::tilesolve_server::TilesolveServer::new(service.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
             check.clone(),
         ))
         .add_service(InterceptedService::new(
-            pb::workers_server::WorkersServer::new(service)
+            pb::workers_server::WorkersServer::new(service.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
             check.clone(),
         ))
         .add_service(health_service)
-        .add_service(InterceptedService::new(reflection, check))
+        .add_service(InterceptedService::new(reflection, check));
+    // gRPC paths go to the services; everything else (the dashboard, /metrics) to the web side.
+    let router = routes
+        .routes()
+        .into_axum_router()
+        .merge(web::router(service, config.token.as_deref()));
+    let result = builder
+        .accept_http1(true)
+        .add_routes(tonic::service::Routes::from(router))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await;
     sweeper.abort();

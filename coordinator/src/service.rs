@@ -15,7 +15,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::scheduler::{BatchProgress, Flusher, Scheduler, SchedulerError, TaskOutcome, TaskSpec};
+use crate::scheduler::{
+    BatchProgress, Flusher, Scheduler, SchedulerError, Submitted, TaskOutcome, TaskSpec,
+};
 use crate::store::{ItemStatus, StoredSolution};
 
 /// The one conversion from scheduler errors to gRPC statuses.
@@ -27,7 +29,7 @@ impl From<SchedulerError> for Status {
                 Status::not_found(error.to_string())
             }
             SchedulerError::ResourceExhausted(_) => Status::resource_exhausted(error.to_string()),
-            SchedulerError::Store(_) | SchedulerError::Pdb(_) => {
+            SchedulerError::Store(_) | SchedulerError::Pdb(_) | SchedulerError::Internal(_) => {
                 Status::internal(error.to_string())
             }
         }
@@ -94,7 +96,53 @@ impl Service {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Scheduler> {
+    /// Accepts a batch for either API: capacity first, pattern database builds outside the
+    /// scheduler's lock, parsing and store writes off the async threads, and a flush before the
+    /// batch is acknowledged (from then on it survives a crash).
+    pub async fn accept_batch(
+        &self,
+        lines: Vec<String>,
+        heuristic: String,
+        goal: String,
+    ) -> Result<Submitted, SchedulerError> {
+        let _permit = self.submissions.clone().try_acquire_owned().map_err(|_| {
+            SchedulerError::ResourceExhausted("too many submissions at once; retry shortly".into())
+        })?;
+        let scheduler = self.scheduler.clone();
+        let pdbs = self.pdbs.clone();
+        let flusher = self.flusher.clone();
+        let submitted = tokio::task::spawn_blocking(move || {
+            let boards = lines
+                .iter()
+                .enumerate()
+                .filter(|(number, raw)| BatchLine::read(number + 1, raw).is_some())
+                .count();
+            scheduler
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .check_capacity(boards)?;
+            Scheduler::prepare(&pdbs, &lines, &heuristic, &goal, &log_pdb_event)?;
+            let submitted = scheduler
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .submit(&lines, &heuristic, &goal)?;
+            flusher.flush()?;
+            Ok::<_, SchedulerError>(submitted)
+        })
+        .await
+        .map_err(|e| SchedulerError::Internal(e.to_string()))??;
+        tracing::info!(
+            batch = submitted.batch,
+            items = submitted.items,
+            invalid = submitted.invalid,
+            from_store = submitted.from_store,
+            "batch accepted"
+        );
+        Ok(submitted)
+    }
+
+    /// The scheduler, for the web dashboard's read-only views.
+    pub fn lock(&self) -> MutexGuard<'_, Scheduler> {
         self.scheduler
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -206,48 +254,10 @@ impl pb::tilesolve_server::Tilesolve for Service {
         &self,
         request: Request<pb::SubmitBatchRequest>,
     ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
-        let _permit = permit(&self.submissions, "submissions")?;
         let request = request.into_inner();
-        let scheduler = self.scheduler.clone();
-        // Pattern database builds (outside the lock), parsing and store writes: off the async
-        // threads.
-        let pdbs = self.pdbs.clone();
-        let flusher = self.flusher.clone();
-        let submitted = tokio::task::spawn_blocking(move || {
-            let boards = request
-                .lines
-                .iter()
-                .enumerate()
-                .filter(|(number, raw)| BatchLine::read(number + 1, raw).is_some())
-                .count();
-            scheduler
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .check_capacity(boards)?;
-            Scheduler::prepare(
-                &pdbs,
-                &request.lines,
-                &request.heuristic,
-                &request.goal,
-                &log_pdb_event,
-            )?;
-            let submitted = scheduler
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .submit(&request.lines, &request.heuristic, &request.goal)?;
-            // On disk before it is acknowledged: from here on the batch survives a crash.
-            flusher.flush()?;
-            Ok::<_, SchedulerError>(submitted)
-        })
-        .await
-        .map_err(|e| Status::internal(e.to_string()))??;
-        tracing::info!(
-            batch = submitted.batch,
-            items = submitted.items,
-            invalid = submitted.invalid,
-            from_store = submitted.from_store,
-            "batch accepted"
-        );
+        let submitted = self
+            .accept_batch(request.lines, request.heuristic, request.goal)
+            .await?;
         Ok(Response::new(pb::SubmitBatchResponse {
             batch_id: submitted.batch,
             items: submitted.items,
@@ -392,7 +402,7 @@ impl pb::workers_server::Workers for Service {
                 }
             }
         }
-        let worker_id = self.lock().register(request.threads)?;
+        let worker_id = self.lock().register(request.threads, &request.host)?;
         tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, "worker registered");
         Ok(Response::new(pb::RegisterResponse {
             worker_id,

@@ -244,6 +244,22 @@ impl Store {
             .collect()
     }
 
+    /// The `count` most recent batches, newest first.
+    pub fn recent_batches(&self, count: usize) -> Result<Vec<StoredBatch>, StoreError> {
+        self.batches
+            .iter()
+            .values()
+            .rev()
+            .take(count)
+            .map(|bytes| decode("batches", &bytes?))
+            .collect()
+    }
+
+    /// Bytes the database takes on disk (0 if sled cannot tell).
+    pub fn size_on_disk(&self) -> u64 {
+        self.db.size_on_disk().unwrap_or(0)
+    }
+
     pub fn put_batch(&self, batch: &StoredBatch) -> Result<(), StoreError> {
         self.batches.insert(batch_key(batch.id), encode(batch))?;
         Ok(())

@@ -185,7 +185,9 @@ async fn registered_session(
         Err(error) => return Err(SessionEnd::Refused(error.to_string())),
     };
     let mut client = WorkersClient::new(channel.clone());
-    let host = std::env::var("HOSTNAME").unwrap_or_default();
+    let host = std::env::var("HOSTNAME")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname").map(|name| name.trim().to_string()))
+        .unwrap_or_default();
     let registered = client
         .register(pb::RegisterRequest {
             threads: threads as u32,

@@ -1,0 +1,453 @@
+//! The web side of the coordinator, on the gRPC port (plain HTTP/1.1 requests are routed here,
+//! gRPC's HTTP/2 requests to the services): the dashboard page and its JSON API, live updates
+//! as server-sent events, and `/metrics` in Prometheus text format.
+//!
+//! The page is three embedded files (no build step); it reads the same scheduler the gRPC
+//! services use, and submits puzzles through the same path (`Service::accept_batch`). With a
+//! token configured every route needs it: as `Authorization: Bearer`, or as `?token=` where a
+//! browser cannot set headers (EventSource).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use serde::{Deserialize, Serialize};
+use tilesolve::connect::token_matches;
+use tokio_stream::StreamExt;
+
+use crate::scheduler::{BatchProgress, SchedulerError, WorkerView};
+use crate::service::Service;
+use crate::store::ItemStatus;
+
+const INDEX_HTML: &str = include_str!("../web/index.html");
+const APP_JS: &str = include_str!("../web/app.js");
+const STYLE_CSS: &str = include_str!("../web/style.css");
+
+/// Batches the dashboard lists.
+const RECENT_BATCHES: usize = 20;
+
+#[derive(Clone)]
+struct WebState {
+    service: Service,
+    token: Option<Arc<str>>,
+}
+
+/// The dashboard's routes, to be merged with the gRPC services' router.
+pub fn router(service: Service, token: Option<&str>) -> Router {
+    let state = WebState {
+        service,
+        token: token.map(Arc::from),
+    };
+    Router::new()
+        .route(
+            "/",
+            get(|| async { page(INDEX_HTML, "text/html; charset=utf-8") }),
+        )
+        .route(
+            "/app.js",
+            get(|| async { page(APP_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/style.css",
+            get(|| async { page(STYLE_CSS, "text/css; charset=utf-8") }),
+        )
+        .route("/api/overview", get(overview))
+        .route("/api/events", get(events))
+        .route("/api/solve", post(solve))
+        .route("/api/batches/{id}", get(batch))
+        .route("/api/solution", get(solution))
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .with_state(state)
+}
+
+fn page(body: &'static str, content_type: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// An error as the page reads it: `{"error": "..."}` with a status that says what kind.
+struct WebError(StatusCode, String);
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
+    }
+}
+
+/// The one conversion from scheduler errors to HTTP statuses.
+impl From<SchedulerError> for WebError {
+    fn from(error: SchedulerError) -> WebError {
+        let status = match error {
+            SchedulerError::InvalidArgument(_) => StatusCode::BAD_REQUEST,
+            SchedulerError::UnknownBatch(_) | SchedulerError::UnknownWorker(_) => {
+                StatusCode::NOT_FOUND
+            }
+            SchedulerError::ResourceExhausted(_) => StatusCode::TOO_MANY_REQUESTS,
+            SchedulerError::Store(_) | SchedulerError::Pdb(_) | SchedulerError::Internal(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        };
+        WebError(status, error.to_string())
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+async fn require_token(
+    State(state): State<WebState>,
+    Query(query): Query<TokenQuery>,
+    headers: HeaderMap,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = &state.token else {
+        return next.run(request).await;
+    };
+    let mut metadata = tonic::metadata::MetadataMap::from_headers(headers);
+    if let Some(given) = query.token.and_then(|t| format!("Bearer {t}").parse().ok()) {
+        metadata.insert(tilesolve::connect::AUTHORIZATION, given);
+    }
+    // The page itself is public (it only asks for the token); its data is not.
+    let public = matches!(request.uri().path(), "/" | "/app.js" | "/style.css");
+    if public || token_matches(&metadata, token) {
+        return next.run(request).await;
+    }
+    tracing::warn!(path = %request.uri().path(), "refused a web request without the token");
+    WebError(
+        StatusCode::UNAUTHORIZED,
+        "this coordinator needs its token".into(),
+    )
+    .into_response()
+}
+
+#[derive(Serialize)]
+struct BatchJson {
+    batch: u64,
+    total: u32,
+    solved: u32,
+    failed: u32,
+    done: bool,
+    bounds: Vec<u32>,
+    nodes: u64,
+    nodes_per_second: f64,
+    seconds: f64,
+    /// Seconds to go, only when enough similar puzzles have finished to extrapolate from; a
+    /// single hard puzzle gets none, because no honest one exists.
+    eta_seconds: Option<f64>,
+}
+
+impl From<BatchProgress> for BatchJson {
+    fn from(p: BatchProgress) -> BatchJson {
+        let finished = p.solved + p.failed;
+        let eta_seconds = (!p.done && finished >= 5 && p.total >= 10 && p.seconds > 0.0)
+            .then(|| p.seconds / f64::from(finished) * f64::from(p.total - finished));
+        BatchJson {
+            batch: p.batch,
+            total: p.total,
+            solved: p.solved,
+            failed: p.failed,
+            done: p.done,
+            bounds: p.bounds,
+            nodes: p.nodes,
+            nodes_per_second: p.nodes_per_second,
+            seconds: p.seconds,
+            eta_seconds,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WorkerJson {
+    id: u64,
+    host: String,
+    threads: u32,
+    nodes_per_second: f64,
+    tasks_done: u64,
+    seconds_since_seen: f64,
+}
+
+impl From<WorkerView> for WorkerJson {
+    fn from(w: WorkerView) -> WorkerJson {
+        WorkerJson {
+            id: w.id,
+            host: w.host,
+            threads: w.threads,
+            nodes_per_second: w.nodes_per_second,
+            tasks_done: w.tasks_done,
+            seconds_since_seen: w.seconds_since_seen,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct OverviewJson {
+    puzzles_solved: u64,
+    puzzles_pending: u64,
+    tasks_queued: u64,
+    tasks_running: u64,
+    nodes: u64,
+    nodes_per_second: f64,
+    batches: Vec<BatchJson>,
+    workers: Vec<WorkerJson>,
+}
+
+fn overview_of(service: &Service) -> Result<OverviewJson, WebError> {
+    let scheduler = service.lock();
+    let totals = scheduler.totals();
+    Ok(OverviewJson {
+        puzzles_solved: totals.puzzles_solved,
+        puzzles_pending: totals.puzzles_pending,
+        tasks_queued: totals.tasks_queued,
+        tasks_running: totals.tasks_running,
+        nodes: totals.nodes,
+        nodes_per_second: totals.nodes_per_second,
+        batches: scheduler
+            .recent(RECENT_BATCHES)?
+            .into_iter()
+            .map(BatchJson::from)
+            .collect(),
+        workers: scheduler
+            .workers()
+            .into_iter()
+            .map(WorkerJson::from)
+            .collect(),
+    })
+}
+
+async fn overview(State(state): State<WebState>) -> Result<Json<OverviewJson>, WebError> {
+    Ok(Json(overview_of(&state.service)?))
+}
+
+/// The overview once a second, as server-sent events, for as long as the page is open.
+async fn events(
+    State(state): State<WebState>,
+) -> Sse<impl tokio_stream::Stream<Item = Result<Event, Infallible>>> {
+    let ticks =
+        tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(Duration::from_secs(1)));
+    let stream = ticks.map(move |_| {
+        let data = match overview_of(&state.service) {
+            Ok(overview) => serde_json::to_string(&overview).unwrap_or_default(),
+            Err(WebError(_, error)) => serde_json::json!({ "error": error }).to_string(),
+        };
+        Ok(Event::default().event("overview").data(data))
+    });
+    Sse::new(stream)
+}
+
+#[derive(Deserialize)]
+struct SolveRequest {
+    board: String,
+    #[serde(default)]
+    heuristic: String,
+    #[serde(default)]
+    goal: String,
+}
+
+async fn solve(
+    State(state): State<WebState>,
+    Json(request): Json<SolveRequest>,
+) -> Result<Json<serde_json::Value>, WebError> {
+    let submitted = state
+        .service
+        .accept_batch(vec![request.board], request.heuristic, request.goal)
+        .await?;
+    Ok(Json(serde_json::json!({
+        "batch": submitted.batch,
+        "invalid": submitted.invalid,
+        "from_store": submitted.from_store,
+    })))
+}
+
+#[derive(Serialize)]
+struct ItemJson {
+    line: Option<u32>,
+    text: String,
+    board: Option<String>,
+    goal: Option<String>,
+    length: Option<u32>,
+    moves: Option<String>,
+    nodes: Option<u64>,
+    seconds: Option<f64>,
+    heuristic: Option<String>,
+    error: Option<String>,
+}
+
+async fn batch(
+    State(state): State<WebState>,
+    Path(id): Path<u64>,
+) -> Result<Json<serde_json::Value>, WebError> {
+    let scheduler = state.service.lock();
+    let status = BatchJson::from(scheduler.progress(id)?);
+    let items: Vec<ItemJson> = scheduler
+        .items(id)?
+        .into_iter()
+        .map(|item| {
+            let mut json = ItemJson {
+                line: item.line,
+                text: item.text,
+                board: item.board,
+                goal: item.goal,
+                length: None,
+                moves: None,
+                nodes: None,
+                seconds: None,
+                heuristic: None,
+                error: None,
+            };
+            match item.status {
+                ItemStatus::Solved(s) => {
+                    json.length = Some(s.length);
+                    json.moves = Some(s.moves);
+                    json.nodes = Some(s.nodes);
+                    json.seconds = Some(s.seconds);
+                    json.heuristic = Some(s.heuristic);
+                }
+                ItemStatus::Failed(reason) => json.error = Some(reason),
+                ItemStatus::Queued => {}
+            }
+            json
+        })
+        .collect();
+    Ok(Json(
+        serde_json::json!({ "status": status, "items": items }),
+    ))
+}
+
+#[derive(Deserialize)]
+struct SolutionQuery {
+    board: String,
+    #[serde(default)]
+    goal: String,
+}
+
+/// A stored solution: what a shared link (`/#board=...`) shows.
+async fn solution(
+    State(state): State<WebState>,
+    Query(query): Query<SolutionQuery>,
+) -> Result<Json<serde_json::Value>, WebError> {
+    let found = state.service.lock().query(&query.board, &query.goal)?;
+    let stored = found.ok_or_else(|| {
+        WebError(
+            StatusCode::NOT_FOUND,
+            format!("{} has not been solved here yet", query.board),
+        )
+    })?;
+    Ok(Json(serde_json::json!({
+        "board": query.board,
+        "length": stored.length,
+        "moves": stored.moves,
+        "nodes": stored.nodes,
+        "seconds": stored.seconds,
+        "heuristic": stored.heuristic,
+    })))
+}
+
+/// Prometheus text format, built from one consistent snapshot per scrape.
+async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
+    let (totals, store_bytes) = {
+        let scheduler = state.service.lock();
+        (scheduler.totals(), scheduler.store_bytes())
+    };
+    let mut registry = Registry::with_prefix("tilesolve");
+    let counter = |registry: &mut Registry, name: &str, help: &str, value: u64| {
+        let metric: Counter = Counter::default();
+        metric.inc_by(value);
+        registry.register(name, help, metric);
+    };
+    let gauge = |registry: &mut Registry, name: &str, help: &str, value: f64| {
+        let metric: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
+        metric.set(value);
+        registry.register(name, help, metric);
+    };
+    counter(
+        &mut registry,
+        "nodes_searched",
+        "Expanded nodes reported by workers",
+        totals.nodes,
+    );
+    counter(
+        &mut registry,
+        "tasks_done",
+        "Tasks whose results were applied",
+        totals.tasks_done,
+    );
+    counter(
+        &mut registry,
+        "puzzles_solved",
+        "Puzzles solved optimally",
+        totals.puzzles_solved,
+    );
+    counter(
+        &mut registry,
+        "puzzles_failed",
+        "Puzzles that failed",
+        totals.puzzles_failed,
+    );
+    gauge(
+        &mut registry,
+        "nodes_per_second",
+        "Expanded nodes per second, all workers",
+        totals.nodes_per_second,
+    );
+    gauge(
+        &mut registry,
+        "tasks_queued",
+        "Tasks waiting for a worker",
+        totals.tasks_queued as f64,
+    );
+    gauge(
+        &mut registry,
+        "tasks_running",
+        "Tasks leased to workers",
+        totals.tasks_running as f64,
+    );
+    gauge(
+        &mut registry,
+        "puzzles_pending",
+        "Puzzles not finished",
+        totals.puzzles_pending as f64,
+    );
+    gauge(
+        &mut registry,
+        "workers_connected",
+        "Workers heard from within the lease timeout",
+        totals.workers as f64,
+    );
+    gauge(
+        &mut registry,
+        "worker_threads",
+        "Search threads of the connected workers",
+        totals.worker_threads as f64,
+    );
+    gauge(
+        &mut registry,
+        "store_bytes",
+        "Bytes the sled store takes on disk",
+        store_bytes as f64,
+    );
+    let mut text = String::new();
+    encode(&mut text, &registry)
+        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}
