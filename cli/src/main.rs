@@ -18,6 +18,10 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "tilesolve", version, about)]
 struct Cli {
+    /// Log lines for people (`human`) or one JSON object per line (`json`); `RUST_LOG`
+    /// filters them either way.
+    #[arg(long, global = true, default_value = "human", value_parser = ["human", "json"])]
+    log_format: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -59,18 +63,21 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Logs go to standard error; RUST_LOG filters them (default: warnings, and info for servers).
-    tracing_subscriber::fmt()
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(match cli.command {
+            Command::Serve(_) | Command::Worker(_) => "info",
+            _ => "warn",
+        })
+    });
+    let logs = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new(match cli.command {
-                    Command::Serve(_) | Command::Worker(_) => "info",
-                    _ => "warn",
-                })
-            }),
-        )
-        .init();
+        .with_env_filter(filter);
+    if cli.log_format == "json" {
+        logs.json().init();
+    } else {
+        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
+    }
     let outcome = match cli.command {
         Command::Solve(args) => solve::run(args),
         Command::Bench(args) => bench::run(args),

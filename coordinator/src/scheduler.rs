@@ -226,6 +226,8 @@ pub struct Scheduler {
     /// Cancellations not yet told to the worker holding the task.
     cancelled: HashMap<WorkerId, Vec<TaskId>>,
     batch_started: HashMap<u64, Instant>,
+    /// Seconds a batch took, once it is done (so its figures stop drifting).
+    batch_seconds: HashMap<u64, f64>,
     /// (total, solved, failed) of batches this process has seen, so progress is cheap to ask.
     batch_counts: HashMap<u64, (u32, u32, u32)>,
     batch_nodes: HashMap<u64, u64>,
@@ -326,6 +328,7 @@ impl Scheduler {
             workers: HashMap::new(),
             cancelled: HashMap::new(),
             batch_started: HashMap::new(),
+            batch_seconds: HashMap::new(),
             batch_counts: HashMap::new(),
             batch_nodes: HashMap::new(),
             next_id: incarnation << 40,
@@ -338,6 +341,7 @@ impl Scheduler {
             }
             let items = scheduler.store.items(batch.id)?;
             scheduler.batch_counts.insert(batch.id, counts(&items));
+            scheduler.batch_started.insert(batch.id, Instant::now());
             for (index, item) in items.into_iter().enumerate() {
                 if item.status == ItemStatus::Queued {
                     scheduler.start_item(batch.id, index as u32, &item, &batch.heuristic)?;
@@ -1020,6 +1024,10 @@ impl Scheduler {
             .is_some_and(|&(total, solved, failed)| solved + failed == total)
         {
             self.flush_due = true;
+            if let Some(started) = self.batch_started.get(&batch) {
+                self.batch_seconds
+                    .insert(batch, started.elapsed().as_secs_f64());
+            }
         }
         Ok(())
     }
@@ -1047,10 +1055,13 @@ impl Scheduler {
             }
         };
         let nodes = self.batch_nodes.get(&batch).copied().unwrap_or(0);
-        let seconds = self
-            .batch_started
-            .get(&batch)
-            .map_or(0.0, |s| s.elapsed().as_secs_f64());
+        let seconds = match self.batch_seconds.get(&batch) {
+            Some(&seconds) => seconds,
+            None => self
+                .batch_started
+                .get(&batch)
+                .map_or(0.0, |s| s.elapsed().as_secs_f64()),
+        };
         let mut bounds: Vec<u32> = self
             .puzzles
             .range((batch, 0)..=(batch, u32::MAX))

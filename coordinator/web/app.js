@@ -123,6 +123,7 @@ function setBoard(tiles, side) {
   view.side = side;
   view.start = tiles;
   view.moves = "";
+  $("size").value = String(side);
   $("board-input").value = tiles.join(",");
   $("length").textContent = "–";
   $("moves").textContent = "";
@@ -135,6 +136,7 @@ function setBoard(tiles, side) {
 function showSolution(board, length, moves) {
   const parsed = parseBoard(board);
   view.side = parsed.side;
+  $("size").value = String(parsed.side);
   view.start = parsed.tiles;
   view.moves = moves;
   $("length").textContent = length;

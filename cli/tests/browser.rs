@@ -1,0 +1,218 @@
+//! The dashboard end to end in a real browser: Debian's headless Chromium driven through
+//! chromedriver (the W3C WebDriver protocol over HTTP), against a coordinator and a worker
+//! started as processes. The test types a board, submits it, waits for the optimal length and
+//! plays the animation to the goal, then opens the solution's shareable link.
+//!
+//! `.ci/run` installs `chromium` and `chromium-driver`; where they are missing the test says so
+//! and passes, unless `CI` is set. With `TILESOLVE_SCREENSHOT=FILE` it saves a PNG of the page.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use base64::Engine;
+use common::{known_boards, run, wait_until, worker, write_batch, Coordinator, Process};
+use serde_json::{json, Value};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+/// One WebDriver session.
+struct Browser {
+    base: String,
+    _driver: Process,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    fn start() -> Browser {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let driver = Process(
+            Command::new(CHROMEDRIVER)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start chromedriver"),
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        wait_until("chromedriver", Duration::from_secs(30), || {
+            ureq::get(&format!("{url}/status")).call().ok()
+        });
+        let profile = tempfile::tempdir().unwrap();
+        // The flags keep Chromium from reaching for the network at start (this machine's
+        // network is closed) and let it run as root in a container.
+        let args = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1200,1000",
+            &format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let session: Value = ureq::post(&format!("{url}/session"))
+            .send_json(json!({"capabilities": {"alwaysMatch": {
+                "browserName": "chrome",
+                "goog:chromeOptions": {"binary": CHROMIUM, "args": args}
+            }}}))
+            .expect("a WebDriver session")
+            .into_json()
+            .unwrap();
+        let id = session["value"]["sessionId"]
+            .as_str()
+            .expect("session id")
+            .to_string();
+        Browser {
+            base: format!("{url}/session/{id}"),
+            _driver: driver,
+            _profile: profile,
+        }
+    }
+
+    fn post(&self, path: &str, body: Value) -> Value {
+        let response: Value = ureq::post(&format!("{}{path}", self.base))
+            .send_json(body)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .into_json()
+            .unwrap();
+        response["value"].clone()
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let response: Value = ureq::get(&format!("{}{path}", self.base))
+            .call()
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .into_json()
+            .unwrap();
+        response["value"].clone()
+    }
+
+    fn open(&self, url: &str) {
+        self.post("/url", json!({ "url": url }));
+    }
+
+    fn element(&self, css: &str) -> String {
+        let found = self.post("/element", json!({"using": "css selector", "value": css}));
+        found[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("{css}: {found}"))
+            .to_string()
+    }
+
+    fn type_into(&self, css: &str, text: &str) {
+        let element = self.element(css);
+        self.post(&format!("/element/{element}/clear"), json!({}));
+        self.post(
+            &format!("/element/{element}/value"),
+            json!({ "text": text }),
+        );
+    }
+
+    fn click(&self, css: &str) {
+        let element = self.element(css);
+        self.post(&format!("/element/{element}/click"), json!({}));
+    }
+
+    fn text(&self, css: &str) -> String {
+        let element = self.element(css);
+        self.get(&format!("/element/{element}/text"))
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Waits until the element's text satisfies `wanted`.
+    fn wait_for_text(&self, css: &str, what: &str, wanted: impl Fn(&str) -> bool) -> String {
+        wait_until(what, Duration::from_secs(60), || {
+            let text = self.text(css);
+            wanted(&text).then_some(text)
+        })
+    }
+
+    fn screenshot(&self, path: &str) {
+        let png = self.get("/screenshot");
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(png.as_str().expect("base64 PNG"))
+            .expect("decodable");
+        std::fs::write(path, bytes).expect("write screenshot");
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = ureq::delete(&self.base).call();
+    }
+}
+
+#[test]
+fn the_dashboard_solves_a_typed_board_and_animates_it_to_the_goal() {
+    if !std::path::Path::new(CHROMIUM).exists() || !std::path::Path::new(CHROMEDRIVER).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install chromium and chromium-driver (.ci/run does)"
+        );
+        eprintln!("skipped: {CHROMIUM} or {CHROMEDRIVER} is missing (apt-get install chromium chromium-driver)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let _workers = [
+        worker(&url, &dir.path().join("w1"), &[]),
+        worker(&url, &dir.path().join("w2"), &[]),
+    ];
+    // A batch in the background, so the batches table has something to show.
+    let batch = dir.path().join("examples.txt");
+    write_batch(&batch, &known_boards(3), false);
+    let (ok, _, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "pdb:5-5-5",
+        batch.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+
+    let browser = Browser::start();
+    browser.open(&url);
+    browser.wait_for_text("#totals", "live totals", |t| t.contains("2 workers"));
+    // 31 moves: one of the two hardest 8-puzzles.
+    browser.type_into("#board-input", "8,6,7,2,5,4,3,0,1");
+    browser.click("#solve");
+    browser.wait_for_text("#length", "the optimal length", |t| t == "31");
+    assert!(browser.text("#solve-status").starts_with("solved"));
+    browser.click("#play");
+    browser.wait_for_text("#board-status", "the animation to reach the goal", |t| {
+        t == "goal reached"
+    });
+    assert_eq!(browser.text("#position"), "move 31 of 31");
+    browser.wait_for_text("#batches", "the batches table", |t| t.contains("13 / 13"));
+    if let Ok(path) = std::env::var("TILESOLVE_SCREENSHOT") {
+        browser.screenshot(&path);
+    }
+
+    // The solution's link, opened fresh, shows the stored answer.
+    let share = browser.element("#share");
+    let link = browser.get(&format!("/element/{share}/property/href"));
+    let link = link.as_str().expect("a link").to_string();
+    assert!(
+        link.ends_with("#board=8%2C6%2C7%2C2%2C5%2C4%2C3%2C0%2C1"),
+        "{link}"
+    );
+    browser.open("about:blank");
+    browser.open(&link);
+    browser.wait_for_text("#length", "the stored solution", |t| t == "31");
+    assert!(browser.text("#solve-status").starts_with("stored solution"));
+}
