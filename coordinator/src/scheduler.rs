@@ -161,6 +161,39 @@ struct WorkerInfo {
     last_seen: Instant,
     nodes: u64,
     tasks_done: u64,
+    /// (when, nodes reported so far) at each poll within the last [`RATE_WINDOW`].
+    reports: VecDeque<(Instant, u64)>,
+}
+
+/// The span a worker's nodes/s is measured over: long enough to smooth out tasks finishing in
+/// bursts, short enough to show a worker that has gone idle.
+const RATE_WINDOW: Duration = Duration::from_secs(30);
+
+impl WorkerInfo {
+    fn record(&mut self, now: Instant) {
+        self.reports.push_back((now, self.nodes));
+        while self
+            .reports
+            .front()
+            .is_some_and(|&(when, _)| now.duration_since(when) > RATE_WINDOW)
+        {
+            self.reports.pop_front();
+        }
+    }
+
+    /// Nodes per second over the window, counted from the report before it when there is one.
+    fn nodes_per_second(&self, now: Instant) -> f64 {
+        let (since, before) = self
+            .reports
+            .front()
+            .copied()
+            .unwrap_or((self.registered, 0));
+        let seconds = now.duration_since(since).as_secs_f64();
+        if seconds < 1e-3 {
+            return 0.0;
+        }
+        (self.nodes - before) as f64 / seconds
+    }
 }
 
 /// A connected worker, as the dashboard shows it.
@@ -169,7 +202,7 @@ pub struct WorkerView {
     pub id: WorkerId,
     pub host: String,
     pub threads: u32,
-    /// Expanded nodes reported since registration, per second.
+    /// Expanded nodes reported per second over the last 30 seconds.
     pub nodes_per_second: f64,
     pub tasks_done: u64,
     pub seconds_since_seen: f64,
@@ -595,6 +628,7 @@ impl Scheduler {
                 last_seen: now,
                 nodes: 0,
                 tasks_done: 0,
+                reports: VecDeque::new(),
             },
         );
         Ok(id)
@@ -619,6 +653,7 @@ impl Scheduler {
         info.last_seen = now;
         info.tasks_done += results.len() as u64;
         info.nodes += results.iter().map(|(_, _, nodes)| nodes).sum::<u64>();
+        info.record(now);
         let free_slots = free_slots.min(info.threads) as usize;
         for (task, outcome, nodes) in results {
             self.apply(worker, task, outcome, nodes)?;
@@ -1096,8 +1131,7 @@ impl Scheduler {
                 id,
                 host: info.host.clone(),
                 threads: info.threads,
-                nodes_per_second: info.nodes as f64
-                    / now.duration_since(info.registered).as_secs_f64().max(1e-3),
+                nodes_per_second: info.nodes_per_second(now),
                 tasks_done: info.tasks_done,
                 seconds_since_seen: now.duration_since(info.last_seen).as_secs_f64(),
             })
