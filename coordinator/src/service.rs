@@ -68,11 +68,10 @@ pub struct Service {
 }
 
 /// A permit, or ResourceExhausted naming what is full.
-fn permit(semaphore: &Arc<Semaphore>, what: &str) -> Result<OwnedSemaphorePermit, Status> {
-    semaphore
-        .clone()
-        .try_acquire_owned()
-        .map_err(|_| Status::resource_exhausted(format!("too many {what} at once; retry shortly")))
+fn permit(semaphore: &Arc<Semaphore>, what: &str) -> Result<OwnedSemaphorePermit, SchedulerError> {
+    semaphore.clone().try_acquire_owned().map_err(|_| {
+        SchedulerError::ResourceExhausted(format!("too many {what} at once; retry shortly"))
+    })
 }
 
 impl Service {
@@ -105,9 +104,7 @@ impl Service {
         heuristic: String,
         goal: String,
     ) -> Result<Submitted, SchedulerError> {
-        let _permit = self.submissions.clone().try_acquire_owned().map_err(|_| {
-            SchedulerError::ResourceExhausted("too many submissions at once; retry shortly".into())
-        })?;
+        let _permit = permit(&self.submissions, "submissions")?;
         let scheduler = self.scheduler.clone();
         let pdbs = self.pdbs.clone();
         let flusher = self.flusher.clone();
