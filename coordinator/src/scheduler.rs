@@ -1271,17 +1271,7 @@ mod tests {
     fn split_puzzles_are_solved_optimally_stored_and_resumed() {
         let data = tempfile::tempdir().unwrap();
         let open = || {
-            // sled releases its file lock from a background thread shortly after the last
-            // handle is dropped, so reopening in the same process may have to wait a moment.
-            let store = (0..100)
-                .find_map(|_| {
-                    let opened = Store::open(&data.path().join("store")).ok();
-                    if opened.is_none() {
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                    opened
-                })
-                .expect("the store reopens");
+            let store = crate::store::reopen(&data.path().join("store"));
             let config = SchedulerConfig {
                 // Tiny budgets, so puzzles are split and subtrees split again.
                 whole_task_budget: 2_000,

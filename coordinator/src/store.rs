@@ -338,6 +338,20 @@ impl Store {
     }
 }
 
+/// Opens a store that this process has just closed: sled releases its file lock from a
+/// background thread shortly after the last handle is dropped, so the first attempts may find
+/// it still held.
+#[cfg(test)]
+pub(crate) fn reopen(dir: &Path) -> Store {
+    for _ in 0..100 {
+        if let Ok(store) = Store::open(dir) {
+            return store;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Store::open(dir).expect("the store reopens")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,7 +383,7 @@ mod tests {
             store.flush().unwrap();
             id
         };
-        let store = Store::open(dir.path()).unwrap();
+        let store = reopen(dir.path());
         let batch = store.batch(id).unwrap().unwrap();
         assert_eq!((batch.items, batch.submitted_unix_ms), (2, 42));
         let items = store.items(id).unwrap();
@@ -417,7 +431,7 @@ mod tests {
     fn incarnations_grow_across_reopening() {
         let dir = tempfile::tempdir().unwrap();
         let first = Store::open(dir.path()).unwrap().next_incarnation().unwrap();
-        let second = Store::open(dir.path()).unwrap().next_incarnation().unwrap();
+        let second = reopen(dir.path()).next_incarnation().unwrap();
         assert_eq!((first, second), (1, 2));
     }
 
