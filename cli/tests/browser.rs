@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine;
-use common::{known_boards, run, wait_until, worker, write_batch, Coordinator, Process};
+use common::{known_boards, submit, wait_until, worker, write_batch, Coordinator, Process};
 use serde_json::{json, Value};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -175,15 +175,7 @@ fn the_dashboard_solves_a_typed_board_and_animates_it_to_the_goal() {
     // A batch in the background, so the batches table has something to show.
     let batch = dir.path().join("examples.txt");
     write_batch(&batch, &known_boards(3), false);
-    let (ok, _, stderr) = run(&[
-        "submit",
-        "--coordinator",
-        &url,
-        "--heuristic",
-        "pdb:5-5-5",
-        batch.to_str().unwrap(),
-    ]);
-    assert!(ok, "{stderr}");
+    submit(&url, &batch);
 
     let browser = Browser::start();
     browser.open(&url);

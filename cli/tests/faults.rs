@@ -47,16 +47,7 @@ fn a_worker_killed_mid_batch_loses_nothing() {
     let url = server.url();
     let doomed = worker(&url, &dir.path().join("w1"), &[]);
     let _survivor = worker(&url, &dir.path().join("w2"), &[]);
-    let (ok, stdout, stderr) = run(&[
-        "submit",
-        "--coordinator",
-        &url,
-        "--heuristic",
-        "pdb:5-5-5",
-        path.to_str().unwrap(),
-    ]);
-    assert!(ok, "{stderr}");
-    let batch = stdout.trim().to_string();
+    let batch = common::submit(&url, &path);
 
     wait_for_mid_batch(&url, &batch);
     doomed.kill();

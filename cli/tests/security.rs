@@ -141,15 +141,7 @@ fn limits_refuse_with_resource_exhausted() {
     let boards = known_boards(0);
     let path = dir.path().join("ten.txt");
     write_batch(&path, &boards, false);
-    let (ok, _, stderr) = run(&[
-        "submit",
-        "--coordinator",
-        &url,
-        "--heuristic",
-        "pdb:5-5-5",
-        path.to_str().unwrap(),
-    ]);
-    assert!(ok, "{stderr}");
+    common::submit(&url, &path);
     let more = dir.path().join("more.txt");
     write_batch(&more, &known_boards(3)[9..], false);
     let (ok, _, stderr) = run(&["submit", "--coordinator", &url, more.to_str().unwrap()]);

@@ -1222,6 +1222,12 @@ mod tests {
     use super::*;
     use tilesolve::task::run_task;
 
+    /// A scheduler over a store and pattern databases in `dir` (reopened if already there).
+    fn scheduler_in(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {
+        let store = crate::store::reopen(&dir.join("store"));
+        Scheduler::new(store, PdbStore::new(dir.join("pdb"), 1), config).unwrap()
+    }
+
     /// Drives a scheduler with `threads` simulated worker threads running the real kernel.
     fn run_to_completion(scheduler: &mut Scheduler, batch: u64, threads: u32) {
         let worker = scheduler.register(threads, "test").unwrap();
@@ -1271,7 +1277,6 @@ mod tests {
     fn split_puzzles_are_solved_optimally_stored_and_resumed() {
         let data = tempfile::tempdir().unwrap();
         let open = || {
-            let store = crate::store::reopen(&data.path().join("store"));
             let config = SchedulerConfig {
                 // Tiny budgets, so puzzles are split and subtrees split again.
                 whole_task_budget: 2_000,
@@ -1279,7 +1284,7 @@ mod tests {
                 tasks_per_thread: 8,
                 ..SchedulerConfig::default()
             };
-            Scheduler::new(store, PdbStore::new(data.path().join("pdb"), 1), config).unwrap()
+            scheduler_in(data.path(), config)
         };
         let examples = examples();
         let mut lines: Vec<String> = examples.iter().map(|(b, _)| b.clone()).collect();
@@ -1325,13 +1330,13 @@ mod tests {
     #[test]
     fn expired_leases_return_to_the_queue_and_late_results_are_ignored() {
         let data = tempfile::tempdir().unwrap();
-        let store = Store::open(&data.path().join("store")).unwrap();
-        let config = SchedulerConfig {
-            lease_timeout: Duration::from_millis(1),
-            ..SchedulerConfig::default()
-        };
-        let mut scheduler =
-            Scheduler::new(store, PdbStore::new(data.path().join("pdb"), 1), config).unwrap();
+        let mut scheduler = scheduler_in(
+            data.path(),
+            SchedulerConfig {
+                lease_timeout: Duration::from_millis(1),
+                ..SchedulerConfig::default()
+            },
+        );
         let submitted = scheduler
             .submit(&["1,2,3,4,5,6,7,0,8".to_string()], "manhattan", "")
             .unwrap();
@@ -1368,13 +1373,13 @@ mod tests {
     #[test]
     fn a_task_that_keeps_losing_its_worker_fails_its_puzzle_not_the_batch() {
         let data = tempfile::tempdir().unwrap();
-        let store = Store::open(&data.path().join("store")).unwrap();
-        let config = SchedulerConfig {
-            lease_timeout: Duration::from_millis(1),
-            ..SchedulerConfig::default()
-        };
-        let mut scheduler =
-            Scheduler::new(store, PdbStore::new(data.path().join("pdb"), 1), config).unwrap();
+        let mut scheduler = scheduler_in(
+            data.path(),
+            SchedulerConfig {
+                lease_timeout: Duration::from_millis(1),
+                ..SchedulerConfig::default()
+            },
+        );
         let lines = ["8,6,7,2,5,4,3,0,1".to_string()];
         let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
         let mut swept = Swept::default();
@@ -1398,13 +1403,7 @@ mod tests {
     #[test]
     fn impossible_reports_are_failed_attempts_never_answers() {
         let data = tempfile::tempdir().unwrap();
-        let store = Store::open(&data.path().join("store")).unwrap();
-        let mut scheduler = Scheduler::new(
-            store,
-            PdbStore::new(data.path().join("pdb"), 1),
-            SchedulerConfig::default(),
-        )
-        .unwrap();
+        let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
         // Optimal is 31 moves; a faulty worker claims a 1-move answer, then a next bound below
         // the task's own, then a real but non-optimal path.
         let board = "8,6,7,2,5,4,3,0,1";
@@ -1451,13 +1450,7 @@ mod tests {
     #[test]
     fn a_cancelled_batch_withdraws_its_tasks() {
         let data = tempfile::tempdir().unwrap();
-        let store = Store::open(&data.path().join("store")).unwrap();
-        let mut scheduler = Scheduler::new(
-            store,
-            PdbStore::new(data.path().join("pdb"), 1),
-            SchedulerConfig::default(),
-        )
-        .unwrap();
+        let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
         let lines: Vec<String> = examples().into_iter().map(|(b, _)| b).collect();
         let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
         let worker = scheduler.register(1, "test").unwrap();

@@ -213,6 +213,20 @@ pub fn assert_optimal(results: &[(String, Option<u64>)], boards: &[(String, u64)
     }
 }
 
+/// Submits a batch file with the small `pdb:5-5-5` tables, without waiting; returns its id.
+pub fn submit(url: &str, file: &Path) -> String {
+    let (ok, stdout, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        url,
+        "--heuristic",
+        "pdb:5-5-5",
+        file.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    stdout.trim().to_string()
+}
+
 /// A batch's status from `status --json`.
 pub fn status(url: &str, batch: &str, extra: &[&str]) -> Option<serde_json::Value> {
     let mut args = vec!["status", "--coordinator", url, "--json", batch];
