@@ -12,7 +12,8 @@ use crate::board::{Board, BoardError};
 use crate::heuristic::{AnyHeuristic, Heuristic, HeuristicKind};
 use crate::moves::{replay, Direction, Neighbors, ReplayError};
 use crate::search::{
-    a_star, ida_star, AStarError, Abort, Bounded, Counters, IdaOutcome, IdaStop, Kernel, Limits,
+    a_star, ida_star, profiled_search, AStarError, Abort, Bounded, Counters, IdaOutcome, IdaStop,
+    Kernel, Limits, Profiled, SubtreeRoot,
 };
 
 /// Evaluates `$body` with `$h` bound to the concrete heuristic inside an [`AnyHeuristic`], so
@@ -246,6 +247,34 @@ impl Solver {
             let mut kernel = Kernel::new(h, &self.neighbors, &self.goal, limits);
             let outcome = kernel.search(board, g, last, bound);
             (outcome, kernel.counters())
+        })
+    }
+
+    /// [`Solver::search_subtree`], measuring each descendant `depth` moves below `board` (see
+    /// [`crate::search::profiled_search`]); `path` leads from the puzzle's root to `board`.
+    pub fn search_subtree_profiled(
+        &self,
+        board: &Board,
+        path: &[Direction],
+        bound: u32,
+        limits: Limits<'_>,
+        depth: u32,
+    ) -> Profiled {
+        let estimate = |board: &Board| self.estimate(board);
+        dispatch!(&self.heuristic, h => {
+            let mut kernel = Kernel::new(h, &self.neighbors, &self.goal, limits);
+            profiled_search(
+                &mut kernel,
+                &estimate,
+                &self.goal,
+                SubtreeRoot {
+                    board,
+                    g: path.len() as u32,
+                    last: path.last().copied(),
+                },
+                bound,
+                depth,
+            )
         })
     }
 

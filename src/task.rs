@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::board::Board;
 use crate::moves::Direction;
-use crate::search::{Abort, Bounded, IdaStop, Limits};
+use crate::search::{Abort, Bounded, IdaStop, Limits, PartSize};
 use crate::solver::Solver;
 
 /// What running a task found.
@@ -28,52 +28,91 @@ pub enum TaskOutcome {
     Failed(String),
 }
 
-/// Runs a task: the subtree below `board`, reached from the puzzle's root by `path`, under
-/// `bound`; with `iterate`, IDA* from `bound` until solved or `node_budget` expanded nodes are
-/// spent. Returns the outcome and the nodes expanded.
-pub fn run_task(
-    solver: &Solver,
-    board: &Board,
-    path: &[Direction],
-    bound: u32,
-    iterate: bool,
-    node_budget: u64,
-    cancel: Option<&AtomicBool>,
-) -> (TaskOutcome, u64) {
-    if iterate {
+/// Deepest descendants a task measures: 2.4^12 ~ 36,000 parts already fill a large report.
+pub const MAX_PROFILE_DEPTH: u32 = 12;
+
+/// One task as the worker runs it: the subtree below `board`, reached from the puzzle's root by
+/// `path`, under `bound`; with `iterate`, IDA* from `bound` until solved or `node_budget`
+/// expanded nodes are spent.
+#[derive(Clone, Copy, Debug)]
+pub struct Work<'a> {
+    pub board: &'a Board,
+    pub path: &'a [Direction],
+    pub bound: u32,
+    pub iterate: bool,
+    pub node_budget: u64,
+    /// With a subtree task, measure each descendant this many moves below `board` (0: none).
+    pub profile_depth: u32,
+}
+
+/// What running a task found and what it cost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskRun {
+    pub outcome: TaskOutcome,
+    /// Expanded nodes.
+    pub nodes: u64,
+    /// The measured descendants, with `profile_depth` (see [`crate::search::profiled_search`]).
+    pub parts: Vec<PartSize>,
+}
+
+/// Runs a task.
+pub fn run_task(solver: &Solver, work: Work<'_>, cancel: Option<&AtomicBool>) -> TaskRun {
+    if work.iterate {
         let limits = Limits {
             cancel,
             deadline: None,
-            max_nodes: Some(node_budget.max(1)),
+            max_nodes: Some(work.node_budget.max(1)),
         };
-        let outcome = solver.iterate(board, bound, limits);
+        let outcome = solver.iterate(work.board, work.bound, limits);
         let result = match outcome.result {
             Ok(moves) => TaskOutcome::Found(moves),
             Err(IdaStop::Aborted(Abort::NodeLimit)) => TaskOutcome::BudgetSpent(outcome.bound),
             Err(IdaStop::Aborted(abort)) => TaskOutcome::Failed(format!("stopped: {abort:?}")),
             Err(IdaStop::NoSolution) => TaskOutcome::Failed("no solution exists".into()),
         };
-        return (result, outcome.counters.expanded);
+        return TaskRun {
+            outcome: result,
+            nodes: outcome.counters.expanded,
+            parts: Vec::new(),
+        };
     }
     let limits = Limits {
         cancel,
         deadline: None,
-        max_nodes: (node_budget > 0).then_some(node_budget),
+        max_nodes: (work.node_budget > 0).then_some(work.node_budget),
     };
-    let (outcome, counters) = solver.search_subtree(
-        board,
-        path.len() as u32,
-        path.last().copied(),
-        bound,
-        limits,
-    );
+    let (outcome, counters, parts) = if work.profile_depth > 0 {
+        let profiled = solver.search_subtree_profiled(
+            work.board,
+            work.path,
+            work.bound,
+            limits,
+            work.profile_depth.min(MAX_PROFILE_DEPTH),
+        );
+        (profiled.outcome, profiled.counters, profiled.parts)
+    } else {
+        let (outcome, counters) = solver.search_subtree(
+            work.board,
+            work.path.len() as u32,
+            work.path.last().copied(),
+            work.bound,
+            limits,
+        );
+        (outcome, counters, Vec::new())
+    };
     let result = match outcome {
         Bounded::Found(moves) => TaskOutcome::Found(moves),
         Bounded::Exceeded { next_bound } => TaskOutcome::Exceeded(next_bound),
-        Bounded::Aborted(Abort::NodeLimit) => split_children(solver, board, path, bound),
+        Bounded::Aborted(Abort::NodeLimit) => {
+            split_children(solver, work.board, work.path, work.bound)
+        }
         Bounded::Aborted(abort) => TaskOutcome::Failed(format!("stopped: {abort:?}")),
     };
-    (result, counters.expanded)
+    TaskRun {
+        outcome: result,
+        nodes: counters.expanded,
+        parts,
+    }
 }
 
 /// The children of a subtree's root that are worth searching under `bound`, for handing an
@@ -100,5 +139,66 @@ fn split_children(solver: &Solver, board: &Board, path: &[Direction], bound: u32
     TaskOutcome::Split {
         children,
         pruned_min_f,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heuristic::HeuristicKind;
+    use crate::parse_board;
+
+    /// Profiling must not change what a subtree search finds or what it counts.
+    #[test]
+    fn profiled_tasks_find_and_count_what_plain_tasks_do() {
+        let goal = Board::blank_last(4);
+        let solver = Solver::new(goal, HeuristicKind::LinearConflict);
+        let root = parse_board("2,7,4,3,1,12,8,6,0,14,15,9,13,5,11,10").unwrap();
+        let optimal = solver
+            .solve(&root, &crate::SolveOptions::default(), None)
+            .unwrap();
+        let h = solver.estimate(&root);
+        for bound in [h, h + 2, optimal.len() as u32] {
+            for path in [
+                &optimal.moves[..0],
+                &optimal.moves[..3],
+                &optimal.moves[..7],
+            ] {
+                let board = path.iter().fold(root, |b, &d| b.apply(d).unwrap().0);
+                let plain = Work {
+                    board: &board,
+                    path,
+                    bound,
+                    iterate: false,
+                    node_budget: 0,
+                    profile_depth: 0,
+                };
+                let expected = run_task(&solver, plain, None);
+                for depth in [1, 3, 6] {
+                    let profiled = run_task(
+                        &solver,
+                        Work {
+                            profile_depth: depth,
+                            ..plain
+                        },
+                        None,
+                    );
+                    assert_eq!(
+                        profiled.outcome, expected.outcome,
+                        "bound {bound} depth {depth}"
+                    );
+                    assert_eq!(
+                        profiled.nodes, expected.nodes,
+                        "bound {bound} depth {depth}"
+                    );
+                    let part_nodes: u64 = profiled.parts.iter().map(|p| p.expanded).sum();
+                    assert!(part_nodes <= profiled.nodes);
+                    assert!(profiled
+                        .parts
+                        .iter()
+                        .all(|p| p.moves.len() == depth as usize));
+                }
+            }
+        }
     }
 }

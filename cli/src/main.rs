@@ -8,6 +8,7 @@ mod options;
 mod pdb;
 mod progress;
 mod report;
+mod simulate;
 mod solve;
 
 use std::process::ExitCode;
@@ -58,6 +59,9 @@ enum Command {
     /// Load-test a running coordinator: concurrent clients submitting and querying for a fixed
     /// time; prints throughput, latency percentiles and errors, then checks every answer.
     Loadtest(load::LoadArgs),
+    /// Replay a recorded batch (its tasks' sizes and times, kept by the coordinator) with 1 to
+    /// 1,024 virtual workers under the scheduler's policy; prints makespan and efficiency.
+    Simulate(simulate::SimulateArgs),
 }
 
 fn main() -> ExitCode {
@@ -92,6 +96,7 @@ fn main() -> ExitCode {
         Command::Batches(args) => distributed::list(args),
         Command::Cancel(args) => distributed::cancel(args),
         Command::Loadtest(args) => load::run(args),
+        Command::Simulate(args) => simulate::run(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

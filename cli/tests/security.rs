@@ -328,6 +328,7 @@ fn malformed_rpcs_are_refused_without_harm() {
             nodes: 5,
             seconds: 0.0,
             outcome,
+            parts: Vec::new(),
         };
         use pb::task_result::Outcome;
         for (bad, what) in [
@@ -342,6 +343,17 @@ fn malformed_rpcs_are_refused_without_harm() {
                     pruned_min_f: 9,
                 }))),
                 "bad child",
+            ),
+            (
+                pb::TaskResult {
+                    parts: vec![pb::PartSize {
+                        moves: "UZ".into(),
+                        nodes: 3,
+                        micros: 1,
+                    }],
+                    ..result(Some(Outcome::NextBound(50)))
+                },
+                "bad part moves",
             ),
         ] {
             assert_eq!(

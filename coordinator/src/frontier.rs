@@ -8,7 +8,7 @@
 //! frontier depth becomes a task that searches its subtree under the same bound, so the first
 //! solution any task finds is optimal.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use tilesolve::{Board, Direction, Solver};
 
@@ -20,6 +20,8 @@ pub struct SubtreeTask {
     pub path: Vec<Direction>,
     /// The heuristic's estimate of `board`.
     pub h: u32,
+    /// Nodes its search is predicted to expand (0: no prediction).
+    pub predicted: u64,
 }
 
 impl SubtreeTask {
@@ -40,6 +42,8 @@ pub struct Frontier {
     pub pruned_min_f: u32,
     /// Boards dropped because they were reached before at the same or a smaller depth.
     pub duplicates: u64,
+    /// The split wanted to go deeper than its `max_depth`.
+    pub depth_limited: bool,
 }
 
 /// Splits the iteration with `bound` of the puzzle `root` into subtrees at `depth`.
@@ -59,6 +63,7 @@ pub fn split(root: &Board, solver: &Solver, bound: u32, depth: u32) -> Frontier 
         board: *root,
         path: Vec::new(),
         h: root_h,
+        predicted: 0,
     }];
     for g in 0..depth {
         if let Some(node) = level.iter().find(|node| node.board == *goal) {
@@ -92,6 +97,7 @@ pub fn split(root: &Board, solver: &Solver, bound: u32, depth: u32) -> Frontier 
                     board: child,
                     path,
                     h,
+                    predicted: 0,
                 });
             }
         }
@@ -103,6 +109,230 @@ pub fn split(root: &Board, solver: &Solver, bound: u32, depth: u32) -> Frontier 
     }
     level.sort_by_key(|node| node.h);
     frontier.tasks = level;
+    frontier
+}
+
+/// The scheduling policy's split of an iteration: the shallowest even depth (at most
+/// `max_depth`) whose frontier has at least `target` tasks, or the solution if the split meets
+/// it. Shared by the scheduler and the simulator, so a simulated run splits as a real one does.
+pub fn split_for(
+    root: &Board,
+    solver: &Solver,
+    bound: u32,
+    target: usize,
+    max_depth: u32,
+) -> Frontier {
+    let mut frontier = split(root, solver, bound, 0);
+    for depth in (2..=bound.min(max_depth)).step_by(2) {
+        frontier = split(root, solver, bound, depth);
+        if frontier.solution.is_some() || frontier.tasks.len() >= target {
+            break;
+        }
+    }
+    frontier
+}
+
+/// Deepest frontier an iteration is split at.
+pub const MAX_SPLIT_DEPTH: u32 = 24;
+
+/// How much larger than everything before it the first split iteration is assumed to be (an
+/// iteration of the 15- and 24-puzzle costs 5-10 times the one before it).
+const FIRST_SPLIT_GROWTH: u64 = 4;
+
+/// The scheduling policy's split of an iteration, shared by the scheduler and the simulator.
+/// With the previous iteration measured, [`split_balanced`]. Without (the first split
+/// iteration), a uniform frontier by increasing h, with as many tasks as the work done so far
+/// (`nodes_so_far`, a lower bound on this iteration) fills at `min_split_nodes` each, between
+/// one and `tasks_per_thread` per thread.
+pub fn split_iteration(
+    root: &Board,
+    solver: &Solver,
+    bound: u32,
+    history: &SizeHistory,
+    nodes_so_far: u64,
+    params: BalanceParams,
+) -> Frontier {
+    if !history.is_empty() {
+        return split_balanced(root, solver, bound, history, nodes_so_far, params);
+    }
+    let threads = params.threads.max(1);
+    let estimate = nodes_so_far.saturating_mul(FIRST_SPLIT_GROWTH);
+    let wanted = usize::try_from(estimate / params.min_split_nodes.max(1)).unwrap_or(usize::MAX);
+    let target = wanted.clamp(threads, threads * params.tasks_per_thread.max(1));
+    let deepest = MAX_SPLIT_DEPTH.min(params.max_depth);
+    let mut frontier = split_for(root, solver, bound, target, deepest);
+    let depth = frontier.tasks.first().map_or(0, |t| t.g());
+    frontier.depth_limited = frontier.tasks.len() < target && depth + 2 > deepest && depth < bound;
+    frontier
+}
+
+/// Measured subtree sizes of one iteration, by the path from the puzzle's root (direction
+/// indices): the tasks' own sizes, or their parts' when tasks measured parts. The next
+/// iteration's split predicts from them.
+#[derive(Clone, Debug, Default)]
+pub struct SizeHistory {
+    sizes: BTreeMap<Vec<u8>, u64>,
+    total: u64,
+}
+
+impl SizeHistory {
+    pub fn add(&mut self, path: Vec<u8>, nodes: u64) {
+        self.total += nodes;
+        *self.sizes.entry(path).or_default() += nodes;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sizes.is_empty()
+    }
+
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Nodes measured below `path`; `None` when nothing was measured there or deeper.
+    fn below(&self, path: &[u8]) -> Option<u64> {
+        let mut range = self
+            .sizes
+            .range(path.to_vec()..)
+            .take_while(|(p, _)| p.starts_with(path))
+            .peekable();
+        range.peek()?;
+        Some(range.map(|(_, n)| n).sum())
+    }
+}
+
+/// The knobs of [`split_balanced`].
+#[derive(Clone, Copy, Debug)]
+pub struct BalanceParams {
+    /// Search threads the iteration is for.
+    pub threads: usize,
+    /// At most this many tasks per thread.
+    pub tasks_per_thread: usize,
+    /// Split until no task is predicted to exceed the iteration's size / (threads x balance).
+    pub balance: usize,
+    /// ... but never split a subtree predicted smaller than this (nodes): smaller tasks cost
+    /// more in round trips than they gain in balance.
+    pub min_split_nodes: u64,
+    /// Never split below this depth (the simulator's limit: its recording is no finer).
+    pub max_depth: u32,
+}
+
+/// The policy's split of an iteration when the previous one was measured: start from a
+/// frontier with a task per thread, then split the subtree predicted largest into its children,
+/// again and again, until none is predicted above the iteration's share per thread / `balance`
+/// (or below `min_split_nodes`, or the task cap is reached). `nodes_so_far` (every node the
+/// puzzle took before this iteration) gives the growth from one iteration to the next. A subtree's prediction is its measured size one iteration
+/// earlier (its parts', when finer than it; an equal share of its parent's when not measured at
+/// all). Tasks come out largest predicted first, so the longest start first.
+pub fn split_balanced(
+    root: &Board,
+    solver: &Solver,
+    bound: u32,
+    history: &SizeHistory,
+    nodes_so_far: u64,
+    params: BalanceParams,
+) -> Frontier {
+    let threads = params.threads.max(1);
+    let mut frontier = split_for(
+        root,
+        solver,
+        bound,
+        threads,
+        MAX_SPLIT_DEPTH.min(params.max_depth),
+    );
+    if frontier.solution.is_some() || frontier.tasks.is_empty() {
+        return frontier;
+    }
+    let goal = solver.goal();
+    let path_of = |task: &SubtreeTask| task.path.iter().map(|&d| d as u8).collect::<Vec<u8>>();
+    let known: Vec<Option<u64>> = frontier
+        .tasks
+        .iter()
+        .map(|t| history.below(&path_of(t)))
+        .collect();
+    let measured: u64 = known.iter().flatten().sum();
+    let measured_count = known.iter().flatten().count().max(1) as u64;
+    let mut heap: BinaryHeap<(u64, usize)> = BinaryHeap::new();
+    let mut tasks: Vec<SubtreeTask> = Vec::with_capacity(frontier.tasks.len());
+    // Subtrees over the size limit that are already at the deepest allowed split.
+    let mut too_deep: Vec<(u64, usize)> = Vec::new();
+    for (task, size) in std::mem::take(&mut frontier.tasks).into_iter().zip(known) {
+        // A subtree not measured before (it was over the last bound) gets the mean.
+        heap.push((size.unwrap_or(measured / measured_count), tasks.len()));
+        tasks.push(task);
+    }
+    let total: u64 = heap.iter().map(|(size, _)| size).sum();
+    let share = total / (threads * params.balance.max(1)) as u64;
+    // Predictions are last iteration's sizes; this one is larger by the growth from the
+    // iterations before (with a constant growth b, everything before the last iteration adds up
+    // to about last / (b - 1)).
+    let earlier = nodes_so_far.saturating_sub(history.total()).max(1);
+    let growth = 1.0 + history.total() as f64 / earlier as f64;
+    let smallest_split = (params.min_split_nodes as f64 / growth) as u64;
+    let largest_allowed = share.max(smallest_split);
+    let most_tasks = threads * params.tasks_per_thread.max(1);
+    while let Some(&(size, index)) = heap.peek() {
+        if size <= largest_allowed || heap.len() + too_deep.len() >= most_tasks {
+            break;
+        }
+        heap.pop();
+        let parent = tasks[index].clone();
+        if parent.g() >= params.max_depth {
+            frontier.depth_limited = true;
+            too_deep.push((size, index));
+            continue;
+        }
+        let last = parent.path.last().copied();
+        let mut children = Vec::with_capacity(3);
+        for direction in Direction::ALL {
+            if last == Some(direction.opposite()) {
+                continue;
+            }
+            let Some((child, _)) = parent.board.apply(direction) else {
+                continue;
+            };
+            let h = solver.estimate(&child);
+            let f = parent.g() + 1 + h;
+            if f > bound {
+                frontier.pruned_min_f = frontier.pruned_min_f.min(f);
+                continue;
+            }
+            let mut path = parent.path.clone();
+            path.push(direction);
+            if child == *goal {
+                frontier.solution = Some(path);
+                return frontier;
+            }
+            children.push(SubtreeTask {
+                board: child,
+                path,
+                h,
+                predicted: 0,
+            });
+        }
+        // With no child within the bound, the subtree is one node: it needs no task at all.
+        let sizes: Vec<Option<u64>> = children
+            .iter()
+            .map(|c| history.below(&path_of(c)))
+            .collect();
+        let unmeasured = sizes.iter().filter(|s| s.is_none()).count() as u64;
+        let measured_children: u64 = sizes.iter().flatten().sum();
+        let rest = size.saturating_sub(measured_children) / unmeasured.max(1);
+        for (child, size) in children.into_iter().zip(sizes) {
+            heap.push((size.unwrap_or(rest), tasks.len()));
+            tasks.push(child);
+        }
+    }
+    let mut ordered: Vec<(u64, usize)> = heap.into_vec();
+    ordered.extend(too_deep);
+    ordered.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    frontier.tasks = ordered
+        .into_iter()
+        .map(|(predicted, index)| SubtreeTask {
+            predicted,
+            ..tasks[index].clone()
+        })
+        .collect();
     frontier
 }
 

@@ -3,18 +3,23 @@
 //!
 //! Layout:
 //! - [`frontier`]: splits one IDA* iteration of a puzzle into deduplicated subtree tasks.
+//! - [`queue`]: the ready queue's order (batches in turn, largest predicted task first).
 //! - [`scheduler`]: batches in, subtree tasks out, leases, results in, answers stored.
 //! - [`store`]: the sled database (solutions, batches and items, search state); the only
 //!   module that touches sled.
 //! - [`service`]: the gRPC services; the only place generated proto types meet the scheduler.
+//! - [`simulate`]: replays a recorded run with any number of virtual workers under the same
+//!   policy.
 //! - [`auth`]: the bearer-token check in front of the services.
 //! - [`web`]: the dashboard page, its JSON API and live events, and `/metrics`, on the same port.
 //! - [`server`]: `run(listener, config, shutdown)`, with TLS when configured.
 
 pub mod auth;
 pub mod frontier;
+pub mod queue;
 pub mod scheduler;
 pub mod server;
 pub mod service;
+pub mod simulate;
 pub mod store;
 pub mod web;

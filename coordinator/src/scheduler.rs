@@ -21,14 +21,18 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use thiserror::Error;
 use tilesolve::batch_file::BatchLine;
 use tilesolve::heuristic::HeuristicChoice;
-use tilesolve::moves::replay;
+use tilesolve::moves::{moves_to_string, replay};
 use tilesolve::pdb::{PdbEvent, PdbStore};
-use tilesolve::search::Counters;
+use tilesolve::search::{Counters, PartSize};
 pub use tilesolve::task::TaskOutcome;
 use tilesolve::{parse_board, Board, Direction, Goal, Solution, Solver};
 
-use crate::frontier::split;
-use crate::store::{ItemStatus, SearchState, Store, StoreError, StoredItem, StoredSolution};
+use crate::frontier::{split_iteration, BalanceParams, SizeHistory};
+use crate::queue::ReadyQueue;
+use crate::store::{
+    ItemStatus, RecordedOutcome, SearchState, Store, StoreError, StoredItem, StoredSolution,
+    TaskRecord,
+};
 
 pub type TaskId = u64;
 pub type WorkerId = u64;
@@ -50,13 +54,21 @@ pub struct SchedulerConfig {
     pub whole_task_budget: u64,
     /// A lease not renewed for this long returns its task to the queue.
     pub lease_timeout: Duration,
-    /// Subtree tasks to aim for per worker thread when splitting an iteration.
+    /// Most subtree tasks per worker thread when splitting an iteration.
     pub tasks_per_thread: usize,
+    /// Split an iteration until no task is predicted above its size / (threads x this).
+    pub split_balance: usize,
+    /// Never split a subtree predicted smaller than this (expanded nodes).
+    pub min_split_nodes: u64,
     /// Expanded nodes a subtree task may spend before it comes back split into its children.
     pub subtree_task_budget: u64,
     /// Unfinished puzzles the coordinator holds at most; a batch that would go over is refused
     /// (ResourceExhausted) rather than letting a flood of submissions exhaust memory.
     pub max_pending_puzzles: usize,
+    /// Subtree tasks report the size of each descendant this many moves below their board: the
+    /// next iteration's split predicts from them, and the store records them, so `tilesolve
+    /// simulate` can replay the run at a finer split than it ran with.
+    pub profile_depth: u32,
 }
 
 impl Default for SchedulerConfig {
@@ -65,8 +77,11 @@ impl Default for SchedulerConfig {
             whole_task_budget: 20_000_000,
             lease_timeout: Duration::from_secs(10),
             tasks_per_thread: 200,
+            split_balance: 8,
+            min_split_nodes: 100_000,
             subtree_task_budget: 200_000_000,
             max_pending_puzzles: 1_000_000,
+            profile_depth: 4,
         }
     }
 }
@@ -102,6 +117,33 @@ pub struct TaskSpec {
     /// Whole-puzzle task: keep raising the bound until solved or `node_budget` is spent.
     pub iterate: bool,
     pub node_budget: u64,
+    /// Report the sizes of the descendants this many moves below `board` (subtree tasks only).
+    pub profile_depth: u32,
+}
+
+/// What a worker reports for one task.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskReport {
+    pub task: TaskId,
+    pub outcome: TaskOutcome,
+    /// Expanded nodes.
+    pub nodes: u64,
+    /// The search's wall time on the worker.
+    pub seconds: f64,
+    /// Measured descendants, when the task asked for them.
+    pub parts: Vec<PartSize>,
+}
+
+impl TaskReport {
+    pub fn new(task: TaskId, outcome: TaskOutcome, nodes: u64) -> TaskReport {
+        TaskReport {
+            task,
+            outcome,
+            nodes,
+            seconds: 0.0,
+            parts: Vec::new(),
+        }
+    }
 }
 
 /// A submitted batch, as acknowledged.
@@ -138,13 +180,14 @@ struct Puzzle {
     outstanding: HashSet<TaskId>,
     nodes: u64,
     started: Instant,
-    /// Nodes each subtree took in the iteration in progress, by its board.
-    subtree_nodes: HashMap<Board, u64>,
+    /// Sizes measured in the iteration in progress (the next split predicts from them).
+    history: SizeHistory,
 }
 
 struct Lease {
     worker: WorkerId,
     expires: Instant,
+    since: Instant,
 }
 
 struct TaskEntry {
@@ -152,6 +195,8 @@ struct TaskEntry {
     puzzle: PuzzleId,
     lease: Option<Lease>,
     attempts: u32,
+    /// Nodes the policy predicts it will expand (its place in the ready queue).
+    predicted: u64,
 }
 
 struct WorkerInfo {
@@ -254,7 +299,7 @@ pub struct Scheduler {
     /// Ordered by (batch, index), so one batch's puzzles are a range.
     puzzles: BTreeMap<PuzzleId, Puzzle>,
     tasks: HashMap<TaskId, TaskEntry>,
-    ready: VecDeque<TaskId>,
+    ready: ReadyQueue<TaskId>,
     workers: HashMap<WorkerId, WorkerInfo>,
     /// Cancellations not yet told to the worker holding the task.
     cancelled: HashMap<WorkerId, Vec<TaskId>>,
@@ -315,6 +360,20 @@ fn implausible(spec: &TaskSpec, outcome: &TaskOutcome) -> Option<String> {
     }
 }
 
+/// Adds a finished subtree task's sizes to its iteration's history: each part below its path,
+/// and the nodes above the parts at the task's own path.
+fn record_sizes(history: &mut SizeHistory, path: &[Direction], report: &TaskReport) {
+    let path: Vec<u8> = path.iter().map(|&d| d as u8).collect();
+    let mut parts_nodes = 0;
+    for part in &report.parts {
+        let mut full = path.clone();
+        full.extend(part.moves.iter().map(|&d| d as u8));
+        parts_nodes += part.expanded;
+        history.add(full, part.expanded);
+    }
+    history.add(path, report.nodes.saturating_sub(parts_nodes));
+}
+
 /// The submitted text kept with an item: a hostile megabyte line is not stored whole.
 fn kept_text(text: &str) -> String {
     match text.char_indices().nth(MAX_KEPT_TEXT) {
@@ -357,7 +416,7 @@ impl Scheduler {
             solvers: HashMap::new(),
             puzzles: BTreeMap::new(),
             tasks: HashMap::new(),
-            ready: VecDeque::new(),
+            ready: ReadyQueue::default(),
             workers: HashMap::new(),
             cancelled: HashMap::new(),
             batch_started: HashMap::new(),
@@ -575,7 +634,7 @@ impl Scheduler {
                 outstanding: HashSet::new(),
                 nodes: 0,
                 started: Instant::now(),
-                subtree_nodes: HashMap::new(),
+                history: SizeHistory::default(),
             },
         );
         let spec = TaskSpec {
@@ -587,12 +646,14 @@ impl Scheduler {
             bound,
             iterate: true,
             node_budget: self.config.whole_task_budget,
+            profile_depth: 4,
         };
-        self.add_task(puzzle, spec);
+        let predicted = self.config.whole_task_budget;
+        self.add_task(puzzle, spec, predicted);
         Ok(())
     }
 
-    fn add_task(&mut self, puzzle: PuzzleId, mut spec: TaskSpec) {
+    fn add_task(&mut self, puzzle: PuzzleId, mut spec: TaskSpec, predicted: u64) {
         let id = self.next_id();
         spec.id = id;
         if let Some(p) = self.puzzles.get_mut(&puzzle) {
@@ -605,9 +666,10 @@ impl Scheduler {
                 puzzle,
                 lease: None,
                 attempts: 0,
+                predicted,
             },
         );
-        self.ready.push_back(id);
+        self.ready.push(puzzle.0, predicted, id);
     }
 
     /// A worker joins with `threads` search threads (1 to [`MAX_WORKER_THREADS`]).
@@ -640,7 +702,7 @@ impl Scheduler {
         &mut self,
         worker: WorkerId,
         free_slots: u32,
-        results: Vec<(TaskId, TaskOutcome, u64)>,
+        results: Vec<TaskReport>,
     ) -> Result<(Vec<TaskSpec>, Vec<TaskId>), SchedulerError> {
         let now = Instant::now();
         // A worker this process does not know (forgotten by the sweep, or registered with a
@@ -652,15 +714,15 @@ impl Scheduler {
             .ok_or(SchedulerError::UnknownWorker(worker))?;
         info.last_seen = now;
         info.tasks_done += results.len() as u64;
-        info.nodes += results.iter().map(|(_, _, nodes)| nodes).sum::<u64>();
+        info.nodes += results.iter().map(|report| report.nodes).sum::<u64>();
         info.record(now);
         let free_slots = free_slots.min(info.threads) as usize;
-        for (task, outcome, nodes) in results {
-            self.apply(worker, task, outcome, nodes)?;
+        for report in results {
+            self.apply(worker, report)?;
         }
         let mut leased = Vec::new();
         while leased.len() < free_slots {
-            let Some(id) = self.ready.pop_front() else {
+            let Some(id) = self.ready.pop() else {
                 break;
             };
             // Withdrawn tasks leave their ids behind; a leased task is never handed out twice.
@@ -670,6 +732,7 @@ impl Scheduler {
             entry.lease = Some(Lease {
                 worker,
                 expires: now + self.config.lease_timeout,
+                since: now,
             });
             leased.push(entry.spec.clone());
         }
@@ -691,6 +754,7 @@ impl Scheduler {
             if let Some(Lease {
                 worker: holder,
                 expires,
+                ..
             }) = self.tasks.get_mut(id).and_then(|t| t.lease.as_mut())
             {
                 if *holder == worker {
@@ -725,9 +789,9 @@ impl Scheduler {
             .collect();
         expired.sort_unstable();
         let mut exhausted = Vec::new();
-        // Requeued at the front in their original order: they were leased first, so they are
-        // the ones an iteration is waiting for.
-        for &id in expired.iter().rev() {
+        // Requeued ahead of their batch's other tasks, in their original order: they were leased
+        // first, so they are the ones an iteration is waiting for.
+        for &id in &expired {
             let Some(entry) = self.tasks.get_mut(&id) else {
                 continue;
             };
@@ -736,7 +800,7 @@ impl Scheduler {
             if entry.attempts >= MAX_ATTEMPTS {
                 exhausted.push((entry.puzzle, id));
             } else {
-                self.ready.push_front(id);
+                self.ready.push(entry.puzzle.0, u64::MAX, id);
                 swept.tasks_requeued += 1;
             }
         }
@@ -755,13 +819,8 @@ impl Scheduler {
         Ok(swept)
     }
 
-    fn apply(
-        &mut self,
-        worker: WorkerId,
-        task: TaskId,
-        outcome: TaskOutcome,
-        nodes: u64,
-    ) -> Result<(), SchedulerError> {
+    fn apply(&mut self, worker: WorkerId, report: TaskReport) -> Result<(), SchedulerError> {
+        let (task, nodes) = (report.task, report.nodes);
         // A result for a task this worker no longer holds (expired, cancelled, reassigned) is
         // ignored: whoever holds it now will report.
         let held = self
@@ -776,6 +835,11 @@ impl Scheduler {
             return Ok(());
         };
         let puzzle_id = entry.puzzle;
+        let outcome = match implausible(&entry.spec, &report.outcome) {
+            Some(reason) => TaskOutcome::Failed(reason),
+            None => report.outcome.clone(),
+        };
+        self.record(&entry, &report, &outcome)?;
         *self.batch_nodes.entry(puzzle_id.0).or_default() += nodes;
         self.totals.nodes += nodes;
         self.totals.tasks_done += 1;
@@ -793,10 +857,6 @@ impl Scheduler {
             };
             puzzle.nodes += nodes;
             puzzle.outstanding.remove(&task);
-            let outcome = match implausible(&entry.spec, &outcome) {
-                Some(reason) => TaskOutcome::Failed(reason),
-                None => outcome,
-            };
             match outcome {
                 TaskOutcome::Found(suffix) => {
                     let mut moves = entry.spec.path.clone();
@@ -805,7 +865,7 @@ impl Scheduler {
                 }
                 TaskOutcome::Exceeded(next_bound) => {
                     puzzle.next_bound = puzzle.next_bound.min(next_bound);
-                    puzzle.subtree_nodes.insert(entry.spec.board, nodes);
+                    record_sizes(&mut puzzle.history, &entry.spec.path, &report);
                     if puzzle.outstanding.is_empty() {
                         Next::Iterate(puzzle.next_bound)
                     } else {
@@ -833,6 +893,7 @@ impl Scheduler {
             Next::Wait => Ok(()),
             Next::Split(children) => {
                 let spec = entry.spec;
+                let predicted = entry.predicted / children.len().max(1) as u64;
                 for direction in children {
                     let Some((board, _)) = spec.board.apply(direction) else {
                         continue;
@@ -847,6 +908,7 @@ impl Scheduler {
                             path,
                             ..spec.clone()
                         },
+                        predicted,
                     );
                 }
                 // A board with no child within the bound ends its subtree here.
@@ -871,13 +933,93 @@ impl Scheduler {
                         puzzle: puzzle_id,
                         lease: None,
                         attempts,
+                        predicted: entry.predicted,
                     },
                 );
-                self.ready.push_back(task);
+                self.ready.push(puzzle_id.0, entry.predicted, task);
                 Ok(())
             }
             Next::Fail(reason) => self.finish_failed(puzzle_id, reason),
         }
+    }
+
+    /// Keeps a finished task's size and time in the store, for replaying the run (failures are
+    /// not part of the search and are not kept, nor are the tasks of puzzles solved whole).
+    fn record(
+        &self,
+        entry: &TaskEntry,
+        report: &TaskReport,
+        outcome: &TaskOutcome,
+    ) -> Result<(), SchedulerError> {
+        let recorded = match outcome {
+            TaskOutcome::Found(suffix) => {
+                RecordedOutcome::Found((entry.spec.path.len() + suffix.len()) as u32)
+            }
+            TaskOutcome::Exceeded(next) => RecordedOutcome::Exceeded(*next),
+            TaskOutcome::BudgetSpent(at) => RecordedOutcome::BudgetSpent(*at),
+            TaskOutcome::Split { .. } => RecordedOutcome::Split,
+            TaskOutcome::Failed(_) => return Ok(()),
+        };
+        // A puzzle solved by its whole-puzzle task has nothing to replay: its stored solution
+        // already says what it cost.
+        if matches!(recorded, RecordedOutcome::Found(_)) && entry.spec.iterate {
+            return Ok(());
+        }
+        let Some(puzzle) = self.puzzles.get(&entry.puzzle) else {
+            return Ok(());
+        };
+        let record = TaskRecord {
+            batch: entry.puzzle.0,
+            index: entry.puzzle.1,
+            bound: entry.spec.bound,
+            path: moves_to_string(&entry.spec.path),
+            iterate: entry.spec.iterate,
+            outcome: recorded,
+            nodes: report.nodes,
+            seconds: report.seconds,
+            round_trip_seconds: entry
+                .lease
+                .as_ref()
+                .map_or(0.0, |lease| lease.since.elapsed().as_secs_f64()),
+            parts: report
+                .parts
+                .iter()
+                .map(|part| (moves_to_string(&part.moves), part.expanded, part.micros))
+                .collect(),
+            measured_after: false,
+        };
+        Ok(self
+            .store
+            .put_task_record(&puzzle.goal, &puzzle.board, report.task, &record)?)
+    }
+
+    /// Records the subtree tasks a solution made unnecessary, so a replay knows which parts of
+    /// the last iteration were never measured.
+    fn record_cancelled(&self, puzzle_id: PuzzleId) -> Result<(), SchedulerError> {
+        let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
+            return Ok(());
+        };
+        for id in &puzzle.outstanding {
+            let Some(entry) = self.tasks.get(id).filter(|t| !t.spec.iterate) else {
+                continue;
+            };
+            let record = TaskRecord {
+                batch: puzzle_id.0,
+                index: puzzle_id.1,
+                bound: entry.spec.bound,
+                path: moves_to_string(&entry.spec.path),
+                iterate: false,
+                outcome: RecordedOutcome::Cancelled,
+                nodes: 0,
+                seconds: 0.0,
+                round_trip_seconds: 0.0,
+                parts: Vec::new(),
+                measured_after: false,
+            };
+            self.store
+                .put_task_record(&puzzle.goal, &puzzle.board, *id, &record)?;
+        }
+        Ok(())
     }
 
     /// Splits the iteration at `bound` into subtree tasks (or finishes the puzzle if the split
@@ -897,7 +1039,17 @@ impl Scheduler {
             .map(|w| w.threads as usize)
             .sum::<usize>()
             .max(1);
-        let target = threads * self.config.tasks_per_thread;
+        let params = BalanceParams {
+            threads,
+            tasks_per_thread: self.config.tasks_per_thread,
+            balance: self.config.split_balance,
+            min_split_nodes: self.config.min_split_nodes,
+            max_depth: u32::MAX,
+        };
+        let (history, nodes_so_far) = match self.puzzles.get_mut(&puzzle_id) {
+            Some(p) => (std::mem::take(&mut p.history), p.nodes),
+            None => return Ok(()),
+        };
         loop {
             if bound as usize >= tilesolve::search::MAX_DEPTH {
                 return self.finish_failed(
@@ -909,13 +1061,8 @@ impl Scheduler {
                 .put_search_state(&goal, &board, SearchState { lower_bound: bound })?;
             let (frontier, name) = {
                 let solver = self.solver(&goal, &heuristic)?;
-                let mut frontier = split(&board, solver, bound, 0);
-                for depth in (2..=bound.min(24)).step_by(2) {
-                    frontier = split(&board, solver, bound, depth);
-                    if frontier.solution.is_some() || frontier.tasks.len() >= target {
-                        break;
-                    }
-                }
+                let frontier =
+                    split_iteration(&board, solver, bound, &history, nodes_so_far, params);
                 (frontier, solver.heuristic().to_string())
             };
             if let Some(moves) = frontier.solution {
@@ -925,21 +1072,11 @@ impl Scheduler {
                 bound = frontier.pruned_min_f;
                 continue;
             }
-            let mut tasks = frontier.tasks;
             if let Some(p) = self.puzzles.get_mut(&puzzle_id) {
                 p.bound = bound;
                 p.next_bound = frontier.pruned_min_f;
-                // A subtree's size in the last iteration predicts its size in this one (rank
-                // correlation 0.95-0.99 on Korf's instances), so the largest go out first and no
-                // giant starts last; subtrees without a size keep their order by h.
-                let previous = std::mem::take(&mut p.subtree_nodes);
-                if !previous.is_empty() {
-                    tasks.sort_by_key(|t| {
-                        std::cmp::Reverse(previous.get(&t.board).copied().unwrap_or(0))
-                    });
-                }
             }
-            for task in tasks {
+            for task in frontier.tasks {
                 let spec = TaskSpec {
                     id: 0,
                     board: task.board,
@@ -949,8 +1086,9 @@ impl Scheduler {
                     bound,
                     iterate: false,
                     node_budget: self.config.subtree_task_budget,
+                    profile_depth: self.config.profile_depth,
                 };
-                self.add_task(puzzle_id, spec);
+                self.add_task(puzzle_id, spec, task.predicted);
             }
             return Ok(());
         }
@@ -1013,6 +1151,7 @@ impl Scheduler {
             initial_estimate: 0,
             seconds,
         };
+        self.record_cancelled(puzzle_id)?;
         let name = self.solver(&goal, &heuristic)?.heuristic().to_string();
         self.store.put_solution(&solution, &name)?;
         let stored = StoredSolution {
@@ -1220,7 +1359,18 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tilesolve::task::run_task;
+    use tilesolve::task::{run_task, Work};
+
+    fn work(task: &TaskSpec) -> Work<'_> {
+        Work {
+            board: &task.board,
+            path: &task.path,
+            bound: task.bound,
+            iterate: task.iterate,
+            node_budget: task.node_budget,
+            profile_depth: task.profile_depth,
+        }
+    }
 
     /// A scheduler over a store and pattern databases in `dir` (reopened if already there).
     fn scheduler_in(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {
@@ -1241,16 +1391,11 @@ mod tests {
                 .unwrap();
             for task in tasks {
                 let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
-                let (outcome, nodes) = run_task(
-                    &solver,
-                    &task.board,
-                    &task.path,
-                    task.bound,
-                    task.iterate,
-                    task.node_budget,
-                    None,
-                );
-                results.push((task.id, outcome, nodes));
+                let run = run_task(&solver, work(&task), None);
+                results.push(TaskReport {
+                    parts: run.parts,
+                    ..TaskReport::new(task.id, run.outcome, run.nodes)
+                });
             }
         }
         panic!("batch {batch} did not finish");
@@ -1346,7 +1491,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         let swept = scheduler.sweep().unwrap();
         assert_eq!((swept.workers_lost, swept.tasks_requeued), (vec![lost], 1));
-        let late = (tasks[0].id, TaskOutcome::Found(vec![Direction::Up]), 1);
+        let late = TaskReport::new(tasks[0].id, TaskOutcome::Found(vec![Direction::Up]), 1);
         assert!(
             matches!(
                 scheduler.poll(lost, 0, vec![late.clone()]),
@@ -1419,7 +1564,7 @@ mod tests {
         for report in reports {
             let task = tasks.pop().unwrap();
             tasks = scheduler
-                .poll(worker, 1, vec![(task.id, report, 10)])
+                .poll(worker, 1, vec![TaskReport::new(task.id, report, 10)])
                 .unwrap()
                 .0;
             assert_eq!(tasks.len(), 1, "the same task is offered again");
@@ -1428,17 +1573,13 @@ mod tests {
         // Now the real search, by the worker that holds the task.
         let task = tasks.pop().unwrap();
         let solver = Solver::new(task.goal, tilesolve::HeuristicKind::Manhattan);
-        let (outcome, nodes) = run_task(
-            &solver,
-            &task.board,
-            &task.path,
-            task.bound,
-            true,
-            task.node_budget,
-            None,
-        );
+        let run = run_task(&solver, work(&task), None);
         scheduler
-            .poll(worker, 0, vec![(task.id, outcome, nodes)])
+            .poll(
+                worker,
+                0,
+                vec![TaskReport::new(task.id, run.outcome, run.nodes)],
+            )
             .unwrap();
         assert!(scheduler.progress(submitted.batch).unwrap().done);
         assert_eq!(

@@ -10,13 +10,14 @@ use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
+use tilesolve::search::PartSize;
 use tilesolve::Direction;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::scheduler::{
-    BatchProgress, Flusher, Scheduler, SchedulerError, Submitted, TaskOutcome, TaskSpec,
+    BatchProgress, Flusher, Scheduler, SchedulerError, Submitted, TaskOutcome, TaskReport, TaskSpec,
 };
 use crate::store::{ItemStatus, StoredSolution};
 
@@ -190,10 +191,11 @@ fn task_message(spec: TaskSpec) -> pb::Task {
         bound: spec.bound,
         iterate: spec.iterate,
         node_budget: spec.node_budget,
+        profile_depth: spec.profile_depth,
     }
 }
 
-fn outcome_of(result: pb::TaskResult) -> Result<(u64, TaskOutcome, u64), Status> {
+fn report_of(result: pb::TaskResult) -> Result<TaskReport, Status> {
     use pb::task_result::Outcome;
     let outcome = match result.outcome {
         Some(Outcome::Found(moves)) => TaskOutcome::Found(parse_moves(&moves)?),
@@ -211,7 +213,28 @@ fn outcome_of(result: pb::TaskResult) -> Result<(u64, TaskOutcome, u64), Status>
             )))
         }
     };
-    Ok((result.task_id, outcome, result.nodes))
+    let parts = result
+        .parts
+        .into_iter()
+        .map(|part| {
+            Ok(PartSize {
+                moves: parse_moves(&part.moves)?,
+                expanded: part.nodes,
+                micros: part.micros,
+            })
+        })
+        .collect::<Result<Vec<_>, Status>>()?;
+    Ok(TaskReport {
+        task: result.task_id,
+        outcome,
+        nodes: result.nodes,
+        seconds: if result.seconds.is_finite() {
+            result.seconds.max(0.0)
+        } else {
+            0.0
+        },
+        parts,
+    })
 }
 
 /// Only plain file names of pattern databases, never paths.
@@ -415,7 +438,7 @@ impl pb::workers_server::Workers for Service {
         let results = request
             .results
             .into_iter()
-            .map(outcome_of)
+            .map(report_of)
             .collect::<Result<Vec<_>, _>>()?;
         let scheduler = self.scheduler.clone();
         let flusher = self.flusher.clone();

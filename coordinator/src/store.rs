@@ -8,6 +8,10 @@
 //! - `items`: version, batch id (u64), item index (u32) -> [`StoredItem`] (JSON).
 //! - `search`: version, side, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
 //!   bound of a puzzle still being solved, so a restart resumes at the right bound.
+//! - `tasks`: version, side, goal tiles, board tiles, task id (u64) -> [`TaskRecord`] (JSON):
+//!   every task a puzzle's search ran, with its size and time (and its measured parts when the
+//!   coordinator asked for them), beside the puzzle's search state; what `tilesolve simulate`
+//!   replays.
 //! - `meta`: version, name -> value; `incarnation` (u64) counts the coordinator's starts.
 //!
 //! Writes that acknowledge something to a client (a new batch) are flushed before returning.
@@ -80,6 +84,45 @@ pub struct SearchState {
     pub lower_bound: u32,
 }
 
+/// One finished task of a puzzle's search, as recorded for replaying the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub batch: u64,
+    pub index: u32,
+    pub bound: u32,
+    /// Moves from the puzzle's root to the task's board.
+    pub path: String,
+    /// A whole-puzzle task (IDA* from `bound` within a node budget).
+    pub iterate: bool,
+    pub outcome: RecordedOutcome,
+    pub nodes: u64,
+    /// The search's wall time on the worker.
+    pub seconds: f64,
+    /// From the lease to the report, at the coordinator.
+    pub round_trip_seconds: f64,
+    /// The measured descendants: (moves from the task's board, expanded nodes, microseconds).
+    pub parts: Vec<(String, u64, u64)>,
+    /// Measured after the run by `tilesolve simulate --complete` (a task the solution had
+    /// cancelled), not by a worker.
+    #[serde(default)]
+    pub measured_after: bool,
+}
+
+/// How a recorded task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecordedOutcome {
+    /// Found a goal; the solution's length.
+    Found(u32),
+    /// No goal within the bound; the least f over it.
+    Exceeded(u32),
+    /// A whole-puzzle task spent its budget in the iteration at this bound.
+    BudgetSpent(u32),
+    /// A subtree task spent its budget and came back as its children.
+    Split,
+    /// Still queued or running when another task found the solution: its size is unknown.
+    Cancelled,
+}
+
 /// The coordinator's sled database.
 #[derive(Clone)]
 pub struct Store {
@@ -88,6 +131,7 @@ pub struct Store {
     batches: sled::Tree,
     items: sled::Tree,
     search: sled::Tree,
+    tasks: sled::Tree,
     meta: sled::Tree,
 }
 
@@ -132,6 +176,7 @@ impl Store {
             batches: db.open_tree("batches")?,
             items: db.open_tree("items")?,
             search: db.open_tree("search")?,
+            tasks: db.open_tree("tasks")?,
             meta: db.open_tree("meta")?,
             db,
         })
@@ -307,6 +352,54 @@ impl Store {
         Ok(())
     }
 
+    /// Records a finished task of the puzzle `board` (written by sled within half a second; a
+    /// record lost in a crash only makes a replay of that run less complete).
+    pub fn put_task_record(
+        &self,
+        goal: &Board,
+        board: &Board,
+        task: u64,
+        record: &TaskRecord,
+    ) -> Result<(), StoreError> {
+        let mut key = board_key(goal, board);
+        key.extend_from_slice(&task.to_be_bytes());
+        self.tasks.insert(key, encode(record))?;
+        Ok(())
+    }
+
+    /// Every recorded task of the puzzle `board`, in the order they were created.
+    pub fn task_records(&self, goal: &Board, board: &Board) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(self
+            .task_records_with_ids(goal, board)?
+            .into_iter()
+            .map(|(_, record)| record)
+            .collect())
+    }
+
+    /// [`Store::task_records`] with each record's task id.
+    pub fn task_records_with_ids(
+        &self,
+        goal: &Board,
+        board: &Board,
+    ) -> Result<Vec<(u64, TaskRecord)>, StoreError> {
+        let prefix = board_key(goal, board);
+        self.tasks
+            .scan_prefix(&prefix)
+            .map(|entry| {
+                let (key, value) = entry?;
+                let id = key
+                    .get(prefix.len()..)
+                    .and_then(|bytes| <[u8; 8]>::try_from(bytes).ok())
+                    .map(u64::from_be_bytes)
+                    .ok_or(StoreError::Corrupt {
+                        tree: "tasks",
+                        reason: "a key without a task id".into(),
+                    })?;
+                Ok((id, decode("tasks", &value)?))
+            })
+            .collect()
+    }
+
     /// Counts one more start of the coordinator on these files and returns the new count, flushed
     /// before it is returned so that no two starts ever see the same number.
     pub fn next_incarnation(&self) -> Result<u64, StoreError> {
@@ -433,6 +526,46 @@ mod tests {
         let first = Store::open(dir.path()).unwrap().next_incarnation().unwrap();
         let second = reopen(dir.path()).next_incarnation().unwrap();
         assert_eq!((first, second), (1, 2));
+    }
+
+    #[test]
+    fn task_records_are_kept_per_puzzle_in_creation_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let goal = Board::blank_last(3);
+        let board = tilesolve::parse_board("8,6,7,2,5,4,3,0,1").unwrap();
+        let other = tilesolve::parse_board("1,2,3,4,5,6,7,0,8").unwrap();
+        let record = |bound: u32, path: &str| TaskRecord {
+            batch: 1,
+            index: 0,
+            bound,
+            path: path.into(),
+            iterate: false,
+            outcome: RecordedOutcome::Exceeded(bound + 2),
+            nodes: 10,
+            seconds: 0.5,
+            round_trip_seconds: 0.6,
+            parts: vec![("UL".into(), 4, 7)],
+            measured_after: false,
+        };
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store
+                .put_task_record(&goal, &board, 300, &record(29, "R"))
+                .unwrap();
+            store
+                .put_task_record(&goal, &board, 7, &record(27, "L"))
+                .unwrap();
+            store
+                .put_task_record(&goal, &other, 8, &record(1, ""))
+                .unwrap();
+            store.flush().unwrap();
+        }
+        let store = reopen(dir.path());
+        assert_eq!(
+            store.task_records(&goal, &board).unwrap(),
+            vec![record(27, "L"), record(29, "R")]
+        );
+        assert_eq!(store.task_records(&goal, &other).unwrap().len(), 1);
     }
 
     #[test]

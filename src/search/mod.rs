@@ -5,12 +5,14 @@
 
 mod astar;
 mod ida;
+mod profile;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 pub use astar::{a_star, AStarError};
 pub use ida::{ida_star, Bounded, IdaOutcome, IdaStop, Kernel, MAX_DEPTH};
+pub use profile::{profiled_search, PartSize, Profiled, SubtreeRoot};
 
 /// Expansions between two polls of the limits: rare enough to cost nothing measurable, frequent
 /// enough (well under a millisecond at kernel speed) that a cancel takes effect at once.

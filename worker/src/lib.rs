@@ -21,7 +21,7 @@ use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
-use tilesolve::task::{run_task, TaskOutcome};
+use tilesolve::task::{run_task, TaskOutcome, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
 #[derive(Clone, Debug)]
@@ -324,6 +324,7 @@ fn execute(
         nodes: 0,
         seconds: 0.0,
         outcome: Some(Outcome::Error(reason)),
+        parts: Vec::new(),
     };
     let (board, goal) = match (parse_board(&task.board), parse_board(&task.goal)) {
         (Ok(board), Ok(goal)) => (board, goal),
@@ -341,16 +342,19 @@ fn execute(
         Ok(solver) => solver,
         Err(reason) => return fail(reason),
     };
-    let (outcome, nodes) = run_task(
+    let run = run_task(
         &solver,
-        &board,
-        &path,
-        task.bound,
-        task.iterate,
-        task.node_budget,
+        Work {
+            board: &board,
+            path: &path,
+            bound: task.bound,
+            iterate: task.iterate,
+            node_budget: task.node_budget,
+            profile_depth: task.profile_depth,
+        },
         cancel,
     );
-    let outcome = match outcome {
+    let outcome = match run.outcome {
         TaskOutcome::Found(moves) => Outcome::Found(moves_to_string(&moves)),
         TaskOutcome::Exceeded(bound) => Outcome::NextBound(bound),
         TaskOutcome::BudgetSpent(bound) => Outcome::BudgetSpentAt(bound),
@@ -365,9 +369,18 @@ fn execute(
     };
     pb::TaskResult {
         task_id: task.task_id,
-        nodes,
+        nodes: run.nodes,
         seconds: started.elapsed().as_secs_f64(),
         outcome: Some(outcome),
+        parts: run
+            .parts
+            .into_iter()
+            .map(|part| pb::PartSize {
+                moves: moves_to_string(&part.moves),
+                nodes: part.expanded,
+                micros: part.micros,
+            })
+            .collect(),
     }
 }
 

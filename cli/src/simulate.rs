@@ -1,0 +1,228 @@
+//! `tilesolve simulate`: replay a recorded batch with 1 to 1,024 virtual workers under the
+//! scheduler's policy and print makespan and efficiency (see `tilesolve_coordinator::simulate`).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use tilesolve::pdb::PdbStore;
+use tilesolve_coordinator::scheduler::SchedulerConfig;
+use tilesolve_coordinator::simulate::{load_run, measure_cancelled, simulate, SimulationPolicy};
+use tilesolve_coordinator::store::Store;
+
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// The coordinator's data directory (its store and pattern databases). The coordinator must
+    /// be stopped: the store is opened directly.
+    #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
+    data: PathBuf,
+    /// The recorded batch to replay.
+    #[arg(long)]
+    batch: u64,
+    /// Replay only these items (1-based positions in the batch, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    items: Vec<u32>,
+    /// Virtual worker counts (one search thread each).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8,16,32,64,128,256,512,1024"
+    )]
+    workers: Vec<usize>,
+    /// The policy's most subtree tasks per worker thread when an iteration is split.
+    #[arg(long, default_value_t = SchedulerConfig::default().tasks_per_thread)]
+    tasks_per_thread: usize,
+    /// The policy's balance: split until no task is predicted above size / (threads x this).
+    #[arg(long, default_value_t = SchedulerConfig::default().split_balance)]
+    split_balance: usize,
+    /// The policy's smallest subtree (nodes) worth splitting.
+    #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes)]
+    min_split_nodes: u64,
+    /// Depth below each task at which simulated workers report parts' sizes (the policy's
+    /// predictions; `serve --record-depth`).
+    #[arg(long, default_value_t = SchedulerConfig::default().profile_depth)]
+    profile_depth: u32,
+    /// The policy's node budget for one subtree task (0: none).
+    #[arg(long, default_value_t = SchedulerConfig::default().subtree_task_budget)]
+    subtree_budget: u64,
+    /// Milliseconds a worker thread spends per task outside the search (its poll's round
+    /// trip); by default the median measured in the recorded run.
+    #[arg(long)]
+    overhead_ms: Option<f64>,
+    /// First measure, here and once, the tasks the solution cancelled (stored for later
+    /// replays), so nothing is predicted.
+    #[arg(long)]
+    complete: bool,
+    /// Search every iteration to its end, the last one too: load balance without the luck of
+    /// meeting the goal early.
+    #[arg(long)]
+    exhaustive: bool,
+    /// Also print each split iteration's measured pieces.
+    #[arg(long)]
+    iterations: bool,
+}
+
+pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
+    let store_dir = args.data.join("store");
+    if !store_dir.exists() {
+        bail!("no store at {}", store_dir.display());
+    }
+    let store = Store::open(&store_dir).with_context(|| {
+        format!(
+            "opening {} (is a coordinator still running on it?)",
+            store_dir.display()
+        )
+    })?;
+    let pdbs = PdbStore::new(&args.data, 1);
+    if args.complete {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let started = std::time::Instant::now();
+        let measured = measure_cancelled(&store, args.batch, &pdbs, threads)?;
+        println!(
+            "measured {measured} cancelled tasks in {:.1} s on {threads} threads",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let mut puzzles = load_run(&store, args.batch)?;
+    if !args.items.is_empty() {
+        puzzles.retain(|p| args.items.contains(&(p.index + 1)));
+        if puzzles.is_empty() {
+            bail!(
+                "batch {} has no solved item among {:?}",
+                args.batch,
+                args.items
+            );
+        }
+    }
+    let measured_overhead = {
+        let mut medians: Vec<f64> = puzzles
+            .iter()
+            .filter_map(|p| p.median_overhead_seconds)
+            .collect();
+        medians.sort_by(f64::total_cmp);
+        medians.get(medians.len() / 2).copied()
+    };
+    let overhead_seconds = match args.overhead_ms {
+        Some(ms) if ms.is_finite() && ms >= 0.0 => ms / 1e3,
+        Some(ms) => bail!("--overhead-ms must be a non-negative number, not {ms}"),
+        None => measured_overhead.unwrap_or(0.0),
+    };
+    println!("batch {}: {} puzzles", args.batch, puzzles.len());
+    for puzzle in &puzzles {
+        let total = puzzle.prelude_nodes + puzzle.measured_nodes + puzzle.predicted_nodes;
+        println!(
+            "  item {:>3}: {} moves, {} nodes ({} whole-puzzle, {:.1}% predicted), split iterations at {}",
+            puzzle.index + 1,
+            puzzle.length,
+            total,
+            puzzle.prelude_nodes,
+            100.0 * puzzle.predicted_nodes as f64 / total.max(1) as f64,
+            if puzzle.bounds.is_empty() {
+                "none".to_string()
+            } else {
+                puzzle
+                    .bounds
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+        );
+    }
+    if args.iterations {
+        for puzzle in &puzzles {
+            for it in puzzle.iteration_summaries() {
+                println!(
+                    "  item {:>3} bound {:>3}: {:>7} pieces, {:>12} nodes, {:>8.3} s, largest piece {:.4} s",
+                    puzzle.index + 1,
+                    it.bound,
+                    it.units,
+                    it.nodes,
+                    it.seconds,
+                    it.largest_unit_seconds
+                );
+            }
+        }
+    }
+    println!(
+        "policy: balance {}, splits above {} nodes, at most {} tasks per thread, parts {} deep, subtree budget {}, {:.3} ms per task outside the search{}{}",
+        args.split_balance,
+        args.min_split_nodes,
+        args.tasks_per_thread,
+        args.profile_depth,
+        args.subtree_budget,
+        overhead_seconds * 1e3,
+        if args.overhead_ms.is_none() {
+            " (median measured in the run)"
+        } else {
+            ""
+        },
+        if args.exhaustive {
+            ", every iteration searched to its end"
+        } else {
+            ""
+        }
+    );
+    let policy = SimulationPolicy {
+        tasks_per_thread: args.tasks_per_thread.max(1),
+        split_balance: args.split_balance.max(1),
+        min_split_nodes: args.min_split_nodes,
+        profile_depth: args.profile_depth,
+        subtree_task_budget: args.subtree_budget,
+        overhead_seconds,
+        exhaustive: args.exhaustive,
+    };
+    println!(
+        "{:>7} {:>12} {:>9} {:>10} {:>9} {:>10} {:>8} {:>10} {:>9}",
+        "workers",
+        "makespan s",
+        "speedup",
+        "efficiency",
+        "tasks",
+        "tasks/s",
+        "busy",
+        "predicted",
+        "split s"
+    );
+    let mut single = None;
+    let mut limited = false;
+    for &workers in &args.workers {
+        let result = simulate(&puzzles, &pdbs, &policy, workers)?;
+        let t1 = *single.get_or_insert(if workers == 1 {
+            result.makespan_seconds
+        } else {
+            simulate(&puzzles, &pdbs, &policy, 1)?.makespan_seconds
+        });
+        let speedup = t1 / result.makespan_seconds.max(1e-12);
+        limited |= result.granularity_limited;
+        println!(
+            "{:>7} {:>12.3} {:>9.1} {:>9.1}% {:>9} {:>10.0} {:>7.1}% {:>9.1}% {:>9.3}{}",
+            workers,
+            result.makespan_seconds,
+            speedup,
+            100.0 * speedup / workers as f64,
+            result.tasks,
+            result.tasks as f64 / result.makespan_seconds.max(1e-12),
+            100.0 * result.busy_seconds / (workers as f64 * result.makespan_seconds).max(1e-12),
+            100.0 * result.predicted_seconds / result.busy_seconds.max(1e-12),
+            result.split_seconds,
+            if result.granularity_limited {
+                "  *"
+            } else {
+                ""
+            }
+        );
+        if args.iterations {
+            let finished: Vec<String> = puzzles
+                .iter()
+                .zip(&result.puzzle_seconds)
+                .map(|(p, s)| format!("item {} at {s:.3} s", p.index + 1))
+                .collect();
+            println!("        finished: {}", finished.join(", "));
+        }
+    }
+    if limited {
+        println!("* the recording was too coarse for the policy's split at this size (record with a larger serve --record-depth)");
+    }
+    Ok(true)
+}

@@ -1,0 +1,160 @@
+//! A subtree search that also measures its parts: the same search as one [`Kernel::search`]
+//! call, run as one kernel search per descendant at a fixed depth below the subtree's root, so
+//! each descendant's size and time are known.
+//!
+//! The coordinator records these sizes so a run can be replayed with more (virtual) workers than
+//! it had: a finer split of the same iteration is a union of these descendants. Searching the
+//! descendants one by one visits exactly the nodes the single search would, in the same order
+//! (the interior is walked here in the kernel's move order), so the outcome and the node count
+//! are the same; the cost is one kernel restart per descendant.
+
+use std::time::Instant;
+
+use super::{Bounded, Counters, Kernel};
+use crate::board::Board;
+use crate::heuristic::Heuristic;
+use crate::moves::Direction;
+
+/// One measured descendant of a subtree task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartSize {
+    /// Moves from the task's board to this descendant.
+    pub moves: Vec<Direction>,
+    /// Nodes its search expanded.
+    pub expanded: u64,
+    /// Wall time of its search, in microseconds.
+    pub micros: u64,
+}
+
+/// What a profiled search found, with its counters and measured parts (in search order; after a
+/// goal or an abort, the parts not reached are absent).
+pub struct Profiled {
+    pub outcome: Bounded,
+    pub counters: Counters,
+    pub parts: Vec<PartSize>,
+}
+
+/// The root of a subtree search: a board reached at cost `g` by the move `last`.
+#[derive(Clone, Copy, Debug)]
+pub struct SubtreeRoot<'a> {
+    pub board: &'a Board,
+    pub g: u32,
+    pub last: Option<Direction>,
+}
+
+/// Searches the subtree below `root` under `bound`, as [`Kernel::search`] would, measuring each
+/// descendant `depth` moves below it. `estimate` is the kernel's heuristic on a whole board
+/// (used for the few interior nodes).
+pub fn profiled_search<H: Heuristic>(
+    kernel: &mut Kernel<'_, H>,
+    estimate: &dyn Fn(&Board) -> u32,
+    goal: &Board,
+    root: SubtreeRoot<'_>,
+    bound: u32,
+    depth: u32,
+) -> Profiled {
+    let SubtreeRoot { board, g, last } = root;
+    let mut walk = Walk {
+        kernel,
+        estimate,
+        goal,
+        bound,
+        depth,
+        interior: Counters::default(),
+        next_bound: u32::MAX,
+        moves: Vec::with_capacity(depth as usize),
+        parts: Vec::new(),
+    };
+    let before = walk.kernel.counters();
+    let h = estimate(board);
+    let outcome = if g + h > bound {
+        Bounded::Exceeded { next_bound: g + h }
+    } else {
+        match walk.visit(board, g, last) {
+            Some(stop) => stop,
+            None => Bounded::Exceeded {
+                next_bound: walk.next_bound,
+            },
+        }
+    };
+    let after = walk.kernel.counters();
+    let mut counters = walk.interior;
+    counters.expanded += after.expanded - before.expanded;
+    counters.generated += after.generated - before.generated;
+    Profiled {
+        outcome,
+        counters,
+        parts: walk.parts,
+    }
+}
+
+struct Walk<'k, 'a, H: Heuristic> {
+    kernel: &'k mut Kernel<'a, H>,
+    estimate: &'k dyn Fn(&Board) -> u32,
+    goal: &'k Board,
+    bound: u32,
+    depth: u32,
+    /// Nodes expanded and generated above the measured descendants.
+    interior: Counters,
+    next_bound: u32,
+    moves: Vec<Direction>,
+    parts: Vec<PartSize>,
+}
+
+impl<H: Heuristic> Walk<'_, '_, H> {
+    /// Visits a node within the bound; `Some` ends the search (a goal, with the moves from the
+    /// task's board, or an abort).
+    fn visit(&mut self, board: &Board, g: u32, last: Option<Direction>) -> Option<Bounded> {
+        if self.moves.len() as u32 == self.depth {
+            return self.measure(board, g, last);
+        }
+        if board == self.goal {
+            return Some(Bounded::Found(self.moves.clone()));
+        }
+        self.interior.expanded += 1;
+        for direction in Direction::ALL {
+            if last == Some(direction.opposite()) {
+                continue;
+            }
+            let Some((child, _)) = board.apply(direction) else {
+                continue;
+            };
+            self.interior.generated += 1;
+            let f = g + 1 + (self.estimate)(&child);
+            if f > self.bound {
+                self.next_bound = self.next_bound.min(f);
+                continue;
+            }
+            self.moves.push(direction);
+            let stop = self.visit(&child, g + 1, Some(direction));
+            self.moves.pop();
+            if stop.is_some() {
+                return stop;
+            }
+        }
+        None
+    }
+
+    fn measure(&mut self, board: &Board, g: u32, last: Option<Direction>) -> Option<Bounded> {
+        let started = Instant::now();
+        let before = self.kernel.counters().expanded;
+        let outcome = self.kernel.search(board, g, last, self.bound);
+        self.parts.push(PartSize {
+            moves: self.moves.clone(),
+            expanded: self.kernel.counters().expanded - before,
+            micros: started.elapsed().as_micros() as u64,
+        });
+        match outcome {
+            Bounded::Exceeded { next_bound } => {
+                self.next_bound = self.next_bound.min(next_bound);
+                None
+            }
+            Bounded::Found(suffix) => {
+                let mut moves = self.moves.clone();
+                moves.extend(suffix);
+                Some(Bounded::Found(moves))
+            }
+            Bounded::Aborted(abort) => Some(Bounded::Aborted(abort)),
+        }
+    }
+}
