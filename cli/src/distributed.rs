@@ -58,9 +58,12 @@ pub struct ServeArgs {
     /// Split an iteration until no task is predicted above its size / (threads x this).
     #[arg(long, default_value_t = SchedulerConfig::default().split_balance)]
     split_balance: usize,
-    /// Never split a subtree predicted smaller than this many nodes.
+    /// Never split a subtree predicted smaller than this many nodes ...
     #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes)]
     min_split_nodes: u64,
+    /// ... nor smaller than this many nodes per connected worker thread.
+    #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes_per_thread)]
+    min_split_nodes_per_thread: u64,
     /// Workers measure each descendant this many moves below every subtree task (up to 12):
     /// the next iteration's split predicts from these sizes, and the store records them for
     /// `tilesolve simulate` (record deeper to replay with more workers than 256 or so).
@@ -130,6 +133,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             tasks_per_thread: args.tasks_per_thread.max(1),
             split_balance: args.split_balance.max(1),
             min_split_nodes: args.min_split_nodes,
+            min_split_nodes_per_thread: args.min_split_nodes_per_thread,
             profile_depth: args.record_depth,
             ..SchedulerConfig::default()
         };

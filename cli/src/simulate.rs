@@ -38,6 +38,14 @@ pub struct SimulateArgs {
     /// The policy's smallest subtree (nodes) worth splitting.
     #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes)]
     min_split_nodes: u64,
+    /// The policy's smallest split per worker thread (nodes x threads).
+    #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes_per_thread)]
+    min_split_nodes_per_thread: u64,
+    /// Milliseconds of the coordinator's time per task: its scheduler serves one call at a
+    /// time (0.019-0.025 ms measured on the 2-core test machine by the coordinator's
+    /// `poll_cost` example, BENCHMARKS.md).
+    #[arg(long, default_value_t = 0.025)]
+    coordinator_ms: f64,
     /// Depth below each task at which simulated workers report parts' sizes (the policy's
     /// predictions; `serve --record-depth`).
     #[arg(long, default_value_t = SchedulerConfig::default().profile_depth)]
@@ -145,12 +153,14 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         }
     }
     println!(
-        "policy: balance {}, splits above {} nodes, at most {} tasks per thread, parts {} deep, subtree budget {}, {:.3} ms per task outside the search{}{}",
+        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}{}",
         args.split_balance,
         args.min_split_nodes,
+        args.min_split_nodes_per_thread,
         args.tasks_per_thread,
         args.profile_depth,
         args.subtree_budget,
+        args.coordinator_ms,
         overhead_seconds * 1e3,
         if args.overhead_ms.is_none() {
             " (median measured in the run)"
@@ -167,9 +177,11 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         tasks_per_thread: args.tasks_per_thread.max(1),
         split_balance: args.split_balance.max(1),
         min_split_nodes: args.min_split_nodes,
+        min_split_nodes_per_thread: args.min_split_nodes_per_thread,
         profile_depth: args.profile_depth,
         subtree_task_budget: args.subtree_budget,
         overhead_seconds,
+        coordinator_seconds_per_task: args.coordinator_ms.max(0.0) / 1e3,
         exhaustive: args.exhaustive,
     };
     println!(

@@ -142,8 +142,8 @@ const FIRST_SPLIT_GROWTH: u64 = 4;
 /// The scheduling policy's split of an iteration, shared by the scheduler and the simulator.
 /// With the previous iteration measured, [`split_balanced`]. Without (the first split
 /// iteration), a uniform frontier by increasing h, with as many tasks as the work done so far
-/// (`nodes_so_far`, a lower bound on this iteration) fills at `min_split_nodes` each, between
-/// one and `tasks_per_thread` per thread.
+/// (`nodes_so_far`, a lower bound on this iteration) fills at the smallest split each, up to
+/// `tasks_per_thread` per thread.
 pub fn split_iteration(
     root: &Board,
     solver: &Solver,
@@ -151,19 +151,40 @@ pub fn split_iteration(
     history: &SizeHistory,
     nodes_so_far: u64,
     params: BalanceParams,
+    splittable: Splittable<'_>,
 ) -> Frontier {
     if !history.is_empty() {
-        return split_balanced(root, solver, bound, history, nodes_so_far, params);
+        return split_balanced(
+            root,
+            solver,
+            bound,
+            history,
+            nodes_so_far,
+            params,
+            splittable,
+        );
     }
     let threads = params.threads.max(1);
     let estimate = nodes_so_far.saturating_mul(FIRST_SPLIT_GROWTH);
-    let wanted = usize::try_from(estimate / params.min_split_nodes.max(1)).unwrap_or(usize::MAX);
-    let target = wanted.clamp(threads, threads * params.tasks_per_thread.max(1));
+    let wanted = usize::try_from(estimate / smallest_split(params)).unwrap_or(usize::MAX);
+    let target = wanted.clamp(1, threads * params.tasks_per_thread.max(1));
     let deepest = MAX_SPLIT_DEPTH.min(params.max_depth);
     let mut frontier = split_for(root, solver, bound, target, deepest);
     let depth = frontier.tasks.first().map_or(0, |t| t.g());
     frontier.depth_limited = frontier.tasks.len() < target && depth + 2 > deepest && depth < bound;
     frontier
+}
+
+/// The smallest subtree (nodes) the policy splits: `min_split_nodes`, or more with many threads.
+fn smallest_split(params: BalanceParams) -> u64 {
+    params
+        .min_split_nodes
+        .max(
+            params
+                .min_split_nodes_per_thread
+                .saturating_mul(params.threads as u64),
+        )
+        .max(1)
 }
 
 /// Measured subtree sizes of one iteration, by the path from the puzzle's root (direction
@@ -213,9 +234,17 @@ pub struct BalanceParams {
     /// ... but never split a subtree predicted smaller than this (nodes): smaller tasks cost
     /// more in round trips than they gain in balance.
     pub min_split_nodes: u64,
-    /// Never split below this depth (the simulator's limit: its recording is no finer).
+    /// ... nor smaller than this many nodes per thread: with many workers, tasks must be long
+    /// enough that the coordinator (one lease at a time) keeps up with them.
+    pub min_split_nodes_per_thread: u64,
+    /// Never split a uniform frontier below this depth (the simulator's limit: its recording
+    /// is no finer).
     pub max_depth: u32,
 }
+
+/// Whether the subtree at a path may be split into its children (the simulator cannot split
+/// finer than it measured; the scheduler always can).
+pub type Splittable<'a> = &'a dyn Fn(&[Direction]) -> bool;
 
 /// The policy's split of an iteration when the previous one was measured: start from a
 /// frontier with a task per thread, then split the subtree predicted largest into its children,
@@ -231,13 +260,24 @@ pub fn split_balanced(
     history: &SizeHistory,
     nodes_so_far: u64,
     params: BalanceParams,
+    splittable: Splittable<'_>,
 ) -> Frontier {
     let threads = params.threads.max(1);
+    // Predictions are last iteration's sizes; this one is larger by the growth from the
+    // iterations before (with a constant growth b, everything before the last iteration adds up
+    // to about last / (b - 1)).
+    let earlier = nodes_so_far.saturating_sub(history.total()).max(1);
+    let growth = 1.0 + history.total() as f64 / earlier as f64;
+    let smallest = smallest_split(params);
+    // No more tasks to start from than the iteration fills at the smallest split: a small
+    // iteration is a few tasks, not one per thread.
+    let predicted_total = history.total() as f64 * growth;
+    let base = ((predicted_total / smallest as f64) as usize).clamp(1, threads);
     let mut frontier = split_for(
         root,
         solver,
         bound,
-        threads,
+        base,
         MAX_SPLIT_DEPTH.min(params.max_depth),
     );
     if frontier.solution.is_some() || frontier.tasks.is_empty() {
@@ -263,13 +303,7 @@ pub fn split_balanced(
     }
     let total: u64 = heap.iter().map(|(size, _)| size).sum();
     let share = total / (threads * params.balance.max(1)) as u64;
-    // Predictions are last iteration's sizes; this one is larger by the growth from the
-    // iterations before (with a constant growth b, everything before the last iteration adds up
-    // to about last / (b - 1)).
-    let earlier = nodes_so_far.saturating_sub(history.total()).max(1);
-    let growth = 1.0 + history.total() as f64 / earlier as f64;
-    let smallest_split = (params.min_split_nodes as f64 / growth) as u64;
-    let largest_allowed = share.max(smallest_split);
+    let largest_allowed = share.max((smallest as f64 / growth) as u64);
     let most_tasks = threads * params.tasks_per_thread.max(1);
     while let Some(&(size, index)) = heap.peek() {
         if size <= largest_allowed || heap.len() + too_deep.len() >= most_tasks {
@@ -277,7 +311,7 @@ pub fn split_balanced(
         }
         heap.pop();
         let parent = tasks[index].clone();
-        if parent.g() >= params.max_depth {
+        if !splittable(&parent.path) {
             frontier.depth_limited = true;
             too_deep.push((size, index));
             continue;

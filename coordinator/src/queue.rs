@@ -1,6 +1,8 @@
 //! The ready queue's order, shared by the scheduler and the simulator: batches first come,
-//! first served; within a batch, the task predicted largest first (a long task started last
-//! would hold up the end of the run), and in the order queued among equals.
+//! first served; within a batch, waves (a puzzle's whole task, or one split iteration) in the
+//! order they were queued, because an unfinished iteration holds back its puzzle's next, larger
+//! one; within a wave, the task predicted largest first (a long task started last would hold up
+//! the end of the iteration), and in the order queued among equals.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -14,7 +16,7 @@ pub struct ReadyQueue<T> {
 
 #[derive(Debug)]
 struct Entry<T> {
-    key: (Reverse<u64>, u64, Reverse<u64>),
+    key: (Reverse<u64>, Reverse<u64>, u64, Reverse<u64>),
     item: T,
 }
 
@@ -48,11 +50,16 @@ impl<T> Default for ReadyQueue<T> {
 }
 
 impl<T> ReadyQueue<T> {
-    /// Queues `item` of `batch`, predicted to expand `predicted` nodes (0: unknown).
-    pub fn push(&mut self, batch: u64, predicted: u64, item: T) {
+    /// Queues `item` of `batch` and `wave`, predicted to expand `predicted` nodes (0: unknown).
+    pub fn push(&mut self, batch: u64, wave: u64, predicted: u64, item: T) {
         self.queued += 1;
         self.heap.push(Entry {
-            key: (Reverse(batch), predicted, Reverse(self.queued)),
+            key: (
+                Reverse(batch),
+                Reverse(wave),
+                predicted,
+                Reverse(self.queued),
+            ),
             item,
         });
     }
@@ -75,13 +82,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn older_batches_first_then_largest_then_first_queued() {
+    fn older_batches_first_then_older_waves_then_largest_then_first_queued() {
         let mut queue = ReadyQueue::default();
-        queue.push(2, 1_000, "batch 2, large");
-        queue.push(1, 10, "batch 1, small");
-        queue.push(1, 500, "batch 1, large");
-        queue.push(1, 10, "batch 1, small, later");
-        queue.push(1, 0, "batch 1, unknown");
+        queue.push(2, 1, 1_000, "batch 2, large");
+        queue.push(1, 3, 9_000, "batch 1, later wave, huge");
+        queue.push(1, 2, 10, "batch 1, small");
+        queue.push(1, 2, 500, "batch 1, large");
+        queue.push(1, 2, 10, "batch 1, small, later");
+        queue.push(1, 2, 0, "batch 1, unknown");
         let order: Vec<_> = std::iter::from_fn(|| queue.pop()).collect();
         assert_eq!(
             order,
@@ -90,6 +98,7 @@ mod tests {
                 "batch 1, small",
                 "batch 1, small, later",
                 "batch 1, unknown",
+                "batch 1, later wave, huge",
                 "batch 2, large"
             ]
         );

@@ -25,6 +25,7 @@ use tilesolve::moves::{moves_to_string, replay};
 use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::search::{Counters, PartSize};
 pub use tilesolve::task::TaskOutcome;
+use tilesolve::task::Work;
 use tilesolve::{parse_board, Board, Direction, Goal, Solution, Solver};
 
 use crate::frontier::{split_iteration, BalanceParams, SizeHistory};
@@ -58,8 +59,10 @@ pub struct SchedulerConfig {
     pub tasks_per_thread: usize,
     /// Split an iteration until no task is predicted above its size / (threads x this).
     pub split_balance: usize,
-    /// Never split a subtree predicted smaller than this (expanded nodes).
+    /// Never split a subtree predicted smaller than this (expanded nodes) ...
     pub min_split_nodes: u64,
+    /// ... nor smaller than this many nodes per connected worker thread.
+    pub min_split_nodes_per_thread: u64,
     /// Expanded nodes a subtree task may spend before it comes back split into its children.
     pub subtree_task_budget: u64,
     /// Unfinished puzzles the coordinator holds at most; a batch that would go over is refused
@@ -79,6 +82,7 @@ impl Default for SchedulerConfig {
             tasks_per_thread: 200,
             split_balance: 8,
             min_split_nodes: 100_000,
+            min_split_nodes_per_thread: 250,
             subtree_task_budget: 200_000_000,
             max_pending_puzzles: 1_000_000,
             profile_depth: 4,
@@ -119,6 +123,20 @@ pub struct TaskSpec {
     pub node_budget: u64,
     /// Report the sizes of the descendants this many moves below `board` (subtree tasks only).
     pub profile_depth: u32,
+}
+
+impl TaskSpec {
+    /// The task as [`tilesolve::task::run_task`] takes it (for running tasks in process).
+    pub fn work(&self) -> Work<'_> {
+        Work {
+            board: &self.board,
+            path: &self.path,
+            bound: self.bound,
+            iterate: self.iterate,
+            node_budget: self.node_budget,
+            profile_depth: self.profile_depth,
+        }
+    }
 }
 
 /// What a worker reports for one task.
@@ -195,7 +213,9 @@ struct TaskEntry {
     puzzle: PuzzleId,
     lease: Option<Lease>,
     attempts: u32,
-    /// Nodes the policy predicts it will expand (its place in the ready queue).
+    /// Its wave (whole task or split iteration) and the nodes the policy predicts it will
+    /// expand: its place in the ready queue.
+    wave: u64,
     predicted: u64,
 }
 
@@ -300,6 +320,7 @@ pub struct Scheduler {
     puzzles: BTreeMap<PuzzleId, Puzzle>,
     tasks: HashMap<TaskId, TaskEntry>,
     ready: ReadyQueue<TaskId>,
+    waves: u64,
     workers: HashMap<WorkerId, WorkerInfo>,
     /// Cancellations not yet told to the worker holding the task.
     cancelled: HashMap<WorkerId, Vec<TaskId>>,
@@ -417,6 +438,7 @@ impl Scheduler {
             puzzles: BTreeMap::new(),
             tasks: HashMap::new(),
             ready: ReadyQueue::default(),
+            waves: 0,
             workers: HashMap::new(),
             cancelled: HashMap::new(),
             batch_started: HashMap::new(),
@@ -441,6 +463,13 @@ impl Scheduler {
             }
         }
         Ok(scheduler)
+    }
+
+    /// A new wave: a puzzle's whole task or one split iteration, queued behind the waves before
+    /// it (see [`ReadyQueue`]).
+    fn next_wave(&mut self) -> u64 {
+        self.waves += 1;
+        self.waves
     }
 
     fn next_id(&mut self) -> u64 {
@@ -648,12 +677,12 @@ impl Scheduler {
             node_budget: self.config.whole_task_budget,
             profile_depth: 4,
         };
-        let predicted = self.config.whole_task_budget;
-        self.add_task(puzzle, spec, predicted);
+        let (wave, predicted) = (self.next_wave(), self.config.whole_task_budget);
+        self.add_task(puzzle, spec, wave, predicted);
         Ok(())
     }
 
-    fn add_task(&mut self, puzzle: PuzzleId, mut spec: TaskSpec, predicted: u64) {
+    fn add_task(&mut self, puzzle: PuzzleId, mut spec: TaskSpec, wave: u64, predicted: u64) {
         let id = self.next_id();
         spec.id = id;
         if let Some(p) = self.puzzles.get_mut(&puzzle) {
@@ -666,10 +695,11 @@ impl Scheduler {
                 puzzle,
                 lease: None,
                 attempts: 0,
+                wave,
                 predicted,
             },
         );
-        self.ready.push(puzzle.0, predicted, id);
+        self.ready.push(puzzle.0, wave, predicted, id);
     }
 
     /// A worker joins with `threads` search threads (1 to [`MAX_WORKER_THREADS`]).
@@ -800,7 +830,7 @@ impl Scheduler {
             if entry.attempts >= MAX_ATTEMPTS {
                 exhausted.push((entry.puzzle, id));
             } else {
-                self.ready.push(entry.puzzle.0, u64::MAX, id);
+                self.ready.push(entry.puzzle.0, entry.wave, u64::MAX, id);
                 swept.tasks_requeued += 1;
             }
         }
@@ -908,6 +938,7 @@ impl Scheduler {
                             path,
                             ..spec.clone()
                         },
+                        entry.wave,
                         predicted,
                     );
                 }
@@ -933,10 +964,12 @@ impl Scheduler {
                         puzzle: puzzle_id,
                         lease: None,
                         attempts,
+                        wave: entry.wave,
                         predicted: entry.predicted,
                     },
                 );
-                self.ready.push(puzzle_id.0, entry.predicted, task);
+                self.ready
+                    .push(puzzle_id.0, entry.wave, entry.predicted, task);
                 Ok(())
             }
             Next::Fail(reason) => self.finish_failed(puzzle_id, reason),
@@ -1044,6 +1077,7 @@ impl Scheduler {
             tasks_per_thread: self.config.tasks_per_thread,
             balance: self.config.split_balance,
             min_split_nodes: self.config.min_split_nodes,
+            min_split_nodes_per_thread: self.config.min_split_nodes_per_thread,
             max_depth: u32::MAX,
         };
         let (history, nodes_so_far) = match self.puzzles.get_mut(&puzzle_id) {
@@ -1061,8 +1095,15 @@ impl Scheduler {
                 .put_search_state(&goal, &board, SearchState { lower_bound: bound })?;
             let (frontier, name) = {
                 let solver = self.solver(&goal, &heuristic)?;
-                let frontier =
-                    split_iteration(&board, solver, bound, &history, nodes_so_far, params);
+                let frontier = split_iteration(
+                    &board,
+                    solver,
+                    bound,
+                    &history,
+                    nodes_so_far,
+                    params,
+                    &|_| true,
+                );
                 (frontier, solver.heuristic().to_string())
             };
             if let Some(moves) = frontier.solution {
@@ -1076,6 +1117,7 @@ impl Scheduler {
                 p.bound = bound;
                 p.next_bound = frontier.pruned_min_f;
             }
+            let wave = self.next_wave();
             for task in frontier.tasks {
                 let spec = TaskSpec {
                     id: 0,
@@ -1088,7 +1130,7 @@ impl Scheduler {
                     node_budget: self.config.subtree_task_budget,
                     profile_depth: self.config.profile_depth,
                 };
-                self.add_task(puzzle_id, spec, task.predicted);
+                self.add_task(puzzle_id, spec, wave, task.predicted);
             }
             return Ok(());
         }
@@ -1359,18 +1401,7 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tilesolve::task::{run_task, Work};
-
-    fn work(task: &TaskSpec) -> Work<'_> {
-        Work {
-            board: &task.board,
-            path: &task.path,
-            bound: task.bound,
-            iterate: task.iterate,
-            node_budget: task.node_budget,
-            profile_depth: task.profile_depth,
-        }
-    }
+    use tilesolve::task::run_task;
 
     /// A scheduler over a store and pattern databases in `dir` (reopened if already there).
     fn scheduler_in(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {
@@ -1391,7 +1422,7 @@ mod tests {
                 .unwrap();
             for task in tasks {
                 let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
-                let run = run_task(&solver, work(&task), None);
+                let run = run_task(&solver, task.work(), None);
                 results.push(TaskReport {
                     parts: run.parts,
                     ..TaskReport::new(task.id, run.outcome, run.nodes)
@@ -1573,7 +1604,7 @@ mod tests {
         // Now the real search, by the worker that holds the task.
         let task = tasks.pop().unwrap();
         let solver = Solver::new(task.goal, tilesolve::HeuristicKind::Manhattan);
-        let run = run_task(&solver, work(&task), None);
+        let run = run_task(&solver, task.work(), None);
         scheduler
             .poll(
                 worker,

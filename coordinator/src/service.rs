@@ -388,6 +388,9 @@ impl pb::workers_server::Workers for Service {
         &self,
         request: Request<pb::RegisterRequest>,
     ) -> Result<Response<pb::RegisterResponse>, Status> {
+        let peer = request
+            .remote_addr()
+            .map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
         let request = request.into_inner();
         if request.protocol_version == 0 {
             return Err(Status::invalid_argument(format!(
@@ -423,7 +426,7 @@ impl pb::workers_server::Workers for Service {
             }
         }
         let worker_id = self.lock().register(request.threads, &request.host)?;
-        tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, "worker registered");
+        tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, %peer, "worker registered");
         Ok(Response::new(pb::RegisterResponse {
             worker_id,
             heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u32,

@@ -13,6 +13,9 @@
 //! What is modelled and what is not:
 //! - A task costs its units' measured search time plus `overhead_seconds` (a poll's round trip:
 //!   a thread asks for its next task only after reporting the last).
+//! - The coordinator serves one call at a time: each task occupies it for
+//!   `coordinator_seconds_per_task`, and each split for as long as the split takes here; leases
+//!   wait for it.
 //! - Interior nodes above the units (about one per unit) are counted only where a task contains
 //!   them whole; they are well under 1% of the nodes.
 //! - The last iteration was cut short by the solution: tasks cancelled then were never measured.
@@ -61,11 +64,14 @@ pub struct SimulationPolicy {
     pub tasks_per_thread: usize,
     pub split_balance: usize,
     pub min_split_nodes: u64,
+    pub min_split_nodes_per_thread: u64,
     /// Depth below a task at which it reports its parts' sizes (the next split's predictions).
     pub profile_depth: u32,
     pub subtree_task_budget: u64,
     /// Seconds a thread spends per task outside the search.
     pub overhead_seconds: f64,
+    /// Seconds the coordinator is busy per task (one call at a time: its capacity).
+    pub coordinator_seconds_per_task: f64,
     /// Search the last iteration to its end instead of stopping at the solution: the figure
     /// for load balance alone, free of how early a parallel search happens to meet the goal.
     pub exhaustive: bool,
@@ -514,6 +520,18 @@ pub fn measure_cancelled(
     Ok(measured)
 }
 
+/// Whether `path` lies inside a measured unit (a unit's path is a prefix of it, or it). Units
+/// tile the tree, so such a unit is the last one sorting at or before `path` (interior units
+/// aside, which sort just before their task's parts).
+fn inside_unit(units: &[Unit], path: &[u8]) -> bool {
+    let end = units.partition_point(|u| u.path.as_slice() <= path);
+    units[..end]
+        .iter()
+        .rev()
+        .find(|u| !u.interior)
+        .is_some_and(|u| path.starts_with(&u.path))
+}
+
 /// Units of the previous iteration below `prefix` (units sorted by path).
 fn below<'u>(units: &'u [Unit], prefix: &[u8]) -> &'u [Unit] {
     let start = units.partition_point(|u| u.path.as_slice() < prefix);
@@ -593,7 +611,8 @@ struct SimTask {
     seconds: f64,
     predicted_seconds: f64,
     found: bool,
-    /// Nodes the policy predicted (its place in the queue).
+    /// Its wave and the nodes the policy predicted (its place in the queue).
+    wave: u64,
     predicted: u64,
 }
 
@@ -648,6 +667,8 @@ pub fn simulate(
         workers,
         states: Vec::new(),
         queue: ReadyQueue::default(),
+        waves: 0,
+        coordinator_free: 0.0,
         result: SimulationResult {
             workers,
             makespan_seconds: 0.0,
@@ -668,8 +689,10 @@ pub fn simulate(
             history: SizeHistory::default(),
             nodes: 0,
         });
+        sim.waves += 1;
         sim.queue.push(
             0,
+            sim.waves,
             puzzle.prelude_nodes,
             SimTask {
                 puzzle: index,
@@ -681,6 +704,7 @@ pub fn simulate(
                 seconds: puzzle.prelude_seconds,
                 predicted_seconds: 0.0,
                 found: puzzle.iterations.is_empty(),
+                wave: 0,
                 predicted: puzzle.prelude_nodes,
             },
         );
@@ -695,6 +719,9 @@ struct Simulation<'a> {
     workers: usize,
     states: Vec<PuzzleState>,
     queue: ReadyQueue<SimTask>,
+    waves: u64,
+    /// When the coordinator is next free to serve a call.
+    coordinator_free: f64,
     result: SimulationResult,
 }
 
@@ -716,10 +743,14 @@ impl Simulation<'_> {
                     continue;
                 }
                 idle.pop();
-                let at = now + self.policy.overhead_seconds + self.search_seconds(&task);
+                // The coordinator serves one call at a time: a lease waits for it.
+                let leased = now.max(self.coordinator_free);
+                self.coordinator_free = leased + self.policy.coordinator_seconds_per_task;
+                let started = leased + self.policy.overhead_seconds;
+                let at = started + self.search_seconds(&task);
                 self.result.tasks += 1;
                 starts += 1;
-                running[slot] = Some((task, now + self.policy.overhead_seconds, starts));
+                running[slot] = Some((task, started, starts));
                 events.push(Reverse(Event {
                     at,
                     slot,
@@ -729,14 +760,10 @@ impl Simulation<'_> {
             let Some(Reverse(event)) = events.pop() else {
                 break;
             };
-            if !running[event.slot]
-                .as_ref()
-                .is_some_and(|&(_, _, start)| start == event.start)
-            {
-                // The task this event was for was cancelled (the slot may hold another now).
-                continue;
-            }
-            let Some((task, started, _)) = running[event.slot].take() else {
+            // An event whose task was cancelled is stale (the slot may hold another task now).
+            let current =
+                matches!(&running[event.slot], Some((_, _, start)) if *start == event.start);
+            let Some((task, started, _)) = running[event.slot].take_if(|_| current) else {
                 continue;
             };
             now = event.at;
@@ -758,9 +785,10 @@ impl Simulation<'_> {
                     let predicted = task.predicted / children.len().max(1) as u64;
                     for mut child in children {
                         child.predicted = predicted;
-                        self.queue.push(0, predicted, child);
+                        child.wave = task.wave;
+                        self.queue.push(0, task.wave, predicted, child);
                     }
-                    self.finish_task(puzzle, &mut now);
+                    self.finish_task(puzzle, now);
                     continue;
                 }
             }
@@ -779,7 +807,7 @@ impl Simulation<'_> {
                 continue;
             }
             self.report_sizes(&task);
-            self.finish_task(puzzle, &mut now);
+            self.finish_task(puzzle, now);
         }
     }
 
@@ -804,7 +832,7 @@ impl Simulation<'_> {
 
     /// One of a puzzle's tasks is done; after its iteration's last, the next is split (the
     /// puzzle is done when there is none, or when the split itself meets the goal).
-    fn finish_task(&mut self, puzzle: usize, now: &mut f64) {
+    fn finish_task(&mut self, puzzle: usize, now: f64) {
         let state = &mut self.states[puzzle];
         state.outstanding = state.outstanding.saturating_sub(1);
         if state.outstanding > 0 {
@@ -820,15 +848,17 @@ impl Simulation<'_> {
             state.iteration = Some(next);
             if !tasks.is_empty() {
                 state.outstanding = tasks.len();
-                for (predicted, task) in tasks {
-                    self.queue.push(0, predicted, task);
+                self.waves += 1;
+                for (predicted, mut task) in tasks {
+                    task.wave = self.waves;
+                    self.queue.push(0, self.waves, predicted, task);
                 }
                 return;
             }
             next += 1;
         }
         self.states[puzzle].done = true;
-        self.result.puzzle_seconds[puzzle] = *now;
+        self.result.puzzle_seconds[puzzle] = now;
     }
 
     /// The tasks of an iteration, as the policy splits it for this many workers (`None` when
@@ -838,7 +868,7 @@ impl Simulation<'_> {
         puzzle: usize,
         index: usize,
         iteration: &Iteration,
-        now: &mut f64,
+        now: f64,
     ) -> Option<Vec<(u64, SimTask)>> {
         let deepest = iteration
             .units
@@ -852,7 +882,13 @@ impl Simulation<'_> {
             tasks_per_thread: self.policy.tasks_per_thread,
             balance: self.policy.split_balance,
             min_split_nodes: self.policy.min_split_nodes,
+            min_split_nodes_per_thread: self.policy.min_split_nodes_per_thread,
             max_depth: deepest,
+        };
+        // A subtree can be split only if it lies above the units it holds, not inside one.
+        let splittable = |path: &[Direction]| {
+            let path: Vec<u8> = path.iter().map(|&d| d as u8).collect();
+            !inside_unit(&iteration.units, &path)
         };
         let started = Instant::now();
         let state = &mut self.states[puzzle];
@@ -865,10 +901,12 @@ impl Simulation<'_> {
             &history,
             state.nodes,
             params,
+            &splittable,
         );
         let seconds = started.elapsed().as_secs_f64();
         self.result.split_seconds += seconds;
-        *now += seconds;
+        // The split runs on the coordinator, under the scheduler's lock: no lease meanwhile.
+        self.coordinator_free = self.coordinator_free.max(now) + seconds;
         if frontier.solution.is_some() {
             return None;
         }
@@ -922,6 +960,7 @@ impl Simulation<'_> {
             seconds: 0.0,
             predicted_seconds: 0.0,
             found: false,
+            wave: 0,
             predicted: 0,
         };
         // Units are in search order; a task that meets the solution stops there.
@@ -1035,18 +1074,7 @@ mod tests {
                 .poll(worker, 2, std::mem::take(&mut reports))
                 .unwrap();
             for task in tasks {
-                let run = run_task(
-                    &solver,
-                    Work {
-                        board: &task.board,
-                        path: &task.path,
-                        bound: task.bound,
-                        iterate: task.iterate,
-                        node_budget: task.node_budget,
-                        profile_depth: task.profile_depth,
-                    },
-                    None,
-                );
+                let run = run_task(&solver, task.work(), None);
                 reports.push(TaskReport {
                     seconds: 1e-3,
                     parts: run.parts,
@@ -1071,9 +1099,11 @@ mod tests {
             tasks_per_thread: 4,
             split_balance: 8,
             min_split_nodes: 1_000,
+            min_split_nodes_per_thread: 0,
             profile_depth: 2,
             subtree_task_budget: 0,
             overhead_seconds: 1e-4,
+            coordinator_seconds_per_task: 1e-5,
             exhaustive: false,
         };
         let one = simulate(&puzzles, &pdbs, &policy, 1).unwrap();

@@ -318,7 +318,6 @@ fn execute(
     cancel: Option<&AtomicBool>,
 ) -> pb::TaskResult {
     use pb::task_result::Outcome;
-    let started = Instant::now();
     let fail = |reason: String| pb::TaskResult {
         task_id: task.task_id,
         nodes: 0,
@@ -342,6 +341,9 @@ fn execute(
         Ok(solver) => solver,
         Err(reason) => return fail(reason),
     };
+    // Timed from here: a first task's pattern database load is the worker's cost, not the
+    // search's (the coordinator records these times for replaying the run).
+    let started = Instant::now();
     let run = run_task(
         &solver,
         Work {
