@@ -42,9 +42,9 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes_per_thread)]
     min_split_nodes_per_thread: u64,
     /// Milliseconds of the coordinator's time per task: its scheduler serves one call at a
-    /// time (0.019-0.025 ms measured on the 2-core test machine by the coordinator's
+    /// time (0.013-0.014 ms measured on the 2-core test machine by the coordinator's
     /// `poll_cost` example, BENCHMARKS.md).
-    #[arg(long, default_value_t = 0.025)]
+    #[arg(long, default_value_t = 0.015)]
     coordinator_ms: f64,
     /// Depth below each task at which simulated workers report parts' sizes (the policy's
     /// predictions; `serve --record-depth`).

@@ -289,8 +289,9 @@ pub struct SchedulerTotals {
     pub nodes_per_second: f64,
 }
 
-/// Makes the store's writes durable; held outside the scheduler's lock, because a flush waits for
-/// the disk and everyone else would wait for the flush.
+/// Makes the store's writes durable and writes task records; held outside the scheduler's lock,
+/// because a flush waits for the disk and everyone else would wait for the flush, and records
+/// (encoded and written per task) cost as much as the rest of a poll.
 #[derive(Clone)]
 pub struct Flusher(Store);
 
@@ -298,7 +299,19 @@ impl Flusher {
     pub fn flush(&self) -> Result<(), SchedulerError> {
         Ok(self.0.flush()?)
     }
+
+    /// Writes the records taken with [`Scheduler::take_records`].
+    pub fn write(&self, records: TaskRecords) -> Result<(), SchedulerError> {
+        for (goal, board, task, record) in records.0 {
+            self.0.put_task_record(&goal, &board, task, &record)?;
+        }
+        Ok(())
+    }
 }
+
+/// Task records made under the scheduler's lock, to be written after it is released.
+#[derive(Debug, Default)]
+pub struct TaskRecords(Vec<(Board, Board, TaskId, TaskRecord)>);
 
 /// What a sweep did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -333,6 +346,8 @@ pub struct Scheduler {
     next_id: u64,
     /// A batch finished since the last [`Scheduler::take_flush_due`].
     flush_due: bool,
+    /// Records not yet taken by [`Scheduler::take_records`].
+    records: TaskRecords,
     totals: SchedulerTotals,
 }
 
@@ -447,6 +462,7 @@ impl Scheduler {
             batch_nodes: HashMap::new(),
             next_id: incarnation << 40,
             flush_due: false,
+            records: TaskRecords::default(),
             totals: SchedulerTotals::default(),
         };
         for batch in scheduler.store.batches()? {
@@ -979,7 +995,7 @@ impl Scheduler {
     /// Keeps a finished task's size and time in the store, for replaying the run (failures are
     /// not part of the search and are not kept, nor are the tasks of puzzles solved whole).
     fn record(
-        &self,
+        &mut self,
         entry: &TaskEntry,
         report: &TaskReport,
         outcome: &TaskOutcome,
@@ -1021,17 +1037,19 @@ impl Scheduler {
                 .collect(),
             measured_after: false,
         };
-        Ok(self
-            .store
-            .put_task_record(&puzzle.goal, &puzzle.board, report.task, &record)?)
+        self.records
+            .0
+            .push((puzzle.goal, puzzle.board, report.task, record));
+        Ok(())
     }
 
     /// Records the subtree tasks a solution made unnecessary, so a replay knows which parts of
     /// the last iteration were never measured.
-    fn record_cancelled(&self, puzzle_id: PuzzleId) -> Result<(), SchedulerError> {
+    fn record_cancelled(&mut self, puzzle_id: PuzzleId) -> Result<(), SchedulerError> {
         let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
             return Ok(());
         };
+        let mut pending = Vec::new();
         for id in &puzzle.outstanding {
             let Some(entry) = self.tasks.get(id).filter(|t| !t.spec.iterate) else {
                 continue;
@@ -1049,9 +1067,9 @@ impl Scheduler {
                 parts: Vec::new(),
                 measured_after: false,
             };
-            self.store
-                .put_task_record(&puzzle.goal, &puzzle.board, *id, &record)?;
+            pending.push((puzzle.goal, puzzle.board, *id, record));
         }
+        self.records.0.extend(pending);
         Ok(())
     }
 
@@ -1252,6 +1270,12 @@ impl Scheduler {
     /// [`Scheduler::flusher`], after the lock is released) before the worker's call returns.
     pub fn take_flush_due(&mut self) -> bool {
         std::mem::take(&mut self.flush_due)
+    }
+
+    /// The task records made since the last call, for [`Flusher::write`] once the lock is
+    /// released (a record lost in a crash only makes a replay of that run less complete).
+    pub fn take_records(&mut self) -> TaskRecords {
+        std::mem::take(&mut self.records)
     }
 
     /// A handle that flushes the store without the scheduler's lock.

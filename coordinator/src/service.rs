@@ -447,13 +447,14 @@ impl pb::workers_server::Workers for Service {
         let flusher = self.flusher.clone();
         // Finishing an iteration splits the next one: CPU work, kept off the async threads.
         let (tasks, cancelled) = tokio::task::spawn_blocking(move || {
-            let (polled, flush_due) = {
+            let (polled, flush_due, records) = {
                 let mut scheduler = scheduler
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
                 let polled = scheduler.poll(request.worker_id, request.free_slots, results);
-                (polled, scheduler.take_flush_due())
+                (polled, scheduler.take_flush_due(), scheduler.take_records())
             };
+            flusher.write(records)?;
             if flush_due {
                 flusher.flush()?;
             }

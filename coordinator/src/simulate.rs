@@ -1073,6 +1073,8 @@ mod tests {
             let (tasks, _) = scheduler
                 .poll(worker, 2, std::mem::take(&mut reports))
                 .unwrap();
+            // As the service does, once the lock is released.
+            scheduler.flusher().write(scheduler.take_records()).unwrap();
             for task in tasks {
                 let run = run_task(&solver, task.work(), None);
                 reports.push(TaskReport {
