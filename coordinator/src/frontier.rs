@@ -198,8 +198,10 @@ pub struct SizeHistory {
 
 impl SizeHistory {
     pub fn add(&mut self, path: Vec<u8>, nodes: u64) {
-        self.total += nodes;
-        *self.sizes.entry(path).or_default() += nodes;
+        // Saturating: the sizes come from workers' reports, which are not trusted to be sane.
+        self.total = self.total.saturating_add(nodes);
+        let size = self.sizes.entry(path).or_default();
+        *size = size.saturating_add(nodes);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -246,13 +248,14 @@ pub struct BalanceParams {
 /// finer than it measured; the scheduler always can).
 pub type Splittable<'a> = &'a dyn Fn(&[Direction]) -> bool;
 
-/// The policy's split of an iteration when the previous one was measured: start from a
-/// frontier with a task per thread, then split the subtree predicted largest into its children,
-/// again and again, until none is predicted above the iteration's share per thread / `balance`
-/// (or below `min_split_nodes`, or the task cap is reached). `nodes_so_far` (every node the
-/// puzzle took before this iteration) gives the growth from one iteration to the next. A subtree's prediction is its measured size one iteration
+/// The policy's split of an iteration when the previous one was measured: start from a uniform
+/// frontier of at most a task per thread (fewer for an iteration predicted small), then split
+/// the subtree predicted largest into its children, again and again, until none is predicted
+/// above the iteration's size / (threads x `balance`), none left to split is above the smallest
+/// split, or the task cap is reached. A subtree's prediction is its measured size one iteration
 /// earlier (its parts', when finer than it; an equal share of its parent's when not measured at
-/// all). Tasks come out largest predicted first, so the longest start first.
+/// all); `nodes_so_far` (every node the puzzle took before this iteration) gives the growth from
+/// one iteration to the next. Tasks come out largest predicted first.
 pub fn split_balanced(
     root: &Board,
     solver: &Solver,
@@ -301,7 +304,9 @@ pub fn split_balanced(
         heap.push((size.unwrap_or(measured / measured_count), tasks.len()));
         tasks.push(task);
     }
-    let total: u64 = heap.iter().map(|(size, _)| size).sum();
+    let total = heap
+        .iter()
+        .fold(0u64, |sum, (size, _)| sum.saturating_add(*size));
     let share = total / (threads * params.balance.max(1)) as u64;
     let largest_allowed = share.max((smallest as f64 / growth) as u64);
     let most_tasks = threads * params.tasks_per_thread.max(1);
@@ -434,6 +439,73 @@ mod tests {
                     "{board} split at depth {depth}"
                 );
             }
+        }
+    }
+
+    /// IDA* where every iteration is split by `split_balanced` from the sizes the previous
+    /// iteration's tasks measured, as the scheduler does; returns the solution length.
+    fn balanced_ida(start: &Board, goal: &Board) -> usize {
+        let solver = Solver::new(*goal, HeuristicKind::Manhattan);
+        let manhattan = TileCost::manhattan(goal);
+        let neighbors = Neighbors::new(goal.side());
+        let params = BalanceParams {
+            threads: 4,
+            tasks_per_thread: 50,
+            balance: 8,
+            min_split_nodes: 1,
+            min_split_nodes_per_thread: 0,
+            max_depth: MAX_SPLIT_DEPTH,
+        };
+        let mut bound = solver.estimate(start);
+        let (mut history, mut nodes_so_far) = (SizeHistory::default(), 0u64);
+        loop {
+            let frontier = split_balanced(
+                start,
+                &solver,
+                bound,
+                &history,
+                nodes_so_far,
+                params,
+                &|_| true,
+            );
+            if let Some(solution) = frontier.solution {
+                return solution.len();
+            }
+            let mut next = frontier.pruned_min_f;
+            history = SizeHistory::default();
+            for task in &frontier.tasks {
+                let mut kernel = Kernel::new(&manhattan, &neighbors, goal, Limits::default());
+                let found = kernel.search(&task.board, task.g(), task.path.last().copied(), bound);
+                let nodes = kernel.counters().expanded;
+                nodes_so_far += nodes;
+                history.add(task.path.iter().map(|&d| d as u8).collect(), nodes);
+                match found {
+                    Bounded::Found(suffix) => {
+                        let mut moves = task.path.clone();
+                        moves.extend(suffix);
+                        tilesolve::moves::replay(start, goal, &moves).expect("a real solution");
+                        return moves.len();
+                    }
+                    Bounded::Exceeded { next_bound } => next = next.min(next_bound),
+                    Bounded::Aborted(abort) => panic!("no limits were set: {abort:?}"),
+                }
+            }
+            bound = next;
+        }
+    }
+
+    #[test]
+    fn balanced_splits_find_the_optimal_length() {
+        let goal = Board::blank_last(4);
+        let solver = Solver::new(goal, HeuristicKind::LinearConflict);
+        let text = include_str!("../../tests/data/korf100-blank-last.txt");
+        for line in text.lines().filter(|l| !l.starts_with('#')).take(3) {
+            let board = tilesolve::parse_board(line.split(" # ").next().unwrap()).unwrap();
+            let optimal = solver
+                .solve(&board, &SolveOptions::default(), None)
+                .unwrap()
+                .len();
+            assert_eq!(balanced_ida(&board, &goal), optimal, "{board}");
         }
     }
 

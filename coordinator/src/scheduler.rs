@@ -400,11 +400,11 @@ fn implausible(spec: &TaskSpec, outcome: &TaskOutcome) -> Option<String> {
 /// and the nodes above the parts at the task's own path.
 fn record_sizes(history: &mut SizeHistory, path: &[Direction], report: &TaskReport) {
     let path: Vec<u8> = path.iter().map(|&d| d as u8).collect();
-    let mut parts_nodes = 0;
+    let mut parts_nodes = 0u64;
     for part in &report.parts {
         let mut full = path.clone();
         full.extend(part.moves.iter().map(|&d| d as u8));
-        parts_nodes += part.expanded;
+        parts_nodes = parts_nodes.saturating_add(part.expanded);
         history.add(full, part.expanded);
     }
     history.add(path, report.nodes.saturating_sub(parts_nodes));
