@@ -67,14 +67,6 @@ impl<T> ReadyQueue<T> {
     pub fn pop(&mut self) -> Option<T> {
         self.heap.pop().map(|entry| entry.item)
     }
-
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
-    }
 }
 
 #[cfg(test)]
