@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::options::PolicyArgs;
 use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -49,26 +50,8 @@ pub struct ServeArgs {
     /// subtree tasks.
     #[arg(long, default_value_t = SchedulerConfig::default().whole_task_budget)]
     split_after: u64,
-    /// Expanded nodes a subtree task may spend before it comes back split into its children.
-    #[arg(long, default_value_t = SchedulerConfig::default().subtree_task_budget)]
-    subtree_budget: u64,
-    /// Most subtree tasks per connected worker thread when an iteration is split.
-    #[arg(long, default_value_t = SchedulerConfig::default().tasks_per_thread)]
-    tasks_per_thread: usize,
-    /// Split an iteration until no task is predicted above its size / (threads x this).
-    #[arg(long, default_value_t = SchedulerConfig::default().split_balance)]
-    split_balance: usize,
-    /// Never split a subtree predicted smaller than this many nodes ...
-    #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes)]
-    min_split_nodes: u64,
-    /// ... nor smaller than this many nodes per connected worker thread.
-    #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes_per_thread)]
-    min_split_nodes_per_thread: u64,
-    /// Workers measure each descendant this many moves below every subtree task (up to 12):
-    /// the next iteration's split predicts from these sizes, and the store records them for
-    /// `tilesolve simulate` (record deeper to replay with more workers than 256 or so).
-    #[arg(long, default_value_t = SchedulerConfig::default().profile_depth, value_parser = clap::value_parser!(u32).range(0..=12))]
-    record_depth: u32,
+    #[command(flatten)]
+    policy: PolicyArgs,
     /// Unfinished puzzles held at most; batches past it are refused until some finish.
     #[arg(long, default_value_t = SchedulerConfig::default().max_pending_puzzles)]
     max_pending: usize,
@@ -129,13 +112,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
         let scheduler = SchedulerConfig {
             lease_timeout: Duration::from_secs_f64(args.lease_timeout.max(0.1)),
             whole_task_budget: args.split_after.max(1),
-            subtree_task_budget: args.subtree_budget,
-            tasks_per_thread: args.tasks_per_thread.max(1),
-            split_balance: args.split_balance.max(1),
-            min_split_nodes: args.min_split_nodes,
-            min_split_nodes_per_thread: args.min_split_nodes_per_thread,
-            profile_depth: args.record_depth,
-            ..SchedulerConfig::default()
+            ..args.policy.apply(SchedulerConfig::default())
         };
         let tls = match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => Some(TlsIdentity {

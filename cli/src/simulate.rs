@@ -10,6 +10,8 @@ use tilesolve_coordinator::scheduler::SchedulerConfig;
 use tilesolve_coordinator::simulate::{load_run, measure_cancelled, simulate, SimulationPolicy};
 use tilesolve_coordinator::store::Store;
 
+use crate::options::PolicyArgs;
+
 #[derive(Args)]
 pub struct SimulateArgs {
     /// The coordinator's data directory (its store and pattern databases). The coordinator must
@@ -29,30 +31,13 @@ pub struct SimulateArgs {
         default_value = "1,2,4,8,16,32,64,128,256,512,1024"
     )]
     workers: Vec<usize>,
-    /// The policy's most subtree tasks per worker thread when an iteration is split.
-    #[arg(long, default_value_t = SchedulerConfig::default().tasks_per_thread)]
-    tasks_per_thread: usize,
-    /// The policy's balance: split until no task is predicted above size / (threads x this).
-    #[arg(long, default_value_t = SchedulerConfig::default().split_balance)]
-    split_balance: usize,
-    /// The policy's smallest subtree (nodes) worth splitting.
-    #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes)]
-    min_split_nodes: u64,
-    /// The policy's smallest split per worker thread (nodes x threads).
-    #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes_per_thread)]
-    min_split_nodes_per_thread: u64,
+    #[command(flatten)]
+    policy: PolicyArgs,
     /// Milliseconds of the coordinator's time per task: its scheduler serves one call at a
     /// time (0.013-0.014 ms measured on the 2-core test machine by the coordinator's
     /// `poll_cost` example, BENCHMARKS.md).
     #[arg(long, default_value_t = 0.015)]
     coordinator_ms: f64,
-    /// Depth below each task at which simulated workers report parts' sizes (the policy's
-    /// predictions; `serve --record-depth`).
-    #[arg(long, default_value_t = SchedulerConfig::default().profile_depth)]
-    profile_depth: u32,
-    /// The policy's node budget for one subtree task (0: none).
-    #[arg(long, default_value_t = SchedulerConfig::default().subtree_task_budget)]
-    subtree_budget: u64,
     /// Milliseconds a worker thread spends per task outside the search (its poll's round
     /// trip); by default the median measured in the recorded run.
     #[arg(long)]
@@ -152,14 +137,15 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
             }
         }
     }
+    let config = args.policy.apply(SchedulerConfig::default());
     println!(
         "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}{}",
-        args.split_balance,
-        args.min_split_nodes,
-        args.min_split_nodes_per_thread,
-        args.tasks_per_thread,
-        args.profile_depth,
-        args.subtree_budget,
+        config.split_balance,
+        config.min_split_nodes,
+        config.min_split_nodes_per_thread,
+        config.tasks_per_thread,
+        config.profile_depth,
+        config.subtree_task_budget,
         args.coordinator_ms,
         overhead_seconds * 1e3,
         if args.overhead_ms.is_none() {
@@ -174,12 +160,12 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         }
     );
     let policy = SimulationPolicy {
-        tasks_per_thread: args.tasks_per_thread.max(1),
-        split_balance: args.split_balance.max(1),
-        min_split_nodes: args.min_split_nodes,
-        min_split_nodes_per_thread: args.min_split_nodes_per_thread,
-        profile_depth: args.profile_depth,
-        subtree_task_budget: args.subtree_budget,
+        tasks_per_thread: config.tasks_per_thread,
+        split_balance: config.split_balance,
+        min_split_nodes: config.min_split_nodes,
+        min_split_nodes_per_thread: config.min_split_nodes_per_thread,
+        profile_depth: config.profile_depth,
+        subtree_task_budget: config.subtree_task_budget,
         overhead_seconds,
         coordinator_seconds_per_task: args.coordinator_ms.max(0.0) / 1e3,
         exhaustive: args.exhaustive,

@@ -383,22 +383,33 @@ mod tests {
     use tilesolve::search::{Bounded, Kernel, Limits};
     use tilesolve::SolveOptions;
 
-    /// IDA* where each iteration is split at `depth` and its subtrees searched one by one, as
-    /// workers would; returns the solution length.
-    fn distributed_ida(start: &Board, goal: &Board, depth: u32) -> usize {
+    /// IDA* where each iteration is split by `split_next(solver, bound, sizes of the previous
+    /// iteration's tasks, nodes so far)` and its subtrees searched one by one, as workers would;
+    /// returns the solution length.
+    fn distributed_ida(
+        start: &Board,
+        goal: &Board,
+        mut split_next: impl FnMut(&Solver, u32, &SizeHistory, u64) -> Frontier,
+    ) -> usize {
         let solver = Solver::new(*goal, HeuristicKind::Manhattan);
         let manhattan = TileCost::manhattan(goal);
         let neighbors = Neighbors::new(goal.side());
         let mut bound = solver.estimate(start);
+        let (mut history, mut nodes_so_far) = (SizeHistory::default(), 0u64);
         loop {
-            let frontier = split(start, &solver, bound, depth);
+            let frontier = split_next(&solver, bound, &history, nodes_so_far);
             if let Some(solution) = frontier.solution {
                 return solution.len();
             }
             let mut next = frontier.pruned_min_f;
+            history = SizeHistory::default();
             for task in &frontier.tasks {
                 let mut kernel = Kernel::new(&manhattan, &neighbors, goal, Limits::default());
-                match kernel.search(&task.board, task.g(), task.path.last().copied(), bound) {
+                let found = kernel.search(&task.board, task.g(), task.path.last().copied(), bound);
+                let nodes = kernel.counters().expanded;
+                nodes_so_far += nodes;
+                history.add(task.path.iter().map(|&d| d as u8).collect(), nodes);
+                match found {
                     Bounded::Found(suffix) => {
                         let mut moves = task.path.clone();
                         moves.extend(suffix);
@@ -434,7 +445,9 @@ mod tests {
                 .len();
             for depth in [0, 1, 4, 10] {
                 assert_eq!(
-                    distributed_ida(&board, &goal, depth),
+                    distributed_ida(&board, &goal, |solver, bound, _, _| split(
+                        &board, solver, bound, depth
+                    )),
                     optimal,
                     "{board} split at depth {depth}"
                 );
@@ -442,12 +455,9 @@ mod tests {
         }
     }
 
-    /// IDA* where every iteration is split by `split_balanced` from the sizes the previous
-    /// iteration's tasks measured, as the scheduler does; returns the solution length.
+    /// [`distributed_ida`] with every iteration split by `split_balanced` from the sizes the
+    /// previous iteration's tasks measured, as the scheduler does.
     fn balanced_ida(start: &Board, goal: &Board) -> usize {
-        let solver = Solver::new(*goal, HeuristicKind::Manhattan);
-        let manhattan = TileCost::manhattan(goal);
-        let neighbors = Neighbors::new(goal.side());
         let params = BalanceParams {
             threads: 4,
             tasks_per_thread: 50,
@@ -456,42 +466,11 @@ mod tests {
             min_split_nodes_per_thread: 0,
             max_depth: MAX_SPLIT_DEPTH,
         };
-        let mut bound = solver.estimate(start);
-        let (mut history, mut nodes_so_far) = (SizeHistory::default(), 0u64);
-        loop {
-            let frontier = split_balanced(
-                start,
-                &solver,
-                bound,
-                &history,
-                nodes_so_far,
-                params,
-                &|_| true,
-            );
-            if let Some(solution) = frontier.solution {
-                return solution.len();
-            }
-            let mut next = frontier.pruned_min_f;
-            history = SizeHistory::default();
-            for task in &frontier.tasks {
-                let mut kernel = Kernel::new(&manhattan, &neighbors, goal, Limits::default());
-                let found = kernel.search(&task.board, task.g(), task.path.last().copied(), bound);
-                let nodes = kernel.counters().expanded;
-                nodes_so_far += nodes;
-                history.add(task.path.iter().map(|&d| d as u8).collect(), nodes);
-                match found {
-                    Bounded::Found(suffix) => {
-                        let mut moves = task.path.clone();
-                        moves.extend(suffix);
-                        tilesolve::moves::replay(start, goal, &moves).expect("a real solution");
-                        return moves.len();
-                    }
-                    Bounded::Exceeded { next_bound } => next = next.min(next_bound),
-                    Bounded::Aborted(abort) => panic!("no limits were set: {abort:?}"),
-                }
-            }
-            bound = next;
-        }
+        distributed_ida(start, goal, |solver, bound, history, nodes_so_far| {
+            split_balanced(start, solver, bound, history, nodes_so_far, params, &|_| {
+                true
+            })
+        })
     }
 
     #[test]
