@@ -13,7 +13,7 @@ use serde::Serialize;
 use tilesolve::batch_file::BatchLine;
 use tilesolve::connect::{AuthChannel, ConnectOptions};
 use tilesolve::proto::v1 as pb;
-use tilesolve_coordinator::scheduler::{Scheduler, SchedulerConfig, MAX_BATCH_LINES};
+use tilesolve_coordinator::scheduler::{Scheduler, SchedulerConfig, MAX_BATCH_LINES, MAX_PREFETCH};
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity};
 use tilesolve_coordinator::service::Limits;
 use tilesolve_worker::WorkerConfig;
@@ -150,6 +150,10 @@ pub struct WorkerArgs {
     /// Search threads (default: every core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Tasks to hold per thread beyond the one it runs, so a finished thread starts its next
+    /// task without waiting a round trip (0: ask only when a thread is free).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=MAX_PREFETCH as i64))]
+    prefetch: u32,
     /// Data directory for pattern databases.
     #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
     data: PathBuf,
@@ -159,6 +163,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
     let config = WorkerConfig {
         coordinator: args.connect.options()?,
         threads: args.threads.unwrap_or_else(default_threads),
+        prefetch: args.prefetch as usize,
         data: args.data,
     };
     runtime()?.block_on(tilesolve_worker::run(config, ctrl_c()))?;
@@ -684,6 +689,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
         let worker_config = WorkerConfig {
             coordinator: connect.clone(),
             threads: args.workers.unwrap_or_else(default_threads),
+            prefetch: 1,
             data: args.data,
         };
         let worker = tokio::spawn(tilesolve_worker::run(worker_config, wait_for(stopped)));

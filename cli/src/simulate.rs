@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Args;
 use tilesolve::pdb::PdbStore;
-use tilesolve_coordinator::scheduler::SchedulerConfig;
+use tilesolve_coordinator::scheduler::{SchedulerConfig, MAX_PREFETCH};
 use tilesolve_coordinator::simulate::{load_run, measure_cancelled, simulate, SimulationPolicy};
 use tilesolve_coordinator::store::Store;
 
@@ -42,6 +42,9 @@ pub struct SimulateArgs {
     /// trip); by default the median measured in the recorded run.
     #[arg(long)]
     overhead_ms: Option<f64>,
+    /// Tasks each worker prefetches beyond the one it runs, as `tilesolve worker --prefetch`.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=MAX_PREFETCH as i64))]
+    prefetch: u32,
     /// First measure, here and once, the tasks the solution cancelled (stored for later
     /// replays), so nothing is predicted.
     #[arg(long)]
@@ -139,7 +142,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
     }
     let config = args.policy.apply(SchedulerConfig::default());
     println!(
-        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}{}",
+        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker{}",
         config.split_balance,
         config.min_split_nodes,
         config.min_split_nodes_per_thread,
@@ -153,6 +156,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         } else {
             ""
         },
+        args.prefetch,
         if args.exhaustive {
             ", every iteration searched to its end"
         } else {
@@ -169,6 +173,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         overhead_seconds,
         coordinator_seconds_per_task: args.coordinator_ms.max(0.0) / 1e3,
         exhaustive: args.exhaustive,
+        prefetch: args.prefetch as usize,
     };
     println!(
         "{:>7} {:>12} {:>9} {:>10} {:>9} {:>10} {:>8} {:>10} {:>9}",

@@ -300,6 +300,7 @@ fn malformed_rpcs_are_refused_without_harm() {
             worker_id,
             free_slots: u32::MAX,
             results,
+            idle: false,
         };
         assert_eq!(
             code(workers.poll(poll(12345, vec![])).await),
@@ -329,6 +330,7 @@ fn malformed_rpcs_are_refused_without_harm() {
             seconds: 0.0,
             outcome,
             parts: Vec::new(),
+            queued_seconds: f64::NAN,
         };
         use pb::task_result::Outcome;
         for (bad, what) in [

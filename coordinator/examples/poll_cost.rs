@@ -40,7 +40,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let started = Instant::now();
         let (leased, _) = scheduler.poll(worker, slots, std::mem::take(&mut reports))?;
         in_poll += started.elapsed();
-        // Written after the lock is released, as the service does: not the serialized cost.
+        // Split and written after the lock is released, as the service does: not the
+        // serialized cost.
+        scheduler.split_pending()?;
         scheduler.flusher().write(scheduler.take_records())?;
         for task in leased {
             let run = run_task(&solver, task.work(), None);

@@ -67,6 +67,10 @@ impl<T> ReadyQueue<T> {
     pub fn pop(&mut self) -> Option<T> {
         self.heap.pop().map(|entry| entry.item)
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
 }
 
 #[cfg(test)]

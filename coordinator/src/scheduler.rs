@@ -28,7 +28,7 @@ pub use tilesolve::task::TaskOutcome;
 use tilesolve::task::Work;
 use tilesolve::{parse_board, Board, Direction, Goal, Solution, Solver};
 
-use crate::frontier::{split_iteration, BalanceParams, SizeHistory};
+use crate::frontier::{split_iteration, BalanceParams, Frontier, SizeHistory};
 use crate::queue::ReadyQueue;
 use crate::store::{
     ItemStatus, RecordedOutcome, SearchState, Store, StoreError, StoredItem, StoredSolution,
@@ -46,6 +46,8 @@ pub const MAX_BATCH_LINES: usize = 100_000;
 pub const MAX_ATTEMPTS: u32 = 3;
 /// Most search threads one worker may declare.
 pub const MAX_WORKER_THREADS: u32 = 4096;
+/// Most tasks a worker may hold per thread beyond the one it runs (prefetched).
+pub const MAX_PREFETCH: u32 = 4;
 /// Longest submitted line text kept with an item that failed to parse.
 const MAX_KEPT_TEXT: usize = 200;
 
@@ -148,6 +150,8 @@ pub struct TaskReport {
     pub nodes: u64,
     /// The search's wall time on the worker.
     pub seconds: f64,
+    /// Seconds it waited on the worker (prefetched) before a thread took it.
+    pub queued_seconds: f64,
     /// Measured descendants, when the task asked for them.
     pub parts: Vec<PartSize>,
 }
@@ -159,6 +163,7 @@ impl TaskReport {
             outcome,
             nodes,
             seconds: 0.0,
+            queued_seconds: 0.0,
             parts: Vec::new(),
         }
     }
@@ -200,6 +205,8 @@ struct Puzzle {
     started: Instant,
     /// Sizes measured in the iteration in progress (the next split predicts from them).
     history: SizeHistory,
+    /// The bound of an iteration being split outside the lock (the puzzle has no tasks then).
+    splitting: Option<u32>,
 }
 
 struct Lease {
@@ -313,6 +320,49 @@ impl Flusher {
 #[derive(Debug, Default)]
 pub struct TaskRecords(Vec<(Board, Board, TaskId, TaskRecord)>);
 
+/// An iteration to split, taken out of the scheduler ([`Scheduler::take_splits`]) so that the
+/// split, milliseconds of CPU for a fine frontier, runs without holding the scheduler's lock:
+/// leases to other workers go on meanwhile.
+pub struct PendingSplit {
+    puzzle: PuzzleId,
+    bound: u32,
+    board: Board,
+    solver: Solver,
+    history: SizeHistory,
+    nodes_so_far: u64,
+    params: BalanceParams,
+}
+
+/// A split done outside the lock, for [`Scheduler::finish_split`].
+pub struct FinishedSplit {
+    puzzle: PuzzleId,
+    bound: u32,
+    frontier: Frontier,
+    history: SizeHistory,
+    heuristic: String,
+}
+
+impl PendingSplit {
+    pub fn run(self) -> FinishedSplit {
+        let frontier = split_iteration(
+            &self.board,
+            &self.solver,
+            self.bound,
+            &self.history,
+            self.nodes_so_far,
+            self.params,
+            &|_| true,
+        );
+        FinishedSplit {
+            puzzle: self.puzzle,
+            bound: self.bound,
+            frontier,
+            history: self.history,
+            heuristic: self.solver.heuristic().to_string(),
+        }
+    }
+}
+
 /// What a sweep did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Swept {
@@ -348,6 +398,8 @@ pub struct Scheduler {
     flush_due: bool,
     /// Records not yet taken by [`Scheduler::take_records`].
     records: TaskRecords,
+    /// Splits not yet taken by [`Scheduler::take_splits`].
+    splits: Vec<PendingSplit>,
     totals: SchedulerTotals,
 }
 
@@ -463,6 +515,7 @@ impl Scheduler {
             next_id: incarnation << 40,
             flush_due: false,
             records: TaskRecords::default(),
+            splits: Vec::new(),
             totals: SchedulerTotals::default(),
         };
         for batch in scheduler.store.batches()? {
@@ -680,6 +733,7 @@ impl Scheduler {
                 nodes: 0,
                 started: Instant::now(),
                 history: SizeHistory::default(),
+                splitting: None,
             },
         );
         let spec = TaskSpec {
@@ -742,8 +796,9 @@ impl Scheduler {
         Ok(id)
     }
 
-    /// A worker reports results and asks for up to `free_slots` tasks. Returns its new tasks and
-    /// the tasks it holds that were cancelled.
+    /// A worker reports results and asks for up to `free_slots` tasks (at most [`MAX_PREFETCH`]
+    /// per thread beyond its threads). Returns its new tasks and the tasks it holds that were
+    /// cancelled.
     pub fn poll(
         &mut self,
         worker: WorkerId,
@@ -762,7 +817,7 @@ impl Scheduler {
         info.tasks_done += results.len() as u64;
         info.nodes += results.iter().map(|report| report.nodes).sum::<u64>();
         info.record(now);
-        let free_slots = free_slots.min(info.threads) as usize;
+        let free_slots = free_slots.min(info.threads.saturating_mul(1 + MAX_PREFETCH)) as usize;
         for report in results {
             self.apply(worker, report)?;
         }
@@ -783,6 +838,11 @@ impl Scheduler {
             leased.push(entry.spec.clone());
         }
         Ok((leased, self.cancelled.remove(&worker).unwrap_or_default()))
+    }
+
+    /// Whether some task may be waiting for a worker (withdrawn tasks may still be counted).
+    pub fn has_ready_tasks(&self) -> bool {
+        !self.ready.is_empty()
     }
 
     /// Renews the leases of the tasks a worker is running; returns its cancellations.
@@ -1026,10 +1086,10 @@ impl Scheduler {
             outcome: recorded,
             nodes: report.nodes,
             seconds: report.seconds,
-            round_trip_seconds: entry
-                .lease
-                .as_ref()
-                .map_or(0.0, |lease| lease.since.elapsed().as_secs_f64()),
+            // Lease to report, less the time it waited on the worker behind another task.
+            round_trip_seconds: entry.lease.as_ref().map_or(0.0, |lease| {
+                (lease.since.elapsed().as_secs_f64() - report.queued_seconds).max(0.0)
+            }),
             parts: report
                 .parts
                 .iter()
@@ -1073,17 +1133,21 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Splits the iteration at `bound` into subtree tasks (or finishes the puzzle if the split
-    /// itself meets the goal or the bound is impossible).
-    fn next_iteration(
-        &mut self,
-        puzzle_id: PuzzleId,
-        mut bound: u32,
-    ) -> Result<(), SchedulerError> {
+    /// Starts the iteration at `bound`: stores it as the puzzle's proven lower bound and queues
+    /// its split for [`Scheduler::take_splits`].
+    fn next_iteration(&mut self, puzzle_id: PuzzleId, bound: u32) -> Result<(), SchedulerError> {
         let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
             return Ok(());
         };
         let (board, goal, heuristic) = (puzzle.board, puzzle.goal, puzzle.heuristic.clone());
+        if bound as usize >= tilesolve::search::MAX_DEPTH {
+            return self.finish_failed(
+                puzzle_id,
+                "no solution within the longest supported path".into(),
+            );
+        }
+        self.store
+            .put_search_state(&goal, &board, SearchState { lower_bound: bound })?;
         let threads: usize = self
             .workers
             .values()
@@ -1098,59 +1162,96 @@ impl Scheduler {
             min_split_nodes_per_thread: self.config.min_split_nodes_per_thread,
             max_depth: u32::MAX,
         };
-        let (history, nodes_so_far) = match self.puzzles.get_mut(&puzzle_id) {
-            Some(p) => (std::mem::take(&mut p.history), p.nodes),
-            None => return Ok(()),
-        };
-        loop {
-            if bound as usize >= tilesolve::search::MAX_DEPTH {
-                return self.finish_failed(
-                    puzzle_id,
-                    "no solution within the longest supported path".into(),
-                );
-            }
-            self.store
-                .put_search_state(&goal, &board, SearchState { lower_bound: bound })?;
-            let (frontier, name) = {
-                let solver = self.solver(&goal, &heuristic)?;
-                let frontier = split_iteration(
-                    &board,
-                    solver,
-                    bound,
-                    &history,
-                    nodes_so_far,
-                    params,
-                    &|_| true,
-                );
-                (frontier, solver.heuristic().to_string())
-            };
-            if let Some(moves) = frontier.solution {
-                return self.finish_solved(puzzle_id, moves);
-            }
-            if frontier.tasks.is_empty() {
-                bound = frontier.pruned_min_f;
-                continue;
-            }
-            if let Some(p) = self.puzzles.get_mut(&puzzle_id) {
-                p.bound = bound;
-                p.next_bound = frontier.pruned_min_f;
-            }
-            let wave = self.next_wave();
-            for task in frontier.tasks {
-                let spec = TaskSpec {
-                    id: 0,
-                    board: task.board,
-                    goal,
-                    heuristic: name.clone(),
-                    path: task.path,
-                    bound,
-                    iterate: false,
-                    node_budget: self.config.subtree_task_budget,
-                    profile_depth: self.config.profile_depth,
-                };
-                self.add_task(puzzle_id, spec, wave, task.predicted);
-            }
+        let solver = self.solver(&goal, &heuristic)?.clone();
+        let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) else {
             return Ok(());
+        };
+        puzzle.splitting = Some(bound);
+        self.splits.push(PendingSplit {
+            puzzle: puzzle_id,
+            bound,
+            board,
+            solver,
+            history: std::mem::take(&mut puzzle.history),
+            nodes_so_far: puzzle.nodes,
+            params,
+        });
+        Ok(())
+    }
+
+    /// Iterations waiting to be split: run each ([`PendingSplit::run`], outside the lock) and
+    /// hand it back to [`Scheduler::finish_split`].
+    pub fn take_splits(&mut self) -> Vec<PendingSplit> {
+        std::mem::take(&mut self.splits)
+    }
+
+    /// Queues a split iteration's tasks, or finishes the puzzle when the split met the goal; an
+    /// iteration with nothing within its bound goes straight on to the next. A split for a
+    /// puzzle that ended meanwhile (its batch cancelled) is dropped.
+    pub fn finish_split(&mut self, split: FinishedSplit) -> Result<(), SchedulerError> {
+        let FinishedSplit {
+            puzzle: puzzle_id,
+            bound,
+            frontier,
+            history,
+            heuristic,
+        } = split;
+        let Some(puzzle) = self
+            .puzzles
+            .get_mut(&puzzle_id)
+            .filter(|p| p.splitting == Some(bound))
+        else {
+            return Ok(());
+        };
+        puzzle.splitting = None;
+        if let Some(moves) = frontier.solution {
+            return self.finish_solved(puzzle_id, moves);
+        }
+        if frontier.tasks.is_empty() {
+            puzzle.history = history;
+            return self.next_iteration(puzzle_id, frontier.pruned_min_f);
+        }
+        puzzle.bound = bound;
+        puzzle.next_bound = frontier.pruned_min_f;
+        // Every split iteration proves that no solution is shorter than its bound.
+        tracing::info!(
+            batch = puzzle_id.0,
+            item = puzzle_id.1 + 1,
+            bound,
+            tasks = frontier.tasks.len(),
+            seconds = puzzle.started.elapsed().as_secs_f64(),
+            "iteration split"
+        );
+        let goal = puzzle.goal;
+        let wave = self.next_wave();
+        for task in frontier.tasks {
+            let spec = TaskSpec {
+                id: 0,
+                board: task.board,
+                goal,
+                heuristic: heuristic.clone(),
+                path: task.path,
+                bound,
+                iterate: false,
+                node_budget: self.config.subtree_task_budget,
+                profile_depth: self.config.profile_depth,
+            };
+            self.add_task(puzzle_id, spec, wave, task.predicted);
+        }
+        Ok(())
+    }
+
+    /// Runs every pending split here, under the caller's `&mut` (for callers that own the
+    /// scheduler outright: tests and tools; the service splits outside its lock instead).
+    pub fn split_pending(&mut self) -> Result<(), SchedulerError> {
+        loop {
+            let splits = self.take_splits();
+            if splits.is_empty() {
+                return Ok(());
+            }
+            for split in splits {
+                self.finish_split(split.run())?;
+            }
         }
     }
 
@@ -1444,6 +1545,7 @@ mod tests {
             let (tasks, _) = scheduler
                 .poll(worker, threads, std::mem::take(&mut results))
                 .unwrap();
+            scheduler.split_pending().unwrap();
             for task in tasks {
                 let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
                 let run = run_task(&solver, task.work(), None);
@@ -1640,6 +1742,36 @@ mod tests {
         assert_eq!(
             scheduler.query(board, "").unwrap().map(|s| s.length),
             Some(31)
+        );
+    }
+
+    #[test]
+    fn a_split_done_outside_the_lock_for_a_puzzle_that_ended_meanwhile_is_dropped() {
+        let data = tempfile::tempdir().unwrap();
+        let config = SchedulerConfig {
+            whole_task_budget: 1_000,
+            ..SchedulerConfig::default()
+        };
+        let mut scheduler = scheduler_in(data.path(), config);
+        let (board, _) = examples().into_iter().next().unwrap();
+        let submitted = scheduler.submit(&[board], "manhattan", "").unwrap();
+        let worker = scheduler.register(1, "test").unwrap();
+        let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+        let solver = Solver::new(tasks[0].goal, tilesolve::HeuristicKind::Manhattan);
+        let run = run_task(&solver, tasks[0].work(), None);
+        assert!(matches!(run.outcome, TaskOutcome::BudgetSpent(_)), "a hard puzzle");
+        let report = TaskReport::new(tasks[0].id, run.outcome, run.nodes);
+        let (leased, _) = scheduler.poll(worker, 1, vec![report]).unwrap();
+        assert!(leased.is_empty(), "the next iteration is not split yet");
+        let splits = scheduler.take_splits();
+        assert_eq!(splits.len(), 1);
+        scheduler.cancel(submitted.batch).unwrap();
+        for split in splits {
+            scheduler.finish_split(split.run()).unwrap();
+        }
+        assert!(
+            scheduler.poll(worker, 1, Vec::new()).unwrap().0.is_empty(),
+            "no tasks for a cancelled batch"
         );
     }
 

@@ -12,14 +12,23 @@ use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::search::PartSize;
 use tilesolve::Direction;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::scheduler::{
-    BatchProgress, Flusher, Scheduler, SchedulerError, Submitted, TaskOutcome, TaskReport, TaskSpec,
+    BatchProgress, Flusher, PendingSplit, Scheduler, SchedulerError, Submitted, TaskOutcome,
+    TaskReport, TaskSpec,
 };
 use crate::store::{ItemStatus, StoredSolution};
+
+/// The scheduler's lock (a panic while it was held leaves nothing half-done that matters more
+/// than stopping every call).
+fn locked(scheduler: &Mutex<Scheduler>) -> MutexGuard<'_, Scheduler> {
+    scheduler
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// The one conversion from scheduler errors to gRPC statuses.
 impl From<SchedulerError> for Status {
@@ -66,7 +75,13 @@ pub struct Service {
     flusher: Flusher,
     submissions: Arc<Semaphore>,
     watchers: Arc<Semaphore>,
+    /// Woken when tasks are queued, for polls waiting for work.
+    tasks_queued: Arc<Notify>,
 }
+
+/// Longest a poll from an idle worker waits for work (well under the lease timeout and any
+/// client deadline; a worker that gets nothing asks again).
+const LONG_POLL: Duration = Duration::from_secs(1);
 
 /// A permit, or ResourceExhausted naming what is full.
 fn permit(semaphore: &Arc<Semaphore>, what: &str) -> Result<OwnedSemaphorePermit, SchedulerError> {
@@ -93,6 +108,7 @@ impl Service {
             heartbeat_interval,
             submissions: Arc::new(Semaphore::new(limits.concurrent_submissions)),
             watchers: Arc::new(Semaphore::new(limits.watchers)),
+            tasks_queued: Arc::new(Notify::new()),
         }
     }
 
@@ -129,6 +145,7 @@ impl Service {
         })
         .await
         .map_err(|e| SchedulerError::Internal(e.to_string()))??;
+        self.tasks_queued.notify_waiters();
         tracing::info!(
             batch = submitted.batch,
             items = submitted.items,
@@ -224,15 +241,13 @@ fn report_of(result: pb::TaskResult) -> Result<TaskReport, Status> {
             })
         })
         .collect::<Result<Vec<_>, Status>>()?;
+    let seconds = |value: f64| if value.is_finite() { value.max(0.0) } else { 0.0 };
     Ok(TaskReport {
         task: result.task_id,
         outcome,
         nodes: result.nodes,
-        seconds: if result.seconds.is_finite() {
-            result.seconds.max(0.0)
-        } else {
-            0.0
-        },
+        seconds: seconds(result.seconds),
+        queued_seconds: seconds(result.queued_seconds),
         parts,
     })
 }
@@ -443,25 +458,73 @@ impl pb::workers_server::Workers for Service {
             .into_iter()
             .map(report_of)
             .collect::<Result<Vec<_>, _>>()?;
-        let scheduler = self.scheduler.clone();
+        let scheduler_handle = self.scheduler.clone();
         let flusher = self.flusher.clone();
-        // Finishing an iteration splits the next one: CPU work, kept off the async threads.
-        let (tasks, cancelled) = tokio::task::spawn_blocking(move || {
-            let (polled, flush_due, records) = {
-                let mut scheduler = scheduler
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-                let polled = scheduler.poll(request.worker_id, request.free_slots, results);
-                (polled, scheduler.take_flush_due(), scheduler.take_records())
-            };
-            flusher.write(records)?;
-            if flush_due {
-                flusher.flush()?;
+        // Finishing an iteration splits the next one: CPU work, kept off the async threads and
+        // done outside the scheduler's lock, so other workers' polls go on meanwhile.
+        let (worker, free_slots, idle) = (request.worker_id, request.free_slots, request.idle);
+        // Registered before looking for tasks, so tasks queued from then on wake this call.
+        let queued = self.tasks_queued.clone();
+        let woken = self.tasks_queued.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let (mut tasks, mut cancelled, wait) = tokio::task::spawn_blocking(move || {
+            let mut scheduler = locked(&scheduler_handle);
+            let (mut tasks, cancelled) = scheduler.poll(worker, free_slots, results)?;
+            let (mut flush_due, mut split) = (false, false);
+            // Taken splits must be finished even if a store write fails on the way, or their
+            // puzzles would wait for them forever: the first error is returned at the end.
+            let mut failed = None;
+            loop {
+                let splits = scheduler.take_splits();
+                // The worker whose result ended an iteration gets the new one's first tasks.
+                if split && splits.is_empty() && tasks.len() < free_slots as usize {
+                    let wanted = free_slots - tasks.len() as u32;
+                    match scheduler.poll(worker, wanted, Vec::new()) {
+                        Ok((more, _)) => tasks.extend(more),
+                        Err(error) => failed = failed.or(Some(error)),
+                    }
+                }
+                flush_due |= scheduler.take_flush_due();
+                let records = scheduler.take_records();
+                let wait = tasks.is_empty() && idle;
+                let ready = scheduler.has_ready_tasks();
+                drop(scheduler);
+                if let Err(error) = flusher.write(records) {
+                    failed = failed.or(Some(error));
+                }
+                if splits.is_empty() {
+                    if ready {
+                        queued.notify_waiters();
+                    }
+                    if flush_due {
+                        flusher.flush()?;
+                    }
+                    return match failed {
+                        Some(error) => Err(error),
+                        None => Ok((tasks, cancelled, wait)),
+                    };
+                }
+                let finished: Vec<_> = splits.into_iter().map(PendingSplit::run).collect();
+                scheduler = locked(&scheduler_handle);
+                for finished_split in finished {
+                    if let Err(error) = scheduler.finish_split(finished_split) {
+                        failed = failed.or(Some(error));
+                    }
+                }
+                split = true;
             }
-            polled
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
+        // Long poll: a worker with every thread idle waits here (briefly) for the next tasks
+        // rather than asking again on its own schedule, so an iteration's tasks reach idle
+        // workers as soon as its split is done.
+        if wait && tokio::time::timeout(LONG_POLL, woken).await.is_ok() {
+            let (more, more_cancelled) = self.lock().poll(worker, free_slots, Vec::new())?;
+            tasks = more;
+            cancelled.extend(more_cancelled);
+        }
         Ok(Response::new(pb::PollResponse {
             tasks: tasks.into_iter().map(task_message).collect(),
             cancelled,

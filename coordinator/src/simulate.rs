@@ -26,7 +26,7 @@
 //!   shallowest unit, and the report says when that limited the number of tasks.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use thiserror::Error;
@@ -75,6 +75,9 @@ pub struct SimulationPolicy {
     /// Search the last iteration to its end instead of stopping at the solution: the figure
     /// for load balance alone, free of how early a parallel search happens to meet the goal.
     pub exhaustive: bool,
+    /// Tasks a worker holds beyond the one it runs (`tilesolve worker --prefetch`): leased
+    /// while it searches, so its next task needs no round trip.
+    pub prefetch: usize,
 }
 
 /// A measured (or predicted) piece of one iteration: the subtree below `path`.
@@ -641,6 +644,69 @@ impl PartialOrd for Event {
     }
 }
 
+/// The simulated workers' threads: what each runs and holds, and when running tasks end.
+struct Threads {
+    /// Per thread: its task, when its search started, and which start it was.
+    running: Vec<Option<(SimTask, f64, u64)>>,
+    /// Per thread: tasks prefetched for it, with when each reaches the worker.
+    held: Vec<VecDeque<(SimTask, f64)>>,
+    events: BinaryHeap<Reverse<Event>>,
+    starts: u64,
+}
+
+impl Threads {
+    fn new(count: usize) -> Threads {
+        Threads {
+            running: (0..count).map(|_| None).collect(),
+            held: (0..count).map(|_| VecDeque::new()).collect(),
+            events: BinaryHeap::new(),
+            starts: 0,
+        }
+    }
+
+    /// A thread that wants a task: an idle one (`true`: it runs the task), else one with room
+    /// to prefetch (`false`).
+    fn wanting(&self, prefetch: usize) -> Option<(usize, bool)> {
+        if let Some(slot) = self.running.iter().position(Option::is_none) {
+            return Some((slot, true));
+        }
+        self.held
+            .iter()
+            .position(|held| held.len() < prefetch)
+            .map(|slot| (slot, false))
+    }
+
+    fn start(&mut self, slot: usize, task: SimTask, started: f64, seconds: f64) {
+        self.starts += 1;
+        self.running[slot] = Some((task, started, self.starts));
+        self.events.push(Reverse(Event {
+            at: started + seconds,
+            slot,
+            start: self.starts,
+        }));
+    }
+
+    /// The next task to end: its thread, the task, when it started and when it ended.
+    fn next_finished(&mut self) -> Option<(usize, SimTask, f64, f64)> {
+        while let Some(Reverse(event)) = self.events.pop() {
+            // An event whose task was cancelled is stale (the thread may run another by now).
+            let current =
+                matches!(&self.running[event.slot], Some((_, _, start)) if *start == event.start);
+            if let Some((task, started, _)) = self.running[event.slot].take_if(|_| current) {
+                return Some((event.slot, task, started, event.at));
+            }
+        }
+        None
+    }
+
+    /// Stops the thread's task if it is `puzzle`'s; returns when it had started.
+    fn cancel(&mut self, slot: usize, puzzle: usize) -> Option<f64> {
+        self.running[slot]
+            .take_if(|(task, _, _)| task.puzzle == puzzle)
+            .map(|(_, started, _)| started)
+    }
+}
+
 struct PuzzleState {
     solver: Solver,
     /// The iteration in progress (`None`: the whole-puzzle task).
@@ -669,6 +735,7 @@ pub fn simulate(
         queue: ReadyQueue::default(),
         waves: 0,
         coordinator_free: 0.0,
+        splits_done: Vec::new(),
         result: SimulationResult {
             workers,
             makespan_seconds: 0.0,
@@ -722,52 +789,47 @@ struct Simulation<'a> {
     waves: u64,
     /// When the coordinator is next free to serve a call.
     coordinator_free: f64,
+    /// Splits under way outside the coordinator's lock: when each is done, and its tasks.
+    splits_done: Vec<(f64, Vec<(u64, SimTask)>)>,
     result: SimulationResult,
 }
 
 impl Simulation<'_> {
     fn run(&mut self) {
         let mut now = 0.0f64;
-        let mut events: BinaryHeap<Reverse<Event>> = BinaryHeap::new();
-        // Per slot: its task, when its search started, and which start it was.
-        let mut running: Vec<Option<(SimTask, f64, u64)>> =
-            (0..self.workers).map(|_| None).collect();
-        let mut starts = 0u64;
-        let mut idle: Vec<usize> = (0..self.workers).rev().collect();
+        let mut threads = Threads::new(self.workers);
         loop {
-            while let Some(&slot) = idle.last() {
+            let next_split = self.queue_split_tasks(now);
+            // Idle threads first, then threads with room to prefetch.
+            while let Some((slot, runs_now)) = threads.wanting(self.policy.prefetch) {
                 let Some(task) = self.queue.pop() else {
                     break;
                 };
                 if self.states[task.puzzle].done {
                     continue;
                 }
-                idle.pop();
                 // The coordinator serves one call at a time: a lease waits for it.
                 let leased = now.max(self.coordinator_free);
                 self.coordinator_free = leased + self.policy.coordinator_seconds_per_task;
-                let started = leased + self.policy.overhead_seconds;
-                let at = started + self.search_seconds(&task);
+                let arrives = leased + self.policy.overhead_seconds;
                 self.result.tasks += 1;
-                starts += 1;
-                running[slot] = Some((task, started, starts));
-                events.push(Reverse(Event {
-                    at,
-                    slot,
-                    start: starts,
-                }));
+                if runs_now {
+                    let seconds = self.search_seconds(&task);
+                    threads.start(slot, task, arrives, seconds);
+                } else {
+                    threads.held[slot].push_back((task, arrives));
+                }
             }
-            let Some(Reverse(event)) = events.pop() else {
+            let next_task = threads.events.peek().map(|Reverse(event)| event.at);
+            if let Some(at) = next_split.filter(|&at| next_task.is_none_or(|task| at <= task)) {
+                now = at;
+                continue;
+            }
+            let Some((slot, task, started, at)) = threads.next_finished() else {
                 break;
             };
-            // An event whose task was cancelled is stale (the slot may hold another task now).
-            let current =
-                matches!(&running[event.slot], Some((_, _, start)) if *start == event.start);
-            let Some((task, started, _)) = running[event.slot].take_if(|_| current) else {
-                continue;
-            };
-            now = event.at;
-            idle.push(event.slot);
+            now = at;
+            self.start_held(&mut threads, slot, now);
             self.result.makespan_seconds = now;
             let searched = (now - started).max(0.0);
             self.result.busy_seconds += searched;
@@ -795,19 +857,31 @@ impl Simulation<'_> {
             if task.found && !self.policy.exhaustive {
                 self.states[puzzle].done = true;
                 self.result.puzzle_seconds[puzzle] = now;
-                // Cancel the puzzle's running tasks: their threads are free at once.
-                for (slot, held) in running.iter_mut().enumerate() {
-                    if held.as_ref().is_some_and(|(t, _, _)| t.puzzle == puzzle) {
-                        if let Some((_, started, _)) = held.take() {
-                            self.result.busy_seconds += (now - started).max(0.0);
-                        }
-                        idle.push(slot);
+                // Cancel the puzzle's tasks: running ones free their threads at once, and
+                // prefetched ones are dropped.
+                for slot in 0..self.workers {
+                    threads.held[slot].retain(|(t, _)| t.puzzle != puzzle);
+                    if let Some(started) = threads.cancel(slot, puzzle) {
+                        self.result.busy_seconds += (now - started).max(0.0);
+                        self.start_held(&mut threads, slot, now);
                     }
                 }
                 continue;
             }
             self.report_sizes(&task);
             self.finish_task(puzzle, now);
+        }
+    }
+
+    /// A thread is free at `now`: it starts the first task it prefetched (once that arrives).
+    fn start_held(&self, threads: &mut Threads, slot: usize, now: f64) {
+        while let Some((task, arrives)) = threads.held[slot].pop_front() {
+            if self.states[task.puzzle].done {
+                continue;
+            }
+            let seconds = self.search_seconds(&task);
+            threads.start(slot, task, now.max(arrives), seconds);
+            return;
         }
     }
 
@@ -840,8 +914,12 @@ impl Simulation<'_> {
         }
         let puzzles = self.puzzles;
         let mut next = state.iteration.map_or(0, |i| i + 1);
+        // Splits run one after another beside the coordinator's calls (outside its lock).
+        let mut at = now;
         while let Some(iteration) = puzzles[puzzle].iterations.get(next) {
-            let Some(tasks) = self.split(puzzle, next, iteration, now) else {
+            let (tasks, seconds) = self.split(puzzle, next, iteration);
+            at += seconds;
+            let Some(tasks) = tasks else {
                 break;
             };
             let state = &mut self.states[puzzle];
@@ -849,27 +927,45 @@ impl Simulation<'_> {
             if !tasks.is_empty() {
                 state.outstanding = tasks.len();
                 self.waves += 1;
-                for (predicted, mut task) in tasks {
-                    task.wave = self.waves;
-                    self.queue.push(0, self.waves, predicted, task);
-                }
+                let wave = self.waves;
+                let tasks = tasks
+                    .into_iter()
+                    .map(|(predicted, task)| (predicted, SimTask { wave, ..task }))
+                    .collect();
+                self.splits_done.push((at, tasks));
                 return;
             }
             next += 1;
         }
         self.states[puzzle].done = true;
-        self.result.puzzle_seconds[puzzle] = now;
+        self.result.puzzle_seconds[puzzle] = at;
+    }
+
+    /// Queues the tasks of the splits done by `now`; returns when the next one will be.
+    fn queue_split_tasks(&mut self, now: f64) -> Option<f64> {
+        let (done, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut self.splits_done)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.splits_done = pending;
+        for (_, tasks) in done {
+            for (predicted, task) in tasks {
+                self.queue.push(0, task.wave, predicted, task);
+            }
+        }
+        self.splits_done
+            .iter()
+            .map(|(at, _)| *at)
+            .min_by(f64::total_cmp)
     }
 
     /// The tasks of an iteration, as the policy splits it for this many workers (`None` when
-    /// the split meets the goal). The split's time is the coordinator's and is added to `now`.
+    /// the split meets the goal), and the seconds the split took.
     fn split(
         &mut self,
         puzzle: usize,
         index: usize,
         iteration: &Iteration,
-        now: f64,
-    ) -> Option<Vec<(u64, SimTask)>> {
+    ) -> (Option<Vec<(u64, SimTask)>>, f64) {
         let deepest = iteration
             .units
             .iter()
@@ -905,13 +1001,11 @@ impl Simulation<'_> {
         );
         let seconds = started.elapsed().as_secs_f64();
         self.result.split_seconds += seconds;
-        // The split runs on the coordinator, under the scheduler's lock: no lease meanwhile.
-        self.coordinator_free = self.coordinator_free.max(now) + seconds;
         if frontier.solution.is_some() {
-            return None;
+            return (None, seconds);
         }
         self.result.granularity_limited |= frontier.depth_limited;
-        Some(
+        let tasks = Some(
             frontier
                 .tasks
                 .into_iter()
@@ -927,7 +1021,8 @@ impl Simulation<'_> {
                     )
                 })
                 .collect(),
-        )
+        );
+        (tasks, seconds)
     }
 
     /// What a finished task's report adds to its puzzle's history: its units, no finer than
@@ -1074,6 +1169,7 @@ mod tests {
                 .poll(worker, 2, std::mem::take(&mut reports))
                 .unwrap();
             // As the service does, once the lock is released.
+            scheduler.split_pending().unwrap();
             scheduler.flusher().write(scheduler.take_records()).unwrap();
             for task in tasks {
                 let run = run_task(&solver, task.work(), None);
@@ -1107,6 +1203,7 @@ mod tests {
             overhead_seconds: 1e-4,
             coordinator_seconds_per_task: 1e-5,
             exhaustive: false,
+            prefetch: 1,
         };
         let one = simulate(&puzzles, &pdbs, &policy, 1).unwrap();
         let four = simulate(&puzzles, &pdbs, &policy, 4).unwrap();

@@ -29,6 +29,9 @@ pub struct WorkerConfig {
     /// Where the coordinator is, with the token and TLS settings to reach it.
     pub coordinator: ConnectOptions,
     pub threads: usize,
+    /// Tasks held per thread beyond the one it runs, so that a thread finishing a task starts
+    /// the next at once instead of waiting a round trip for it (0: none).
+    pub prefetch: usize,
     /// Where pattern databases are loaded from (and built into, if missing).
     pub data: PathBuf,
 }
@@ -39,7 +42,8 @@ pub enum WorkerError {
     Refused(String),
 }
 
-/// Tasks running on this worker's threads, with their cancel flags.
+/// Tasks this worker holds (running, or prefetched and waiting for a thread), with their cancel
+/// flags.
 type Running = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
 
 /// Solvers by (goal, heuristic name), shared by the threads.
@@ -57,7 +61,8 @@ pub async fn run(
 ) -> Result<(), WorkerError> {
     let threads = config.threads.max(1);
     let running: Running = Arc::default();
-    let (job_sender, job_receiver) = mpsc::channel::<pb::Task>();
+    // Each task with when it arrived, so its report can say how long it waited for a thread.
+    let (job_sender, job_receiver) = mpsc::channel::<(pb::Task, Instant)>();
     let (result_sender, mut results) = tokio::sync::mpsc::unbounded_channel::<pb::TaskResult>();
     let job_receiver = Arc::new(Mutex::new(job_receiver));
     let solvers: Solvers = Arc::default();
@@ -76,16 +81,20 @@ pub async fn run(
             fetcher.clone(),
         );
         std::thread::spawn(move || loop {
-            let task = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
-                Ok(task) => task,
+            let (task, arrived) = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                Ok(job) => job,
                 Err(_) => return,
             };
+            let queued_seconds = arrived.elapsed().as_secs_f64();
             let cancel = running
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get(&task.task_id)
                 .cloned();
-            let result = execute(&task, &solvers, &pdbs, &fetcher, cancel.as_deref());
+            let result = pb::TaskResult {
+                queued_seconds,
+                ..execute(&task, &solvers, &pdbs, &fetcher, cancel.as_deref())
+            };
             running
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -100,7 +109,8 @@ pub async fn run(
     let mut backoff = FIRST_RETRY;
     loop {
         let started = Instant::now();
-        let session = session(&config, threads, &running, &job_sender, &mut results);
+        let holds = threads * (1 + config.prefetch);
+        let session = session(&config, threads, holds, &running, &job_sender, &mut results);
         let end = tokio::select! {
             _ = &mut shutdown => return Ok(()),
             end = session => end,
@@ -144,21 +154,24 @@ fn is_refusal(status: &tonic::Status) -> bool {
 async fn session(
     config: &WorkerConfig,
     threads: usize,
+    holds: usize,
     running: &Running,
-    jobs: &mpsc::Sender<pb::Task>,
+    jobs: &mpsc::Sender<(pb::Task, Instant)>,
     results: &mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
 ) -> SessionEnd {
-    match registered_session(config, threads, running, jobs, results).await {
+    match registered_session(config, threads, holds, running, jobs, results).await {
         Ok(never) => match never {},
         Err(end) => end,
     }
 }
 
+/// `holds`: most tasks held at once (running and prefetched).
 async fn registered_session(
     config: &WorkerConfig,
     threads: usize,
+    holds: usize,
     running: &Running,
-    jobs: &mpsc::Sender<pb::Task>,
+    jobs: &mpsc::Sender<(pb::Task, Instant)>,
     results: &mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
 ) -> Result<std::convert::Infallible, SessionEnd> {
     let lost = |e: &dyn std::fmt::Display| SessionEnd::Lost(e.to_string());
@@ -212,10 +225,11 @@ async fn registered_session(
             while let Ok(result) = results.try_recv() {
                 finished.push(result);
             }
-            let busy = running.lock().unwrap_or_else(|p| p.into_inner()).len();
-            let free = threads.saturating_sub(busy) as u32;
+            let held = running.lock().unwrap_or_else(|p| p.into_inner()).len();
+            let free = holds.saturating_sub(held) as u32;
             if free == 0 && finished.is_empty() {
-                // Every thread is busy: wait for one to finish (heartbeats keep the leases).
+                // Every thread is busy and the prefetched tasks wait for them: wait for one to
+                // finish (heartbeats keep the leases).
                 if let Some(result) = results.recv().await {
                     finished.push(result);
                 }
@@ -225,6 +239,7 @@ async fn registered_session(
                 .poll(pb::PollRequest {
                     worker_id,
                     free_slots: free,
+                    idle: held == 0 && finished.is_empty(),
                     results: std::mem::take(&mut finished),
                 })
                 .await
@@ -237,7 +252,7 @@ async fn registered_session(
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(task.task_id, Arc::new(AtomicBool::new(false)));
-                if jobs.send(task).is_err() {
+                if jobs.send((task, Instant::now())).is_err() {
                     return Err(SessionEnd::Refused("worker threads have stopped".into()));
                 }
             }
@@ -324,6 +339,7 @@ fn execute(
         seconds: 0.0,
         outcome: Some(Outcome::Error(reason)),
         parts: Vec::new(),
+        queued_seconds: 0.0,
     };
     let (board, goal) = match (parse_board(&task.board), parse_board(&task.goal)) {
         (Ok(board), Ok(goal)) => (board, goal),
@@ -373,6 +389,7 @@ fn execute(
         task_id: task.task_id,
         nodes: run.nodes,
         seconds: started.elapsed().as_secs_f64(),
+        queued_seconds: 0.0,
         outcome: Some(outcome),
         parts: run
             .parts
