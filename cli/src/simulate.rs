@@ -34,9 +34,9 @@ pub struct SimulateArgs {
     #[command(flatten)]
     policy: PolicyArgs,
     /// Milliseconds of the coordinator's time per task: its scheduler serves one call at a
-    /// time (0.013-0.014 ms measured on the 2-core test machine by the coordinator's
-    /// `poll_cost` example, BENCHMARKS.md).
-    #[arg(long, default_value_t = 0.015)]
+    /// time (0.0074-0.0080 ms measured on the 2-core test machine by the coordinator's
+    /// `poll_cost` example, BENCHMARKS.md; splits run outside it).
+    #[arg(long, default_value_t = 0.008)]
     coordinator_ms: f64,
     /// Milliseconds a worker thread spends per task outside the search (its poll's round
     /// trip); by default the median measured in the recorded run.
@@ -187,7 +187,14 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         "predicted",
         "split s"
     );
-    let mut single = None;
+    // Exhaustive runs do the same search at every size: measured against that work itself
+    // (no policy's one-worker run, whose overheads and budget splits would flatter the rest).
+    let mut single = args
+        .exhaustive
+        .then(|| puzzles.iter().map(|p| p.search_seconds()).sum::<f64>());
+    if let Some(work) = single {
+        println!("speedup and efficiency against the recorded search work: {work:.3} s on one thread, no overhead");
+    }
     let mut limited = false;
     for &workers in &args.workers {
         let result = simulate(&puzzles, &pdbs, &policy, workers)?;

@@ -392,8 +392,9 @@ pub fn split_balanced(
     ordered.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     frontier.tasks = ordered
         .into_iter()
-        .map(|(predicted, index)| SubtreeTask {
-            predicted,
+        .map(|(size, index)| SubtreeTask {
+            // Measured one iteration earlier; this one is larger by the growth.
+            predicted: (size as f64 * growth) as u64,
             ..tasks[index].clone()
         })
         .collect();

@@ -82,8 +82,8 @@ impl Default for SchedulerConfig {
             whole_task_budget: 20_000_000,
             lease_timeout: Duration::from_secs(10),
             tasks_per_thread: 200,
-            split_balance: 8,
-            min_split_nodes: 100_000,
+            split_balance: 4,
+            min_split_nodes: 30_000,
             min_split_nodes_per_thread: 250,
             subtree_task_budget: 200_000_000,
             max_pending_puzzles: 1_000_000,
@@ -447,6 +447,19 @@ fn implausible(spec: &TaskSpec, outcome: &TaskOutcome) -> Option<String> {
         _ => None,
     }
 }
+
+/// A subtree task's node budget: the configured one (0: none), or more for a task predicted to
+/// need it, so that only a task far larger than predicted comes back split (the nodes it
+/// searched before are spent again by its children).
+pub fn subtree_budget(configured: u64, predicted: u64) -> u64 {
+    if configured == 0 {
+        return 0;
+    }
+    configured.max(predicted.saturating_mul(SUBTREE_BUDGET_OVER_PREDICTION))
+}
+
+/// How many times its predicted size a subtree task may expand before it comes back split.
+const SUBTREE_BUDGET_OVER_PREDICTION: u64 = 4;
 
 /// Adds a finished subtree task's sizes to its iteration's history: each part below its path,
 /// and the nodes above the parts at the task's own path.
@@ -1233,7 +1246,7 @@ impl Scheduler {
                 path: task.path,
                 bound,
                 iterate: false,
-                node_budget: self.config.subtree_task_budget,
+                node_budget: subtree_budget(self.config.subtree_task_budget, task.predicted),
                 profile_depth: self.config.profile_depth,
             };
             self.add_task(puzzle_id, spec, wave, task.predicted);

@@ -38,6 +38,7 @@ use tilesolve::{parse_board, Board, Direction, Solver};
 
 use crate::frontier::{split_iteration, BalanceParams, SizeHistory};
 use crate::queue::ReadyQueue;
+use crate::scheduler::subtree_budget;
 use crate::store::{ItemStatus, RecordedOutcome, Store, StoreError, TaskRecord};
 
 #[derive(Debug, Error)]
@@ -270,6 +271,18 @@ impl RecordedPuzzle {
         }
         puzzle.iterations.extend(previous);
         Ok(puzzle)
+    }
+
+    /// Seconds of search the whole run holds, every iteration to its end: what one thread
+    /// would spend with no overhead at all.
+    pub fn search_seconds(&self) -> f64 {
+        self.prelude_seconds
+            + self
+                .iterations
+                .iter()
+                .flat_map(|iteration| &iteration.units)
+                .map(|unit| unit.seconds)
+                .sum::<f64>()
     }
 
     /// Each split iteration's measured pieces, summed up.
@@ -888,14 +901,19 @@ impl Simulation<'_> {
     /// Seconds a task searches: all of it, or its budget's share when it is over budget.
     fn search_seconds(&self, task: &SimTask) -> f64 {
         if self.over_budget(task) && task.nodes > 0 {
-            let share = self.policy.subtree_task_budget as f64 / task.nodes as f64;
+            let share = self.budget(task) as f64 / task.nodes as f64;
             return task.seconds * share;
         }
         task.seconds
     }
 
+    /// The task's node budget, as the scheduler sets it.
+    fn budget(&self, task: &SimTask) -> u64 {
+        subtree_budget(self.policy.subtree_task_budget, task.predicted)
+    }
+
     fn over_budget(&self, task: &SimTask) -> bool {
-        let budget = self.policy.subtree_task_budget;
+        let budget = self.budget(task);
         task.iteration.is_some() && budget > 0 && task.nodes > budget && !self.is_unit(task)
     }
 
