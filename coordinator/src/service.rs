@@ -22,8 +22,8 @@ use crate::scheduler::{
 };
 use crate::store::{ItemStatus, StoredSolution};
 
-/// The scheduler's lock (a panic while it was held leaves nothing half-done that matters more
-/// than stopping every call).
+/// The scheduler's lock. A poisoned lock is taken anyway: refusing every later call would stop
+/// the coordinator, while the scheduler's state stays consistent between its method calls.
 fn locked(scheduler: &Mutex<Scheduler>) -> MutexGuard<'_, Scheduler> {
     scheduler
         .lock()
@@ -158,9 +158,7 @@ impl Service {
 
     /// The scheduler, for the web dashboard's read-only views.
     pub fn lock(&self) -> MutexGuard<'_, Scheduler> {
-        self.scheduler
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        locked(&self.scheduler)
     }
 }
 
