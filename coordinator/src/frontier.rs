@@ -212,39 +212,15 @@ impl SizeHistory {
         self.total
     }
 
-    /// The sizes in path order with running totals, so that a split asks "how much below this
-    /// path" in two binary searches rather than a walk over every deeper entry.
-    fn index(&self) -> SizeIndex<'_> {
-        let mut running = 0u64;
-        let (paths, totals) = self
-            .sizes
-            .iter()
-            .map(|(path, &nodes)| {
-                running = running.saturating_add(nodes);
-                (path.as_slice(), running)
-            })
-            .unzip();
-        SizeIndex { paths, totals }
-    }
-}
-
-/// [`SizeHistory`] sorted by path, with the total of every entry up to each.
-struct SizeIndex<'h> {
-    paths: Vec<&'h [u8]>,
-    totals: Vec<u64>,
-}
-
-impl SizeIndex<'_> {
     /// Nodes measured below `path`; `None` when nothing was measured there or deeper.
     fn below(&self, path: &[u8]) -> Option<u64> {
-        // Paths with `path` as a prefix sort together, right after those smaller than it.
-        let start = self.paths.partition_point(|p| *p < path);
-        let count = self.paths[start..].partition_point(|p| p.starts_with(path));
-        if count == 0 {
-            return None;
-        }
-        let before = start.checked_sub(1).map_or(0, |i| self.totals[i]);
-        Some(self.totals[start + count - 1] - before)
+        let mut range = self
+            .sizes
+            .range(path.to_vec()..)
+            .take_while(|(p, _)| p.starts_with(path))
+            .peekable();
+        range.peek()?;
+        Some(range.map(|(_, n)| n).sum())
     }
 }
 
@@ -311,7 +287,6 @@ pub fn split_balanced(
         return frontier;
     }
     let goal = solver.goal();
-    let history = history.index();
     let path_of = |task: &SubtreeTask| task.path.iter().map(|&d| d as u8).collect::<Vec<u8>>();
     let known: Vec<Option<u64>> = frontier
         .tasks

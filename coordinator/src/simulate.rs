@@ -699,17 +699,26 @@ impl Threads {
         }));
     }
 
-    /// The next task to end: its thread, the task, when it started and when it ended.
-    fn next_finished(&mut self) -> Option<(usize, SimTask, f64, f64)> {
-        while let Some(Reverse(event)) = self.events.pop() {
-            // An event whose task was cancelled is stale (the thread may run another by now).
+    /// When the next running task ends. Events of cancelled tasks are stale (the thread may
+    /// run another by now) and are dropped here.
+    fn next_end(&mut self) -> Option<f64> {
+        while let Some(Reverse(event)) = self.events.peek() {
             let current =
                 matches!(&self.running[event.slot], Some((_, _, start)) if *start == event.start);
-            if let Some((task, started, _)) = self.running[event.slot].take_if(|_| current) {
-                return Some((event.slot, task, started, event.at));
+            if current {
+                return Some(event.at);
             }
+            self.events.pop();
         }
         None
+    }
+
+    /// The next task to end: its thread, the task, when it started and when it ended.
+    fn next_finished(&mut self) -> Option<(usize, SimTask, f64, f64)> {
+        self.next_end()?;
+        let Reverse(event) = self.events.pop()?;
+        let (task, started, _) = self.running[event.slot].take()?;
+        Some((event.slot, task, started, event.at))
     }
 
     /// Stops the thread's task if it is `puzzle`'s; returns when it had started.
@@ -833,7 +842,7 @@ impl Simulation<'_> {
                     threads.held[slot].push_back((task, arrives));
                 }
             }
-            let next_task = threads.events.peek().map(|Reverse(event)| event.at);
+            let next_task = threads.next_end();
             if let Some(at) = next_split.filter(|&at| next_task.is_none_or(|task| at <= task)) {
                 now = at;
                 continue;

@@ -239,7 +239,8 @@ async fn registered_session(
                 .poll(pb::PollRequest {
                     worker_id,
                     free_slots: free,
-                    idle: held == 0 && finished.is_empty(),
+                    // Results sent with this call are applied before it waits.
+                    idle: held == 0,
                     results: std::mem::take(&mut finished),
                 })
                 .await
