@@ -13,7 +13,7 @@ use crate::heuristic::{AnyHeuristic, Heuristic, HeuristicKind};
 use crate::moves::{replay, Direction, Neighbors, ReplayError};
 use crate::search::{
     a_star, ida_star, profiled_search, AStarError, Abort, Bounded, Counters, IdaOutcome, IdaStop,
-    Kernel, Limits, Profiled, SubtreeRoot,
+    Kernel, Limits, MovePruning, Profiled, Pruning, SubtreeRoot,
 };
 
 /// Evaluates `$body` with `$h` bound to the concrete heuristic inside an [`AnyHeuristic`], so
@@ -30,6 +30,10 @@ macro_rules! dispatch {
                 $body
             }
             AnyHeuristic::Pdb(shared) => {
+                let $h = shared.as_ref();
+                $body
+            }
+            AnyHeuristic::WidePdb(shared) => {
                 let $h = shared.as_ref();
                 $body
             }
@@ -169,6 +173,7 @@ impl SolveError {
 pub struct Solver {
     goal: Board,
     neighbors: Neighbors,
+    pruning: &'static MovePruning,
     heuristic_name: String,
     heuristic: AnyHeuristic,
 }
@@ -184,9 +189,17 @@ impl Solver {
         Solver {
             goal,
             neighbors: Neighbors::new(goal.side()),
+            pruning: MovePruning::for_side(goal.side(), Pruning::Duplicates),
             heuristic_name: name.into(),
             heuristic,
         }
+    }
+
+    /// The same solver skipping only what `pruning` says (by default every duplicate path the
+    /// board size's pruning machine knows; [`Pruning::UndoOnly`] reproduces Korf's 1985 counts).
+    pub fn with_pruning(mut self, pruning: Pruning) -> Solver {
+        self.pruning = MovePruning::for_side(self.goal.side(), pruning);
+        self
     }
 
     pub fn goal(&self) -> &Board {
@@ -244,7 +257,8 @@ impl Solver {
         limits: Limits<'_>,
     ) -> (Bounded, Counters) {
         dispatch!(&self.heuristic, h => {
-            let mut kernel = Kernel::new(h, &self.neighbors, &self.goal, limits);
+            let mut kernel =
+                Kernel::new(h, &self.neighbors, &self.goal, limits).with_pruning(self.pruning);
             let outcome = kernel.search(board, g, last, bound);
             (outcome, kernel.counters())
         })
@@ -262,7 +276,8 @@ impl Solver {
     ) -> Profiled {
         let estimate = |board: &Board| self.estimate(board);
         dispatch!(&self.heuristic, h => {
-            let mut kernel = Kernel::new(h, &self.neighbors, &self.goal, limits);
+            let mut kernel =
+                Kernel::new(h, &self.neighbors, &self.goal, limits).with_pruning(self.pruning);
             profiled_search(
                 &mut kernel,
                 &estimate,
@@ -282,7 +297,7 @@ impl Solver {
     /// `limits`; the whole-puzzle task of the distributed search. The moves are not replayed
     /// here: the caller replays the assembled solution.
     pub fn iterate(&self, board: &Board, start_bound: u32, limits: Limits<'_>) -> IdaOutcome {
-        dispatch!(&self.heuristic, h => ida_star(h, &self.neighbors, board, &self.goal, start_bound, limits))
+        dispatch!(&self.heuristic, h => ida_star(h, &self.neighbors, self.pruning, board, &self.goal, start_bound, limits))
     }
 
     fn search<H: Heuristic>(
@@ -294,7 +309,15 @@ impl Solver {
     ) -> (Result<Vec<Direction>, Stop>, Counters, u32) {
         match options.algorithm {
             Algorithm::Ida => {
-                let outcome = ida_star(heuristic, &self.neighbors, board, &self.goal, 0, limits);
+                let outcome = ida_star(
+                    heuristic,
+                    &self.neighbors,
+                    self.pruning,
+                    board,
+                    &self.goal,
+                    0,
+                    limits,
+                );
                 let result = outcome.result.map_err(|stop| match stop {
                     IdaStop::Aborted(abort) => Stop::Aborted {
                         abort,

@@ -104,7 +104,15 @@ fn kernel_searches_a_subtree_under_a_bound() {
     let neighbors = Neighbors::new(4);
     let manhattan = TileCost::manhattan(&goal);
     let start = common::Rng::new(7).walk(&goal, 30);
-    let outcome = ida_star(&manhattan, &neighbors, &start, &goal, 0, Limits::default());
+    let outcome = ida_star(
+        &manhattan,
+        &neighbors,
+        tilesolve::search::MovePruning::none(),
+        &start,
+        &goal,
+        0,
+        Limits::default(),
+    );
     let moves = outcome.result.unwrap();
     let optimal = moves.len() as u32;
     // Step down the optimal path: the rest is found from depth 1 under the same bound...

@@ -37,7 +37,7 @@ fn exact_3x3_table_equals_breadth_first_search() {
     let dir = tempfile::tempdir().unwrap();
     let store = PdbStore::new(dir.path(), 2);
     for goal in [Board::blank_last(3), Board::blank_first(3)] {
-        let exact = store.heuristic(Preset::Exact, &goal, &quiet).unwrap();
+        let exact: AdditivePdb = store.heuristic(Preset::Exact, &goal, &quiet).unwrap();
         let truth = bfs(&goal);
         assert_eq!(truth.len(), 181_440);
         for (board, d) in &truth {
@@ -54,21 +54,98 @@ fn partitioned_3x3_tables_are_admissible() {
     let store = PdbStore::new(dir.path(), 2);
     let goal = Board::blank_last(3);
     let truth = bfs(&goal);
-    for partition in [
+    let partitions = [
         vec![vec![1, 2, 3, 4], vec![5, 6, 7, 8]],
         vec![vec![1, 2, 4], vec![3, 5, 6], vec![7, 8]],
-    ] {
-        let tables = partition
+    ];
+    let heuristic = |zero_aware: bool, sets: &[Vec<usize>]| {
+        let tables = partitions
+            .concat()
             .into_iter()
-            .map(|tiles| store.table(&PatternSpec { goal, tiles }, &quiet).unwrap())
+            .map(|tiles| {
+                let spec = PatternSpec {
+                    goal,
+                    tiles,
+                    zero_aware,
+                };
+                store.table(&spec, &quiet).unwrap()
+            })
             .collect();
-        let pdb = AdditivePdb::new(&goal, tables, true);
+        AdditivePdb::<8>::new(&goal, tables, sets, true)
+    };
+    let (first, second) = (vec![0, 1], vec![2, 3, 4]);
+    let single = [first.clone()];
+    let both = [first, second];
+    for pdb in [
+        heuristic(false, &single),
+        heuristic(false, &both),
+        heuristic(true, &both),
+    ] {
         assert!(pdb.reflects(), "the default goal is its own mirror image");
         for (board, d) in &truth {
             let h = pdb.estimate(&Position::new(board));
             assert!(h <= *d, "{board}: {h} > {d}");
         }
     }
+    // More sets and zero-aware entries only ever raise the estimate, and on some boards do.
+    let (weak, mid, strong) = (
+        heuristic(false, &single),
+        heuristic(false, &both),
+        heuristic(true, &both),
+    );
+    let (mut raised_by_sets, mut raised_by_zero) = (0, 0);
+    for board in truth.keys() {
+        let position = Position::new(board);
+        let (w, m, z) = (
+            weak.estimate(&position),
+            mid.estimate(&position),
+            strong.estimate(&position),
+        );
+        assert!(w <= m && m <= z, "{board}: {w} {m} {z}");
+        raised_by_sets += usize::from(w < m);
+        raised_by_zero += usize::from(m < z);
+    }
+    assert!(raised_by_sets > 0 && raised_by_zero > 0);
+}
+
+/// A zero-aware table refines a placement-only one: over a placement's blank regions, the least
+/// zero-aware entry is the placement's entry.
+#[test]
+fn zero_aware_entries_refine_placement_entries() {
+    use tilesolve::pdb::index::{placements, Unranker};
+    use tilesolve::pdb::zero_index::{flood, ZeroIndex};
+    let dir = tempfile::tempdir().unwrap();
+    let store = PdbStore::new(dir.path(), 2);
+    let goal = Board::blank_last(4);
+    let tiles = vec![1, 2, 5, 6, 9];
+    let spec = |zero_aware| PatternSpec {
+        goal,
+        tiles: tiles.clone(),
+        zero_aware,
+    };
+    let placement = store.table(&spec(false), &quiet).unwrap();
+    let zero = store.table(&spec(true), &quiet).unwrap();
+    let index = ZeroIndex::new(4, tiles.len());
+    assert_eq!(zero.len() as u64, index.entries());
+    let unranker = Unranker::new(16, tiles.len());
+    let (mut cells, mut digits) = ([0u8; 8], [0u8; 8]);
+    let mut stronger = 0;
+    for rank in 0..placements(16, tiles.len()) as u32 {
+        unranker.unrank(rank, &mut cells, &mut digits);
+        let cells = &cells[..tiles.len()];
+        let free = 0xffff & !cells.iter().fold(0u32, |m, &c| m | 1 << c);
+        let mut rest = free;
+        let mut least = u8::MAX;
+        while rest != 0 {
+            let region = flood(rest & rest.wrapping_neg(), free, 4);
+            rest &= !region;
+            let value = zero.entries()[index.index_in_region(cells, region) as usize];
+            stronger += usize::from(value > placement.entries()[rank as usize]);
+            least = least.min(value);
+        }
+        assert_eq!(least, placement.entries()[rank as usize], "{cells:?}");
+    }
+    assert!(stronger > 0);
 }
 
 #[test]
@@ -122,22 +199,25 @@ fn small_4x4_presets_give_optimal_lengths() {
 
 #[test]
 fn builds_are_reproducible_across_thread_counts() {
-    let spec = PatternSpec {
-        goal: Board::blank_last(4),
-        tiles: vec![1, 2, 5, 6, 9],
-    };
-    let checksums: Vec<u64> = [1, 2, 3]
-        .into_iter()
-        .map(|threads| {
-            let dir = tempfile::tempdir().unwrap();
-            PdbStore::new(dir.path(), threads)
-                .build(&spec, &quiet)
-                .unwrap()
-                .checksum
-        })
-        .collect();
-    assert_eq!(checksums[0], checksums[1]);
-    assert_eq!(checksums[0], checksums[2]);
+    for zero_aware in [false, true] {
+        let spec = PatternSpec {
+            goal: Board::blank_last(4),
+            tiles: vec![1, 2, 5, 6, 9],
+            zero_aware,
+        };
+        let checksums: Vec<u64> = [1, 2, 3]
+            .into_iter()
+            .map(|threads| {
+                let dir = tempfile::tempdir().unwrap();
+                PdbStore::new(dir.path(), threads)
+                    .build(&spec, &quiet)
+                    .unwrap()
+                    .checksum
+            })
+            .collect();
+        assert_eq!(checksums[0], checksums[1]);
+        assert_eq!(checksums[0], checksums[2]);
+    }
 }
 
 #[test]
@@ -147,6 +227,7 @@ fn corrupt_or_mismatched_files_are_refused_and_rebuilt() {
     let spec = PatternSpec {
         goal: Board::blank_last(4),
         tiles: vec![1, 2, 3],
+        zero_aware: false,
     };
     let good = store.table(&spec, &quiet).unwrap().checksum;
     let path = store.path_of(&spec);
@@ -170,6 +251,7 @@ fn corrupt_or_mismatched_files_are_refused_and_rebuilt() {
     let other = PatternSpec {
         goal: Board::blank_last(4),
         tiles: vec![1, 2, 4],
+        zero_aware: false,
     };
     store.table(&other, &quiet).unwrap();
     std::fs::copy(store.path_of(&other), &path).unwrap();

@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use tilesolve::batch_file::{board_lines, BatchLine};
 use tilesolve::heuristic::HeuristicChoice;
-use tilesolve::search::Counters;
+use tilesolve::search::{Counters, Pruning};
 use tilesolve::{parse_board, Algorithm, HeuristicKind};
 
 use crate::options::{SearchArgs, Solvers};
@@ -90,16 +90,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
     let options = args.search.solve_options()?;
     let threads = args.threads.max(1);
     println!(
-        "bench {}: {} boards, heuristic {}, algorithm {}, goal {}, {threads} thread(s)",
+        "bench {}: {} boards, heuristic {}, algorithm {}, pruning {}, goal {}, {threads} thread(s)",
         args.file.display(),
         lines.len(),
         args.search.heuristic,
         args.search.algorithm,
+        args.search.pruning.name(),
         args.search.goal
     );
     let korf_comparable = args.search.heuristic
         == HeuristicChoice::Classic(HeuristicKind::Manhattan)
-        && args.search.algorithm == Algorithm::Ida;
+        && args.search.algorithm == Algorithm::Ida
+        && args.search.pruning == Pruning::UndoOnly;
     // Load or build every pattern database once, before the threads start, so they share it.
     let mut solvers = Solvers::new(&args.search);
     for line in &lines {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use tilesolve::heuristic::HeuristicChoice;
 use tilesolve::pdb::{PdbError, PdbStore};
+use tilesolve::search::Pruning;
 use tilesolve::{Algorithm, Board, Goal, SolveOptions, Solver};
 
 use tilesolve_coordinator::scheduler::SchedulerConfig;
@@ -96,6 +97,11 @@ pub struct SearchArgs {
     /// Memory A* may use, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 2048)]
     pub memory_budget: usize,
+    /// Move sequences IDA* skips: `duplicates` (every path the board size's pruning machine
+    /// knows a shorter or earlier equivalent of) or `undo` (only the move undoing the last one,
+    /// as in Korf's 1985 counts).
+    #[arg(long, default_value = "duplicates")]
+    pub pruning: Pruning,
     #[command(flatten)]
     pub data: DataArgs,
 }
@@ -123,6 +129,7 @@ impl SearchArgs {
 pub struct Solvers {
     goal: Goal,
     heuristic: HeuristicChoice,
+    pruning: Pruning,
     store: PdbStore,
     by_side: HashMap<usize, Result<Solver, String>>,
 }
@@ -131,6 +138,7 @@ impl Solvers {
     pub fn new(args: &SearchArgs) -> Solvers {
         Solvers {
             goal: args.goal,
+            pruning: args.pruning,
             heuristic: args.heuristic,
             store: args.data.store(),
             by_side: HashMap::new(),
@@ -143,6 +151,7 @@ impl Solvers {
     pub fn for_board(&mut self, board: &Board) -> Result<&Solver, String> {
         let side = board.side();
         let (goal, heuristic, store) = (self.goal.for_side(side), self.heuristic, &self.store);
+        let pruning = self.pruning;
         board.check_solvable(&goal).map_err(|e| e.to_string())?;
         self.by_side
             .entry(side)
@@ -150,7 +159,10 @@ impl Solvers {
                 let built: Result<_, PdbError> =
                     heuristic.build(&goal, store, &progress::pdb_events);
                 built
-                    .map(|h| Solver::with_heuristic(goal, h, heuristic.name_for(side)))
+                    .map(|h| {
+                        Solver::with_heuristic(goal, h, heuristic.name_for(side))
+                            .with_pruning(pruning)
+                    })
                     .map_err(|e| e.to_string())
             })
             .as_ref()

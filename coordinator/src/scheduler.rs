@@ -1772,7 +1772,10 @@ mod tests {
         let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
         let solver = Solver::new(tasks[0].goal, tilesolve::HeuristicKind::Manhattan);
         let run = run_task(&solver, tasks[0].work(), None);
-        assert!(matches!(run.outcome, TaskOutcome::BudgetSpent(_)), "a hard puzzle");
+        assert!(
+            matches!(run.outcome, TaskOutcome::BudgetSpent(_)),
+            "a hard puzzle"
+        );
         let report = TaskReport::new(tasks[0].id, run.outcome, run.nodes);
         let (leased, _) = scheduler.poll(worker, 1, vec![report]).unwrap();
         assert!(leased.is_empty(), "the next iteration is not split yet");

@@ -239,7 +239,13 @@ fn report_of(result: pb::TaskResult) -> Result<TaskReport, Status> {
             })
         })
         .collect::<Result<Vec<_>, Status>>()?;
-    let seconds = |value: f64| if value.is_finite() { value.max(0.0) } else { 0.0 };
+    let seconds = |value: f64| {
+        if value.is_finite() {
+            value.max(0.0)
+        } else {
+            0.0
+        }
+    };
     Ok(TaskReport {
         task: result.task_id,
         outcome,

@@ -16,7 +16,7 @@ pub use linear_conflict::LinearConflict;
 pub use tile_cost::TileCost;
 
 use crate::board::{Board, Position};
-use crate::pdb::{AdditivePdb, PdbError, PdbEvent, PdbStore, Preset};
+use crate::pdb::{AdditivePdb, PdbError, PdbEvent, PdbStore, Preset, WIDE};
 
 /// An admissible estimate that the kernel can update move by move.
 ///
@@ -104,6 +104,8 @@ pub enum AnyHeuristic {
     TileCost(Box<TileCost>),
     LinearConflict(Box<LinearConflict>),
     Pdb(Arc<AdditivePdb>),
+    /// A catalogue of more tables than [`AdditivePdb`]'s narrow state holds.
+    WidePdb(Arc<AdditivePdb<WIDE>>),
 }
 
 impl AnyHeuristic {
@@ -124,6 +126,7 @@ impl AnyHeuristic {
             AnyHeuristic::TileCost(h) => h.estimate(&position),
             AnyHeuristic::LinearConflict(h) => h.estimate(&position),
             AnyHeuristic::Pdb(h) => h.estimate(&position),
+            AnyHeuristic::WidePdb(h) => h.estimate(&position),
         }
     }
 }
@@ -167,7 +170,14 @@ impl HeuristicChoice {
     ) -> Result<AnyHeuristic, PdbError> {
         match (self, self.preset(goal.side())) {
             (HeuristicChoice::Classic(kind), _) => Ok(AnyHeuristic::build(kind, goal)),
-            (_, Some(preset)) => Ok(AnyHeuristic::Pdb(Arc::new(
+            (_, Some(preset))
+                if preset.tables() <= AdditivePdb::<{ crate::pdb::NARROW }>::MAX_TABLES =>
+            {
+                Ok(AnyHeuristic::Pdb(Arc::new(
+                    pdbs.heuristic(preset, goal, events)?,
+                )))
+            }
+            (_, Some(preset)) => Ok(AnyHeuristic::WidePdb(Arc::new(
                 pdbs.heuristic(preset, goal, events)?,
             ))),
             (_, None) => Ok(AnyHeuristic::build(HeuristicKind::LinearConflict, goal)),

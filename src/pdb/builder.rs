@@ -25,6 +25,7 @@ use memmap2::MmapMut;
 
 use crate::board::Board;
 use crate::pdb::index::{placements, rank, Unranker};
+use crate::pdb::zero_index::{flood, ZeroIndex};
 
 const CLOSED: u64 = 1;
 /// Most pattern tiles a table can have (the exact 3x3 table has 8; 7-8 has 8).
@@ -133,17 +134,20 @@ impl MarkWord for AtomicU64 {
 }
 
 /// Builds the table of `pattern` (tile labels) towards `goal`: for every placement of the
-/// pattern tiles, the fewest pattern-tile moves that bring them home.
+/// pattern tiles (with `zero_aware`, every placement and blank region), the fewest pattern-tile
+/// moves that bring them home.
 pub fn build(
     goal: &Board,
     pattern: &[u8],
+    zero_aware: bool,
     threads: usize,
     progress: &(dyn Fn(BuildProgress) + Sync),
 ) -> std::io::Result<MmapMut> {
+    let zero = zero_aware.then(|| ZeroIndex::new(goal.side(), pattern.len()));
     if goal.cells() <= 16 {
-        Ok(Builder::<AtomicU32>::new(goal, pattern)?.run(threads, progress))
+        Ok(Builder::<AtomicU32>::new(goal, pattern, zero)?.run(threads, progress))
     } else {
-        Ok(Builder::<AtomicU64>::new(goal, pattern)?.run(threads, progress))
+        Ok(Builder::<AtomicU64>::new(goal, pattern, zero)?.run(threads, progress))
     }
 }
 
@@ -156,15 +160,17 @@ struct Builder<W> {
     all: u32,
     adjacent: [u32; 32],
     marks: ZeroedArray<W>,
-    /// The result: 1 + the value, 0 while unreached (so that zeroed memory starts it).
+    /// The result: 1 + the value, 0 while unreached (so that zeroed memory starts it); by
+    /// placement, or by zero-aware state when `zero` is set.
     values: ZeroedArray<AtomicU8>,
+    zero: Option<ZeroIndex>,
     /// Per block of placements: did a state in it enter the current / next level?
     active: Vec<AtomicBool>,
     next_active: Vec<AtomicBool>,
 }
 
 impl<W: MarkWord> Builder<W> {
-    fn new(goal: &Board, pattern: &[u8]) -> std::io::Result<Self> {
+    fn new(goal: &Board, pattern: &[u8], zero: Option<ZeroIndex>) -> std::io::Result<Self> {
         let side = goal.side();
         let cells = goal.cells();
         let count = placements(cells, pattern.len()) as usize;
@@ -199,7 +205,8 @@ impl<W: MarkWord> Builder<W> {
             all: ((1u64 << cells) - 1) as u32,
             adjacent,
             marks: ZeroedArray::new(count)?,
-            values: ZeroedArray::new(count)?,
+            values: ZeroedArray::new(zero.as_ref().map_or(count, |z| z.entries() as usize))?,
+            zero,
             active: std::iter::repeat_with(|| AtomicBool::new(false))
                 .take(blocks)
                 .collect(),
@@ -213,7 +220,7 @@ impl<W: MarkWord> Builder<W> {
             .map(|&tile| goal_cells[usize::from(tile)])
             .collect();
         let occupied = start.iter().fold(0u32, |m, &c| m | 1 << c);
-        let region = builder.flood(1 << goal.blank(), builder.all & !occupied);
+        let region = flood(1 << goal.blank(), builder.all & !occupied, side);
         let index = rank(cells, start.iter().copied()) as usize;
         builder.marks[index].flip(spread(region, 2));
         builder.active[index >> BLOCK_SHIFT].store(true, Ordering::Relaxed);
@@ -222,7 +229,7 @@ impl<W: MarkWord> Builder<W> {
 
     fn run(mut self, threads: usize, progress: &(dyn Fn(BuildProgress) + Sync)) -> MmapMut {
         let started = Instant::now();
-        let total = self.marks.len() as u64;
+        let total = self.values.len() as u64;
         let mut reached = 0u64;
         let mut level = 0u32;
         loop {
@@ -303,12 +310,14 @@ impl<W: MarkWord> Builder<W> {
                     if frontier == 0 {
                         continue;
                     }
-                    if cells_with_code(word, CLOSED) == 0 {
+                    self.unranker.unrank(index as u32, &mut cells, &mut digits);
+                    if let Some(zero) = &self.zero {
+                        valued += self.value_regions(zero, &cells[..self.k], frontier, level);
+                    } else if cells_with_code(word, CLOSED) == 0 {
                         // No state of this placement was expanded before: this level is its value.
                         self.values[index].store(level as u8 + 1, Ordering::Relaxed);
                         valued += 1;
                     }
-                    self.unranker.unrank(index as u32, &mut cells, &mut digits);
                     let placement = Placement {
                         index: index as u32,
                         cells: &cells[..self.k],
@@ -322,6 +331,21 @@ impl<W: MarkWord> Builder<W> {
                 }
             }
         }
+    }
+
+    /// Gives each blank region in `frontier` (the placement's states in this level) this level as
+    /// its zero-aware value. Returns how many.
+    fn value_regions(&self, zero: &ZeroIndex, cells: &[u8], mut frontier: u32, level: u32) -> u64 {
+        let free = self.all & !cells.iter().fold(0u32, |m, &c| m | 1 << c);
+        let mut valued = 0;
+        while frontier != 0 {
+            let region = flood(frontier & frontier.wrapping_neg(), free, self.side);
+            frontier &= !region;
+            let index = zero.index_in_region(cells, region) as usize;
+            self.values[index].store(level as u8 + 1, Ordering::Relaxed);
+            valued += 1;
+        }
+        valued
     }
 
     /// The successors of one placement's states whose blank regions make up `frontier`, with
@@ -380,7 +404,13 @@ impl<W: MarkWord> Builder<W> {
                 continue;
             }
             let free = self.all & !(expansion.occupied ^ (1 << from) ^ (1 << to));
-            added += self.claim(index, word, self.flood(1 << from, free), from, next_code);
+            added += self.claim(
+                index,
+                word,
+                flood(1 << from, free, self.side),
+                from,
+                next_code,
+            );
         }
         added
     }
@@ -401,26 +431,6 @@ impl<W: MarkWord> Builder<W> {
         }
         self.next_active[index >> BLOCK_SHIFT].store(true, Ordering::Relaxed);
         1
-    }
-
-    /// The cells of `free` connected to `seed`.
-    fn flood(&self, seed: u32, free: u32) -> u32 {
-        let side = self.side as u32;
-        let first_col = (0..self.side).fold(0u32, |m, row| m | 1 << (row * self.side));
-        let last_col = first_col << (side - 1);
-        let mut region = seed & free;
-        loop {
-            let grown = (region
-                | (region << side)
-                | (region >> side)
-                | ((region & !last_col) << 1)
-                | ((region & !first_col) >> 1))
-                & free;
-            if grown == region {
-                return region;
-            }
-            region = grown;
-        }
     }
 }
 

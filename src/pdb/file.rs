@@ -4,8 +4,9 @@
 //! rather than used. Tables are memory-mapped, so processes on one host share their pages.
 //!
 //! Layout (little-endian): magic `TILEPDB\n` (0..8), format version u32 (8..12), side (12),
-//! pattern size (13), entry encoding (14), goal tiles (16..41), pattern tiles (41..66), entry
-//! count u64 (72..80), checksum u64 (80..88), zeros to 128.
+//! pattern size (13), entry encoding (14: 1 for one entry per placement, 2 for one per zero-aware
+//! state, see `zero_index`), goal tiles (16..41), pattern tiles (41..66), entry count u64
+//! (72..80), checksum u64 (80..88), zeros to 128.
 
 use std::fs::File;
 use std::io::Write;
@@ -16,11 +17,14 @@ use thiserror::Error;
 
 use crate::board::{Board, MAX_SIDE};
 use crate::pdb::index::placements;
+use crate::pdb::zero_index::{ZeroIndex, MAX_ZERO_AWARE_TILES};
 
 pub const MAGIC: &[u8; 8] = b"TILEPDB\n";
 pub const FORMAT_VERSION: u32 = 1;
 /// One byte per placement: the number of pattern-tile moves, 255 for unreachable.
 pub const ENCODING_BYTE_MOVES: u8 = 1;
+/// One byte per (placement, blank region) state, indexed as `zero_index` says.
+pub const ENCODING_ZERO_AWARE: u8 = 2;
 pub const HEADER_LEN: usize = 128;
 
 /// What a table is for. Two tables with equal specs are interchangeable.
@@ -29,11 +33,25 @@ pub struct PatternSpec {
     pub goal: Board,
     /// Pattern tiles, in index order.
     pub tiles: Vec<u8>,
+    /// One entry per blank region of each placement rather than per placement.
+    pub zero_aware: bool,
 }
 
 impl PatternSpec {
     pub fn entries(&self) -> u64 {
-        placements(self.goal.cells(), self.tiles.len())
+        if self.zero_aware {
+            ZeroIndex::new(self.goal.side(), self.tiles.len()).entries()
+        } else {
+            placements(self.goal.cells(), self.tiles.len())
+        }
+    }
+
+    fn encoding(&self) -> u8 {
+        if self.zero_aware {
+            ENCODING_ZERO_AWARE
+        } else {
+            ENCODING_BYTE_MOVES
+        }
     }
 
     /// File name in the data directory, e.g. `4x4-1.2.3.4.5.6.7.8.9.10.11.12.13.14.15.0-9.10.11.pdb`
@@ -51,7 +69,8 @@ impl PatternSpec {
             )
         };
         let tiles: Vec<String> = self.tiles.iter().map(u8::to_string).collect();
-        format!("{side}x{side}-{goal}-{}.pdb", tiles.join("."))
+        let zero = if self.zero_aware { "-zero" } else { "" };
+        format!("{side}x{side}-{goal}-{}{zero}.pdb", tiles.join("."))
     }
 }
 
@@ -114,7 +133,7 @@ fn header(spec: &PatternSpec, checksum: u64) -> [u8; HEADER_LEN] {
     header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
     header[12] = spec.goal.side() as u8;
     header[13] = spec.tiles.len() as u8;
-    header[14] = ENCODING_BYTE_MOVES;
+    header[14] = spec.encoding();
     header[16..16 + spec.goal.cells()].copy_from_slice(spec.goal.tiles());
     header[41..41 + spec.tiles.len()].copy_from_slice(&spec.tiles);
     header[72..80].copy_from_slice(&spec.entries().to_le_bytes());
@@ -168,9 +187,9 @@ fn read_header(path: &Path, map: &[u8]) -> Result<Header, PdbError> {
             "format version {version}, this build reads {FORMAT_VERSION}"
         )));
     }
-    if map[14] != ENCODING_BYTE_MOVES {
+    if ![ENCODING_BYTE_MOVES, ENCODING_ZERO_AWARE].contains(&map[14]) {
         return Err(mismatch(format!(
-            "entry encoding {}, this build reads {ENCODING_BYTE_MOVES}",
+            "entry encoding {}, this build reads {ENCODING_BYTE_MOVES} and {ENCODING_ZERO_AWARE}",
             map[14]
         )));
     }
@@ -186,9 +205,13 @@ fn read_header(path: &Path, map: &[u8]) -> Result<Header, PdbError> {
         .collect();
     let goal =
         Board::from_tiles(&goal_values).map_err(|e| corrupt(format!("invalid goal: {e}")))?;
+    if map[14] == ENCODING_ZERO_AWARE && k > MAX_ZERO_AWARE_TILES {
+        return Err(corrupt(format!("{k} tiles in a zero-aware table")));
+    }
     let spec = PatternSpec {
         goal,
         tiles: map[41..41 + k].to_vec(),
+        zero_aware: map[14] == ENCODING_ZERO_AWARE,
     };
     let entries = u64::from_le_bytes(map[72..80].try_into().unwrap_or_default());
     if entries != spec.entries() || map.len() as u64 != HEADER_LEN as u64 + entries {
@@ -225,8 +248,21 @@ pub fn load(
         return Err(PdbError::Mismatch {
             path: path.to_path_buf(),
             reason: format!(
-                "built for goal {} and tiles {:?}, wanted goal {} and tiles {:?}",
-                header.spec.goal, header.spec.tiles, expected.goal, expected.tiles
+                "built for goal {} and tiles {:?}{}, wanted goal {} and tiles {:?}{}",
+                header.spec.goal,
+                header.spec.tiles,
+                if header.spec.zero_aware {
+                    " (zero-aware)"
+                } else {
+                    ""
+                },
+                expected.goal,
+                expected.tiles,
+                if expected.zero_aware {
+                    " (zero-aware)"
+                } else {
+                    ""
+                }
             ),
         });
     }

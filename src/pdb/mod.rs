@@ -9,8 +9,9 @@ pub mod file;
 pub mod index;
 mod preset;
 mod store;
+pub mod zero_index;
 
-pub use additive::{AdditivePdb, PdbState};
+pub use additive::{AdditivePdb, PdbState, NARROW, WIDE};
 pub use file::{PatternSpec, PatternTable, PdbError};
 pub use preset::{Preset, UnknownPreset};
 pub use store::{PdbEvent, PdbStore};

@@ -94,48 +94,83 @@ impl Preset {
         self != Preset::Exact
     }
 
-    fn cell_groups(self) -> &'static [&'static [u8]] {
+    /// Whether the tables keep one entry per blank region (see `zero_index`).
+    pub fn zero_aware(self) -> bool {
+        false
+    }
+
+    /// How many distinct tables the preset has.
+    pub fn tables(self) -> usize {
+        self.layout(&Board::blank_last(self.side())).0.len()
+    }
+
+    /// The additive sets, each a partition of the goal cells into groups.
+    fn cell_sets(self) -> &'static [&'static [&'static [u8]]] {
         match self {
-            Preset::Exact => EXACT,
-            Preset::P4443 => P4443,
-            Preset::P555 => P555,
-            Preset::P663 => P663,
-            Preset::P78 => P78,
-            Preset::P6666 => P6666,
+            Preset::Exact => &[EXACT],
+            Preset::P4443 => &[P4443],
+            Preset::P555 => &[P555],
+            Preset::P663 => &[P663],
+            Preset::P78 => &[P78],
+            Preset::P6666 => &[P6666],
         }
     }
 
-    /// The pattern tiles of each group for `goal`, each group sorted by goal cell.
-    pub fn patterns(self, goal: &Board) -> Vec<Vec<u8>> {
+    /// The distinct patterns of every set, as tiles of `goal` (each sorted by goal cell), and
+    /// each set as indices into them. For a goal with the blank in neither corner, only the first
+    /// set is used, its groups cut from the cells in row-major order.
+    pub fn layout(self, goal: &Board) -> (Vec<Vec<u8>>, Vec<Vec<usize>>) {
         let cells = goal.cells();
-        let groups = self.cell_groups();
         let blank = goal.blank();
-        let cell_groups: Vec<Vec<usize>> = if blank == cells - 1 {
-            groups
+        let cell_sets: Vec<Vec<Vec<usize>>> = if blank == cells - 1 {
+            self.cell_sets()
                 .iter()
-                .map(|g| g.iter().map(|&c| usize::from(c)).collect())
+                .map(|set| {
+                    set.iter()
+                        .map(|g| g.iter().map(|&c| usize::from(c)).collect())
+                        .collect()
+                })
                 .collect()
         } else if blank == 0 {
-            groups
+            self.cell_sets()
                 .iter()
-                .map(|g| {
-                    g.iter()
-                        .rev()
-                        .map(|&c| cells - 1 - usize::from(c))
+                .map(|set| {
+                    set.iter()
+                        .map(|g| {
+                            g.iter()
+                                .rev()
+                                .map(|&c| cells - 1 - usize::from(c))
+                                .collect()
+                        })
                         .collect()
                 })
                 .collect()
         } else {
             let mut others = (0..cells).filter(|&c| c != blank);
-            groups
+            vec![self.cell_sets()[0]
                 .iter()
                 .map(|g| others.by_ref().take(g.len()).collect())
-                .collect()
+                .collect()]
         };
-        cell_groups
+        let mut patterns: Vec<Vec<u8>> = Vec::new();
+        let sets = cell_sets
             .iter()
-            .map(|g| g.iter().map(|&cell| goal.tiles()[cell]).collect())
-            .collect()
+            .map(|set| {
+                set.iter()
+                    .map(|group| {
+                        let tiles: Vec<u8> = group.iter().map(|&cell| goal.tiles()[cell]).collect();
+                        match patterns.iter().position(|p| *p == tiles) {
+                            Some(i) => i,
+                            None => {
+                                patterns.push(tiles);
+                                patterns.len() - 1
+                            }
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        (patterns, sets)
     }
 }
 
@@ -171,10 +206,14 @@ mod tests {
                 Board::blank_last(preset.side()),
                 Board::blank_first(preset.side()),
             ] {
-                let mut tiles: Vec<u8> = preset.patterns(&goal).concat();
-                tiles.sort_unstable();
-                let expected: Vec<u8> = (1..goal.cells() as u8).collect();
-                assert_eq!(tiles, expected, "{preset} on {goal}");
+                let (patterns, sets) = preset.layout(&goal);
+                for set in sets {
+                    let mut tiles: Vec<u8> =
+                        set.iter().flat_map(|&p| patterns[p].clone()).collect();
+                    tiles.sort_unstable();
+                    let expected: Vec<u8> = (1..goal.cells() as u8).collect();
+                    assert_eq!(tiles, expected, "{preset} on {goal}");
+                }
             }
         }
     }

@@ -106,9 +106,13 @@ impl PdbStore {
             estimated_seconds: entries as f64 / PLACEMENTS_PER_SECOND,
         });
         let started = Instant::now();
-        let values = builder::build(&spec.goal, &spec.tiles, self.threads, &|progress| {
-            events(PdbEvent::Progress(progress))
-        })
+        let values = builder::build(
+            &spec.goal,
+            &spec.tiles,
+            spec.zero_aware,
+            self.threads,
+            &|progress| events(PdbEvent::Progress(progress)),
+        )
         .map_err(|source| PdbError::Io {
             path: path.clone(),
             source,
@@ -122,7 +126,7 @@ impl PdbStore {
         Ok(Arc::new(file::load(&path, spec, true)?))
     }
 
-    /// The specs of `preset`'s tables for `goal`.
+    /// The specs of `preset`'s distinct tables for `goal`.
     pub fn specs(preset: Preset, goal: &Board) -> Result<Vec<PatternSpec>, PdbError> {
         if preset.side() != goal.side() {
             return Err(PdbError::WrongSize {
@@ -132,23 +136,35 @@ impl PdbStore {
             });
         }
         Ok(preset
-            .patterns(goal)
+            .layout(goal)
+            .0
             .into_iter()
-            .map(|tiles| PatternSpec { goal: *goal, tiles })
+            .map(|tiles| PatternSpec {
+                goal: *goal,
+                tiles,
+                zero_aware: preset.zero_aware(),
+            })
             .collect())
     }
 
-    /// The heuristic of `preset` for `goal`, building missing tables.
-    pub fn heuristic(
+    /// The heuristic of `preset` for `goal`, building missing tables, with `SLOTS` term slots
+    /// (more than the preset's table count: see [`Preset::tables`]).
+    pub fn heuristic<const SLOTS: usize>(
         &self,
         preset: Preset,
         goal: &Board,
         events: &(dyn Fn(PdbEvent<'_>) + Sync),
-    ) -> Result<AdditivePdb, PdbError> {
+    ) -> Result<AdditivePdb<SLOTS>, PdbError> {
         let tables = PdbStore::specs(preset, goal)?
             .iter()
             .map(|spec| self.table(spec, events))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(AdditivePdb::new(goal, tables, preset.reflects()))
+        let (_, sets) = preset.layout(goal);
+        Ok(AdditivePdb::<SLOTS>::new(
+            goal,
+            tables,
+            &sets,
+            preset.reflects(),
+        ))
     }
 }

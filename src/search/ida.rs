@@ -9,6 +9,7 @@
 use crate::board::{Board, PaddedTiles, Position};
 use crate::heuristic::Heuristic;
 use crate::moves::{Direction, Neighbors, NO_CELL};
+use crate::search::pruning::{MovePruning, DEAD, START};
 use crate::search::{Abort, Counters, Limits, CHECK_INTERVAL};
 
 /// Longest path the kernel records. Optimal solutions are far shorter (80 moves at most on 4x4,
@@ -35,6 +36,7 @@ pub enum Bounded {
 pub struct Kernel<'a, H: Heuristic> {
     heuristic: &'a H,
     neighbors: &'a Neighbors,
+    pruning: &'a MovePruning,
     goal: PaddedTiles,
     limits: Limits<'a>,
     position: Position,
@@ -58,6 +60,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
         Kernel {
             heuristic,
             neighbors,
+            pruning: MovePruning::none(),
             goal: goal.padded(),
             limits,
             position: Position::new(goal),
@@ -69,6 +72,17 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             next_check: CHECK_INTERVAL,
             abort: None,
         }
+    }
+
+    /// Skips the move sequences `pruning` forbids (by default only the undo of the last move).
+    pub fn with_pruning(mut self, pruning: &'a MovePruning) -> Self {
+        self.pruning = pruning;
+        self
+    }
+
+    /// The pruning machine this kernel follows.
+    pub fn pruning(&self) -> &'a MovePruning {
+        self.pruning
     }
 
     /// Nodes counted over every search this kernel has run.
@@ -85,6 +99,19 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
         last: Option<Direction>,
         bound: u32,
     ) -> Bounded {
+        self.search_from(board, g, last, START, bound)
+    }
+
+    /// [`Kernel::search`] with the pruning machine in `state` at `board` (the state its path
+    /// from the subtree's root led to, when this search is part of a larger one).
+    pub fn search_from(
+        &mut self,
+        board: &Board,
+        g: u32,
+        last: Option<Direction>,
+        state: u32,
+        bound: u32,
+    ) -> Bounded {
         if bound as usize >= MAX_DEPTH {
             return Bounded::Exceeded { next_bound: bound };
         }
@@ -96,6 +123,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             return Bounded::Aborted(abort);
         }
         self.position = Position::new(board);
+        let machine = state;
         let state = self.heuristic.init(&self.position);
         let h = self.heuristic.value(state);
         if g + h > bound {
@@ -104,7 +132,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
         self.bound = bound;
         self.next_bound = u32::MAX;
         let last = last.map_or(NO_MOVE, |d| d as usize);
-        if self.dfs(board.blank(), g, state, last) {
+        if self.dfs(board.blank(), g, state, last, machine) {
             if let Some(abort) = self.abort {
                 return Bounded::Aborted(abort);
             }
@@ -118,7 +146,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
 
     /// Returns true when the search must stop: a goal was found (the path holds it) or a limit
     /// was hit (`self.abort` says which).
-    fn dfs(&mut self, blank: usize, g: u32, state: H::State, last: usize) -> bool {
+    fn dfs(&mut self, blank: usize, g: u32, state: H::State, last: usize, machine: u32) -> bool {
         if self.heuristic.value(state) == 0 && self.position.tiles == self.goal {
             self.solution_depth = g;
             return true;
@@ -132,6 +160,10 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             if next == NO_CELL || direction + last == 3 {
                 continue;
             }
+            let child_machine = self.pruning.next(machine, direction);
+            if child_machine == DEAD {
+                continue;
+            }
             self.counters.generated += 1;
             let next = usize::from(next);
             let tile = self.position.slide(next, blank);
@@ -141,7 +173,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             let f = g + 1 + self.heuristic.value(child);
             if f <= self.bound {
                 self.path[g as usize & (MAX_DEPTH - 1)] = direction as u8;
-                if self.dfs(next, g + 1, child, direction) {
+                if self.dfs(next, g + 1, child, direction, child_machine) {
                     return true;
                 }
             } else if f < self.next_bound {
@@ -186,12 +218,13 @@ pub enum IdaStop {
 pub fn ida_star<H: Heuristic>(
     heuristic: &H,
     neighbors: &Neighbors,
+    pruning: &MovePruning,
     start: &Board,
     goal: &Board,
     start_bound: u32,
     limits: Limits<'_>,
 ) -> IdaOutcome {
-    let mut kernel = Kernel::new(heuristic, neighbors, goal, limits);
+    let mut kernel = Kernel::new(heuristic, neighbors, goal, limits).with_pruning(pruning);
     let mut bound = heuristic.estimate(&Position::new(start)).max(start_bound);
     let mut iterations = 0;
     loop {

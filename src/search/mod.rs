@@ -6,6 +6,7 @@
 mod astar;
 mod ida;
 mod profile;
+pub mod pruning;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -13,6 +14,7 @@ use std::time::Instant;
 pub use astar::{a_star, AStarError};
 pub use ida::{ida_star, Bounded, IdaOutcome, IdaStop, Kernel, MAX_DEPTH};
 pub use profile::{profiled_search, PartSize, Profiled, SubtreeRoot};
+pub use pruning::{MovePruning, Pruning};
 
 /// Expansions between two polls of the limits: rare enough to cost nothing measurable, frequent
 /// enough (well under a millisecond at kernel speed) that a cancel takes effect at once.
@@ -55,7 +57,8 @@ impl Limits<'_> {
 }
 
 /// Node counts. `expanded` nodes had their children generated; `generated` counts every child
-/// produced, except the one that would undo the previous move (never produced at all).
+/// produced, except the one that would undo the previous move and those the pruning machine
+/// forbids (never produced at all).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     pub expanded: u64,

@@ -10,6 +10,7 @@
 
 use std::time::Instant;
 
+use super::pruning::{DEAD, START};
 use super::{Bounded, Counters, Kernel};
 use crate::board::Board;
 use crate::heuristic::Heuristic;
@@ -70,7 +71,7 @@ pub fn profiled_search<H: Heuristic>(
     let outcome = if g + h > bound {
         Bounded::Exceeded { next_bound: g + h }
     } else {
-        match walk.visit(board, g, last) {
+        match walk.visit(board, g, last, START) {
             Some(stop) => stop,
             None => Bounded::Exceeded {
                 next_bound: walk.next_bound,
@@ -104,9 +105,15 @@ struct Walk<'k, 'a, H: Heuristic> {
 impl<H: Heuristic> Walk<'_, '_, H> {
     /// Visits a node within the bound; `Some` ends the search (a goal, with the moves from the
     /// task's board, or an abort).
-    fn visit(&mut self, board: &Board, g: u32, last: Option<Direction>) -> Option<Bounded> {
+    fn visit(
+        &mut self,
+        board: &Board,
+        g: u32,
+        last: Option<Direction>,
+        machine: u32,
+    ) -> Option<Bounded> {
         if self.moves.len() as u32 == self.depth {
-            return self.measure(board, g, last);
+            return self.measure(board, g, last, machine);
         }
         if board == self.goal {
             return Some(Bounded::Found(self.moves.clone()));
@@ -119,6 +126,10 @@ impl<H: Heuristic> Walk<'_, '_, H> {
             let Some((child, _)) = board.apply(direction) else {
                 continue;
             };
+            let child_machine = self.kernel.pruning().next(machine, direction as usize);
+            if child_machine == DEAD {
+                continue;
+            }
             self.interior.generated += 1;
             let f = g + 1 + (self.estimate)(&child);
             if f > self.bound {
@@ -126,7 +137,7 @@ impl<H: Heuristic> Walk<'_, '_, H> {
                 continue;
             }
             self.moves.push(direction);
-            let stop = self.visit(&child, g + 1, Some(direction));
+            let stop = self.visit(&child, g + 1, Some(direction), child_machine);
             self.moves.pop();
             if stop.is_some() {
                 return stop;
@@ -135,10 +146,16 @@ impl<H: Heuristic> Walk<'_, '_, H> {
         None
     }
 
-    fn measure(&mut self, board: &Board, g: u32, last: Option<Direction>) -> Option<Bounded> {
+    fn measure(
+        &mut self,
+        board: &Board,
+        g: u32,
+        last: Option<Direction>,
+        machine: u32,
+    ) -> Option<Bounded> {
         let started = Instant::now();
         let before = self.kernel.counters().expanded;
-        let outcome = self.kernel.search(board, g, last, self.bound);
+        let outcome = self.kernel.search_from(board, g, last, machine, self.bound);
         self.parts.push(PartSize {
             moves: self.moves.clone(),
             expanded: self.kernel.counters().expanded - before,
