@@ -303,67 +303,116 @@ async fn submit_and_report(
     // From here on the batch is the coordinator's (flushed to its disk before it answered): if
     // the coordinator goes away, wait for it to come back rather than give up.
     let bar = progress_bar();
-    let results = loop {
-        match watch(&mut client, submitted.batch_id, &bar).await {
-            Ok(()) => match client
-                .get_batch(pb::GetBatchRequest {
-                    batch_id: submitted.batch_id,
-                })
-                .await
-            {
-                Ok(results) => break results.into_inner(),
-                Err(status) if is_lasting(&status) => return Err(refused(status)),
-                Err(_) => {}
-            },
+    let batch = submitted.batch_id;
+    loop {
+        match watch(&mut client, batch, &bar).await {
+            Ok(()) => break,
             Err(status) if is_lasting(&status) => return Err(refused(status)),
-            Err(_) => {}
+            Err(_) => client = reconnect(connect, &bar).await?,
         }
-        client = reconnect(connect, &bar).await?;
-    };
+    }
     bar.finish_and_clear();
-    print_results(&results, options.json, false)?;
-    report_against_facts(&lines, &results.items);
-    Ok(all_solved(&results.items))
+    // Page by page, printing as they come, so memory holds one page however large the batch.
+    let mut output = ResultsOutput::new(options.json, false);
+    let mut facts = FactCheck::default();
+    let mut token = String::new();
+    let status = loop {
+        match read_pages(&mut client, batch, &mut token, |items| {
+            facts.add(&lines, items);
+            output.items(items)
+        })
+        .await
+        {
+            Ok(status) => break status,
+            Err(PageError::Refused(status)) if is_lasting(&status) => return Err(refused(status)),
+            Err(PageError::Refused(_)) => client = reconnect(connect, &bar).await?,
+            Err(PageError::Output(error)) => return Err(error),
+        }
+    };
+    output.status(status.as_ref());
+    facts.report();
+    Ok(output.all_solved)
 }
 
-fn all_solved(items: &[pb::ItemResult]) -> bool {
-    items
-        .iter()
-        .all(|item| matches!(item.outcome, Some(pb::item_result::Outcome::Solution(_))))
+/// Why reading a batch's pages stopped.
+enum PageError {
+    Refused(tonic::Status),
+    Output(anyhow::Error),
 }
+
+/// Reads a batch's result pages from `token` on (empty: the first), handing each page's items to
+/// `each`; `token` follows the pages read, so a caller that reconnects after an error resumes
+/// where it stopped. Returns the batch's status from the last page.
+async fn read_pages(
+    client: &mut Client,
+    batch: u64,
+    token: &mut String,
+    mut each: impl FnMut(&[pb::ItemResult]) -> anyhow::Result<()>,
+) -> Result<Option<pb::BatchStatus>, PageError> {
+    loop {
+        let page = client
+            .get_batch(pb::GetBatchRequest {
+                batch_id: batch,
+                page_size: RESULTS_PAGE,
+                page_token: token.clone(),
+            })
+            .await
+            .map_err(PageError::Refused)?
+            .into_inner();
+        each(&page.items).map_err(PageError::Output)?;
+        if page.next_page_token.is_empty() {
+            return Ok(page.status);
+        }
+        *token = page.next_page_token;
+    }
+}
+
+/// Items a results page asks for (the coordinator's largest page).
+const RESULTS_PAGE: u32 = 10_000;
 
 /// When the batch file states `optimal=` lengths (as the benchmark sets do), says how many
 /// solutions match them and names any that do not.
-fn report_against_facts(lines: &[String], items: &[pb::ItemResult]) {
-    let mut checked = 0;
-    let mut wrong = Vec::new();
-    for item in items {
-        let Some(pb::item_result::Outcome::Solution(solution)) = &item.outcome else {
-            continue;
-        };
-        let Some(raw) = lines.get((item.line as usize).wrapping_sub(1)) else {
-            continue;
-        };
-        let Some(optimal) =
-            BatchLine::read(item.line as usize, raw).and_then(|l| l.fact("optimal"))
-        else {
-            continue;
-        };
-        checked += 1;
-        if optimal.parse::<u32>().ok() != Some(solution.length) {
-            wrong.push(format!(
-                "line {} ({} moves, file says {optimal})",
-                item.line, solution.length
-            ));
+/// Solution lengths checked against the submitted file's `optimal=` facts, page by page.
+#[derive(Default)]
+struct FactCheck {
+    checked: usize,
+    wrong: Vec<String>,
+}
+
+impl FactCheck {
+    fn add(&mut self, lines: &[String], items: &[pb::ItemResult]) {
+        for item in items {
+            let Some(pb::item_result::Outcome::Solution(solution)) = &item.outcome else {
+                continue;
+            };
+            let Some(raw) = lines.get((item.line as usize).wrapping_sub(1)) else {
+                continue;
+            };
+            let Some(optimal) =
+                BatchLine::read(item.line as usize, raw).and_then(|l| l.fact("optimal"))
+            else {
+                continue;
+            };
+            self.checked += 1;
+            if optimal.parse::<u32>().ok() != Some(solution.length) {
+                self.wrong.push(format!(
+                    "line {} ({} moves, file says {optimal})",
+                    item.line, solution.length
+                ));
+            }
         }
     }
-    if checked > 0 {
-        eprintln!(
-            "lengths matching the file's optimal= facts: {} of {checked}",
-            checked - wrong.len()
-        );
-        for mismatch in wrong {
-            eprintln!("  MISMATCH {mismatch}");
+
+    fn report(&self) {
+        if self.checked > 0 {
+            eprintln!(
+                "lengths matching the file's optimal= facts: {} of {}",
+                self.checked - self.wrong.len(),
+                self.checked
+            );
+            for mismatch in &self.wrong {
+                eprintln!("  MISMATCH {mismatch}");
+            }
         }
     }
 }
@@ -378,6 +427,7 @@ fn is_lasting(status: &tonic::Status) -> bool {
             | Code::NotFound
             | Code::InvalidArgument
             | Code::FailedPrecondition
+            | Code::OutOfRange
     )
 }
 
@@ -458,73 +508,95 @@ struct ResultJson<'a> {
 }
 
 /// Prints a batch's results.
-fn print_results(results: &pb::BatchResults, json: bool, csv: bool) -> anyhow::Result<()> {
-    if csv {
-        println!("line,board,length,moves,nodes,seconds,error");
-    }
-    for item in &results.items {
-        let board = if item.board.is_empty() {
-            item.text.as_str()
-        } else {
-            item.board.as_str()
-        };
-        let line = (item.line > 0).then_some(item.line);
-        let mut object = ResultJson {
-            board,
-            line,
-            length: None,
-            moves: None,
-            tiles: None,
-            nodes: None,
-            seconds: None,
-            heuristic: None,
-            error: None,
-            pending: false,
-        };
-        match &item.outcome {
-            Some(pb::item_result::Outcome::Solution(s)) => {
-                object.length = Some(s.length);
-                object.moves = Some(&s.moves);
-                object.tiles = Some(&s.tiles);
-                object.nodes = Some(s.nodes);
-                object.seconds = Some(s.seconds);
-                object.heuristic = Some(&s.heuristic);
-            }
-            Some(pb::item_result::Outcome::Error(e)) => object.error = Some(e),
-            None => object.pending = true,
+/// Prints result items as pages arrive, in the chosen format, and notes whether all were solved.
+struct ResultsOutput {
+    json: bool,
+    csv: bool,
+    all_solved: bool,
+}
+
+impl ResultsOutput {
+    fn new(json: bool, csv: bool) -> ResultsOutput {
+        if csv {
+            println!("line,board,length,moves,nodes,seconds,error");
         }
-        if json {
-            println!("{}", serde_json::to_string(&object)?);
-        } else if csv {
-            println!(
-                "{},\"{}\",{},{},{},{},\"{}\"",
-                item.line,
+        ResultsOutput {
+            json,
+            csv,
+            all_solved: true,
+        }
+    }
+
+    fn items(&mut self, items: &[pb::ItemResult]) -> anyhow::Result<()> {
+        let (json, csv) = (self.json, self.csv);
+        for item in items {
+            self.all_solved &= matches!(item.outcome, Some(pb::item_result::Outcome::Solution(_)));
+            let board = if item.board.is_empty() {
+                item.text.as_str()
+            } else {
+                item.board.as_str()
+            };
+            let line = (item.line > 0).then_some(item.line);
+            let mut object = ResultJson {
                 board,
-                object.length.map_or(String::new(), |l| l.to_string()),
-                object.moves.unwrap_or(""),
-                object.nodes.unwrap_or(0),
-                object.seconds.unwrap_or(0.0),
-                object.error.unwrap_or("").replace('"', "'")
-            );
-        } else {
-            match (object.length, object.error) {
-                (Some(length), _) => {
-                    println!("{board}  {length} moves  {}", object.moves.unwrap_or(""))
+                line,
+                length: None,
+                moves: None,
+                tiles: None,
+                nodes: None,
+                seconds: None,
+                heuristic: None,
+                error: None,
+                pending: false,
+            };
+            match &item.outcome {
+                Some(pb::item_result::Outcome::Solution(s)) => {
+                    object.length = Some(s.length);
+                    object.moves = Some(&s.moves);
+                    object.tiles = Some(&s.tiles);
+                    object.nodes = Some(s.nodes);
+                    object.seconds = Some(s.seconds);
+                    object.heuristic = Some(&s.heuristic);
                 }
-                (None, Some(error)) => println!("{board}  error: {error}"),
-                (None, None) => println!("{board}  pending"),
+                Some(pb::item_result::Outcome::Error(e)) => object.error = Some(e),
+                None => object.pending = true,
+            }
+            if json {
+                println!("{}", serde_json::to_string(&object)?);
+            } else if csv {
+                println!(
+                    "{},\"{}\",{},{},{},{},\"{}\"",
+                    item.line,
+                    board,
+                    object.length.map_or(String::new(), |l| l.to_string()),
+                    object.moves.unwrap_or(""),
+                    object.nodes.unwrap_or(0),
+                    object.seconds.unwrap_or(0.0),
+                    object.error.unwrap_or("").replace('"', "'")
+                );
+            } else {
+                match (object.length, object.error) {
+                    (Some(length), _) => {
+                        println!("{board}  {length} moves  {}", object.moves.unwrap_or(""))
+                    }
+                    (None, Some(error)) => println!("{board}  error: {error}"),
+                    (None, None) => println!("{board}  pending"),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn status(&self, status: Option<&pb::BatchStatus>) {
+        if let Some(status) = status {
+            if !self.json && !self.csv {
+                eprintln!(
+                    "batch {}: {} of {} solved, {} failed",
+                    status.batch_id, status.solved, status.total, status.failed
+                );
             }
         }
     }
-    if let Some(status) = &results.status {
-        if !json && !csv {
-            eprintln!(
-                "batch {}: {} of {} solved, {} failed",
-                status.batch_id, status.solved, status.total, status.failed
-            );
-        }
-    }
-    Ok(())
 }
 
 pub fn submit(args: SubmitArgs) -> anyhow::Result<bool> {
@@ -588,7 +660,9 @@ pub fn cancel(args: CancelArgs) -> anyhow::Result<bool> {
 pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
         let mut client = client(&args.connect.options()?).await?;
-        let results = client.get_batch(pb::GetBatchRequest { batch_id: args.batch }).await.map_err(refused)?.into_inner();
+        // One item is the smallest page: only the status is wanted.
+        let request = pb::GetBatchRequest { batch_id: args.batch, page_size: 1, page_token: String::new() };
+        let results = client.get_batch(request).await.map_err(refused)?.into_inner();
         let Some(status) = results.status else { bail!("the coordinator sent no status") };
         if args.json {
             println!(
@@ -614,15 +688,18 @@ pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
 pub fn results(args: BatchIdArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
         let mut client = client(&args.connect.options()?).await?;
-        let results = client
-            .get_batch(pb::GetBatchRequest {
-                batch_id: args.batch,
-            })
-            .await
-            .map_err(refused)?
-            .into_inner();
-        print_results(&results, args.json, args.csv)?;
-        Ok(all_solved(&results.items))
+        let mut output = ResultsOutput::new(args.json, args.csv);
+        let mut token = String::new();
+        let status = read_pages(&mut client, args.batch, &mut token, |items| {
+            output.items(items)
+        })
+        .await
+        .map_err(|error| match error {
+            PageError::Refused(status) => refused(status),
+            PageError::Output(error) => error,
+        })?;
+        output.status(status.as_ref());
+        Ok(output.all_solved)
     })
 }
 

@@ -172,7 +172,11 @@ async fn one_client(args: &LoadArgs, index: usize, deadline: Instant) -> ClientL
         if let Some(&batch) = log.batches.last() {
             let started = Instant::now();
             let status = client
-                .get_batch(pb::GetBatchRequest { batch_id: batch })
+                .get_batch(pb::GetBatchRequest {
+                    batch_id: batch,
+                    page_size: 1,
+                    page_token: String::new(),
+                })
                 .await;
             log.latencies.push((Operation::Status, started.elapsed()));
             if let Err(status) = status {
@@ -217,8 +221,13 @@ async fn check_answers(
     let (mut finished, mut answers, mut wrong) = (0, 0, Vec::new());
     for &batch in batches {
         let results = loop {
+            // Load-test batches are far smaller than the largest page.
             let results = client
-                .get_batch(pb::GetBatchRequest { batch_id: batch })
+                .get_batch(pb::GetBatchRequest {
+                    batch_id: batch,
+                    page_size: 10_000,
+                    page_token: String::new(),
+                })
                 .await?
                 .into_inner();
             if results.status.as_ref().is_some_and(|s| s.done) || Instant::now() > deadline {

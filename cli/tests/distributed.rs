@@ -134,3 +134,89 @@ fn a_worker_with_a_different_pattern_database_is_refused() {
         "{stderr}"
     );
 }
+
+/// A batch larger than any one results message: `submit --wait` and `results` read it back page
+/// by page, every answer optimal (distances by breadth-first search from the goal).
+#[test]
+fn a_batch_of_many_pages_comes_back_whole() {
+    const BOARDS: usize = 25_000;
+    let dir = tempfile::tempdir().unwrap();
+    let distances = eight_puzzle_distances();
+    let step = distances.len() / BOARDS;
+    let mut text = String::new();
+    for (board, distance) in distances.iter().step_by(step).take(BOARDS) {
+        text.push_str(&format!("{board} # optimal={distance}\n"));
+    }
+    let path = dir.path().join("many.txt");
+    std::fs::write(&path, text).unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let _workers = [
+        worker(&url, &dir.path().join("w1"), &[]),
+        worker(&url, &dir.path().join("w2"), &[]),
+    ];
+    let (ok, stdout, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--wait",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.lines().count(), BOARDS);
+    assert!(
+        stderr.contains(&format!(
+            "lengths matching the file's optimal= facts: {BOARDS} of {BOARDS}"
+        )),
+        "{stderr}"
+    );
+    let (ok, stdout, stderr) = run(&["results", "--coordinator", &url, "--csv", "1"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout.lines().count(),
+        BOARDS + 1,
+        "a header and every item"
+    );
+}
+
+/// Every 3x3 board solvable towards the blank-last goal, with its distance, in BFS order.
+fn eight_puzzle_distances() -> Vec<(String, usize)> {
+    let goal: Vec<u8> = vec![1, 2, 3, 4, 5, 6, 7, 8, 0];
+    let mut seen = std::collections::HashSet::from([goal.clone()]);
+    let mut order = vec![(goal, 0)];
+    let mut next = 0;
+    while next < order.len() {
+        let (board, distance) = order[next].clone();
+        next += 1;
+        let blank = board.iter().position(|&t| t == 0).unwrap();
+        let (row, col) = (blank / 3, blank % 3);
+        let mut targets = Vec::new();
+        if row > 0 {
+            targets.push(blank - 3);
+        }
+        if row < 2 {
+            targets.push(blank + 3);
+        }
+        if col > 0 {
+            targets.push(blank - 1);
+        }
+        if col < 2 {
+            targets.push(blank + 1);
+        }
+        for target in targets {
+            let mut child = board.clone();
+            child.swap(blank, target);
+            if seen.insert(child.clone()) {
+                order.push((child, distance + 1));
+            }
+        }
+    }
+    order
+        .into_iter()
+        .map(|(board, distance)| {
+            let text: Vec<String> = board.iter().map(u8::to_string).collect();
+            (text.join(","), distance)
+        })
+        .collect()
+}

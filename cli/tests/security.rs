@@ -237,7 +237,14 @@ fn malformed_rpcs_are_refused_without_harm() {
             );
         }
         assert_eq!(
-            code(client.get_batch(pb::GetBatchRequest { batch_id: 0 }).await),
+            code(
+                client
+                    .get_batch(pb::GetBatchRequest {
+                        batch_id: 0,
+                        ..Default::default()
+                    })
+                    .await
+            ),
             Code::NotFound
         );
         assert_eq!(

@@ -1526,6 +1526,19 @@ impl Scheduler {
         Ok(self.store.items(batch)?)
     }
 
+    /// Up to `limit` of a batch's items from index `start` on, with their indices.
+    pub fn items_page(
+        &self,
+        batch: u64,
+        start: u32,
+        limit: usize,
+    ) -> Result<Vec<(u32, StoredItem)>, SchedulerError> {
+        self.store
+            .batch(batch)?
+            .ok_or(SchedulerError::UnknownBatch(batch))?;
+        Ok(self.store.items_page(batch, start, limit)?)
+    }
+
     /// A stored solution, replayed before it is returned.
     pub fn query(&self, board: &str, goal: &str) -> Result<Option<StoredSolution>, SchedulerError> {
         let board = parse_board(board)

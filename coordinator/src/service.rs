@@ -82,6 +82,10 @@ pub struct Service {
 /// Longest a poll from an idle worker waits for work (well under the lease timeout and any
 /// client deadline; a worker that gets nothing asks again).
 const LONG_POLL: Duration = Duration::from_secs(1);
+/// Items in a `GetBatch` page when the client asks for no size, and the most in one page: a
+/// 5x5 solution is about 1 KB in a message, so 10,000 stay well inside the 16 MiB limit.
+const DEFAULT_PAGE_SIZE: u32 = 1_000;
+const MAX_PAGE_SIZE: u32 = 10_000;
 
 /// A permit, or ResourceExhausted naming what is full.
 fn permit(semaphore: &Arc<Semaphore>, what: &str) -> Result<OwnedSemaphorePermit, SchedulerError> {
@@ -338,15 +342,36 @@ impl pb::tilesolve_server::Tilesolve for Service {
         &self,
         request: Request<pb::GetBatchRequest>,
     ) -> Result<Response<pb::BatchResults>, Status> {
-        let batch = request.into_inner().batch_id;
+        let request = request.into_inner();
+        let batch = request.batch_id;
+        let start = match request.page_token.as_str() {
+            "" => 0,
+            token => token.parse::<u32>().map_err(|_| {
+                Status::invalid_argument(format!(
+                    "page_token: '{token}' is not a token this coordinator gave out"
+                ))
+            })?,
+        };
+        let page_size = match request.page_size {
+            0 => DEFAULT_PAGE_SIZE,
+            size => size.min(MAX_PAGE_SIZE),
+        } as usize;
         let scheduler = self.lock();
         let status = status_message(scheduler.progress(batch)?);
-        let items = scheduler
-            .items(batch)?
+        // One item more than the page tells whether another page follows.
+        let mut page = scheduler.items_page(batch, start, page_size + 1)?;
+        drop(scheduler);
+        let next_page_token = if page.len() > page_size {
+            page.truncate(page_size);
+            page.last()
+                .map_or(String::new(), |(index, _)| (index + 1).to_string())
+        } else {
+            String::new()
+        };
+        let items = page
             .into_iter()
-            .enumerate()
             .map(|(index, item)| pb::ItemResult {
-                index: index as u32,
+                index,
                 line: item.line.unwrap_or(0),
                 text: item.text,
                 board: item.board.unwrap_or_default(),
@@ -362,6 +387,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
         Ok(Response::new(pb::BatchResults {
             status: Some(status),
             items,
+            next_page_token,
         }))
     }
 

@@ -319,6 +319,33 @@ impl Store {
             .collect()
     }
 
+    /// Up to `limit` of a batch's items from index `start` on, with their indices.
+    pub fn items_page(
+        &self,
+        batch: u64,
+        start: u32,
+        limit: usize,
+    ) -> Result<Vec<(u32, StoredItem)>, StoreError> {
+        let prefix = batch_key(batch);
+        self.items
+            .range(item_key(batch, start)..)
+            .take_while(|entry| {
+                entry
+                    .as_ref()
+                    .map_or(true, |(key, _)| key.starts_with(&prefix))
+            })
+            .take(limit)
+            .map(|entry| {
+                let (key, bytes) = entry?;
+                let index = key
+                    .get(key.len() - 4..)
+                    .and_then(|b| b.try_into().ok())
+                    .map_or(0, u32::from_be_bytes);
+                Ok((index, decode("items", &bytes)?))
+            })
+            .collect()
+    }
+
     pub fn item(&self, batch: u64, index: u32) -> Result<Option<StoredItem>, StoreError> {
         self.items
             .get(item_key(batch, index))?

@@ -286,16 +286,33 @@ struct ItemJson {
     error: Option<String>,
 }
 
+/// A page of a batch's items: `?offset=N&limit=M` (at most 1,000, the default).
+#[derive(Deserialize)]
+struct PageQuery {
+    #[serde(default)]
+    offset: u32,
+    limit: Option<usize>,
+}
+
+const WEB_PAGE: usize = 1_000;
+
 async fn batch(
     State(state): State<WebState>,
     Path(id): Path<u64>,
+    Query(page): Query<PageQuery>,
 ) -> Result<Json<serde_json::Value>, WebError> {
     let scheduler = state.service.lock();
     let status = BatchJson::from(scheduler.progress(id)?);
-    let items: Vec<ItemJson> = scheduler
-        .items(id)?
+    let limit = page.limit.unwrap_or(WEB_PAGE).min(WEB_PAGE);
+    let mut items = scheduler.items_page(id, page.offset, limit + 1)?;
+    drop(scheduler);
+    let next_offset = (items.len() > limit).then(|| {
+        items.truncate(limit);
+        items.last().map_or(0, |(index, _)| index + 1)
+    });
+    let items: Vec<ItemJson> = items
         .into_iter()
-        .map(|item| {
+        .map(|(_, item)| {
             let mut json = ItemJson {
                 line: item.line,
                 text: item.text,
@@ -323,7 +340,7 @@ async fn batch(
         })
         .collect();
     Ok(Json(
-        serde_json::json!({ "status": status, "items": items }),
+        serde_json::json!({ "status": status, "items": items, "next_offset": next_offset }),
     ))
 }
 

@@ -7,7 +7,8 @@ The gRPC API is plain protobuf; this uses only grpcio and code generated from ..
     python submit_batch.py 127.0.0.1:7411 ../../tests/data/examples15.txt
 
 It submits the file, follows the batch's progress stream until it is done, then reads and prints
-every item's outcome. If the coordinator needs a token, set TILESOLVE_TOKEN as for the CLI.
+every item's outcome, a page at a time (so a 100,000-line batch never has to fit one message). If
+the coordinator needs a token, set TILESOLVE_TOKEN as for the CLI.
 """
 
 import os
@@ -33,14 +34,20 @@ def main(address: str, path: str, heuristic: str = "default") -> int:
             print(f"  {status.solved + status.failed}/{status.total} done", file=sys.stderr)
             if status.done:
                 break
-        results = client.GetBatch(pb.GetBatchRequest(batch_id=submitted.batch_id), metadata=auth)
         failures = 0
-        for item in results.items:
-            if item.WhichOneof("outcome") == "solution":
-                print(f"{item.board}\t{item.solution.length}\t{item.solution.moves}")
-            else:
-                failures += 1
-                print(f"{item.text}\terror: {item.error}")
+        token = ""
+        while True:
+            request = pb.GetBatchRequest(batch_id=submitted.batch_id, page_size=10000, page_token=token)
+            page = client.GetBatch(request, metadata=auth)
+            for item in page.items:
+                if item.WhichOneof("outcome") == "solution":
+                    print(f"{item.board}\t{item.solution.length}\t{item.solution.moves}")
+                else:
+                    failures += 1
+                    print(f"{item.text}\terror: {item.error}")
+            token = page.next_page_token
+            if not token:
+                break
         return 1 if failures else 0
 
 
