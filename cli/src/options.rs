@@ -79,7 +79,8 @@ impl DataArgs {
 pub struct SearchArgs {
     /// Heuristic: default (the size's pattern database: exact table for 3x3, 7-8 for 4x4,
     /// 6-6-6-6 for 5x5), hamming, manhattan, linear-conflict, or pdb:NAME with NAME one of exact,
-    /// 4-4-4-3, 5-5-5, 6-6-3, 7-8, 6-6-6-6.
+    /// 4-4-4-3, 5-5-5, 6-6-3, 7-8, 6-6-6-6, 6-6-6-6-zero (zero-aware tables), 6-6-6-6-max (the
+    /// maximum over seven zero-aware 6-6-6-6 sets).
     #[arg(long, default_value = "default")]
     pub heuristic: HeuristicChoice,
     /// Algorithm: ida (iterative deepening A*) or astar.

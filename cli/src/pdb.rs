@@ -22,7 +22,8 @@ pub enum PdbCommand {
 
 #[derive(Args)]
 pub struct BuildArgs {
-    /// exact (3x3), 4-4-4-3, 5-5-5, 6-6-3, 7-8 (4x4) or 6-6-6-6 (5x5).
+    /// exact (3x3), 4-4-4-3, 5-5-5, 6-6-3, 7-8 (4x4), 6-6-6-6, 6-6-6-6-zero or 6-6-6-6-max
+    /// (5x5).
     preset: Preset,
     /// Goal the tables are built for: `default`, `korf` or a board.
     #[arg(long, default_value = "default")]

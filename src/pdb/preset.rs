@@ -27,6 +27,10 @@ pub enum Preset {
     P78,
     /// 5x5, 6-6-6-6.
     P6666,
+    /// 5x5, 6-6-6-6 with zero-aware tables.
+    P6666Zero,
+    /// 5x5, the maximum over seven zero-aware 6-6-6-6 sets (14 tables): the strongest 5x5 preset.
+    P6666Max,
 }
 
 const EXACT: &[&[u8]] = &[&[0, 1, 2, 3, 4, 5, 6, 7]];
@@ -50,14 +54,66 @@ const P6666: &[&[u8]] = &[
     &[12, 17, 18, 19, 22, 23],
 ];
 
+/// The sets of `6-6-6-6-max`, in the order a greedy choice by mean estimate over 2,000 random
+/// boards took them (`examples/choose_sets.rs`; BENCHMARKS.md has the figures). Candidates were
+/// our 6-6-6-6 and the seven partitions of Clausecker's 24puzzle "small" catalogue; ours came
+/// fifth and cost four tables of its own for +0.09 of mean estimate, so the cut at the wide
+/// state's 15 tables leaves it out.
+const P6666_MAX: &[&[&[u8]]] = &[
+    &[
+        &[13, 14, 18, 19, 22, 23],
+        &[12, 15, 16, 17, 20, 21],
+        &[0, 1, 5, 6, 10, 11],
+        &[2, 3, 4, 7, 8, 9],
+    ],
+    &[
+        &[4, 9, 14, 18, 19, 23],
+        &[15, 16, 17, 20, 21, 22],
+        &[6, 7, 8, 11, 12, 13],
+        &[0, 1, 2, 3, 5, 10],
+    ],
+    &[
+        &[13, 14, 18, 19, 22, 23],
+        &[0, 5, 10, 15, 20, 21],
+        &[1, 6, 11, 12, 16, 17],
+        &[2, 3, 4, 7, 8, 9],
+    ],
+    &[
+        &[4, 9, 14, 18, 19, 23],
+        &[15, 16, 17, 20, 21, 22],
+        &[2, 3, 7, 8, 12, 13],
+        &[0, 1, 5, 6, 10, 11],
+    ],
+    &[
+        &[13, 14, 18, 19, 22, 23],
+        &[12, 15, 16, 17, 20, 21],
+        &[6, 7, 8, 9, 10, 11],
+        &[0, 1, 2, 3, 4, 5],
+    ],
+    &[
+        &[12, 13, 14, 18, 19, 23],
+        &[15, 16, 17, 20, 21, 22],
+        &[6, 7, 8, 9, 10, 11],
+        &[0, 1, 2, 3, 4, 5],
+    ],
+    &[
+        &[12, 13, 14, 18, 19, 23],
+        &[15, 16, 17, 20, 21, 22],
+        &[0, 1, 5, 6, 10, 11],
+        &[2, 3, 4, 7, 8, 9],
+    ],
+];
+
 impl Preset {
-    pub const ALL: [Preset; 6] = [
+    pub const ALL: [Preset; 8] = [
         Preset::Exact,
         Preset::P4443,
         Preset::P555,
         Preset::P663,
         Preset::P78,
         Preset::P6666,
+        Preset::P6666Zero,
+        Preset::P6666Max,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,13 +124,15 @@ impl Preset {
             Preset::P663 => "6-6-3",
             Preset::P78 => "7-8",
             Preset::P6666 => "6-6-6-6",
+            Preset::P6666Zero => "6-6-6-6-zero",
+            Preset::P6666Max => "6-6-6-6-max",
         }
     }
 
     pub fn side(self) -> usize {
         match self {
             Preset::Exact => 3,
-            Preset::P6666 => 5,
+            Preset::P6666 | Preset::P6666Zero | Preset::P6666Max => 5,
             _ => 4,
         }
     }
@@ -96,7 +154,7 @@ impl Preset {
 
     /// Whether the tables keep one entry per blank region (see `zero_index`).
     pub fn zero_aware(self) -> bool {
-        false
+        matches!(self, Preset::P6666Zero | Preset::P6666Max)
     }
 
     /// How many distinct tables the preset has.
@@ -112,7 +170,8 @@ impl Preset {
             Preset::P555 => &[P555],
             Preset::P663 => &[P663],
             Preset::P78 => &[P78],
-            Preset::P6666 => &[P6666],
+            Preset::P6666 | Preset::P6666Zero => &[P6666],
+            Preset::P6666Max => P6666_MAX,
         }
     }
 
@@ -181,7 +240,10 @@ impl fmt::Display for Preset {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("unknown pattern database '{0}' (known: exact, 4-4-4-3, 5-5-5, 6-6-3, 7-8, 6-6-6-6)")]
+#[error(
+    "unknown pattern database '{0}' (known: exact, 4-4-4-3, 5-5-5, 6-6-3, 7-8, 6-6-6-6, \
+     6-6-6-6-zero, 6-6-6-6-max)"
+)]
 pub struct UnknownPreset(pub String);
 
 impl FromStr for Preset {
