@@ -139,7 +139,8 @@ fn zero_aware_entries_refine_placement_entries() {
         while rest != 0 {
             let region = flood(rest & rest.wrapping_neg(), free, 4);
             rest &= !region;
-            let value = zero.entries()[index.index_in_region(cells, region) as usize];
+            let blank = region.trailing_zeros() as u8;
+            let value = index.value(zero.entries(), cells.iter().copied(), blank);
             stronger += usize::from(value > placement.entries()[rank as usize]);
             least = least.min(value);
         }

@@ -164,24 +164,14 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         self.mirror.is_some()
     }
 
-    /// How many additive sets are maximised over (not counting their mirror images).
-    pub fn sets(&self) -> usize {
-        self.sets.len()
-    }
-
-    /// Bytes of table entries held.
-    pub fn table_bytes(&self) -> usize {
-        self.lookups.iter().map(|l| l.table.len()).sum()
-    }
-
     /// Table `i`'s entry for the pattern tiles on `cells` with the blank on `blank`.
     #[inline(always)]
     fn lookup(&self, lookup: &Lookup, cells: impl Iterator<Item = u8> + Clone, blank: u8) -> u8 {
-        let index = match &lookup.zero {
-            None => rank(self.cells, cells),
-            Some(zero) => zero.index(cells, blank),
-        };
-        lookup.table.entries()[index as usize]
+        let entries = lookup.table.entries();
+        match &lookup.zero {
+            None => entries[rank(self.cells, cells) as usize],
+            Some(zero) => zero.value(entries, cells, blank),
+        }
     }
 
     #[inline(always)]

@@ -25,7 +25,7 @@ use memmap2::MmapMut;
 
 use crate::board::Board;
 use crate::pdb::index::{placements, rank, Unranker};
-use crate::pdb::zero_index::{flood, ZeroIndex};
+use crate::pdb::zero_index::{flood, ZeroIndex, SEVERAL};
 
 const CLOSED: u64 = 1;
 /// Most pattern tiles a table can have (the exact 3x3 table has 8; 7-8 has 8).
@@ -336,13 +336,18 @@ impl<W: MarkWord> Builder<W> {
     /// Gives each blank region in `frontier` (the placement's states in this level) this level as
     /// its zero-aware value. Returns how many.
     fn value_regions(&self, zero: &ZeroIndex, cells: &[u8], mut frontier: u32, level: u32) -> u64 {
+        assert!(
+            level + 1 < u32::from(SEVERAL),
+            "zero-aware values stay below 127"
+        );
         let free = self.all & !cells.iter().fold(0u32, |m, &c| m | 1 << c);
         let mut valued = 0;
         while frontier != 0 {
             let region = flood(frontier & frontier.wrapping_neg(), free, self.side);
             frontier &= !region;
-            let index = zero.index_in_region(cells, region) as usize;
-            self.values[index].store(level as u8 + 1, Ordering::Relaxed);
+            let (index, several) = zero.locate(cells, region);
+            let flag = if several { SEVERAL } else { 0 };
+            self.values[index].store((level as u8 + 1) | flag, Ordering::Relaxed);
             valued += 1;
         }
         valued

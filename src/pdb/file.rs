@@ -4,7 +4,7 @@
 //! rather than used. Tables are memory-mapped, so processes on one host share their pages.
 //!
 //! Layout (little-endian): magic `TILEPDB\n` (0..8), format version u32 (8..12), side (12),
-//! pattern size (13), entry encoding (14: 1 for one entry per placement, 2 for one per zero-aware
+//! pattern size (13), entry encoding (14: 1 for one entry per placement, 3 for one per zero-aware
 //! state, see `zero_index`), goal tiles (16..41), pattern tiles (41..66), entry count u64
 //! (72..80), checksum u64 (80..88), zeros to 128.
 
@@ -23,8 +23,9 @@ pub const MAGIC: &[u8; 8] = b"TILEPDB\n";
 pub const FORMAT_VERSION: u32 = 1;
 /// One byte per placement: the number of pattern-tile moves, 255 for unreachable.
 pub const ENCODING_BYTE_MOVES: u8 = 1;
-/// One byte per (placement, blank region) state, indexed as `zero_index` says.
-pub const ENCODING_ZERO_AWARE: u8 = 2;
+/// One byte per (placement, blank region) state, laid out placement-major as `zero_index` says
+/// (2 was an earlier, map-major layout, refused and rebuilt).
+pub const ENCODING_ZERO_AWARE: u8 = 3;
 pub const HEADER_LEN: usize = 128;
 
 /// What a table is for. Two tables with equal specs are interchangeable.

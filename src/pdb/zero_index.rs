@@ -3,14 +3,27 @@
 //! over every blank position; a zero-aware table keeps one value per region, which is larger
 //! wherever the pattern walls the blank off from where it must go.
 //!
-//! An index is `(offset[map] + region) * k! + order`: `map` is the set of cells the k tiles
-//! occupy (ranked in the combinatorial number system), `region` numbers the free regions of that
-//! map by their lowest cell, and `order` ranks which tile sits on which of the map's cells (a
-//! permutation of k). `offset` counts the regions of every smaller map, so the index is dense:
-//! 181,008,000 entries for 6 tiles on 5x5, against 127,512,000 placements.
+//! Layout, placement-major so that lookups keep the placement tables' locality (a move of a
+//! pattern's last tiles changes the low digits of the rank only):
+//! - the first `placements(n, k)` entries are indexed by placement rank (`index::rank`) and hold
+//!   the value of the placement's *main* region (its largest, the lowest cell breaking ties),
+//!   with [`SEVERAL`] set when the placement's free cells fall into more than one region;
+//! - the other regions follow, at `placements + (extra[map] + j) * k! + order`: `map` is the set
+//!   of occupied cells (ranked in the combinatorial number system), `extra[map]` counts the
+//!   non-main regions of every smaller map, `j` numbers this map's non-main regions by their
+//!   lowest cell, and `order` ranks which tile sits on which of the map's cells.
 //!
-//! The blank stays in its region while it moves over free cells, so a zero-aware term changes
-//! only when one of its own tiles moves, like a placement-only one.
+//! So a lookup reads one byte, and only when [`SEVERAL`] is set and the blank is off the main
+//! region does it flood the free cells and read a second. 6 tiles on 5x5: 127,512,000 + 53,496,000
+//! = 181,008,000 entries. The blank stays in its region while it moves over free cells, so a
+//! zero-aware term changes only when one of its own tiles moves, like a placement-only one.
+
+use crate::pdb::index::{placements, rank};
+
+/// Set on a main-region entry whose placement has more than one free region.
+pub const SEVERAL: u8 = 0x80;
+/// Most tiles a zero-aware pattern may have (the choose table's width less one).
+pub const MAX_ZERO_AWARE_TILES: usize = 8;
 
 /// The zero-aware index space of `k` tiles on a `side` x `side` board.
 #[derive(Clone, Debug)]
@@ -20,17 +33,14 @@ pub struct ZeroIndex {
     k: usize,
     /// k!
     orders: u32,
+    /// Placements: where the non-main regions start.
+    main: u32,
     /// `choose[c][i]` = C(c, i).
     choose: [[u32; 9]; 32],
-    /// Per map rank: the regions of all smaller maps (low 31 bits), and whether this map has
-    /// more than one region (the top bit).
-    offsets: Vec<u32>,
+    /// Per map rank: the non-main regions of every smaller map.
+    extra: Vec<u32>,
     entries: u64,
 }
-
-const SEVERAL_REGIONS: u32 = 1 << 31;
-/// Most tiles a zero-aware pattern may have (the choose table's width less one).
-pub const MAX_ZERO_AWARE_TILES: usize = 8;
 
 impl ZeroIndex {
     pub fn new(side: usize, k: usize) -> ZeroIndex {
@@ -45,34 +55,30 @@ impl ZeroIndex {
                 choose[c][i] = choose[c - 1][i - 1] + choose[c - 1][i];
             }
         }
-        let maps = choose[cells][k] as usize;
-        let all = if cells == 32 {
-            u32::MAX
-        } else {
-            (1u32 << cells) - 1
-        };
-        let mut offsets = vec![0u32; maps];
+        let all = all_cells(cells);
+        let mut extra = vec![0u32; choose[cells][k] as usize];
         let mut total = 0u64;
-        // Visit every k-subset in rank order (Gosper's hack enumerates them in increasing order
-        // of the mask, which is the combinatorial number system's order).
+        // Every k-subset in rank order: Gosper's hack visits masks in increasing order, which is
+        // the combinatorial number system's order.
         let mut map: u32 = (1u32 << k) - 1;
-        for offset in offsets.iter_mut() {
-            let regions = region_count(all & !map, side);
-            *offset = total as u32 | if regions > 1 { SEVERAL_REGIONS } else { 0 };
-            total += u64::from(regions);
+        for offset in extra.iter_mut() {
+            *offset = total as u32;
+            total += u64::from(region_count(all & !map, side) - 1);
             let lowest = map & map.wrapping_neg();
             let ripple = map + lowest;
             map = (((ripple ^ map) >> 2) / lowest) | ripple;
         }
-        let orders = (1..=k as u32).product();
+        let orders: u32 = (1..=k as u32).product();
+        let main = placements(cells, k);
         ZeroIndex {
             side,
             cells,
             k,
             orders,
+            main: main as u32,
             choose,
-            offsets,
-            entries: total * u64::from(orders),
+            extra,
+            entries: main + total * u64::from(orders),
         }
     }
 
@@ -81,34 +87,81 @@ impl ZeroIndex {
         self.entries
     }
 
-    /// The index of the pattern tiles on `cells` (in pattern order) with the blank on `blank`.
+    /// The value in `entries` for the pattern tiles on `cells` (in pattern order) with the blank
+    /// on `blank`.
     #[inline(always)]
-    pub fn index(&self, cells: impl Iterator<Item = u8> + Clone, blank: u8) -> u32 {
+    pub fn value(&self, entries: &[u8], cells: impl Iterator<Item = u8> + Clone, blank: u8) -> u8 {
+        let main = entries[rank(self.cells, cells.clone()) as usize];
+        if main & SEVERAL == 0 {
+            return main;
+        }
+        self.off_main(entries, main, cells, blank)
+    }
+
+    /// The value for a placement with several regions: the main entry's, or a second read.
+    #[cold]
+    #[inline(never)]
+    fn off_main(
+        &self,
+        entries: &[u8],
+        main: u8,
+        cells: impl Iterator<Item = u8> + Clone,
+        blank: u8,
+    ) -> u8 {
         let map = cells.clone().fold(0u32, |m, c| m | 1 << c);
-        let (base, several) = self.map_base(map);
-        let region = if several {
-            self.region_of(map, 1 << blank)
-        } else {
-            0
-        };
-        (base + region) * self.orders + self.order(map, cells)
+        match self.region_number(map, 1 << blank) {
+            None => main & !SEVERAL,
+            Some(j) => entries[self.extra_index(map, cells, j) as usize],
+        }
     }
 
-    /// The index of the pattern tiles on `cells` with the blank anywhere in `region`.
-    pub fn index_in_region(&self, cells: &[u8], region: u32) -> u32 {
+    /// Where the state with the pattern tiles on `cells` and the blank anywhere in `region` is
+    /// kept, and whether that is a main entry of a placement with several regions (which the
+    /// builder marks with [`SEVERAL`]).
+    pub fn locate(&self, cells: &[u8], region: u32) -> (usize, bool) {
         let map = cells.iter().fold(0u32, |m, &c| m | 1 << c);
-        let (base, several) = self.map_base(map);
-        let region = if several {
-            self.region_of(map, region)
-        } else {
-            0
-        };
-        (base + region) * self.orders + self.order(map, cells.iter().copied())
+        match self.region_number(map, region) {
+            None => (
+                rank(self.cells, cells.iter().copied()) as usize,
+                region_count(self.all() & !map, self.side) > 1,
+            ),
+            Some(j) => (
+                self.extra_index(map, cells.iter().copied(), j) as usize,
+                false,
+            ),
+        }
     }
 
-    /// The map's first region number, and whether it has more than one region.
-    #[inline(always)]
-    fn map_base(&self, map: u32) -> (u32, bool) {
+    fn extra_index(&self, map: u32, cells: impl Iterator<Item = u8>, j: u32) -> u32 {
+        self.main
+            + (self.extra[self.map_rank(map) as usize] + j) * self.orders
+            + self.order(map, cells)
+    }
+
+    /// `None` when the region holding `seed` is the map's main region, else its number among
+    /// the other regions by lowest cell.
+    fn region_number(&self, map: u32, seed: u32) -> Option<u32> {
+        let free = self.all() & !map;
+        let mut rest = free;
+        let mut regions = [0u32; 32];
+        let mut count = 0;
+        while rest != 0 {
+            let region = flood(rest & rest.wrapping_neg(), free, self.side);
+            rest &= !region;
+            regions[count] = region;
+            count += 1;
+        }
+        let regions = &regions[..count];
+        // The largest region, the first (lowest cell) among equals, is the main one.
+        let main = (0..count)
+            .max_by_key(|&i| (regions[i].count_ones(), std::cmp::Reverse(i)))
+            .unwrap_or(0);
+        let own = regions.iter().position(|&r| r & seed != 0).unwrap_or(main);
+        (own != main).then(|| (own - usize::from(own > main)) as u32)
+    }
+
+    /// The map's rank in the combinatorial number system.
+    fn map_rank(&self, map: u32) -> u32 {
         let mut rest = map;
         let mut rank = 0u32;
         let mut i = 1;
@@ -118,12 +171,10 @@ impl ZeroIndex {
             rest &= rest - 1;
             i += 1;
         }
-        let offset = self.offsets[rank as usize];
-        (offset & !SEVERAL_REGIONS, offset & SEVERAL_REGIONS != 0)
+        rank
     }
 
     /// Which tile is on which of the map's cells, as a rank of a permutation of k.
-    #[inline(always)]
     fn order(&self, map: u32, cells: impl Iterator<Item = u8>) -> u32 {
         let mut taken = 0u32;
         let mut rank = 0u32;
@@ -137,27 +188,16 @@ impl ZeroIndex {
         rank
     }
 
-    /// The number of the free region of `map` that holds `seed`: how many regions have a lower
-    /// lowest cell.
-    #[cold]
-    fn region_of(&self, map: u32, seed: u32) -> u32 {
-        let free = self.all() & !map;
-        let lowest = flood(seed & free, free, self.side).trailing_zeros();
-        let mut below = free & ((1u32 << lowest) - 1);
-        let mut number = 0;
-        while below != 0 {
-            below &= !flood(below & below.wrapping_neg(), free, self.side);
-            number += 1;
-        }
-        number
-    }
-
     fn all(&self) -> u32 {
-        if self.cells == 32 {
-            u32::MAX
-        } else {
-            (1u32 << self.cells) - 1
-        }
+        all_cells(self.cells)
+    }
+}
+
+fn all_cells(cells: usize) -> u32 {
+    if cells == 32 {
+        u32::MAX
+    } else {
+        (1u32 << cells) - 1
     }
 }
 
@@ -200,8 +240,8 @@ mod tests {
         assert_eq!(ZeroIndex::new(5, 6).entries(), 181_008_000);
     }
 
-    /// Every (placement, region) state of small spaces gets its own index, and together they
-    /// fill the space.
+    /// Every (placement, region) state of small spaces gets its own place, together they fill
+    /// the space, and a lookup with the blank anywhere in a region finds its place.
     #[test]
     fn indices_are_dense_and_distinct() {
         for (side, k) in [(3, 3), (4, 3), (4, 4), (5, 2)] {
@@ -209,20 +249,39 @@ mod tests {
             let cells = side * side;
             let mut seen = vec![false; index.entries() as usize];
             let mut placement = vec![0u8; k];
+            // Every state's place, then a table whose entries are their own places (mod 127),
+            // flagged as the builder flags them, read back with the blank on every cell.
+            let mut states = Vec::new();
             visit(&mut placement, 0, cells, &mut |tiles| {
                 let map = tiles.iter().fold(0u32, |m, &c| m | 1 << c);
                 let free = index.all() & !map;
+                let several = region_count(free, side) > 1;
                 let mut rest = free;
                 while rest != 0 {
                     let region = flood(rest & rest.wrapping_neg(), free, side);
                     rest &= !region;
-                    let i = index.index_in_region(tiles, region) as usize;
-                    assert!(!seen[i], "{side}x{side} {tiles:?}: index {i} twice");
+                    let (i, flagged) = index.locate(tiles, region);
+                    assert!(!seen[i], "{side}x{side} {tiles:?}: place {i} twice");
+                    assert!(!flagged || several);
                     seen[i] = true;
-                    let blank = region.trailing_zeros() as u8;
-                    assert_eq!(index.index(tiles.iter().copied(), blank) as usize, i);
+                    states.push((tiles.to_vec(), region, i, flagged));
                 }
             });
+            let mut entries: Vec<u8> = (0..index.entries()).map(|e| (e % 127) as u8).collect();
+            for &(_, _, i, flagged) in &states {
+                if flagged {
+                    entries[i] |= SEVERAL;
+                }
+            }
+            for (tiles, region, i, _) in &states {
+                let mut blanks = *region;
+                while blanks != 0 {
+                    let blank = blanks.trailing_zeros() as u8;
+                    blanks &= blanks - 1;
+                    let value = index.value(&entries, tiles.iter().copied(), blank);
+                    assert_eq!(value, (i % 127) as u8, "{tiles:?} blank {blank}");
+                }
+            }
             assert!(seen.iter().all(|&s| s), "{side}x{side}, {k} tiles: dense");
         }
     }

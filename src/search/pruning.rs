@@ -38,8 +38,6 @@ pub const START: u32 = 0;
 pub struct MovePruning {
     /// State -> next state per direction, or [`DEAD`].
     transitions: Vec<[u32; 4]>,
-    /// The length of the longest equivalence the machine knows.
-    depth: u32,
     words: usize,
 }
 
@@ -81,7 +79,6 @@ impl MovePruning {
         static NONE: OnceLock<MovePruning> = OnceLock::new();
         NONE.get_or_init(|| MovePruning {
             transitions: vec![[START; 4]],
-            depth: 0,
             words: 0,
         })
     }
@@ -97,20 +94,19 @@ impl MovePruning {
         MACHINES[side - 3].get_or_init(|| {
             let depth = default_depth(side);
             let words: Vec<Word> = shipped_words().filter(|w| w.len <= depth).collect();
-            MovePruning::from_words(&words, depth)
+            MovePruning::from_words(&words)
         })
     }
 
     /// The machine that knows every forbidden word of at most `depth` moves, made afresh
     /// (seconds at 14 moves, growing about 3.7x per move).
     pub fn generate(depth: u32) -> MovePruning {
-        MovePruning::from_words(&forbidden_words(depth.min(MAX_WORD)), depth)
+        MovePruning::from_words(&forbidden_words(depth.min(MAX_WORD)))
     }
 
-    fn from_words(words: &[Word], depth: u32) -> MovePruning {
+    fn from_words(words: &[Word]) -> MovePruning {
         MovePruning {
             transitions: automaton(words),
-            depth,
             words: words.len(),
         }
     }
@@ -142,10 +138,6 @@ impl MovePruning {
 
     pub fn states(&self) -> usize {
         self.transitions.len()
-    }
-
-    pub fn depth(&self) -> u32 {
-        self.depth
     }
 
     /// How many forbidden words the machine was made from.
