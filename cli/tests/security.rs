@@ -247,6 +247,18 @@ fn malformed_rpcs_are_refused_without_harm() {
             ),
             Code::NotFound
         );
+        for token in ["x", "-1", "99999999999"] {
+            let request = pb::GetBatchRequest {
+                batch_id: 0,
+                page_size: 10,
+                page_token: token.into(),
+            };
+            assert_eq!(
+                code(client.get_batch(request).await),
+                Code::InvalidArgument,
+                "{token}"
+            );
+        }
         assert_eq!(
             code(
                 client

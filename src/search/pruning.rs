@@ -125,17 +125,6 @@ impl MovePruning {
         self.transitions[state as usize][direction & 3]
     }
 
-    /// The state after a whole path from [`START`], or [`DEAD`].
-    pub fn after(&self, moves: &[Direction]) -> u32 {
-        moves
-            .iter()
-            .try_fold(START, |state, &d| {
-                let next = self.next(state, d as usize);
-                (next != DEAD).then_some(next)
-            })
-            .unwrap_or(DEAD)
-    }
-
     pub fn states(&self) -> usize {
         self.transitions.len()
     }
@@ -534,8 +523,17 @@ mod tests {
             Direction::Up,
         ];
         let two_laps: Vec<Direction> = lap.iter().cycle().take(8).copied().collect();
-        assert_ne!(machine.after(&two_laps[..4]), DEAD);
-        assert_eq!(machine.after(&two_laps), DEAD);
+        let after = |moves: &[Direction]| {
+            moves
+                .iter()
+                .try_fold(START, |state, &d| {
+                    let next = machine.next(state, d as usize);
+                    (next != DEAD).then_some(next)
+                })
+                .unwrap_or(DEAD)
+        };
+        assert_ne!(after(&two_laps[..4]), DEAD);
+        assert_eq!(after(&two_laps), DEAD);
     }
 
     /// On every board within 14 moves of a 3x3 root (13 of a 4x4 one, with the 5x5 machine), the
