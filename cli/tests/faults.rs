@@ -17,9 +17,9 @@ use common::{
 /// leased; a one-second lease timeout, so a dead worker's tasks come back quickly.
 const SERVE: [&str; 6] = [
     "--split-after",
-    "20000",
+    "2000",
     "--subtree-budget",
-    "10000",
+    "1000",
     "--lease-timeout",
     "1",
 ];
