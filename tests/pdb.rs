@@ -108,6 +108,65 @@ fn partitioned_3x3_tables_are_admissible() {
     assert!(raised_by_sets > 0 && raised_by_zero > 0);
 }
 
+/// The kernel's question, "is this child within the limit?", answered lazily (the largest set at
+/// the parent read first, the rest only for a kept child), agrees with evaluating every term:
+/// a kept child gets the full estimate, a cut one a bound over the limit and never over the
+/// estimate. Checked on every 3x3 move, for placement-only and zero-aware tables.
+#[test]
+fn lazy_limit_checks_agree_with_full_evaluation() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PdbStore::new(dir.path(), 2);
+    let goal = Board::blank_last(3);
+    let patterns = [
+        vec![1, 2, 4],
+        vec![3, 5, 6],
+        vec![7, 8],
+        vec![1, 2, 3, 4],
+        vec![5, 6, 7, 8],
+    ];
+    for zero_aware in [false, true] {
+        let tables = patterns
+            .iter()
+            .map(|tiles| {
+                let spec = PatternSpec {
+                    goal,
+                    tiles: tiles.clone(),
+                    zero_aware,
+                };
+                store.table(&spec, &quiet).unwrap()
+            })
+            .collect();
+        let pdb = AdditivePdb::<8>::new(&goal, tables, &[vec![0, 1, 2], vec![3, 4]], true);
+        let (mut kept, mut cut) = (0, 0);
+        for board in bfs(&goal).keys() {
+            let state = pdb.init(&Position::new(board));
+            for direction in Direction::ALL {
+                let Some((child, tile)) = board.apply(direction) else {
+                    continue;
+                };
+                let position = Position::new(&child);
+                let (from, to) = (child.blank(), board.blank());
+                let full = pdb.value(pdb.after_move(&position, state, tile, from, to));
+                assert_eq!(full, pdb.estimate(&position), "{child}");
+                for limit in full.saturating_sub(2)..=full + 1 {
+                    match pdb.after_move_within(&position, state, tile, from, to, limit) {
+                        Ok((within, h)) => {
+                            assert!(full <= limit && h == full, "{child} limit {limit}");
+                            assert_eq!(pdb.value(within), full, "{child}");
+                            kept += 1;
+                        }
+                        Err(bound) => {
+                            assert!(limit < bound && bound <= full, "{child} limit {limit}");
+                            cut += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(kept > 0 && cut > 0);
+    }
+}
+
 /// A zero-aware table refines a placement-only one: over a placement's blank regions, the least
 /// zero-aware entry is the placement's entry.
 #[test]

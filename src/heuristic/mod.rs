@@ -42,6 +42,38 @@ pub trait Heuristic: Send + Sync {
         to: usize,
     ) -> Self::State;
 
+    /// Whether [`Heuristic::prefetch_child`] does anything (the kernel skips the calls if not).
+    const PREFETCHES: bool = false;
+
+    /// Asks for the memory the child's first check in [`Heuristic::after_move_within`] will read,
+    /// without waiting for it, so that the reads of a node's children overlap. `position`
+    /// shows the child; `state` is the parent's.
+    #[inline(always)]
+    fn prefetch_child(&self, _position: &Position, _state: Self::State, _tile: u8) {}
+
+    /// [`Heuristic::after_move`] for a search that keeps the child only when its estimate is at
+    /// most `limit`: the child's state and estimate when it is, else a lower bound over `limit`
+    /// on the estimate. A heuristic that is a maximum of several terms may stop at the first
+    /// term over the limit, so the bound can fall short of the estimate itself.
+    #[inline(always)]
+    fn after_move_within(
+        &self,
+        position: &Position,
+        state: Self::State,
+        tile: u8,
+        from: usize,
+        to: usize,
+        limit: u32,
+    ) -> Result<(Self::State, u32), u32> {
+        let child = self.after_move(position, state, tile, from, to);
+        let h = self.value(child);
+        if h <= limit {
+            Ok((child, h))
+        } else {
+            Err(h)
+        }
+    }
+
     /// The estimate for a whole board.
     fn estimate(&self, position: &Position) -> u32 {
         self.value(self.init(position))

@@ -20,6 +20,7 @@ use crate::board::{Board, Position};
 use crate::heuristic::Heuristic;
 use crate::pdb::file::PatternTable;
 use crate::pdb::index::rank;
+use crate::pdb::prefetch;
 use crate::pdb::zero_index::ZeroIndex;
 
 /// At most this many tables in one additive set.
@@ -68,6 +69,18 @@ impl Mirror {
 pub struct PdbState<const SLOTS: usize> {
     board: [u8; SLOTS],
     mirrored: [u8; SLOTS],
+    /// The set with the largest sum when the terms were last all read (sets on the mirror image
+    /// numbered after the board's): the first one a child checks against its limit.
+    best: u8,
+}
+
+/// The reads a move needs, asked for and not yet waited on: the tables holding the moved tile
+/// on the board and on the mirror image, and where each is read first.
+struct Probes<const SLOTS: usize> {
+    tables: u32,
+    index: [u32; SLOTS],
+    mirrored_tables: u32,
+    mirrored_index: [u32; SLOTS],
 }
 
 /// What a lookup needs of one table, kept together so the kernel reads one place: the pattern
@@ -76,7 +89,7 @@ pub struct PdbState<const SLOTS: usize> {
 struct Lookup {
     tiles: [u8; 8],
     len: usize,
-    zero: Option<ZeroIndex>,
+    zero: Option<Arc<ZeroIndex>>,
     table: Arc<PatternTable>,
 }
 
@@ -95,6 +108,8 @@ pub struct AdditivePdb<const SLOTS: usize = NARROW> {
     sets: Vec<[u8; MAX_GROUPS]>,
     /// Tile -> the tables holding it, as a bit mask.
     tables_of: [u32; 32],
+    /// Per set, tile -> the set's table holding it.
+    holder: Vec<[u8; 32]>,
     mirror: Option<Mirror>,
 }
 
@@ -122,6 +137,18 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                 tables_of[usize::from(tile)] |= 1 << i;
             }
         }
+        let holder = sets
+            .iter()
+            .map(|set| {
+                let mut holder = [0u8; 32];
+                for &table in set {
+                    for &tile in &tables[table].spec.tiles {
+                        holder[usize::from(tile) & 31] = table as u8;
+                    }
+                }
+                holder
+            })
+            .collect();
         let sets = sets
             .iter()
             .map(|set| {
@@ -133,18 +160,30 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                 slots
             })
             .collect();
+        // One index per pattern size, shared: its region masks are read at every off-main
+        // lookup, so one copy stays in cache where one per table would not.
+        let mut zero_indices: Vec<Arc<ZeroIndex>> = Vec::new();
         let lookups = tables
             .into_iter()
             .map(|table| {
                 let spec = &table.spec;
+                let k = spec.tiles.len();
                 let mut tiles = [0u8; 8];
-                tiles[..spec.tiles.len()].copy_from_slice(&spec.tiles);
+                tiles[..k].copy_from_slice(&spec.tiles);
+                let zero = spec.zero_aware.then(|| {
+                    match zero_indices.iter().find(|index| index.tiles() == k) {
+                        Some(index) => Arc::clone(index),
+                        None => {
+                            let index = Arc::new(ZeroIndex::new(goal.side(), k));
+                            zero_indices.push(Arc::clone(&index));
+                            index
+                        }
+                    }
+                });
                 Lookup {
                     tiles,
-                    len: spec.tiles.len(),
-                    zero: spec
-                        .zero_aware
-                        .then(|| ZeroIndex::new(goal.side(), spec.tiles.len())),
+                    len: k,
+                    zero,
                     table,
                 }
             })
@@ -155,6 +194,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
             lookups,
             sets,
             tables_of,
+            holder,
             mirror,
         }
     }
@@ -164,48 +204,185 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         self.mirror.is_some()
     }
 
-    /// Table `i`'s entry for the pattern tiles on `cells` with the blank on `blank`.
+    /// The pattern tiles' cells on the board, in table `i`'s pattern order.
     #[inline(always)]
-    fn lookup(&self, lookup: &Lookup, cells: impl Iterator<Item = u8> + Clone, blank: u8) -> u8 {
+    fn cells<'p>(
+        &'p self,
+        i: usize,
+        position: &'p Position,
+    ) -> impl Iterator<Item = u8> + Clone + 'p {
+        self.lookups[i]
+            .tiles()
+            .iter()
+            .map(|&t| position.cells[usize::from(t) & 31])
+    }
+
+    /// The cells on the mirror image of the tiles of table `i`'s pattern.
+    #[inline(always)]
+    fn mirrored_cells<'p>(
+        &'p self,
+        mirror: &'p Mirror,
+        i: usize,
+        position: &'p Position,
+    ) -> impl Iterator<Item = u8> + Clone + 'p {
+        self.lookups[i].tiles().iter().map(|&t| {
+            let original = mirror.tile[usize::from(t) & 31];
+            mirror.cell[usize::from(position.cells[usize::from(original) & 31]) & 31]
+        })
+    }
+
+    /// Where table `i`'s entry for `cells` is read first (its placement rank), asking for that
+    /// byte's cache line at once so that the reads of several tables overlap.
+    #[inline(always)]
+    fn probe(&self, i: usize, cells: impl Iterator<Item = u8>) -> u32 {
+        let index = rank(self.cells, cells);
+        let entries = self.lookups[i].table.entries();
+        if let Some(entry) = entries.get(index as usize) {
+            prefetch(entry);
+        }
+        index
+    }
+
+    /// Table `i`'s term, from the first read at `index` (from [`Self::probe`] on `cells`).
+    #[inline(always)]
+    fn read(&self, i: usize, index: u32, cells: impl Iterator<Item = u8> + Clone, blank: u8) -> u8 {
+        let lookup = &self.lookups[i];
         let entries = lookup.table.entries();
+        let first = entries[index as usize];
         match &lookup.zero {
-            None => entries[rank(self.cells, cells) as usize],
-            Some(zero) => zero.value(entries, cells, blank),
+            None => first,
+            Some(zero) => zero.resolve(entries, first, cells, blank),
         }
     }
 
     #[inline(always)]
     fn term(&self, i: usize, position: &Position) -> u8 {
-        let lookup = &self.lookups[i];
-        let cells = lookup
-            .tiles()
-            .iter()
-            .map(|&t| position.cells[usize::from(t) & 31]);
-        self.lookup(lookup, cells, position.cells[0])
+        let index = self.probe(i, self.cells(i, position));
+        self.read(i, index, self.cells(i, position), position.cells[0])
     }
 
     #[inline(always)]
     fn mirror_term(&self, mirror: &Mirror, i: usize, position: &Position) -> u8 {
-        let lookup = &self.lookups[i];
-        let cells = lookup.tiles().iter().map(|&t| {
-            let original = mirror.tile[usize::from(t) & 31];
-            mirror.cell[usize::from(position.cells[usize::from(original) & 31]) & 31]
-        });
+        let index = self.probe(i, self.mirrored_cells(mirror, i, position));
         let blank = mirror.cell[usize::from(position.cells[0]) & 31];
-        self.lookup(lookup, cells, blank)
+        self.read(i, index, self.mirrored_cells(mirror, i, position), blank)
     }
 
     #[inline(always)]
-    fn best_sum(&self, terms: &[u8; SLOTS]) -> u32 {
-        let mut best = 0;
-        for set in &self.sets {
-            let mut sum = 0;
-            for &slot in set {
-                sum += u32::from(terms[usize::from(slot) % SLOTS]);
+    fn sum(&self, set: usize, terms: &[u8; SLOTS]) -> u32 {
+        self.sets[set]
+            .iter()
+            .map(|&slot| u32::from(terms[usize::from(slot) % SLOTS]))
+            .sum()
+    }
+
+    /// The largest set sum and its set (mirror-image sets numbered after the board's).
+    #[inline(always)]
+    fn best_set(&self, state: &PdbState<SLOTS>) -> (u32, u8) {
+        let mut best = (0, 0);
+        for set in 0..self.sets.len() {
+            let sum = self.sum(set, &state.board);
+            if sum > best.0 {
+                best = (sum, set as u8);
             }
-            best = best.max(sum);
+        }
+        if self.mirror.is_some() {
+            for set in 0..self.sets.len() {
+                let sum = self.sum(set, &state.mirrored);
+                if sum > best.0 {
+                    best = (sum, (self.sets.len() + set) as u8);
+                }
+            }
         }
         best
+    }
+
+    /// Asks for every read the move of `tile` needs (every read is asked for before any is
+    /// waited on: the tables are far larger than the caches, so the reads miss, and their misses
+    /// overlap instead of following each other).
+    #[inline(always)]
+    fn probe_moved(&self, position: &Position, tile: u8) -> Probes<SLOTS> {
+        let tables = self.tables_of[usize::from(tile) & 31];
+        let mut probes = Probes {
+            tables,
+            index: [0; SLOTS],
+            mirrored_tables: 0,
+            mirrored_index: [0; SLOTS],
+        };
+        for i in Bits(tables) {
+            probes.index[i % SLOTS] = self.probe(i, self.cells(i, position));
+        }
+        if let Some(mirror) = &self.mirror {
+            let tables = self.tables_of[usize::from(mirror.tile[usize::from(tile) & 31]) & 31];
+            probes.mirrored_tables = tables;
+            for i in Bits(tables) {
+                probes.mirrored_index[i % SLOTS] =
+                    self.probe(i, self.mirrored_cells(mirror, i, position));
+            }
+        }
+        probes
+    }
+
+    /// Reads the board's term of table `i` from its probe.
+    #[inline(always)]
+    fn read_board(&self, probes: &Probes<SLOTS>, i: usize, position: &Position) -> u8 {
+        let index = probes.index[i % SLOTS];
+        self.read(i, index, self.cells(i, position), position.cells[0])
+    }
+
+    /// Reads the mirror image's term of table `i` from its probe.
+    #[inline(always)]
+    fn read_mirrored(
+        &self,
+        mirror: &Mirror,
+        probes: &Probes<SLOTS>,
+        i: usize,
+        position: &Position,
+    ) -> u8 {
+        let index = probes.mirrored_index[i % SLOTS];
+        let blank = mirror.cell[usize::from(position.cells[0]) & 31];
+        self.read(i, index, self.mirrored_cells(mirror, i, position), blank)
+    }
+
+    /// Reads every probed term into `state`.
+    #[inline(always)]
+    fn read_moved(&self, probes: &Probes<SLOTS>, position: &Position, state: &mut PdbState<SLOTS>) {
+        for i in Bits(probes.tables) {
+            state.board[i % SLOTS] = self.read_board(probes, i, position);
+        }
+        if let Some(mirror) = &self.mirror {
+            for i in Bits(probes.mirrored_tables) {
+                state.mirrored[i % SLOTS] = self.read_mirrored(mirror, probes, i, position);
+            }
+        }
+    }
+
+    /// The sum of set `set` (numbered as in [`PdbState::best`]) after the move of `tile`, reading
+    /// the one term of it that the move changed.
+    #[inline(always)]
+    fn moved_sum(
+        &self,
+        set: usize,
+        position: &Position,
+        state: &mut PdbState<SLOTS>,
+        tile: u8,
+    ) -> u32 {
+        let sets = self.sets.len();
+        match &self.mirror {
+            Some(mirror) if set >= sets => {
+                let set = set - sets;
+                let mirrored = mirror.tile[usize::from(tile) & 31];
+                let i = usize::from(self.holder[set % sets][usize::from(mirrored) & 31]);
+                state.mirrored[i % SLOTS] = self.mirror_term(mirror, i, position);
+                self.sum(set, &state.mirrored)
+            }
+            _ => {
+                let set = set % sets;
+                let i = usize::from(self.holder[set][usize::from(tile) & 31]);
+                state.board[i % SLOTS] = self.term(i, position);
+                self.sum(set, &state.board)
+            }
+        }
     }
 }
 
@@ -216,6 +393,7 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         let mut state = PdbState {
             board: [0; SLOTS],
             mirrored: [0; SLOTS],
+            best: 0,
         };
         for i in 0..self.lookups.len() {
             state.board[i] = self.term(i, position);
@@ -223,17 +401,13 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
                 state.mirrored[i] = self.mirror_term(mirror, i, position);
             }
         }
+        state.best = self.best_set(&state).1;
         state
     }
 
     #[inline(always)]
     fn value(&self, state: PdbState<SLOTS>) -> u32 {
-        let value = self.best_sum(&state.board);
-        if self.mirror.is_some() {
-            value.max(self.best_sum(&state.mirrored))
-        } else {
-            value
-        }
+        self.best_set(&state).0
     }
 
     #[inline(always)]
@@ -245,21 +419,72 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         _from: usize,
         _to: usize,
     ) -> PdbState<SLOTS> {
-        let mut tables = self.tables_of[usize::from(tile) & 31];
-        while tables != 0 {
-            let i = tables.trailing_zeros() as usize;
-            tables &= tables - 1;
-            state.board[i % SLOTS] = self.term(i, position);
-        }
-        if let Some(mirror) = &self.mirror {
-            let mirrored = mirror.tile[usize::from(tile) & 31];
-            let mut tables = self.tables_of[usize::from(mirrored) & 31];
-            while tables != 0 {
-                let i = tables.trailing_zeros() as usize;
-                tables &= tables - 1;
-                state.mirrored[i % SLOTS] = self.mirror_term(mirror, i, position);
+        let probes = self.probe_moved(position, tile);
+        self.read_moved(&probes, position, &mut state);
+        state
+    }
+
+    const PREFETCHES: bool = true;
+
+    #[inline(always)]
+    fn prefetch_child(&self, position: &Position, state: PdbState<SLOTS>, tile: u8) {
+        let sets = self.sets.len();
+        let best = usize::from(state.best);
+        match &self.mirror {
+            Some(mirror) if best >= sets => {
+                let mirrored = mirror.tile[usize::from(tile) & 31];
+                let i = usize::from(self.holder[(best - sets) % sets][usize::from(mirrored) & 31]);
+                self.probe(i, self.mirrored_cells(mirror, i, position));
+            }
+            _ => {
+                let i = usize::from(self.holder[best % sets][usize::from(tile) & 31]);
+                self.probe(i, self.cells(i, position));
             }
         }
-        state
+    }
+
+    /// Reads first the term of the set that was largest before the move: when that set alone
+    /// exceeds `limit`, the child is cut without waiting on the other reads (about half the
+    /// children IDA* generates are cut).
+    #[inline(always)]
+    fn after_move_within(
+        &self,
+        position: &Position,
+        mut state: PdbState<SLOTS>,
+        tile: u8,
+        _from: usize,
+        _to: usize,
+        limit: u32,
+    ) -> Result<(PdbState<SLOTS>, u32), u32> {
+        let first = self.moved_sum(usize::from(state.best), position, &mut state, tile);
+        if first > limit {
+            return Err(first);
+        }
+        let probes = self.probe_moved(position, tile);
+        self.read_moved(&probes, position, &mut state);
+        let (h, best) = self.best_set(&state);
+        state.best = best;
+        if h <= limit {
+            Ok((state, h))
+        } else {
+            Err(h)
+        }
+    }
+}
+
+/// The set bits of a mask, lowest first.
+struct Bits(u32);
+
+impl Iterator for Bits {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        if self.0 == 0 {
+            return None;
+        }
+        let bit = self.0.trailing_zeros() as usize;
+        self.0 &= self.0 - 1;
+        Some(bit)
     }
 }

@@ -25,6 +25,7 @@ use memmap2::MmapMut;
 
 use crate::board::Board;
 use crate::pdb::index::{placements, rank, Unranker};
+use crate::pdb::prefetch;
 use crate::pdb::zero_index::{flood, ZeroIndex, SEVERAL};
 
 const CLOSED: u64 = 1;
@@ -461,20 +462,6 @@ impl Expansion {
         count: 0,
         occupied: 0,
     };
-}
-
-/// Asks for the cache line holding `item` without waiting for it.
-#[inline(always)]
-fn prefetch<T>(item: &T) {
-    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never faults or changes memory.
-    #[cfg(target_arch = "x86_64")]
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (item as *const T).cast(),
-        )
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = item;
 }
 
 /// The cells whose 2-bit mark equals `code`, as a cell mask.

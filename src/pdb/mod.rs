@@ -15,3 +15,17 @@ pub use additive::{AdditivePdb, PdbState, NARROW, WIDE};
 pub use file::{PatternSpec, PatternTable, PdbError};
 pub use preset::{Preset, UnknownPreset};
 pub use store::{PdbEvent, PdbStore};
+
+/// Asks for the cache line holding `item` without waiting for it.
+#[inline(always)]
+pub(crate) fn prefetch<T>(item: &T) {
+    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never faults or changes memory.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (item as *const T).cast(),
+        )
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = item;
+}

@@ -29,6 +29,9 @@ pub const MAX_ZERO_AWARE_TILES: usize = 8;
 #[derive(Clone, Debug)]
 pub struct ZeroIndex {
     side: usize,
+    /// The cells of the first and of the last column.
+    first_col: u32,
+    last_col: u32,
     cells: usize,
     k: usize,
     /// k!
@@ -37,8 +40,12 @@ pub struct ZeroIndex {
     main: u32,
     /// `choose[c][i]` = C(c, i).
     choose: [[u32; 9]; 32],
-    /// Per map rank: the non-main regions of every smaller map.
+    /// Per map rank: the non-main regions of every smaller map (one more entry at the end, so
+    /// that map `r`'s are `extra[r]..extra[r + 1]`).
     extra: Vec<u32>,
+    /// Every map's non-main regions as cell masks, by map rank and then lowest cell, so that a
+    /// lookup finds the blank's region with a mask test instead of flooding the board.
+    regions: Vec<u32>,
     entries: u64,
 }
 
@@ -56,30 +63,45 @@ impl ZeroIndex {
             }
         }
         let all = all_cells(cells);
-        let mut extra = vec![0u32; choose[cells][k] as usize];
-        let mut total = 0u64;
+        let maps = choose[cells][k] as usize;
+        let mut extra = Vec::with_capacity(maps + 1);
+        let mut regions = Vec::new();
         // Every k-subset in rank order: Gosper's hack visits masks in increasing order, which is
         // the combinatorial number system's order.
         let mut map: u32 = (1u32 << k) - 1;
-        for offset in extra.iter_mut() {
-            *offset = total as u32;
-            total += u64::from(region_count(all & !map, side) - 1);
+        for _ in 0..maps {
+            extra.push(regions.len() as u32);
+            let free = all & !map;
+            let (found, count) = free_regions(free, side);
+            let main = main_region(&found[..count]);
+            regions.extend((0..count).filter(|&i| i != main).map(|i| found[i]));
             let lowest = map & map.wrapping_neg();
             let ripple = map + lowest;
             map = (((ripple ^ map) >> 2) / lowest) | ripple;
         }
+        extra.push(regions.len() as u32);
+        let total = regions.len() as u64;
         let orders: u32 = (1..=k as u32).product();
         let main = placements(cells, k);
+        let first_col = (0..side).fold(0u32, |m, row| m | 1 << (row * side));
         ZeroIndex {
             side,
+            first_col,
+            last_col: first_col << (side - 1),
             cells,
             k,
             orders,
             main: main as u32,
             choose,
             extra,
+            regions,
             entries: main + total * u64::from(orders),
         }
+    }
+
+    /// The number of pattern tiles.
+    pub fn tiles(&self) -> usize {
+        self.k
     }
 
     /// Entries of a table over this index.
@@ -92,6 +114,18 @@ impl ZeroIndex {
     #[inline(always)]
     pub fn value(&self, entries: &[u8], cells: impl Iterator<Item = u8> + Clone, blank: u8) -> u8 {
         let main = entries[rank(self.cells, cells.clone()) as usize];
+        self.resolve(entries, main, cells, blank)
+    }
+
+    /// The value given the placement's main entry `main` (read at the placement's rank).
+    #[inline(always)]
+    pub fn resolve(
+        &self,
+        entries: &[u8],
+        main: u8,
+        cells: impl Iterator<Item = u8> + Clone,
+        blank: u8,
+    ) -> u8 {
         if main & SEVERAL == 0 {
             return main;
         }
@@ -99,8 +133,7 @@ impl ZeroIndex {
     }
 
     /// The value for a placement with several regions: the main entry's, or a second read.
-    #[cold]
-    #[inline(never)]
+    #[inline(always)]
     fn off_main(
         &self,
         entries: &[u8],
@@ -109,10 +142,45 @@ impl ZeroIndex {
         blank: u8,
     ) -> u8 {
         let map = cells.clone().fold(0u32, |m, c| m | 1 << c);
-        match self.region_number(map, 1 << blank) {
-            None => main & !SEVERAL,
-            Some(j) => entries[self.extra_index(map, cells, j) as usize],
+        if self.in_majority(1 << blank, all_cells(self.cells) & !map) {
+            return main & !SEVERAL;
         }
+        let map_rank = self.map_rank(map);
+        match self.region_number(map_rank, 1 << blank) {
+            None => main & !SEVERAL,
+            Some(j) => entries[self.extra_index(map, map_rank, cells, j) as usize],
+        }
+    }
+
+    /// Whether the region of `free` holding `seed` has more than half the free cells, which
+    /// makes it the main region. Grown a step at a time: the blank is mostly in the main region,
+    /// which passes half within a few steps, so most lookups of a placement with several regions
+    /// need neither a full flood nor the region tables (which miss the cache).
+    #[inline(always)]
+    fn in_majority(&self, seed: u32, free: u32) -> bool {
+        let half = free.count_ones() / 2;
+        let mut region = seed;
+        loop {
+            let grown = self.grow(region, free);
+            if grown.count_ones() > half {
+                return true;
+            }
+            if grown == region {
+                return false;
+            }
+            region = grown;
+        }
+    }
+
+    /// `region` and the cells of `free` next to it.
+    #[inline(always)]
+    fn grow(&self, region: u32, free: u32) -> u32 {
+        (region
+            | (region << self.side)
+            | (region >> self.side)
+            | ((region & !self.last_col) << 1)
+            | ((region & !self.first_col) >> 1))
+            & free
     }
 
     /// Where the state with the pattern tiles on `cells` and the blank anywhere in `region` is
@@ -120,44 +188,33 @@ impl ZeroIndex {
     /// builder marks with [`SEVERAL`]).
     pub fn locate(&self, cells: &[u8], region: u32) -> (usize, bool) {
         let map = cells.iter().fold(0u32, |m, &c| m | 1 << c);
-        match self.region_number(map, region) {
+        let map_rank = self.map_rank(map);
+        match self.region_number(map_rank, region) {
             None => (
                 rank(self.cells, cells.iter().copied()) as usize,
-                region_count(self.all() & !map, self.side) > 1,
+                self.extra[map_rank as usize + 1] > self.extra[map_rank as usize],
             ),
             Some(j) => (
-                self.extra_index(map, cells.iter().copied(), j) as usize,
+                self.extra_index(map, map_rank, cells.iter().copied(), j) as usize,
                 false,
             ),
         }
     }
 
-    fn extra_index(&self, map: u32, cells: impl Iterator<Item = u8>, j: u32) -> u32 {
-        self.main
-            + (self.extra[self.map_rank(map) as usize] + j) * self.orders
-            + self.order(map, cells)
+    fn extra_index(&self, map: u32, map_rank: u32, cells: impl Iterator<Item = u8>, j: u32) -> u32 {
+        self.main + (self.extra[map_rank as usize] + j) * self.orders + self.order(map, cells)
     }
 
-    /// `None` when the region holding `seed` is the map's main region, else its number among
-    /// the other regions by lowest cell.
-    fn region_number(&self, map: u32, seed: u32) -> Option<u32> {
-        let free = self.all() & !map;
-        let mut rest = free;
-        let mut regions = [0u32; 32];
-        let mut count = 0;
-        while rest != 0 {
-            let region = flood(rest & rest.wrapping_neg(), free, self.side);
-            rest &= !region;
-            regions[count] = region;
-            count += 1;
-        }
-        let regions = &regions[..count];
-        // The largest region, the first (lowest cell) among equals, is the main one.
-        let main = (0..count)
-            .max_by_key(|&i| (regions[i].count_ones(), std::cmp::Reverse(i)))
-            .unwrap_or(0);
-        let own = regions.iter().position(|&r| r & seed != 0).unwrap_or(main);
-        (own != main).then(|| (own - usize::from(own > main)) as u32)
+    /// `None` when the region holding `seed` is the main region of the map ranked `map_rank`,
+    /// else its number among the other regions by lowest cell.
+    #[inline(always)]
+    fn region_number(&self, map_rank: u32, seed: u32) -> Option<u32> {
+        let first = self.extra[map_rank as usize] as usize;
+        let end = self.extra[map_rank as usize + 1] as usize;
+        self.regions[first..end]
+            .iter()
+            .position(|&region| region & seed != 0)
+            .map(|j| j as u32)
     }
 
     /// The map's rank in the combinatorial number system.
@@ -187,10 +244,6 @@ impl ZeroIndex {
         }
         rank
     }
-
-    fn all(&self) -> u32 {
-        all_cells(self.cells)
-    }
 }
 
 fn all_cells(cells: usize) -> u32 {
@@ -201,15 +254,31 @@ fn all_cells(cells: usize) -> u32 {
     }
 }
 
-/// Number of connected regions of `free` cells.
-fn region_count(free: u32, side: usize) -> u32 {
-    let mut rest = free;
+/// The connected regions of `free` cells, by lowest cell, and how many there are.
+fn free_regions(free: u32, side: usize) -> ([u32; 32], usize) {
+    let mut regions = [0u32; 32];
     let mut count = 0;
+    let mut rest = free;
     while rest != 0 {
-        rest &= !flood(rest & rest.wrapping_neg(), free, side);
+        let region = flood(rest & rest.wrapping_neg(), free, side);
+        rest &= !region;
+        regions[count] = region;
         count += 1;
     }
-    count
+    (regions, count)
+}
+
+/// Which of `regions` (by lowest cell) is the main one: the largest, the first among equals.
+fn main_region(regions: &[u32]) -> usize {
+    (0..regions.len())
+        .max_by_key(|&i| (regions[i].count_ones(), std::cmp::Reverse(i)))
+        .unwrap_or(0)
+}
+
+/// Number of connected regions of `free` cells.
+#[cfg(test)]
+fn region_count(free: u32, side: usize) -> u32 {
+    free_regions(free, side).1 as u32
 }
 
 /// The cells of `free` connected to `seed` on a `side` x `side` board.
@@ -254,7 +323,7 @@ mod tests {
             let mut states = Vec::new();
             visit(&mut placement, 0, cells, &mut |tiles| {
                 let map = tiles.iter().fold(0u32, |m, &c| m | 1 << c);
-                let free = index.all() & !map;
+                let free = all_cells(cells) & !map;
                 let several = region_count(free, side) > 1;
                 let mut rest = free;
                 while rest != 0 {

@@ -132,7 +132,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
         self.bound = bound;
         self.next_bound = u32::MAX;
         let last = last.map_or(NO_MOVE, |d| d as usize);
-        if self.dfs(board.blank(), g, state, last, machine) {
+        if self.dfs(board.blank(), g, state, h, last, machine) {
             if let Some(abort) = self.abort {
                 return Bounded::Aborted(abort);
             }
@@ -146,8 +146,16 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
 
     /// Returns true when the search must stop: a goal was found (the path holds it) or a limit
     /// was hit (`self.abort` says which).
-    fn dfs(&mut self, blank: usize, g: u32, state: H::State, last: usize, machine: u32) -> bool {
-        if self.heuristic.value(state) == 0 && self.position.tiles == self.goal {
+    fn dfs(
+        &mut self,
+        blank: usize,
+        g: u32,
+        state: H::State,
+        h: u32,
+        last: usize,
+        machine: u32,
+    ) -> bool {
+        if h == 0 && self.position.tiles == self.goal {
             self.solution_depth = g;
             return true;
         }
@@ -155,29 +163,50 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
         if self.counters.expanded >= self.next_check && self.poll_limits() {
             return true;
         }
+        // Children are kept when h <= limit. A node at the bound itself (only a heuristic that is
+        // zero off the goal lets one in) has no child within it.
+        let Some(limit) = self.bound.checked_sub(g + 1) else {
+            self.next_bound = self.next_bound.min(g + 1);
+            return false;
+        };
         let neighbors = *self.neighbors.of(blank);
+        // The children's pruning states, each looked up once (the machine is larger than L1).
+        let mut machines = [DEAD; 4];
         for (direction, &next) in neighbors.iter().enumerate() {
-            if next == NO_CELL || direction + last == 3 {
-                continue;
+            if next != NO_CELL && direction + last != 3 {
+                machines[direction] = self.pruning.next(machine, direction);
             }
-            let child_machine = self.pruning.next(machine, direction);
+        }
+        if H::PREFETCHES {
+            for (direction, &next) in neighbors.iter().enumerate() {
+                if machines[direction] == DEAD {
+                    continue;
+                }
+                let next = usize::from(next);
+                let tile = self.position.slide(next, blank);
+                self.heuristic.prefetch_child(&self.position, state, tile);
+                self.position.slide(blank, next);
+            }
+        }
+        for (direction, &next) in neighbors.iter().enumerate() {
+            let child_machine = machines[direction];
             if child_machine == DEAD {
                 continue;
             }
             self.counters.generated += 1;
             let next = usize::from(next);
             let tile = self.position.slide(next, blank);
-            let child = self
+            match self
                 .heuristic
-                .after_move(&self.position, state, tile, next, blank);
-            let f = g + 1 + self.heuristic.value(child);
-            if f <= self.bound {
-                self.path[g as usize & (MAX_DEPTH - 1)] = direction as u8;
-                if self.dfs(next, g + 1, child, direction, child_machine) {
-                    return true;
+                .after_move_within(&self.position, state, tile, next, blank, limit)
+            {
+                Ok((child, h)) => {
+                    self.path[g as usize & (MAX_DEPTH - 1)] = direction as u8;
+                    if self.dfs(next, g + 1, child, h, direction, child_machine) {
+                        return true;
+                    }
                 }
-            } else if f < self.next_bound {
-                self.next_bound = f;
+                Err(h) => self.next_bound = self.next_bound.min(g + 1 + h),
             }
             self.position.slide(blank, next);
         }
