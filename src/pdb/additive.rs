@@ -323,36 +323,46 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         probes
     }
 
-    /// Reads the board's term of table `i` from its probe.
-    #[inline(always)]
-    fn read_board(&self, probes: &Probes<SLOTS>, i: usize, position: &Position) -> u8 {
-        let index = probes.index[i % SLOTS];
-        self.read(i, index, self.cells(i, position), position.cells[0])
-    }
-
-    /// Reads the mirror image's term of table `i` from its probe.
-    #[inline(always)]
-    fn read_mirrored(
-        &self,
-        mirror: &Mirror,
-        probes: &Probes<SLOTS>,
-        i: usize,
-        position: &Position,
-    ) -> u8 {
-        let index = probes.mirrored_index[i % SLOTS];
-        let blank = mirror.cell[usize::from(position.cells[0]) & 31];
-        self.read(i, index, self.mirrored_cells(mirror, i, position), blank)
-    }
-
     /// Reads every probed term into `state`.
     #[inline(always)]
     fn read_moved(&self, probes: &Probes<SLOTS>, position: &Position, state: &mut PdbState<SLOTS>) {
         for i in Bits(probes.tables) {
-            state.board[i % SLOTS] = self.read_board(probes, i, position);
+            let index = probes.index[i % SLOTS];
+            state.board[i % SLOTS] =
+                self.read(i, index, self.cells(i, position), position.cells[0]);
         }
         if let Some(mirror) = &self.mirror {
+            let blank = mirror.cell[usize::from(position.cells[0]) & 31];
             for i in Bits(probes.mirrored_tables) {
-                state.mirrored[i % SLOTS] = self.read_mirrored(mirror, probes, i, position);
+                let (index, cells) = (
+                    probes.mirrored_index[i % SLOTS],
+                    self.mirrored_cells(mirror, i, position),
+                );
+                state.mirrored[i % SLOTS] = self.read(i, index, cells, blank);
+            }
+        }
+    }
+
+    /// The table of set `set` (numbered as in [`PdbState::best`]) that the move of `tile`
+    /// changes, with the mirror map when the set is on the mirror image, and the set's number
+    /// within its half.
+    #[inline(always)]
+    fn moved_table(&self, set: usize, tile: u8) -> (Option<&Mirror>, usize, usize) {
+        let sets = self.sets.len();
+        match &self.mirror {
+            Some(mirror) if set >= sets => {
+                let set = (set - sets) % sets;
+                let mirrored = mirror.tile[usize::from(tile) & 31];
+                let table = usize::from(self.holder[set][usize::from(mirrored) & 31]);
+                (Some(mirror), set, table)
+            }
+            _ => {
+                let set = set % sets;
+                (
+                    None,
+                    set,
+                    usize::from(self.holder[set][usize::from(tile) & 31]),
+                )
             }
         }
     }
@@ -367,18 +377,12 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         state: &mut PdbState<SLOTS>,
         tile: u8,
     ) -> u32 {
-        let sets = self.sets.len();
-        match &self.mirror {
-            Some(mirror) if set >= sets => {
-                let set = set - sets;
-                let mirrored = mirror.tile[usize::from(tile) & 31];
-                let i = usize::from(self.holder[set % sets][usize::from(mirrored) & 31]);
+        match self.moved_table(set, tile) {
+            (Some(mirror), set, i) => {
                 state.mirrored[i % SLOTS] = self.mirror_term(mirror, i, position);
                 self.sum(set, &state.mirrored)
             }
-            _ => {
-                let set = set % sets;
-                let i = usize::from(self.holder[set][usize::from(tile) & 31]);
+            (None, set, i) => {
                 state.board[i % SLOTS] = self.term(i, position);
                 self.sum(set, &state.board)
             }
@@ -428,19 +432,10 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
 
     #[inline(always)]
     fn prefetch_child(&self, position: &Position, state: PdbState<SLOTS>, tile: u8) {
-        let sets = self.sets.len();
-        let best = usize::from(state.best);
-        match &self.mirror {
-            Some(mirror) if best >= sets => {
-                let mirrored = mirror.tile[usize::from(tile) & 31];
-                let i = usize::from(self.holder[(best - sets) % sets][usize::from(mirrored) & 31]);
-                self.probe(i, self.mirrored_cells(mirror, i, position));
-            }
-            _ => {
-                let i = usize::from(self.holder[best % sets][usize::from(tile) & 31]);
-                self.probe(i, self.cells(i, position));
-            }
-        }
+        match self.moved_table(usize::from(state.best), tile) {
+            (Some(mirror), _, i) => self.probe(i, self.mirrored_cells(mirror, i, position)),
+            (None, _, i) => self.probe(i, self.cells(i, position)),
+        };
     }
 
     /// Reads first the term of the set that was largest before the move: when that set alone
