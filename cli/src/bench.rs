@@ -89,11 +89,26 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
         .collect();
     let options = args.search.solve_options()?;
     let threads = args.threads.max(1);
+    let mut sides: Vec<usize> = lines
+        .iter()
+        .filter_map(|line| parse_board(line.board).ok().map(|board| board.side()))
+        .collect();
+    sides.sort_unstable();
+    sides.dedup();
+    let resolved: Vec<String> = sides
+        .iter()
+        .map(|&side| {
+            let goal = args.search.goal.for_side(side);
+            let choice = args.search.heuristic.resolve(&goal, args.search.memory.bytes());
+            format!("{side}x{side} {choice}")
+        })
+        .collect();
     println!(
-        "bench {}: {} boards, heuristic {}, algorithm {}, pruning {}, goal {}, {threads} thread(s)",
+        "bench {}: {} boards, heuristic {} ({}), algorithm {}, pruning {}, goal {}, {threads} thread(s)",
         args.file.display(),
         lines.len(),
         args.search.heuristic,
+        resolved.join(", "),
         args.search.algorithm,
         args.search.pruning.name(),
         args.search.goal

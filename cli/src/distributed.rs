@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::options::PolicyArgs;
+use crate::options::{MemoryArgs, PolicyArgs};
 use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -52,6 +52,8 @@ pub struct ServeArgs {
     split_after: u64,
     #[command(flatten)]
     policy: PolicyArgs,
+    #[command(flatten)]
+    memory: MemoryArgs,
     /// Unfinished puzzles held at most; batches past it are refused until some finish.
     #[arg(long, default_value_t = SchedulerConfig::default().max_pending_puzzles)]
     max_pending: usize,
@@ -112,6 +114,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
         let scheduler = SchedulerConfig {
             lease_timeout: Duration::from_secs_f64(args.lease_timeout.max(0.1)),
             whole_task_budget: args.split_after.max(1),
+            table_budget: args.memory.bytes(),
             ..args.policy.apply(SchedulerConfig::default())
         };
         let tls = match (&args.tls_cert, &args.tls_key) {
@@ -157,6 +160,8 @@ pub struct WorkerArgs {
     /// Data directory for pattern databases.
     #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
     data: PathBuf,
+    #[command(flatten)]
+    memory: MemoryArgs,
 }
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
@@ -165,6 +170,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
         threads: args.threads.unwrap_or_else(default_threads),
         prefetch: args.prefetch as usize,
         data: args.data,
+        table_budget: args.memory.bytes(),
     };
     runtime()?.block_on(tilesolve_worker::run(config, ctrl_c()))?;
     Ok(true)
@@ -205,6 +211,8 @@ pub struct BatchArgs {
     /// Data directory: the sled store and pattern databases.
     #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
     data: PathBuf,
+    #[command(flatten)]
+    memory: MemoryArgs,
     #[command(flatten)]
     batch: BatchOptions,
 }
@@ -742,6 +750,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
         &lines,
         &args.batch.heuristic,
         &args.batch.goal,
+        args.memory.bytes(),
         &crate::progress::pdb_events,
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -754,7 +763,10 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
         };
         let config = ServeConfig {
             data: args.data.clone(),
-            scheduler: SchedulerConfig::default(),
+            scheduler: SchedulerConfig {
+                table_budget: args.memory.bytes(),
+                ..SchedulerConfig::default()
+            },
             build_threads: default_threads(),
             // Bound to 127.0.0.1 for this process's own worker only, and gone when it ends.
             token: None,
@@ -768,6 +780,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             threads: args.workers.unwrap_or_else(default_threads),
             prefetch: 1,
             data: args.data,
+            table_budget: args.memory.bytes(),
         };
         let worker = tokio::spawn(tilesolve_worker::run(worker_config, wait_for(stopped)));
         let outcome = submit_and_report(&connect, &args.batch, true).await;

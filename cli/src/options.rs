@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use tilesolve::heuristic::HeuristicChoice;
-use tilesolve::pdb::{PdbError, PdbStore};
+use tilesolve::pdb::{default_memory_budget, PdbError, PdbStore};
 use tilesolve::search::Pruning;
 use tilesolve::{Algorithm, Board, Goal, SolveOptions, Solver};
 
@@ -75,10 +75,28 @@ impl DataArgs {
     }
 }
 
+/// The memory a process may fill with pattern tables (and, in `solve --algorithm astar`, with
+/// stored boards): shared by every command that searches.
+#[derive(Args, Clone, Copy, Debug)]
+pub struct MemoryArgs {
+    /// Memory in MiB for pattern databases (`default` takes the strongest that fits) and for
+    /// A*'s stored boards [default: half the machine's memory].
+    #[arg(long = "memory-budget", env = "TILESOLVE_MEMORY_BUDGET", value_name = "MIB")]
+    pub mib: Option<u64>,
+}
+
+impl MemoryArgs {
+    pub fn bytes(&self) -> u64 {
+        self.mib
+            .map_or_else(default_memory_budget, |mib| mib.saturating_mul(1 << 20))
+    }
+}
+
 #[derive(Args, Clone, Debug)]
 pub struct SearchArgs {
-    /// Heuristic: default (the size's pattern database: exact table for 3x3, 7-8 for 4x4,
-    /// 6-6-6-6 for 5x5), hamming, manhattan, linear-conflict, or pdb:NAME with NAME one of exact,
+    /// Heuristic: default (the strongest pattern database of the size that fits
+    /// --memory-budget: exact table for 3x3, 7-8 for 4x4, 6-6-6-6-max for 5x5 from 2.6 GB,
+    /// 6-6-6-6-zero from 0.8 GB, 6-6-6-6 from 0.6 GB), hamming, manhattan, linear-conflict, or pdb:NAME with NAME one of exact,
     /// 4-4-4-3, 5-5-5, 6-6-3, 7-8, 6-6-6-6, 6-6-6-6-zero (zero-aware tables), 6-6-6-6-max (the
     /// maximum over seven zero-aware 6-6-6-6 sets).
     #[arg(long, default_value = "default")]
@@ -95,9 +113,8 @@ pub struct SearchArgs {
     /// Give up on a board after this many expanded nodes.
     #[arg(long, value_name = "NODES")]
     pub node_limit: Option<u64>,
-    /// Memory A* may use, in MiB.
-    #[arg(long, value_name = "MIB", default_value_t = 2048)]
-    pub memory_budget: usize,
+    #[command(flatten)]
+    pub memory: MemoryArgs,
     /// Move sequences IDA* skips: `duplicates` (every path the board size's pruning machine
     /// knows a shorter or earlier equivalent of) or `undo` (only the move undoing the last one,
     /// as in Korf's 1985 counts).
@@ -119,7 +136,7 @@ impl SearchArgs {
             algorithm: self.algorithm,
             time_limit,
             node_limit: self.node_limit,
-            memory_budget: self.memory_budget << 20,
+            memory_budget: usize::try_from(self.memory.bytes()).unwrap_or(usize::MAX),
         })
     }
 }
@@ -130,6 +147,7 @@ impl SearchArgs {
 pub struct Solvers {
     goal: Goal,
     heuristic: HeuristicChoice,
+    table_budget: u64,
     pruning: Pruning,
     store: PdbStore,
     by_side: HashMap<usize, Result<Solver, String>>,
@@ -141,6 +159,7 @@ impl Solvers {
             goal: args.goal,
             pruning: args.pruning,
             heuristic: args.heuristic,
+            table_budget: args.memory.bytes(),
             store: args.data.store(),
             by_side: HashMap::new(),
         }
@@ -151,17 +170,19 @@ impl Solvers {
     /// database for another size, or a data directory that cannot be written.
     pub fn for_board(&mut self, board: &Board) -> Result<&Solver, String> {
         let side = board.side();
-        let (goal, heuristic, store) = (self.goal.for_side(side), self.heuristic, &self.store);
+        let (goal, store) = (self.goal.for_side(side), &self.store);
+        let table_budget = self.table_budget;
+        let heuristic = self.heuristic.resolve(&goal, table_budget);
         let pruning = self.pruning;
         board.check_solvable(&goal).map_err(|e| e.to_string())?;
         self.by_side
             .entry(side)
             .or_insert_with(|| {
                 let built: Result<_, PdbError> =
-                    heuristic.build(&goal, store, &progress::pdb_events);
+                    heuristic.build(&goal, table_budget, store, &progress::pdb_events);
                 built
                     .map(|h| {
-                        Solver::with_heuristic(goal, h, heuristic.name_for(side))
+                        Solver::with_heuristic(goal, h, heuristic.to_string())
                             .with_pruning(pruning)
                     })
                     .map_err(|e| e.to_string())

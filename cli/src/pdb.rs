@@ -52,9 +52,26 @@ pub fn run(command: PdbCommand) -> anyhow::Result<bool> {
 fn build(args: BuildArgs) -> anyhow::Result<bool> {
     let store = args.data.store();
     let goal = args.goal.for_side(args.preset.side());
+    let specs = PdbStore::specs(args.preset, &goal)?;
+    let to_build: Vec<_> = specs
+        .iter()
+        .filter(|spec| args.force || !store.path_of(spec).exists())
+        .collect();
+    let estimate: f64 = to_build
+        .iter()
+        .map(|spec| PdbStore::estimated_build_seconds(spec))
+        .sum();
+    eprintln!(
+        "pdb {} for goal {goal}: {} tables, {:.1} MB in memory; {} to build, about {}",
+        args.preset,
+        specs.len(),
+        args.preset.table_bytes(&goal) as f64 / 1e6,
+        to_build.len(),
+        progress::duration(estimate)
+    );
     let started = Instant::now();
     let mut bytes = 0;
-    for spec in PdbStore::specs(args.preset, &goal)? {
+    for spec in specs {
         let table = if args.force {
             store.build(&spec, &progress::pdb_events)?
         } else {

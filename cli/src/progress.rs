@@ -48,3 +48,14 @@ pub fn pdb_events(event: PdbEvent<'_>) {
         }
     }
 }
+
+/// A duration for people: "40 s", "7 min", "1.5 h".
+pub fn duration(seconds: f64) -> String {
+    if seconds < 90.0 {
+        format!("{:.0} s", seconds.max(1.0))
+    } else if seconds < 5400.0 {
+        format!("{:.0} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
+}

@@ -268,6 +268,25 @@ fn pattern_database_is_built_once_then_reused() {
 }
 
 #[test]
+fn default_heuristic_takes_what_fits_the_memory_budget() {
+    // The exact 3x3 table takes 362,880 bytes: 1 MiB holds it, 0 MiB holds no table at all.
+    for (mib, heuristic) in [("1", "pdb:exact"), ("0", "linear-conflict")] {
+        let output = tilesolve(
+            &["solve", "--json", "--memory-budget", mib, "8,6,7,2,5,4,3,0,1"],
+            "",
+        );
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let object = &json_lines(&output)[0];
+        assert_eq!(object["length"], 31);
+        assert_eq!(object["heuristic"], heuristic, "budget {mib} MiB");
+    }
+}
+
+#[test]
 fn default_heuristic_on_3x3_is_the_exact_table() {
     let output = tilesolve(&["solve", "--json", "8,6,7,2,5,4,3,0,1"], "");
     assert!(

@@ -289,6 +289,8 @@ fn malformed_rpcs_are_refused_without_harm() {
                     checksum: 1,
                 }]
             },
+            // Kept only in part: 8 names of 60 characters.
+            default_heuristics: vec!["5x5 pdb:".repeat(1_000); 100],
         };
         for (request, expected, what) in [
             (

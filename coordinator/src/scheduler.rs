@@ -22,7 +22,7 @@ use thiserror::Error;
 use tilesolve::batch_file::BatchLine;
 use tilesolve::heuristic::HeuristicChoice;
 use tilesolve::moves::{moves_to_string, replay};
-use tilesolve::pdb::{PdbEvent, PdbStore};
+use tilesolve::pdb::{default_memory_budget, PdbEvent, PdbStore};
 use tilesolve::search::{Counters, PartSize};
 pub use tilesolve::task::TaskOutcome;
 use tilesolve::task::Work;
@@ -74,6 +74,11 @@ pub struct SchedulerConfig {
     /// next iteration's split predicts from them, and the store records them, so `tilesolve
     /// simulate` can replay the run at a finer split than it ran with.
     pub profile_depth: u32,
+    /// Bytes the coordinator's pattern tables may take: `default` resolves to the strongest
+    /// preset that fits, for splitting iterations and for the name stored with results. Workers
+    /// resolve `default` within their own budgets (every choice is admissible, so a proof that
+    /// combines bounds from several of them still holds).
+    pub table_budget: u64,
 }
 
 impl Default for SchedulerConfig {
@@ -88,6 +93,7 @@ impl Default for SchedulerConfig {
             subtree_task_budget: 200_000_000,
             max_pending_puzzles: 1_000_000,
             profile_depth: 4,
+            table_budget: default_memory_budget(),
         }
     }
 }
@@ -229,6 +235,8 @@ struct TaskEntry {
 struct WorkerInfo {
     threads: u32,
     host: String,
+    /// What `default` means on the worker, e.g. "5x5 pdb:6-6-6-6-max".
+    default_heuristics: Vec<String>,
     registered: Instant,
     last_seen: Instant,
     nodes: u64,
@@ -274,6 +282,8 @@ pub struct WorkerView {
     pub id: WorkerId,
     pub host: String,
     pub threads: u32,
+    /// What `default` means on the worker, e.g. "5x5 pdb:6-6-6-6-max".
+    pub default_heuristics: Vec<String>,
     /// Expanded nodes reported per second over the last 30 seconds.
     pub nodes_per_second: f64,
     pub tasks_done: u64,
@@ -339,7 +349,6 @@ pub struct FinishedSplit {
     bound: u32,
     frontier: Frontier,
     history: SizeHistory,
-    heuristic: String,
 }
 
 impl PendingSplit {
@@ -358,7 +367,6 @@ impl PendingSplit {
             bound: self.bound,
             frontier,
             history: self.history,
-            heuristic: self.solver.heuristic().to_string(),
         }
     }
 }
@@ -559,6 +567,11 @@ impl Scheduler {
         self.next_id
     }
 
+    /// Bytes this scheduler's pattern tables may take (see [`SchedulerConfig::table_budget`]).
+    pub fn table_budget(&self) -> u64 {
+        self.config.table_budget
+    }
+
     /// The solver for a goal and heuristic name, loading (or building) pattern databases.
     fn solver(&mut self, goal: &Board, heuristic: &str) -> Result<&Solver, SchedulerError> {
         let key = (*goal, heuristic.to_string());
@@ -567,13 +580,13 @@ impl Scheduler {
                 .parse()
                 .map_err(|e| SchedulerError::InvalidArgument(format!("{e}")))?;
             let quiet = |_: PdbEvent<'_>| {};
+            let budget = self.config.table_budget;
             let built = choice
-                .build(goal, &self.pdbs, &quiet)
+                .build(goal, budget, &self.pdbs, &quiet)
                 .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
-            self.solvers.insert(
-                key.clone(),
-                Solver::with_heuristic(*goal, built, choice.name_for(goal.side())),
-            );
+            let name = choice.resolve(goal, budget).to_string();
+            self.solvers
+                .insert(key.clone(), Solver::with_heuristic(*goal, built, name));
         }
         Ok(&self.solvers[&key])
     }
@@ -681,6 +694,7 @@ impl Scheduler {
         lines: &[String],
         heuristic: &str,
         goal: &str,
+        table_budget: u64,
         events: &(dyn Fn(PdbEvent<'_>) + Sync),
     ) -> Result<(), SchedulerError> {
         // Bad names are reported by `submit`; there is nothing to build for them.
@@ -697,7 +711,7 @@ impl Scheduler {
         sides.dedup();
         for side in sides {
             choice
-                .build(&goal.for_side(side), pdbs, events)
+                .build(&goal.for_side(side), table_budget, pdbs, events)
                 .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
         }
         Ok(())
@@ -724,7 +738,9 @@ impl Scheduler {
                 .into())
             }
         };
-        let name = self.solver(&goal, heuristic)?.heuristic().to_string();
+        // Tasks name the heuristic as the batch asked for it, so each worker resolves `default`
+        // within its own memory budget.
+        let requested = parse_heuristic(heuristic)?.to_string();
         let lower_bound = self
             .store
             .search_state(&goal, &board)?
@@ -753,7 +769,7 @@ impl Scheduler {
             id: 0,
             board,
             goal,
-            heuristic: name,
+            heuristic: requested,
             path: Vec::new(),
             bound,
             iterate: true,
@@ -799,6 +815,7 @@ impl Scheduler {
             WorkerInfo {
                 threads,
                 host: host.chars().take(100).collect(),
+                default_heuristics: Vec::new(),
                 registered: now,
                 last_seen: now,
                 nodes: 0,
@@ -1207,7 +1224,6 @@ impl Scheduler {
             bound,
             frontier,
             history,
-            heuristic,
         } = split;
         let Some(puzzle) = self
             .puzzles
@@ -1236,6 +1252,7 @@ impl Scheduler {
             "iteration split"
         );
         let goal = puzzle.goal;
+        let heuristic = parse_heuristic(&puzzle.heuristic)?.to_string();
         let wave = self.next_wave();
         for task in frontier.tasks {
             let spec = TaskSpec {
@@ -1440,6 +1457,18 @@ impl Scheduler {
         })
     }
 
+    /// Records what `default` means on a worker (as it said when registering): a few short
+    /// names are kept, the rest dropped, so a hostile registration cannot grow the table.
+    pub fn set_default_heuristics(&mut self, worker: WorkerId, names: &[String]) {
+        if let Some(info) = self.workers.get_mut(&worker) {
+            info.default_heuristics = names
+                .iter()
+                .take(8)
+                .map(|name| name.chars().take(60).collect())
+                .collect();
+        }
+    }
+
     /// The connected workers.
     pub fn workers(&self) -> Vec<WorkerView> {
         let now = Instant::now();
@@ -1450,6 +1479,7 @@ impl Scheduler {
                 id,
                 host: info.host.clone(),
                 threads: info.threads,
+                default_heuristics: info.default_heuristics.clone(),
                 nodes_per_second: info.nodes_per_second(now),
                 tasks_done: info.tasks_done,
                 seconds_since_seen: now.duration_since(info.last_seen).as_secs_f64(),

@@ -71,6 +71,8 @@ pub struct Service {
     scheduler: Arc<Mutex<Scheduler>>,
     /// The coordinator's pattern databases, for builds done outside the scheduler's lock.
     pdbs: PdbStore,
+    /// The scheduler's budget for pattern tables, for those builds.
+    table_budget: u64,
     heartbeat_interval: Duration,
     flusher: Flusher,
     submissions: Arc<Semaphore>,
@@ -101,12 +103,13 @@ impl Service {
         heartbeat_interval: Duration,
         limits: Limits,
     ) -> Service {
-        let flusher = scheduler
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .flusher();
+        let (flusher, table_budget) = {
+            let scheduler = scheduler.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            (scheduler.flusher(), scheduler.table_budget())
+        };
         Service {
             flusher,
+            table_budget,
             scheduler,
             pdbs,
             heartbeat_interval,
@@ -127,7 +130,7 @@ impl Service {
     ) -> Result<Submitted, SchedulerError> {
         let _permit = permit(&self.submissions, "submissions")?;
         let scheduler = self.scheduler.clone();
-        let pdbs = self.pdbs.clone();
+        let (pdbs, table_budget) = (self.pdbs.clone(), self.table_budget);
         let flusher = self.flusher.clone();
         let submitted = tokio::task::spawn_blocking(move || {
             let boards = lines
@@ -139,7 +142,7 @@ impl Service {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .check_capacity(boards)?;
-            Scheduler::prepare(&pdbs, &lines, &heuristic, &goal, &log_pdb_event)?;
+            Scheduler::prepare(&pdbs, &lines, &heuristic, &goal, table_budget, &log_pdb_event)?;
             let submitted = scheduler
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -470,8 +473,14 @@ impl pb::workers_server::Workers for Service {
                 }
             }
         }
-        let worker_id = self.lock().register(request.threads, &request.host)?;
-        tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, %peer, "worker registered");
+        let worker_id = {
+            let mut scheduler = self.lock();
+            let worker_id = scheduler.register(request.threads, &request.host)?;
+            scheduler.set_default_heuristics(worker_id, &request.default_heuristics);
+            worker_id
+        };
+        tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, %peer,
+            default_heuristics = %request.default_heuristics.join(", "), "worker registered");
         Ok(Response::new(pb::RegisterResponse {
             worker_id,
             heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u32,

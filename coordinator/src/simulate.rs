@@ -32,7 +32,7 @@ use std::time::Instant;
 use thiserror::Error;
 use tilesolve::heuristic::HeuristicChoice;
 use tilesolve::moves::moves_to_string;
-use tilesolve::pdb::PdbStore;
+use tilesolve::pdb::{default_memory_budget, PdbStore};
 use tilesolve::task::{run_task, TaskOutcome, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
@@ -313,14 +313,12 @@ impl RecordedPuzzle {
         let choice: HeuristicChoice = name
             .parse()
             .map_err(|e| SimulateError::Pdb(format!("{e}")))?;
+        let budget = default_memory_budget();
         let built = choice
-            .build(&self.goal, pdbs, &|_| {})
+            .build(&self.goal, budget, pdbs, &|_| {})
             .map_err(|e| SimulateError::Pdb(e.to_string()))?;
-        Ok(Solver::with_heuristic(
-            self.goal,
-            built,
-            choice.name_for(self.goal.side()),
-        ))
+        let name = choice.resolve(&self.goal, budget).to_string();
+        Ok(Solver::with_heuristic(self.goal, built, name))
     }
 }
 

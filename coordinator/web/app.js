@@ -249,6 +249,7 @@ function render(o) {
     cell(row, w.id);
     cell(row, w.host || "–");
     cell(row, w.threads);
+    cell(row, (w.default_heuristics || []).join(", ") || "–");
     cell(row, rate(w.nodes_per_second));
     cell(row, w.tasks_done);
     cell(row, secs(w.seconds_since_seen) + " ago");

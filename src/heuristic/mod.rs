@@ -164,7 +164,8 @@ impl AnyHeuristic {
 }
 
 /// A heuristic as a user names it: `hamming`, `manhattan`, `linear-conflict`, `pdb:PRESET`
-/// (e.g. `pdb:7-8`), or `default`: the strongest pattern database for the board's size.
+/// (e.g. `pdb:7-8`), or `default`: the strongest pattern database of the board's size that fits
+/// the memory budget (see [`HeuristicChoice::resolve`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HeuristicChoice {
     Classic(HeuristicKind),
@@ -173,35 +174,38 @@ pub enum HeuristicChoice {
 }
 
 impl HeuristicChoice {
-    /// The pattern database this choice needs for boards of `side`, if any.
-    pub fn preset(self, side: usize) -> Option<Preset> {
+    /// What this choice means for `goal` when pattern tables may take `table_budget` bytes:
+    /// `default` becomes the strongest preset of the board's size that fits (linear conflict if
+    /// none does); any other choice is itself.
+    pub fn resolve(self, goal: &Board, table_budget: u64) -> HeuristicChoice {
         match self {
-            HeuristicChoice::Classic(_) => None,
-            HeuristicChoice::Pdb(preset) => Some(preset),
-            HeuristicChoice::Default => Preset::default_for(side),
-        }
-    }
-
-    /// The name reported with results for boards of `side`, e.g. `pdb:7-8`.
-    pub fn name_for(self, side: usize) -> String {
-        match self.preset(side) {
-            Some(preset) => format!("pdb:{preset}"),
-            None => match self {
-                HeuristicChoice::Classic(kind) => kind.name().to_string(),
-                _ => "default".to_string(),
+            HeuristicChoice::Default => match Preset::strongest_within(goal, table_budget) {
+                Some(preset) => HeuristicChoice::Pdb(preset),
+                None => HeuristicChoice::Classic(HeuristicKind::LinearConflict),
             },
+            concrete => concrete,
         }
     }
 
-    /// Builds the heuristic for `goal`, loading (or building) pattern databases from `pdbs`.
+    /// The pattern database a resolved choice needs, if any.
+    pub fn preset(self) -> Option<Preset> {
+        match self {
+            HeuristicChoice::Pdb(preset) => Some(preset),
+            _ => None,
+        }
+    }
+
+    /// Builds the heuristic for `goal` (resolving `default` within `table_budget` bytes),
+    /// loading or building pattern databases from `pdbs`.
     pub fn build(
         self,
         goal: &Board,
+        table_budget: u64,
         pdbs: &PdbStore,
         events: &(dyn Fn(PdbEvent<'_>) + Sync),
     ) -> Result<AnyHeuristic, PdbError> {
-        match (self, self.preset(goal.side())) {
-            (HeuristicChoice::Classic(kind), _) => Ok(AnyHeuristic::build(kind, goal)),
+        let resolved = self.resolve(goal, table_budget);
+        match (resolved, resolved.preset()) {
             (_, Some(preset))
                 if preset.tables() <= AdditivePdb::<{ crate::pdb::NARROW }>::MAX_TABLES =>
             {
@@ -212,6 +216,7 @@ impl HeuristicChoice {
             (_, Some(preset)) => Ok(AnyHeuristic::WidePdb(Arc::new(
                 pdbs.heuristic(preset, goal, events)?,
             ))),
+            (HeuristicChoice::Classic(kind), None) => Ok(AnyHeuristic::build(kind, goal)),
             (_, None) => Ok(AnyHeuristic::build(HeuristicKind::LinearConflict, goal)),
         }
     }

@@ -13,7 +13,7 @@ pub mod zero_index;
 
 pub use additive::{AdditivePdb, PdbState, NARROW, WIDE};
 pub use file::{PatternSpec, PatternTable, PdbError};
-pub use preset::{Preset, UnknownPreset};
+pub use preset::{default_memory_budget, Preset, UnknownPreset};
 pub use store::{PdbEvent, PdbStore};
 
 /// Asks for the cache line holding `item` without waiting for it.

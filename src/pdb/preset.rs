@@ -137,14 +137,29 @@ impl Preset {
         }
     }
 
-    /// The default pattern database for a board size.
-    pub fn default_for(side: usize) -> Option<Preset> {
+    /// The presets of a board size, strongest first: `default` takes the first whose tables fit
+    /// the memory budget.
+    pub fn by_strength(side: usize) -> &'static [Preset] {
         match side {
-            3 => Some(Preset::Exact),
-            4 => Some(Preset::P78),
-            5 => Some(Preset::P6666),
-            _ => None,
+            3 => &[Preset::Exact],
+            4 => &[Preset::P78, Preset::P663, Preset::P555, Preset::P4443],
+            5 => &[Preset::P6666Max, Preset::P6666Zero, Preset::P6666],
+            _ => &[],
         }
+    }
+
+    /// The strongest preset for `goal` whose tables take at most `budget` bytes, if any does.
+    pub fn strongest_within(goal: &Board, budget: u64) -> Option<Preset> {
+        Preset::by_strength(goal.side())
+            .iter()
+            .copied()
+            .find(|preset| preset.table_bytes(goal) <= budget)
+    }
+
+    /// Bytes of memory the preset's tables take for `goal` (one byte an entry).
+    pub fn table_bytes(self, goal: &Board) -> u64 {
+        crate::pdb::PdbStore::specs(self, goal)
+            .map_or(u64::MAX, |specs| specs.iter().map(|spec| spec.entries()).sum())
     }
 
     /// Whether the mirror image about the main diagonal adds anything: not for an exact table.
@@ -233,6 +248,19 @@ impl Preset {
     }
 }
 
+/// The memory budget for pattern tables when none is given: half the machine's memory (from
+/// `/proc/meminfo`), or 4 GiB where that cannot be read.
+pub fn default_memory_budget() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024 / 2)
+        })
+        .unwrap_or(4 << 30)
+}
+
 impl fmt::Display for Preset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -260,6 +288,29 @@ impl FromStr for Preset {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_strongest_preset_that_fits_the_budget() {
+        let goal = Board::blank_last(5);
+        assert_eq!(Preset::P6666Max.table_bytes(&goal), 14 * 181_008_000);
+        assert_eq!(Preset::P6666Zero.table_bytes(&goal), 4 * 181_008_000);
+        assert_eq!(Preset::P6666.table_bytes(&goal), 4 * 127_512_000);
+        for (budget, expected) in [
+            (3 << 30, Some(Preset::P6666Max)),
+            (14 * 181_008_000, Some(Preset::P6666Max)),
+            (14 * 181_008_000 - 1, Some(Preset::P6666Zero)),
+            (700_000_000, Some(Preset::P6666)),
+            (100_000_000, None),
+        ] {
+            assert_eq!(Preset::strongest_within(&goal, budget), expected, "{budget}");
+        }
+        let goal = Board::blank_last(4);
+        assert_eq!(Preset::strongest_within(&goal, 1 << 30), Some(Preset::P78));
+        assert_eq!(
+            Preset::strongest_within(&goal, 100 << 20),
+            Some(Preset::P663)
+        );
+    }
 
     #[test]
     fn every_preset_partitions_the_tiles() {

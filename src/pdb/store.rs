@@ -61,6 +61,11 @@ impl PdbStore {
         self.dir.join(spec.file_name())
     }
 
+    /// About how long building `spec` takes on the reference machine.
+    pub fn estimated_build_seconds(spec: &PatternSpec) -> f64 {
+        spec.entries() as f64 / PLACEMENTS_PER_SECOND
+    }
+
     /// The table for `spec`: loaded, or built and saved if missing or unusable.
     pub fn table(
         &self,
@@ -103,7 +108,7 @@ impl PdbStore {
         events(PdbEvent::Building {
             path: &path,
             entries,
-            estimated_seconds: entries as f64 / PLACEMENTS_PER_SECOND,
+            estimated_seconds: PdbStore::estimated_build_seconds(spec),
         });
         let started = Instant::now();
         let values = builder::build(

@@ -34,6 +34,9 @@ pub struct WorkerConfig {
     pub prefetch: usize,
     /// Where pattern databases are loaded from (and built into, if missing).
     pub data: PathBuf,
+    /// Bytes the pattern tables may take: a task asking for `default` gets the strongest
+    /// preset of its size that fits.
+    pub table_budget: u64,
 }
 
 #[derive(Debug, Error)]
@@ -60,6 +63,12 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), WorkerError> {
     let threads = config.threads.max(1);
+    tracing::info!(
+        threads,
+        memory_budget_mib = config.table_budget >> 20,
+        default_heuristics = %default_heuristics(config.table_budget).join(", "),
+        "worker starting"
+    );
     let running: Running = Arc::default();
     // Each task with when it arrived, so its report can say how long it waited for a thread.
     let (job_sender, job_receiver) = mpsc::channel::<(pb::Task, Instant)>();
@@ -72,6 +81,7 @@ pub async fn run(
         coordinator: config.coordinator.clone(),
     };
     for _ in 0..threads {
+        let table_budget = config.table_budget;
         let (jobs, sender, running, solvers, pdbs, fetcher) = (
             job_receiver.clone(),
             result_sender.clone(),
@@ -93,7 +103,16 @@ pub async fn run(
                 .cloned();
             let result = pb::TaskResult {
                 queued_seconds,
-                ..execute(&task, &solvers, &pdbs, &fetcher, cancel.as_deref())
+                ..execute(
+                    &task,
+                    &solvers,
+                    Tables {
+                        pdbs: &pdbs,
+                        fetcher: &fetcher,
+                        budget: table_budget,
+                    },
+                    cancel.as_deref(),
+                )
             };
             running
                 .lock()
@@ -207,6 +226,7 @@ async fn registered_session(
             protocol_version: PROTOCOL_VERSION,
             host,
             pdbs: held_pdbs(&config.data),
+            default_heuristics: default_heuristics(config.table_budget),
         })
         .await
         .map_err(ended)?
@@ -329,8 +349,7 @@ fn cancel(running: &Running, ids: &[u64]) {
 fn execute(
     task: &pb::Task,
     solvers: &Solvers,
-    pdbs: &PdbStore,
-    fetcher: &Fetcher,
+    tables: Tables<'_>,
     cancel: Option<&AtomicBool>,
 ) -> pb::TaskResult {
     use pb::task_result::Outcome;
@@ -354,7 +373,7 @@ fn execute(
     else {
         return fail(format!("bad task path '{}'", task.path));
     };
-    let solver = match solver_for(solvers, pdbs, fetcher, &goal, &task.heuristic) {
+    let solver = match solver_for(solvers, tables, &goal, &task.heuristic) {
         Ok(solver) => solver,
         Err(reason) => return fail(reason),
     };
@@ -408,8 +427,7 @@ fn execute(
 /// built under the lock, so concurrent threads wait for one build rather than racing).
 fn solver_for(
     solvers: &Solvers,
-    pdbs: &PdbStore,
-    fetcher: &Fetcher,
+    tables: Tables<'_>,
     goal: &Board,
     heuristic: &str,
 ) -> Result<Arc<Solver>, String> {
@@ -418,15 +436,37 @@ fn solver_for(
     if let Some(solver) = solvers.get(&key) {
         return Ok(solver.clone());
     }
-    let choice: HeuristicChoice = heuristic.parse().map_err(|e| format!("{e}"))?;
-    fetcher.fetch_missing(pdbs, choice, goal);
+    let requested: HeuristicChoice = heuristic.parse().map_err(|e| format!("{e}"))?;
+    let choice = requested.resolve(goal, tables.budget);
+    tables.fetcher.fetch_missing(tables.pdbs, choice, goal);
     let quiet = |_: PdbEvent<'_>| {};
     let built = choice
-        .build(goal, pdbs, &quiet)
+        .build(goal, tables.budget, tables.pdbs, &quiet)
         .map_err(|e| e.to_string())?;
-    let solver = Arc::new(Solver::with_heuristic(*goal, built, heuristic));
+    let solver = Arc::new(Solver::with_heuristic(*goal, built, choice.to_string()));
     solvers.insert(key, solver.clone());
     Ok(solver)
+}
+
+/// What `default` means on this worker for each board size (blank-last goal), as it tells
+/// the coordinator: e.g. "5x5 pdb:6-6-6-6-max".
+fn default_heuristics(table_budget: u64) -> Vec<String> {
+    (3..=5)
+        .map(|side| {
+            let goal = Board::blank_last(side);
+            let choice = HeuristicChoice::Default.resolve(&goal, table_budget);
+            format!("{side}x{side} {choice}")
+        })
+        .collect()
+}
+
+/// Where a worker thread gets pattern tables: its data directory, the coordinator's copies,
+/// and the budget that decides what `default` means.
+#[derive(Clone, Copy)]
+struct Tables<'a> {
+    pdbs: &'a PdbStore,
+    fetcher: &'a Fetcher,
+    budget: u64,
 }
 
 /// Brings pattern database files this worker lacks from the coordinator, which has them (it
@@ -441,7 +481,7 @@ struct Fetcher {
 impl Fetcher {
     /// Called on a worker thread (never inside the async runtime), so it may block on it.
     fn fetch_missing(&self, pdbs: &PdbStore, choice: HeuristicChoice, goal: &Board) {
-        let Some(preset) = choice.preset(goal.side()) else {
+        let Some(preset) = choice.preset() else {
             return;
         };
         let Ok(specs) = PdbStore::specs(preset, goal) else {
