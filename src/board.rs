@@ -7,7 +7,7 @@ use std::fmt;
 
 use thiserror::Error;
 
-use crate::moves::Direction;
+use crate::direction::Direction;
 
 /// Largest supported side (5x5, the 24-puzzle).
 pub const MAX_SIDE: usize = 5;
@@ -245,19 +245,6 @@ impl Goal {
             Goal::BlankLast => Board::blank_last(side),
             Goal::BlankFirst => Board::blank_first(side),
             Goal::Custom(board) => *board,
-        }
-    }
-}
-
-impl std::str::FromStr for Goal {
-    type Err = BoardError;
-
-    /// `default` or `blank-last`, `korf` or `blank-first`, or a board in any input form.
-    fn from_str(text: &str) -> Result<Goal, BoardError> {
-        match text.trim() {
-            "default" | "blank-last" => Ok(Goal::BlankLast),
-            "korf" | "blank-first" => Ok(Goal::BlankFirst),
-            board => crate::parse::parse_board(board).map(Goal::Custom),
         }
     }
 }

@@ -3,9 +3,11 @@
 //! This is the shared library of the workspace. Layout:
 //!
 //! - [`board`]: a validated board, goals, and the solvability (parity) check.
-//! - [`parse`]: board text in its three forms, with errors that name the column.
+//! - [`direction`]: the four moves of the blank (depends on nothing).
+//! - [`parse`]: board text in its three forms, and goals by name, with errors that name the
+//!   column.
 //! - [`batch_file`]: lines of a batch file: comments, blank lines, ` # ` facts.
-//! - [`moves`]: directions, the neighbour table the kernel walks, and solution replay.
+//! - [`moves`]: the neighbour table the kernel walks, and solution replay.
 //! - [`heuristic`]: Hamming, Manhattan and linear conflict, each updated move by move.
 //! - [`pdb`]: pattern databases: presets, the parallel builder, files, the additive heuristic.
 //! - [`search`]: the bounded depth-first kernel, IDA* around it, and A* with a memory budget.
@@ -19,6 +21,7 @@
 pub mod batch_file;
 pub mod board;
 pub mod connect;
+pub mod direction;
 pub mod heuristic;
 pub mod moves;
 pub mod parse;
@@ -29,7 +32,7 @@ pub mod solver;
 pub mod task;
 
 pub use board::{Board, BoardError, Goal};
+pub use direction::Direction;
 pub use heuristic::HeuristicKind;
-pub use moves::Direction;
 pub use parse::parse_board;
 pub use solver::{Algorithm, Solution, SolveError, SolveOptions, Solver};

@@ -1,67 +1,9 @@
-//! Moves of the blank, the precomputed neighbour table the kernel walks, and solution replay.
-
-use std::fmt;
+//! The precomputed neighbour table the kernel walks, and solution replay.
 
 use thiserror::Error;
 
 use crate::board::{Board, MAX_CELLS};
-
-/// A direction the blank moves in. The order (up, left, right, down) is Korf's 1985 move order,
-/// which the kernel follows so that its node counts can be compared with his table; the
-/// numbering makes the opposite of `d` equal to `3 - d`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Direction {
-    Up = 0,
-    Left = 1,
-    Right = 2,
-    Down = 3,
-}
-
-impl Direction {
-    /// Every direction, in search order.
-    pub const ALL: [Direction; 4] = [
-        Direction::Up,
-        Direction::Left,
-        Direction::Right,
-        Direction::Down,
-    ];
-
-    pub fn from_index(index: u8) -> Direction {
-        Direction::ALL[usize::from(index & 3)]
-    }
-
-    pub fn opposite(self) -> Direction {
-        Direction::from_index(3 - self as u8)
-    }
-
-    pub fn letter(self) -> char {
-        match self {
-            Direction::Up => 'U',
-            Direction::Left => 'L',
-            Direction::Right => 'R',
-            Direction::Down => 'D',
-        }
-    }
-
-    /// The cell the blank reaches from `cell` on a board of `side`, if it stays on the board.
-    pub fn step(self, cell: usize, side: usize) -> Option<usize> {
-        let (row, col) = (cell / side, cell % side);
-        match self {
-            Direction::Up if row > 0 => Some(cell - side),
-            Direction::Down if row + 1 < side => Some(cell + side),
-            Direction::Left if col > 0 => Some(cell - 1),
-            Direction::Right if col + 1 < side => Some(cell + 1),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.letter())
-    }
-}
+use crate::direction::Direction;
 
 /// Blank moves as one string of letters, e.g. `"ULDR"`.
 pub fn moves_to_string(moves: &[Direction]) -> String {

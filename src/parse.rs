@@ -2,7 +2,7 @@
 //!
 //! Columns in errors count characters from 1, so a user can find the offending spot.
 
-use crate::board::{Board, BoardError};
+use crate::board::{Board, BoardError, Goal};
 
 /// Longest board text accepted: a 5x5 board with generous spacing is well under 200.
 pub const MAX_BOARD_CHARS: usize = 1000;
@@ -176,6 +176,19 @@ fn parse_braced(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
         }
     }
     Ok(values)
+}
+
+impl std::str::FromStr for Goal {
+    type Err = BoardError;
+
+    /// `default` or `blank-last`, `korf` or `blank-first`, or a board in any input form.
+    fn from_str(text: &str) -> Result<Goal, BoardError> {
+        match text.trim() {
+            "default" | "blank-last" => Ok(Goal::BlankLast),
+            "korf" | "blank-first" => Ok(Goal::BlankFirst),
+            board => parse_board(board).map(Goal::Custom),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use crate::board::{Board, BoardError};
+use crate::direction::Direction;
 use crate::heuristic::{AnyHeuristic, Heuristic, HeuristicKind};
-use crate::moves::{replay, Direction, Neighbors, ReplayError};
+use crate::moves::{replay, Neighbors, ReplayError};
 use crate::search::{
     a_star, ida_star, profiled_search, AStarError, Abort, Bounded, Counters, IdaOutcome, IdaStop,
     Kernel, Limits, MovePruning, Profiled, Pruning, SubtreeRoot,

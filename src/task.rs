@@ -5,7 +5,7 @@
 use std::sync::atomic::AtomicBool;
 
 use crate::board::Board;
-use crate::moves::Direction;
+use crate::direction::Direction;
 use crate::search::{Abort, Bounded, IdaStop, Limits, PartSize};
 use crate::solver::Solver;
 

@@ -99,7 +99,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
         .iter()
         .map(|&side| {
             let goal = args.search.goal.for_side(side);
-            let choice = args.search.heuristic.resolve(&goal, args.search.memory.bytes());
+            let choice = args
+                .search
+                .heuristic
+                .resolve(&goal, args.search.memory.bytes());
             format!("{side}x{side} {choice}")
         })
         .collect();

@@ -81,7 +81,11 @@ impl DataArgs {
 pub struct MemoryArgs {
     /// Memory in MiB for pattern databases (`default` takes the strongest that fits) and for
     /// A*'s stored boards [default: half the machine's memory].
-    #[arg(long = "memory-budget", env = "TILESOLVE_MEMORY_BUDGET", value_name = "MIB")]
+    #[arg(
+        long = "memory-budget",
+        env = "TILESOLVE_MEMORY_BUDGET",
+        value_name = "MIB"
+    )]
     pub mib: Option<u64>,
 }
 
@@ -182,8 +186,7 @@ impl Solvers {
                     heuristic.build(&goal, table_budget, store, &progress::pdb_events);
                 built
                     .map(|h| {
-                        Solver::with_heuristic(goal, h, heuristic.to_string())
-                            .with_pruning(pruning)
+                        Solver::with_heuristic(goal, h, heuristic.to_string()).with_pruning(pruning)
                     })
                     .map_err(|e| e.to_string())
             })

@@ -272,7 +272,13 @@ fn default_heuristic_takes_what_fits_the_memory_budget() {
     // The exact 3x3 table takes 362,880 bytes: 1 MiB holds it, 0 MiB holds no table at all.
     for (mib, heuristic) in [("1", "pdb:exact"), ("0", "linear-conflict")] {
         let output = tilesolve(
-            &["solve", "--json", "--memory-budget", mib, "8,6,7,2,5,4,3,0,1"],
+            &[
+                "solve",
+                "--json",
+                "--memory-budget",
+                mib,
+                "8,6,7,2,5,4,3,0,1",
+            ],
             "",
         );
         assert!(

@@ -104,7 +104,9 @@ impl Service {
         limits: Limits,
     ) -> Service {
         let (flusher, table_budget) = {
-            let scheduler = scheduler.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let scheduler = scheduler
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             (scheduler.flusher(), scheduler.table_budget())
         };
         Service {
@@ -142,7 +144,14 @@ impl Service {
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .check_capacity(boards)?;
-            Scheduler::prepare(&pdbs, &lines, &heuristic, &goal, table_budget, &log_pdb_event)?;
+            Scheduler::prepare(
+                &pdbs,
+                &lines,
+                &heuristic,
+                &goal,
+                table_budget,
+                &log_pdb_event,
+            )?;
             let submitted = scheduler
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -158,8 +158,9 @@ impl Preset {
 
     /// Bytes of memory the preset's tables take for `goal` (one byte an entry).
     pub fn table_bytes(self, goal: &Board) -> u64 {
-        crate::pdb::PdbStore::specs(self, goal)
-            .map_or(u64::MAX, |specs| specs.iter().map(|spec| spec.entries()).sum())
+        crate::pdb::PdbStore::specs(self, goal).map_or(u64::MAX, |specs| {
+            specs.iter().map(|spec| spec.entries()).sum()
+        })
     }
 
     /// Whether the mirror image about the main diagonal adds anything: not for an exact table.
@@ -302,7 +303,11 @@ mod tests {
             (700_000_000, Some(Preset::P6666)),
             (100_000_000, None),
         ] {
-            assert_eq!(Preset::strongest_within(&goal, budget), expected, "{budget}");
+            assert_eq!(
+                Preset::strongest_within(&goal, budget),
+                expected,
+                "{budget}"
+            );
         }
         let goal = Board::blank_last(4);
         assert_eq!(Preset::strongest_within(&goal, 1 << 30), Some(Preset::P78));

@@ -8,8 +8,9 @@ use std::collections::{BinaryHeap, HashMap};
 use thiserror::Error;
 
 use crate::board::{Board, PaddedTiles, Position};
+use crate::direction::Direction;
 use crate::heuristic::Heuristic;
-use crate::moves::{Direction, Neighbors, NO_CELL};
+use crate::moves::{Neighbors, NO_CELL};
 use crate::search::{Abort, Counters, Limits, CHECK_INTERVAL};
 
 /// Why A* ended without a solution.

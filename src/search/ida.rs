@@ -7,8 +7,9 @@
 //! iteration loop around it.
 
 use crate::board::{Board, PaddedTiles, Position};
+use crate::direction::Direction;
 use crate::heuristic::Heuristic;
-use crate::moves::{Direction, Neighbors, NO_CELL};
+use crate::moves::{Neighbors, NO_CELL};
 use crate::search::pruning::{MovePruning, DEAD, START};
 use crate::search::{Abort, Counters, Limits, CHECK_INTERVAL};
 

@@ -13,8 +13,8 @@ use std::time::Instant;
 use super::pruning::{DEAD, START};
 use super::{Bounded, Counters, Kernel};
 use crate::board::Board;
+use crate::direction::Direction;
 use crate::heuristic::Heuristic;
-use crate::moves::Direction;
 
 /// One measured descendant of a subtree task.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,7 +26,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::moves::Direction;
+use crate::direction::Direction;
 
 /// The state a transition into a forbidden word leads to.
 pub const DEAD: u32 = u32::MAX;
