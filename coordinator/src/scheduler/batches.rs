@@ -1,0 +1,117 @@
+//! Per-batch figures this process keeps so progress is cheap to ask: how many items, solved and
+//! failed, the nodes spent, and since when. The items themselves live in the store.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crate::store::{ItemStatus, StoredItem};
+
+/// A batch's progress.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BatchProgress {
+    pub batch: u64,
+    pub total: u32,
+    pub solved: u32,
+    pub failed: u32,
+    pub done: bool,
+    pub bounds: Vec<u32>,
+    pub nodes: u64,
+    pub nodes_per_second: f64,
+    pub workers: u32,
+    /// Since the batch was submitted to (or resumed by) this process.
+    pub seconds: f64,
+}
+
+/// (total, solved, failed) of a batch's items.
+pub(super) fn counts(items: &[StoredItem]) -> (u32, u32, u32) {
+    let solved = items
+        .iter()
+        .filter(|i| matches!(i.status, ItemStatus::Solved(_)))
+        .count() as u32;
+    let failed = items
+        .iter()
+        .filter(|i| matches!(i.status, ItemStatus::Failed(_)))
+        .count() as u32;
+    (items.len() as u32, solved, failed)
+}
+
+#[derive(Default)]
+pub(super) struct Batches {
+    started: HashMap<u64, Instant>,
+    /// Seconds a batch took, once it is done (so its figures stop drifting).
+    seconds: HashMap<u64, f64>,
+    /// (total, solved, failed) of batches this process has seen.
+    counts: HashMap<u64, (u32, u32, u32)>,
+    nodes: HashMap<u64, u64>,
+}
+
+impl Batches {
+    /// A batch submitted to, or resumed by, this process, with its items' counts.
+    pub(super) fn open(&mut self, batch: u64, counts: (u32, u32, u32)) {
+        self.started.insert(batch, Instant::now());
+        self.counts.insert(batch, counts);
+    }
+
+    pub(super) fn add_nodes(&mut self, batch: u64, nodes: u64) {
+        *self.nodes.entry(batch).or_default() += nodes;
+    }
+
+    /// Counts an item of `batch` that ended with `status`; returns whether the batch is done.
+    pub(super) fn item_finished(&mut self, batch: u64, status: &ItemStatus) -> bool {
+        let Some((total, solved, failed)) = self.counts.get_mut(&batch) else {
+            return false;
+        };
+        match status {
+            ItemStatus::Solved(_) => *solved += 1,
+            ItemStatus::Failed(_) => *failed += 1,
+            ItemStatus::Queued => {}
+        }
+        let done = *solved + *failed == *total;
+        if done {
+            if let Some(started) = self.started.get(&batch) {
+                self.seconds.insert(batch, started.elapsed().as_secs_f64());
+            }
+        }
+        done
+    }
+
+    /// The counts of `batch` if this process has them.
+    pub(super) fn counts(&self, batch: u64) -> Option<(u32, u32, u32)> {
+        self.counts.get(&batch).copied()
+    }
+
+    /// `batch`'s progress from its counts, the bounds its unfinished puzzles are searching and
+    /// the workers connected.
+    pub(super) fn progress(
+        &self,
+        batch: u64,
+        (total, solved, failed): (u32, u32, u32),
+        bounds: Vec<u32>,
+        workers: u32,
+    ) -> BatchProgress {
+        let nodes = self.nodes.get(&batch).copied().unwrap_or(0);
+        let seconds = match self.seconds.get(&batch) {
+            Some(&seconds) => seconds,
+            None => self
+                .started
+                .get(&batch)
+                .map_or(0.0, |s| s.elapsed().as_secs_f64()),
+        };
+        BatchProgress {
+            batch,
+            total,
+            solved,
+            failed,
+            done: solved + failed == total,
+            bounds,
+            nodes,
+            nodes_per_second: if seconds > 0.0 {
+                nodes as f64 / seconds
+            } else {
+                0.0
+            },
+            workers,
+            seconds,
+        }
+    }
+}

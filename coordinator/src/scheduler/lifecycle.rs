@@ -1,0 +1,552 @@
+//! A puzzle's life: its whole-puzzle task, then iterations split into subtree tasks, each
+//! result applied, until a replayed answer is stored or the puzzle fails. Runs on the
+//! [`Scheduler`]'s parts (tasks, workers, batches, records) through their own methods.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use tilesolve::moves::{moves_to_string, replay};
+use tilesolve::search::Counters;
+use tilesolve::{parse_board, Board, Direction, Solution, Solver};
+
+use super::intake::parse_heuristic;
+use super::records;
+use super::{
+    PuzzleId, Scheduler, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId,
+    MAX_ATTEMPTS,
+};
+use crate::frontier::{split_iteration, BalanceParams, Frontier, SizeHistory};
+use crate::store::{ItemStatus, SearchState, StoreError, StoredItem, StoredSolution};
+
+pub(super) struct Puzzle {
+    pub(super) board: Board,
+    pub(super) goal: Board,
+    /// The heuristic as the batch named it.
+    pub(super) heuristic: String,
+    pub(super) bound: u32,
+    next_bound: u32,
+    pub(super) outstanding: HashSet<TaskId>,
+    nodes: u64,
+    started: Instant,
+    /// Sizes measured in the iteration in progress (the next split predicts from them).
+    history: SizeHistory,
+    /// The bound of an iteration being split outside the lock (the puzzle has no tasks then).
+    splitting: Option<u32>,
+}
+
+/// An iteration to split, taken out of the scheduler ([`Scheduler::take_splits`]) so that the
+/// split, milliseconds of CPU for a fine frontier, runs without holding the scheduler's lock:
+/// leases to other workers go on meanwhile.
+pub struct PendingSplit {
+    puzzle: PuzzleId,
+    bound: u32,
+    board: Board,
+    solver: Solver,
+    history: SizeHistory,
+    nodes_so_far: u64,
+    params: BalanceParams,
+}
+
+/// A split done outside the lock, for [`Scheduler::finish_split`].
+pub struct FinishedSplit {
+    puzzle: PuzzleId,
+    bound: u32,
+    frontier: Frontier,
+    history: SizeHistory,
+}
+
+impl PendingSplit {
+    pub fn run(self) -> FinishedSplit {
+        let frontier = split_iteration(
+            &self.board,
+            &self.solver,
+            self.bound,
+            &self.history,
+            self.nodes_so_far,
+            self.params,
+            &|_| true,
+        );
+        FinishedSplit {
+            puzzle: self.puzzle,
+            bound: self.bound,
+            frontier,
+            history: self.history,
+        }
+    }
+}
+
+/// Why a worker's report cannot be right for its task, if it cannot. A subtree task searches
+/// exactly at its bound (nothing shorter exists: every smaller bound was exhausted or is below an
+/// admissible estimate), and a whole-puzzle task starts at a proven lower bound; a report outside
+/// that comes from a faulty worker, and taking it could store a path that is not optimal.
+fn implausible(spec: &TaskSpec, outcome: &TaskOutcome) -> Option<String> {
+    let bound = spec.bound;
+    match outcome {
+        TaskOutcome::Found(suffix) => {
+            let length = (spec.path.len() + suffix.len()) as u32;
+            let fits = if spec.iterate {
+                length >= bound
+            } else {
+                length == bound
+            };
+            (!fits).then(|| format!("a worker reported a {length}-move answer at bound {bound}"))
+        }
+        TaskOutcome::Exceeded(next) if *next <= bound => Some(format!(
+            "a worker reported next bound {next}, not above bound {bound}"
+        )),
+        TaskOutcome::BudgetSpent(at) if *at < bound => Some(format!(
+            "a worker reported spending its budget at bound {at}, below {bound}"
+        )),
+        TaskOutcome::Split { pruned_min_f, .. } if *pruned_min_f <= bound => Some(format!(
+            "a worker reported pruned f {pruned_min_f}, not above bound {bound}"
+        )),
+        _ => None,
+    }
+}
+
+/// A subtree task's node budget: the configured one (0: none), or more for a task predicted to
+/// need it, so that only a task far larger than predicted comes back split (the nodes it
+/// searched before are spent again by its children).
+pub fn subtree_budget(configured: u64, predicted: u64) -> u64 {
+    if configured == 0 {
+        return 0;
+    }
+    configured.max(predicted.saturating_mul(SUBTREE_BUDGET_OVER_PREDICTION))
+}
+
+/// How many times its predicted size a subtree task may expand before it comes back split.
+const SUBTREE_BUDGET_OVER_PREDICTION: u64 = 4;
+
+/// Adds a finished subtree task's sizes to its iteration's history: each part below its path,
+/// and the nodes above the parts at the task's own path.
+fn record_sizes(history: &mut SizeHistory, path: &[Direction], report: &TaskReport) {
+    let path: Vec<u8> = path.iter().map(|&d| d as u8).collect();
+    let mut parts_nodes = 0u64;
+    for part in &report.parts {
+        let mut full = path.clone();
+        full.extend(part.moves.iter().map(|&d| d as u8));
+        parts_nodes = parts_nodes.saturating_add(part.expanded);
+        history.add(full, part.expanded);
+    }
+    history.add(path, report.nodes.saturating_sub(parts_nodes));
+}
+
+/// What a result means for its puzzle.
+enum Next {
+    Wait,
+    Split(Vec<Direction>),
+    Solved(Vec<Direction>),
+    Iterate(u32),
+    Retry,
+    Fail(String),
+}
+
+impl Scheduler {
+    /// Queues the whole-puzzle task of a stored, queued item.
+    pub(super) fn start_item(
+        &mut self,
+        batch: u64,
+        index: u32,
+        item: &StoredItem,
+        heuristic: &str,
+    ) -> Result<(), SchedulerError> {
+        let (Some(board), Some(goal)) = (&item.board, &item.goal) else {
+            return Ok(());
+        };
+        let (board, goal) = match (parse_board(board), parse_board(goal)) {
+            (Ok(board), Ok(goal)) => (board, goal),
+            _ => {
+                return Err(StoreError::Corrupt {
+                    tree: "items",
+                    reason: format!("batch {batch} item {index}"),
+                }
+                .into())
+            }
+        };
+        // Tasks name the heuristic as the batch asked for it, so each worker resolves `default`
+        // within its own memory budget.
+        let requested = parse_heuristic(heuristic)?.to_string();
+        let lower_bound = self
+            .store
+            .search_state(&goal, &board)?
+            .map_or(0, |s| s.lower_bound);
+        let bound = self
+            .solver(&goal, heuristic)?
+            .estimate(&board)
+            .max(lower_bound);
+        let puzzle = (batch, index);
+        self.puzzles.insert(
+            puzzle,
+            Puzzle {
+                board,
+                goal,
+                heuristic: heuristic.to_string(),
+                bound,
+                next_bound: u32::MAX,
+                outstanding: HashSet::new(),
+                nodes: 0,
+                started: Instant::now(),
+                history: SizeHistory::default(),
+                splitting: None,
+            },
+        );
+        let spec = TaskSpec {
+            id: 0,
+            board,
+            goal,
+            heuristic: requested,
+            path: Vec::new(),
+            bound,
+            iterate: true,
+            node_budget: self.config.whole_task_budget,
+            profile_depth: 4,
+        };
+        let (wave, predicted) = (self.tasks.next_wave(), self.config.whole_task_budget);
+        self.add_task(puzzle, spec, wave, predicted);
+        Ok(())
+    }
+
+    fn add_task(&mut self, puzzle: PuzzleId, mut spec: TaskSpec, wave: u64, predicted: u64) {
+        let id = self.next_id();
+        spec.id = id;
+        if let Some(p) = self.puzzles.get_mut(&puzzle) {
+            p.outstanding.insert(id);
+        }
+        self.tasks.add(puzzle, spec, wave, predicted);
+    }
+
+    /// Applies one result `worker` reported.
+    pub(super) fn apply(
+        &mut self,
+        worker: WorkerId,
+        report: TaskReport,
+    ) -> Result<(), SchedulerError> {
+        let (task, nodes) = (report.task, report.nodes);
+        let Some(entry) = self.tasks.take_held(task, worker) else {
+            return Ok(());
+        };
+        let puzzle_id = entry.puzzle;
+        let outcome = match implausible(&entry.spec, &report.outcome) {
+            Some(reason) => TaskOutcome::Failed(reason),
+            None => report.outcome.clone(),
+        };
+        if let (Some(record), Some(puzzle)) = (
+            records::finished(&entry, &report, &outcome),
+            self.puzzles.get(&puzzle_id),
+        ) {
+            self.records.push(puzzle.goal, puzzle.board, task, record);
+        }
+        self.batches.add_nodes(puzzle_id.0, nodes);
+        self.totals.nodes += nodes;
+        self.totals.tasks_done += 1;
+        let next = {
+            let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) else {
+                return Ok(());
+            };
+            puzzle.nodes += nodes;
+            puzzle.outstanding.remove(&task);
+            match outcome {
+                TaskOutcome::Found(suffix) => {
+                    let mut moves = entry.spec.path.clone();
+                    moves.extend(suffix);
+                    Next::Solved(moves)
+                }
+                TaskOutcome::Exceeded(next_bound) => {
+                    puzzle.next_bound = puzzle.next_bound.min(next_bound);
+                    record_sizes(&mut puzzle.history, &entry.spec.path, &report);
+                    if puzzle.outstanding.is_empty() {
+                        Next::Iterate(puzzle.next_bound)
+                    } else {
+                        Next::Wait
+                    }
+                }
+                TaskOutcome::BudgetSpent(bound) => Next::Iterate(bound),
+                TaskOutcome::Split {
+                    children,
+                    pruned_min_f,
+                } => {
+                    puzzle.next_bound = puzzle.next_bound.min(pruned_min_f);
+                    Next::Split(children)
+                }
+                TaskOutcome::Failed(_) if entry.attempts + 1 < MAX_ATTEMPTS => {
+                    puzzle.outstanding.insert(task);
+                    Next::Retry
+                }
+                TaskOutcome::Failed(reason) => {
+                    Next::Fail(format!("failed {MAX_ATTEMPTS} times: {reason}"))
+                }
+            }
+        };
+        match next {
+            Next::Wait => Ok(()),
+            Next::Split(children) => {
+                let spec = &entry.spec;
+                let predicted = entry.predicted / children.len().max(1) as u64;
+                for direction in children {
+                    let Some((board, _)) = spec.board.apply(direction) else {
+                        continue;
+                    };
+                    let mut path = spec.path.clone();
+                    path.push(direction);
+                    self.add_task(
+                        puzzle_id,
+                        TaskSpec {
+                            id: 0,
+                            board,
+                            path,
+                            ..spec.clone()
+                        },
+                        entry.wave,
+                        predicted,
+                    );
+                }
+                // A board with no child within the bound ends its subtree here.
+                let next = self
+                    .puzzles
+                    .get(&puzzle_id)
+                    .filter(|p| p.outstanding.is_empty())
+                    .map(|p| p.next_bound);
+                match next {
+                    Some(bound) => self.next_iteration(puzzle_id, bound),
+                    None => Ok(()),
+                }
+            }
+            Next::Solved(moves) => self.finish_solved(puzzle_id, moves),
+            Next::Iterate(bound) => self.next_iteration(puzzle_id, bound),
+            Next::Retry => {
+                self.tasks.retry(entry);
+                Ok(())
+            }
+            Next::Fail(reason) => self.finish_failed(puzzle_id, reason),
+        }
+    }
+
+    /// Starts the iteration at `bound`: stores it as the puzzle's proven lower bound and queues
+    /// its split for [`Scheduler::take_splits`].
+    fn next_iteration(&mut self, puzzle_id: PuzzleId, bound: u32) -> Result<(), SchedulerError> {
+        let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
+            return Ok(());
+        };
+        let (board, goal, heuristic) = (puzzle.board, puzzle.goal, puzzle.heuristic.clone());
+        if bound as usize >= tilesolve::search::MAX_DEPTH {
+            return self.finish_failed(
+                puzzle_id,
+                "no solution within the longest supported path".into(),
+            );
+        }
+        self.store
+            .put_search_state(&goal, &board, SearchState { lower_bound: bound })?;
+        let threads = self.workers.threads().max(1);
+        let params = BalanceParams {
+            threads,
+            tasks_per_thread: self.config.tasks_per_thread,
+            balance: self.config.split_balance,
+            min_split_nodes: self.config.min_split_nodes,
+            min_split_nodes_per_thread: self.config.min_split_nodes_per_thread,
+            max_depth: u32::MAX,
+        };
+        let solver = self.solver(&goal, &heuristic)?.clone();
+        let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) else {
+            return Ok(());
+        };
+        puzzle.splitting = Some(bound);
+        self.splits.push(PendingSplit {
+            puzzle: puzzle_id,
+            bound,
+            board,
+            solver,
+            history: std::mem::take(&mut puzzle.history),
+            nodes_so_far: puzzle.nodes,
+            params,
+        });
+        Ok(())
+    }
+
+    /// Iterations waiting to be split: run each ([`PendingSplit::run`], outside the lock) and
+    /// hand it back to [`Scheduler::finish_split`].
+    pub fn take_splits(&mut self) -> Vec<PendingSplit> {
+        std::mem::take(&mut self.splits)
+    }
+
+    /// Queues a split iteration's tasks, or finishes the puzzle when the split met the goal; an
+    /// iteration with nothing within its bound goes straight on to the next. A split for a
+    /// puzzle that ended meanwhile (its batch cancelled) is dropped.
+    pub fn finish_split(&mut self, split: FinishedSplit) -> Result<(), SchedulerError> {
+        let FinishedSplit {
+            puzzle: puzzle_id,
+            bound,
+            frontier,
+            history,
+        } = split;
+        let Some(puzzle) = self
+            .puzzles
+            .get_mut(&puzzle_id)
+            .filter(|p| p.splitting == Some(bound))
+        else {
+            return Ok(());
+        };
+        puzzle.splitting = None;
+        if let Some(moves) = frontier.solution {
+            return self.finish_solved(puzzle_id, moves);
+        }
+        if frontier.tasks.is_empty() {
+            puzzle.history = history;
+            return self.next_iteration(puzzle_id, frontier.pruned_min_f);
+        }
+        puzzle.bound = bound;
+        puzzle.next_bound = frontier.pruned_min_f;
+        // Every split iteration proves that no solution is shorter than its bound.
+        tracing::info!(
+            batch = puzzle_id.0,
+            item = puzzle_id.1 + 1,
+            bound,
+            tasks = frontier.tasks.len(),
+            seconds = puzzle.started.elapsed().as_secs_f64(),
+            "iteration split"
+        );
+        let goal = puzzle.goal;
+        let heuristic = parse_heuristic(&puzzle.heuristic)?.to_string();
+        let wave = self.tasks.next_wave();
+        for task in frontier.tasks {
+            let spec = TaskSpec {
+                id: 0,
+                board: task.board,
+                goal,
+                heuristic: heuristic.clone(),
+                path: task.path,
+                bound,
+                iterate: false,
+                node_budget: subtree_budget(self.config.subtree_task_budget, task.predicted),
+                profile_depth: self.config.profile_depth,
+            };
+            self.add_task(puzzle_id, spec, wave, task.predicted);
+        }
+        Ok(())
+    }
+
+    /// Runs every pending split here, under the caller's `&mut` (for callers that own the
+    /// scheduler outright: tests and tools; the service splits outside its lock instead).
+    pub fn split_pending(&mut self) -> Result<(), SchedulerError> {
+        loop {
+            let splits = self.take_splits();
+            if splits.is_empty() {
+                return Ok(());
+            }
+            for split in splits {
+                self.finish_split(split.run())?;
+            }
+        }
+    }
+
+    /// Removes a puzzle's remaining tasks, telling workers about the leased ones.
+    fn cancel_tasks(&mut self, puzzle_id: PuzzleId) {
+        let ids: Vec<TaskId> = self
+            .puzzles
+            .get(&puzzle_id)
+            .map(|p| p.outstanding.iter().copied().collect())
+            .unwrap_or_default();
+        for (worker, task) in self.tasks.withdraw(ids) {
+            self.workers.tell_cancelled(worker, task);
+        }
+    }
+
+    /// Records the subtree tasks a solution made unnecessary, so a replay knows which parts of
+    /// the last iteration were never measured.
+    fn record_cancelled(&mut self, puzzle_id: PuzzleId) {
+        let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
+            return;
+        };
+        for &id in &puzzle.outstanding {
+            if let Some(record) = self
+                .tasks
+                .get(id)
+                .and_then(|entry| records::cancelled(puzzle_id, entry))
+            {
+                self.records.push(puzzle.goal, puzzle.board, id, record);
+            }
+        }
+    }
+
+    fn finish_solved(
+        &mut self,
+        puzzle_id: PuzzleId,
+        moves: Vec<Direction>,
+    ) -> Result<(), SchedulerError> {
+        let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
+            return Ok(());
+        };
+        let (board, goal, heuristic, nodes, seconds) = (
+            puzzle.board,
+            puzzle.goal,
+            puzzle.heuristic.clone(),
+            puzzle.nodes,
+            puzzle.started.elapsed().as_secs_f64(),
+        );
+        // Replayed before it is stored or reported: a wrong answer is a failure, never a result.
+        let tiles = match replay(&board, &goal, &moves) {
+            Ok(tiles) => tiles,
+            Err(error) => {
+                return self.finish_failed(
+                    puzzle_id,
+                    format!("internal error: a reported solution failed replay: {error}"),
+                )
+            }
+        };
+        let solution = Solution {
+            board,
+            goal,
+            moves,
+            tiles,
+            counters: Counters {
+                expanded: nodes,
+                generated: 0,
+            },
+            iterations: 0,
+            initial_estimate: 0,
+            seconds,
+        };
+        self.record_cancelled(puzzle_id);
+        let name = self.solver(&goal, &heuristic)?.heuristic().to_string();
+        self.store.put_solution(&solution, &name)?;
+        let stored = StoredSolution {
+            length: solution.len() as u32,
+            moves: moves_to_string(&solution.moves),
+            tiles: solution.tiles.clone(),
+            nodes: solution.counters.expanded,
+            seconds: solution.seconds,
+            heuristic: name,
+        };
+        self.finish(puzzle_id, ItemStatus::Solved(stored))
+    }
+
+    pub(super) fn finish_failed(
+        &mut self,
+        puzzle_id: PuzzleId,
+        reason: String,
+    ) -> Result<(), SchedulerError> {
+        self.finish(puzzle_id, ItemStatus::Failed(reason))
+    }
+
+    fn finish(&mut self, puzzle_id: PuzzleId, status: ItemStatus) -> Result<(), SchedulerError> {
+        self.cancel_tasks(puzzle_id);
+        self.puzzles.remove(&puzzle_id);
+        let (batch, index) = puzzle_id;
+        match status {
+            ItemStatus::Solved(_) => self.totals.puzzles_solved += 1,
+            ItemStatus::Failed(_) => self.totals.puzzles_failed += 1,
+            ItemStatus::Queued => {}
+        }
+        let batch_done = self.batches.item_finished(batch, &status);
+        if let Some(mut item) = self.store.item(batch, index)? {
+            item.status = status;
+            self.store.put_item(batch, index, &item)?;
+        }
+        // Each answer is not flushed on its own (sled writes it out within half a second, and a
+        // lost answer is recomputed from the flushed batch); a finished batch is flushed by the
+        // caller, outside the lock (see `take_flush_due`).
+        if batch_done {
+            self.flush_due = true;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,610 @@
+//! The scheduler: batches in, subtree tasks out, results back in, optimal answers into the store.
+//!
+//! Per puzzle (DESIGN.md): first one whole-puzzle task (IDA* from the proven lower bound, with a
+//! node budget), so that cheap puzzles cost one round trip. A puzzle that spends the budget is
+//! hard: each IDA* iteration is then split at a frontier depth into many deduplicated subtree
+//! tasks under the iteration's bound. The first subtree that finds a goal ends the puzzle (its
+//! other tasks are cancelled); when none does, the next bound is the smallest f reported, and the
+//! finished bound is stored as a proven lower bound so that a restart resumes there.
+//!
+//! Tasks are leased to workers; a lease that is not renewed by polls or heartbeats within the
+//! timeout returns its task to the queue, and a result for a task no longer leased is ignored.
+//! A task that keeps failing or keeps losing its worker fails its puzzle, with the reason, after
+//! [`MAX_ATTEMPTS`]. Task and worker ids carry the coordinator's incarnation (how many times it
+//! has started on these files), so a worker's report from before a restart never matches a task
+//! of the new process.
+//! The scheduler is plain synchronous code behind a mutex: no tokio, no gRPC types.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+use tilesolve::pdb::{default_memory_budget, PdbEvent, PdbStore};
+use tilesolve::search::PartSize;
+pub use tilesolve::task::TaskOutcome;
+use tilesolve::task::Work;
+use tilesolve::{parse_board, Board, Direction, Solver};
+
+use crate::store::{ItemStatus, Store, StoreError, StoredItem, StoredSolution};
+
+mod batches;
+mod intake;
+mod lifecycle;
+mod records;
+mod tasks;
+#[cfg(test)]
+mod tests;
+mod workers;
+
+pub use batches::BatchProgress;
+pub use lifecycle::{subtree_budget, FinishedSplit, PendingSplit};
+pub use records::{Flusher, TaskRecords};
+pub use workers::WorkerView;
+
+use batches::Batches;
+use intake::{parse_goal, parse_heuristic};
+use lifecycle::Puzzle;
+use tasks::Tasks;
+use workers::Workers;
+
+pub type TaskId = u64;
+pub type WorkerId = u64;
+/// A puzzle: its batch and its index in the batch.
+type PuzzleId = (u64, u32);
+
+/// Most lines a batch may hold.
+pub const MAX_BATCH_LINES: usize = 100_000;
+/// Attempts (failures reported by a worker, or leases lost with their worker) before a task's
+/// puzzle is marked failed.
+pub const MAX_ATTEMPTS: u32 = 3;
+/// Most search threads one worker may declare.
+pub const MAX_WORKER_THREADS: u32 = 4096;
+/// Most tasks a worker may hold per thread beyond the one it runs (prefetched).
+pub const MAX_PREFETCH: u32 = 4;
+
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    /// Expanded nodes a whole-puzzle task may spend before the puzzle is split.
+    pub whole_task_budget: u64,
+    /// A lease not renewed for this long returns its task to the queue.
+    pub lease_timeout: Duration,
+    /// Most subtree tasks per worker thread when splitting an iteration.
+    pub tasks_per_thread: usize,
+    /// Split an iteration until no task is predicted above its size / (threads x this).
+    pub split_balance: usize,
+    /// Never split a subtree predicted smaller than this (expanded nodes) ...
+    pub min_split_nodes: u64,
+    /// ... nor smaller than this many nodes per connected worker thread.
+    pub min_split_nodes_per_thread: u64,
+    /// Expanded nodes a subtree task may spend before it comes back split into its children.
+    pub subtree_task_budget: u64,
+    /// Unfinished puzzles the coordinator holds at most; a batch that would go over is refused
+    /// (ResourceExhausted) rather than letting a flood of submissions exhaust memory.
+    pub max_pending_puzzles: usize,
+    /// Subtree tasks report the size of each descendant this many moves below their board: the
+    /// next iteration's split predicts from them, and the store records them, so `tilesolve
+    /// simulate` can replay the run at a finer split than it ran with.
+    pub profile_depth: u32,
+    /// Bytes the coordinator's pattern tables may take: `default` resolves to the strongest
+    /// preset that fits, for splitting iterations and for the name stored with results. Workers
+    /// resolve `default` within their own budgets (every choice is admissible, so a proof that
+    /// combines bounds from several of them still holds).
+    pub table_budget: u64,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            whole_task_budget: 20_000_000,
+            lease_timeout: Duration::from_secs(10),
+            tasks_per_thread: 200,
+            split_balance: 4,
+            min_split_nodes: 30_000,
+            min_split_nodes_per_thread: 250,
+            subtree_task_budget: 200_000_000,
+            max_pending_puzzles: 1_000_000,
+            profile_depth: 4,
+            table_budget: default_memory_budget(),
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum SchedulerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("no batch {0}")]
+    UnknownBatch(u64),
+    #[error("unknown worker {0}: register again")]
+    UnknownWorker(u64),
+    #[error("{0}")]
+    ResourceExhausted(String),
+    #[error("pattern database: {0}")]
+    Pdb(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// What a worker is asked to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskSpec {
+    pub id: TaskId,
+    pub board: Board,
+    pub goal: Board,
+    pub heuristic: String,
+    /// Moves from the puzzle's root to `board`.
+    pub path: Vec<Direction>,
+    pub bound: u32,
+    /// Whole-puzzle task: keep raising the bound until solved or `node_budget` is spent.
+    pub iterate: bool,
+    pub node_budget: u64,
+    /// Report the sizes of the descendants this many moves below `board` (subtree tasks only).
+    pub profile_depth: u32,
+}
+
+impl TaskSpec {
+    /// The task as [`tilesolve::task::run_task`] takes it (for running tasks in process).
+    pub fn work(&self) -> Work<'_> {
+        Work {
+            board: &self.board,
+            path: &self.path,
+            bound: self.bound,
+            iterate: self.iterate,
+            node_budget: self.node_budget,
+            profile_depth: self.profile_depth,
+        }
+    }
+}
+
+/// What a worker reports for one task.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskReport {
+    pub task: TaskId,
+    pub outcome: TaskOutcome,
+    /// Expanded nodes.
+    pub nodes: u64,
+    /// The search's wall time on the worker.
+    pub seconds: f64,
+    /// Seconds it waited on the worker (prefetched) before a thread took it.
+    pub queued_seconds: f64,
+    /// Measured descendants, when the task asked for them.
+    pub parts: Vec<PartSize>,
+}
+
+impl TaskReport {
+    pub fn new(task: TaskId, outcome: TaskOutcome, nodes: u64) -> TaskReport {
+        TaskReport {
+            task,
+            outcome,
+            nodes,
+            seconds: 0.0,
+            queued_seconds: 0.0,
+            parts: Vec::new(),
+        }
+    }
+}
+
+/// A submitted batch, as acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Submitted {
+    pub batch: u64,
+    pub items: u32,
+    pub invalid: u32,
+    pub from_store: u32,
+}
+
+/// Totals since this process started, and the state of the queue now (for `/metrics`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SchedulerTotals {
+    pub nodes: u64,
+    pub tasks_done: u64,
+    pub puzzles_solved: u64,
+    pub puzzles_failed: u64,
+    pub tasks_queued: u64,
+    pub tasks_running: u64,
+    pub puzzles_pending: u64,
+    pub workers: u64,
+    pub worker_threads: u64,
+    /// Expanded nodes per second over every connected worker.
+    pub nodes_per_second: f64,
+}
+
+/// What a sweep did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Workers silent for longer than the lease timeout, now forgotten.
+    pub workers_lost: Vec<WorkerId>,
+    /// Tasks whose lease expired, back in the queue.
+    pub tasks_requeued: usize,
+    /// Puzzles failed because one of their tasks lost its worker too often.
+    pub puzzles_failed: usize,
+}
+
+/// The coordinator's state, behind one mutex: a thin owner of its parts, each of which keeps
+/// its own state private (`workers`, `tasks`, `batches`, `records`) and of the puzzles whose
+/// life `lifecycle` runs.
+pub struct Scheduler {
+    store: Store,
+    pdbs: PdbStore,
+    config: SchedulerConfig,
+    solvers: HashMap<(Board, String), Solver>,
+    /// Ordered by (batch, index), so one batch's puzzles are a range.
+    puzzles: BTreeMap<PuzzleId, Puzzle>,
+    tasks: Tasks,
+    workers: Workers,
+    batches: Batches,
+    next_id: u64,
+    /// A batch finished since the last [`Scheduler::take_flush_due`].
+    flush_due: bool,
+    /// Records not yet taken by [`Scheduler::take_records`].
+    records: TaskRecords,
+    /// Splits not yet taken by [`Scheduler::take_splits`].
+    splits: Vec<PendingSplit>,
+    totals: SchedulerTotals,
+}
+
+impl Scheduler {
+    /// A scheduler over `store` that resumes every unfinished item of every stored batch.
+    pub fn new(
+        store: Store,
+        pdbs: PdbStore,
+        config: SchedulerConfig,
+    ) -> Result<Scheduler, SchedulerError> {
+        let incarnation = store.next_incarnation()?;
+        let mut scheduler = Scheduler {
+            store,
+            pdbs,
+            config,
+            solvers: HashMap::new(),
+            puzzles: BTreeMap::new(),
+            tasks: Tasks::default(),
+            workers: Workers::default(),
+            batches: Batches::default(),
+            next_id: incarnation << 40,
+            flush_due: false,
+            records: TaskRecords::default(),
+            splits: Vec::new(),
+            totals: SchedulerTotals::default(),
+        };
+        for batch in scheduler.store.batches()? {
+            if batch.cancelled {
+                continue;
+            }
+            let items = scheduler.store.items(batch.id)?;
+            scheduler.batches.open(batch.id, batches::counts(&items));
+            for (index, item) in items.into_iter().enumerate() {
+                if item.status == ItemStatus::Queued {
+                    scheduler.start_item(batch.id, index as u32, &item, &batch.heuristic)?;
+                }
+            }
+        }
+        Ok(scheduler)
+    }
+
+    /// Task and worker ids: one counter, prefixed with the incarnation.
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Bytes this scheduler's pattern tables may take (see [`SchedulerConfig::table_budget`]).
+    pub fn table_budget(&self) -> u64 {
+        self.config.table_budget
+    }
+
+    /// The solver for a goal and heuristic name, loading (or building) pattern databases.
+    fn solver(&mut self, goal: &Board, heuristic: &str) -> Result<&Solver, SchedulerError> {
+        let key = (*goal, heuristic.to_string());
+        if !self.solvers.contains_key(&key) {
+            let choice = parse_heuristic(heuristic)?;
+            let quiet = |_: PdbEvent<'_>| {};
+            let budget = self.config.table_budget;
+            let built = choice
+                .build(goal, budget, &self.pdbs, &quiet)
+                .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
+            let name = choice.resolve(goal, budget).to_string();
+            self.solvers
+                .insert(key.clone(), Solver::with_heuristic(*goal, built, name));
+        }
+        Ok(&self.solvers[&key])
+    }
+
+    /// Accepts a batch: parses every line (bad lines become failed items naming the line and
+    /// the reason), answers boards already in the store, writes the batch to disk, and queues
+    /// the rest.
+    pub fn submit(
+        &mut self,
+        lines: &[String],
+        heuristic: &str,
+        goal: &str,
+    ) -> Result<Submitted, SchedulerError> {
+        if lines.len() > MAX_BATCH_LINES {
+            return Err(SchedulerError::ResourceExhausted(format!(
+                "a batch may hold at most {MAX_BATCH_LINES} lines, not {}",
+                lines.len()
+            )));
+        }
+        let choice = parse_heuristic(heuristic)?.to_string();
+        let read = intake::read_items(lines, parse_goal(goal)?, &self.store)?;
+        let items = read.items;
+        if items.is_empty() {
+            return Err(SchedulerError::InvalidArgument(
+                "the batch holds no boards (only blank or comment lines)".into(),
+            ));
+        }
+        let queued = items
+            .iter()
+            .filter(|i| i.status == ItemStatus::Queued)
+            .count();
+        self.check_capacity(queued)?;
+        let batch = self
+            .store
+            .create_batch(&choice, &items, intake::now_unix_ms())?;
+        self.batches.open(batch, batches::counts(&items));
+        for (index, item) in items.iter().enumerate() {
+            if item.status == ItemStatus::Queued {
+                self.start_item(batch, index as u32, item, &choice)?;
+            }
+        }
+        Ok(Submitted {
+            batch,
+            items: items.len() as u32,
+            invalid: read.invalid,
+            from_store: read.from_store,
+        })
+    }
+
+    /// Refuses `puzzles` more unfinished puzzles if they would pass the configured limit. Called
+    /// with the count of board lines before any work is done for a batch (a refused batch must
+    /// not first trigger a pattern database build), and again with the exact count in `submit`.
+    pub fn check_capacity(&self, puzzles: usize) -> Result<(), SchedulerError> {
+        if self.puzzles.len() + puzzles > self.config.max_pending_puzzles {
+            return Err(SchedulerError::ResourceExhausted(format!(
+                "the coordinator holds {} unfinished puzzles; {puzzles} more would pass its limit of {}: \
+                 resubmit when some have finished",
+                self.puzzles.len(),
+                self.config.max_pending_puzzles
+            )));
+        }
+        Ok(())
+    }
+
+    /// Makes sure the pattern databases a batch needs are on disk, building any that are
+    /// missing. Called without the scheduler's lock held, because a build can take minutes and
+    /// heartbeats must not wait for it; `submit` then only loads the files.
+    pub fn prepare(
+        pdbs: &PdbStore,
+        lines: &[String],
+        heuristic: &str,
+        goal: &str,
+        table_budget: u64,
+        events: &(dyn Fn(PdbEvent<'_>) + Sync),
+    ) -> Result<(), SchedulerError> {
+        // Bad names are reported by `submit`; there is nothing to build for them.
+        let (Ok(choice), Ok(goal)) = (parse_heuristic(heuristic), parse_goal(goal)) else {
+            return Ok(());
+        };
+        for side in intake::sides(lines) {
+            choice
+                .build(&goal.for_side(side), table_budget, pdbs, events)
+                .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// A worker joins with `threads` search threads (1 to [`MAX_WORKER_THREADS`]).
+    pub fn register(&mut self, threads: u32, host: &str) -> Result<WorkerId, SchedulerError> {
+        let id = self.next_id();
+        self.workers.register(id, threads, host)?;
+        Ok(id)
+    }
+
+    /// Records what `default` means on a worker, as it said when registering.
+    pub fn set_default_heuristics(&mut self, worker: WorkerId, names: &[String]) {
+        self.workers.set_default_heuristics(worker, names);
+    }
+
+    /// A worker reports results and asks for up to `free_slots` tasks (at most [`MAX_PREFETCH`]
+    /// per thread beyond its threads). Returns its new tasks and the tasks it holds that were
+    /// cancelled.
+    pub fn poll(
+        &mut self,
+        worker: WorkerId,
+        free_slots: u32,
+        results: Vec<TaskReport>,
+    ) -> Result<(Vec<TaskSpec>, Vec<TaskId>), SchedulerError> {
+        let now = Instant::now();
+        // An unknown worker's results are dropped, because its leases are gone.
+        let nodes = results.iter().map(|report| report.nodes).sum();
+        let threads = self
+            .workers
+            .reported(worker, now, results.len() as u64, nodes)?;
+        let free_slots = free_slots.min(threads.saturating_mul(1 + MAX_PREFETCH)) as usize;
+        for report in results {
+            self.apply(worker, report)?;
+        }
+        let leased = self
+            .tasks
+            .lease(worker, free_slots, now, self.config.lease_timeout);
+        Ok((leased, self.workers.take_cancelled(worker)))
+    }
+
+    /// Whether some task may be waiting for a worker (withdrawn tasks may still be counted).
+    pub fn has_ready_tasks(&self) -> bool {
+        self.tasks.has_ready()
+    }
+
+    /// Renews the leases of the tasks a worker is running; returns its cancellations.
+    pub fn heartbeat(
+        &mut self,
+        worker: WorkerId,
+        running: &[TaskId],
+    ) -> Result<Vec<TaskId>, SchedulerError> {
+        let now = Instant::now();
+        self.workers.seen(worker, now)?;
+        self.tasks
+            .renew(worker, running, now, self.config.lease_timeout);
+        Ok(self.workers.take_cancelled(worker))
+    }
+
+    /// Returns expired leases to the queue, fails the puzzles of tasks that lost their worker
+    /// [`MAX_ATTEMPTS`] times, and forgets silent workers.
+    pub fn sweep(&mut self) -> Result<Swept, SchedulerError> {
+        let now = Instant::now();
+        let workers_lost = self.workers.forget_silent(now, self.config.lease_timeout);
+        let expired = self.tasks.expire(now);
+        let mut swept = Swept {
+            workers_lost,
+            tasks_requeued: expired.requeued,
+            puzzles_failed: 0,
+        };
+        for (puzzle, task) in expired.exhausted {
+            if self.puzzles.contains_key(&puzzle) {
+                swept.puzzles_failed += 1;
+                self.finish_failed(
+                    puzzle,
+                    format!(
+                        "task {task} lost its worker {MAX_ATTEMPTS} times \
+                         (the workers running it stopped responding)"
+                    ),
+                )?;
+            }
+        }
+        Ok(swept)
+    }
+
+    /// Whether a batch finished since the last call: its answers should then be flushed (with
+    /// [`Scheduler::flusher`], after the lock is released) before the worker's call returns.
+    pub fn take_flush_due(&mut self) -> bool {
+        std::mem::take(&mut self.flush_due)
+    }
+
+    /// The task records made since the last call, for [`Flusher::write`] once the lock is
+    /// released (a record lost in a crash only makes a replay of that run less complete).
+    pub fn take_records(&mut self) -> TaskRecords {
+        std::mem::take(&mut self.records)
+    }
+
+    /// A handle that flushes the store without the scheduler's lock.
+    pub fn flusher(&self) -> Flusher {
+        Flusher::new(self.store.clone())
+    }
+
+    /// A batch's progress.
+    pub fn progress(&self, batch: u64) -> Result<BatchProgress, SchedulerError> {
+        let counts = match self.batches.counts(batch) {
+            Some(counts) => counts,
+            None => {
+                self.store
+                    .batch(batch)?
+                    .ok_or(SchedulerError::UnknownBatch(batch))?;
+                batches::counts(&self.store.items(batch)?)
+            }
+        };
+        let mut bounds: Vec<u32> = self
+            .puzzles
+            .range((batch, 0)..=(batch, u32::MAX))
+            .map(|(_, p)| p.bound)
+            .collect();
+        bounds.sort_unstable();
+        Ok(self
+            .batches
+            .progress(batch, counts, bounds, self.workers.len() as u32))
+    }
+
+    /// The connected workers.
+    pub fn workers(&self) -> Vec<WorkerView> {
+        self.workers.views()
+    }
+
+    /// Totals since start and the queue now.
+    pub fn totals(&self) -> SchedulerTotals {
+        let (queued, running) = self.tasks.counts();
+        let workers = self.workers();
+        SchedulerTotals {
+            tasks_queued: queued,
+            tasks_running: running,
+            puzzles_pending: self.puzzles.len() as u64,
+            workers: workers.len() as u64,
+            worker_threads: workers.iter().map(|w| u64::from(w.threads)).sum(),
+            nodes_per_second: workers.iter().map(|w| w.nodes_per_second).sum(),
+            ..self.totals.clone()
+        }
+    }
+
+    /// The progress of the `count` most recent batches, newest first.
+    pub fn recent(&self, count: usize) -> Result<Vec<BatchProgress>, SchedulerError> {
+        self.store
+            .recent_batches(count)?
+            .iter()
+            .map(|batch| self.progress(batch.id))
+            .collect()
+    }
+
+    /// Bytes the store takes on disk.
+    pub fn store_bytes(&self) -> u64 {
+        self.store.size_on_disk()
+    }
+
+    /// Every stored batch's progress, oldest first.
+    pub fn list(&self) -> Result<Vec<BatchProgress>, SchedulerError> {
+        self.store
+            .batches()?
+            .iter()
+            .map(|batch| self.progress(batch.id))
+            .collect()
+    }
+
+    /// Cancels a batch: its unfinished items fail as cancelled (their tasks are withdrawn and
+    /// workers told); answers already found stay.
+    pub fn cancel(&mut self, batch: u64) -> Result<BatchProgress, SchedulerError> {
+        let mut stored = self
+            .store
+            .batch(batch)?
+            .ok_or(SchedulerError::UnknownBatch(batch))?;
+        stored.cancelled = true;
+        self.store.put_batch(&stored)?;
+        let puzzles: Vec<PuzzleId> = self
+            .puzzles
+            .range((batch, 0)..=(batch, u32::MAX))
+            .map(|(id, _)| *id)
+            .collect();
+        for puzzle in puzzles {
+            self.finish_failed(puzzle, "cancelled".into())?;
+        }
+        self.store.flush()?;
+        self.progress(batch)
+    }
+
+    /// A batch's items, in order.
+    pub fn items(&self, batch: u64) -> Result<Vec<StoredItem>, SchedulerError> {
+        self.store
+            .batch(batch)?
+            .ok_or(SchedulerError::UnknownBatch(batch))?;
+        Ok(self.store.items(batch)?)
+    }
+
+    /// Up to `limit` of a batch's items from index `start` on, with their indices.
+    pub fn items_page(
+        &self,
+        batch: u64,
+        start: u32,
+        limit: usize,
+    ) -> Result<Vec<(u32, StoredItem)>, SchedulerError> {
+        self.store
+            .batch(batch)?
+            .ok_or(SchedulerError::UnknownBatch(batch))?;
+        Ok(self.store.items_page(batch, start, limit)?)
+    }
+
+    /// A stored solution, replayed before it is returned.
+    pub fn query(&self, board: &str, goal: &str) -> Result<Option<StoredSolution>, SchedulerError> {
+        let board = parse_board(board)
+            .map_err(|e| SchedulerError::InvalidArgument(format!("board: {e}")))?;
+        let goal = parse_goal(goal)?.for_side(board.side());
+        let stored = self.store.solution(&goal, &board)?;
+        Ok(stored.filter(|s| Store::verified(&goal, &board, s).is_some()))
+    }
+}

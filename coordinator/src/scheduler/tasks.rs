@@ -1,0 +1,200 @@
+//! The task table: every task not yet finished, its lease, its attempts, and the ready queue
+//! that decides which task goes out next. It knows puzzles only by id and workers only by id.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::{PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
+use crate::queue::ReadyQueue;
+
+pub(super) struct Lease {
+    pub(super) worker: WorkerId,
+    expires: Instant,
+    /// When the task went out, for its round trip in the task records.
+    pub(super) since: Instant,
+}
+
+pub(super) struct TaskEntry {
+    pub(super) spec: TaskSpec,
+    pub(super) puzzle: PuzzleId,
+    pub(super) lease: Option<Lease>,
+    pub(super) attempts: u32,
+    /// Its wave (whole task or split iteration) and the nodes the policy predicts it will
+    /// expand: its place in the ready queue.
+    pub(super) wave: u64,
+    pub(super) predicted: u64,
+}
+
+/// What expiring leases did.
+#[derive(Default)]
+pub(super) struct Expired {
+    /// Tasks back in the queue.
+    pub(super) requeued: usize,
+    /// Tasks that lost their worker [`MAX_ATTEMPTS`] times, with their puzzles.
+    pub(super) exhausted: Vec<(PuzzleId, TaskId)>,
+}
+
+#[derive(Default)]
+pub(super) struct Tasks {
+    entries: HashMap<TaskId, TaskEntry>,
+    ready: ReadyQueue<TaskId>,
+    waves: u64,
+}
+
+impl Tasks {
+    /// A new wave: a puzzle's whole task or one split iteration, queued behind the waves before
+    /// it (see [`ReadyQueue`]).
+    pub(super) fn next_wave(&mut self) -> u64 {
+        self.waves += 1;
+        self.waves
+    }
+
+    /// Queues `spec` (whose id is set) for `puzzle`.
+    pub(super) fn add(&mut self, puzzle: PuzzleId, spec: TaskSpec, wave: u64, predicted: u64) {
+        let id = spec.id;
+        self.entries.insert(
+            id,
+            TaskEntry {
+                spec,
+                puzzle,
+                lease: None,
+                attempts: 0,
+                wave,
+                predicted,
+            },
+        );
+        self.ready.push(puzzle.0, wave, predicted, id);
+    }
+
+    /// Leases up to `count` ready tasks to `worker` until `now + timeout`.
+    pub(super) fn lease(
+        &mut self,
+        worker: WorkerId,
+        count: usize,
+        now: Instant,
+        timeout: Duration,
+    ) -> Vec<TaskSpec> {
+        let mut leased = Vec::new();
+        while leased.len() < count {
+            let Some(id) = self.ready.pop() else {
+                break;
+            };
+            // Withdrawn tasks leave their ids behind; a leased task is never handed out twice.
+            let Some(entry) = self.entries.get_mut(&id).filter(|t| t.lease.is_none()) else {
+                continue;
+            };
+            entry.lease = Some(Lease {
+                worker,
+                expires: now + timeout,
+                since: now,
+            });
+            leased.push(entry.spec.clone());
+        }
+        leased
+    }
+
+    /// Whether some task may be waiting for a worker (withdrawn tasks may still be counted).
+    pub(super) fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    /// Renews the leases `worker` holds among `running` until `now + timeout`.
+    pub(super) fn renew(
+        &mut self,
+        worker: WorkerId,
+        running: &[TaskId],
+        now: Instant,
+        timeout: Duration,
+    ) {
+        for id in running {
+            if let Some(lease) = self.entries.get_mut(id).and_then(|t| t.lease.as_mut()) {
+                if lease.worker == worker {
+                    lease.expires = now + timeout;
+                }
+            }
+        }
+    }
+
+    /// Returns the tasks whose lease expired by `now` to the queue, ahead of their batch's
+    /// other tasks and in their original order (they were leased first, so they are the ones an
+    /// iteration is waiting for); those out of attempts are left for the caller to fail.
+    pub(super) fn expire(&mut self, now: Instant) -> Expired {
+        let mut ids: Vec<TaskId> = self
+            .entries
+            .iter()
+            .filter(|(_, t)| t.lease.as_ref().is_some_and(|lease| lease.expires <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        let mut expired = Expired::default();
+        for id in ids {
+            let Some(entry) = self.entries.get_mut(&id) else {
+                continue;
+            };
+            entry.lease = None;
+            entry.attempts += 1;
+            if entry.attempts >= MAX_ATTEMPTS {
+                expired.exhausted.push((entry.puzzle, id));
+            } else {
+                self.ready.push(entry.puzzle.0, entry.wave, u64::MAX, id);
+                expired.requeued += 1;
+            }
+        }
+        expired
+    }
+
+    /// Takes out `task` if `worker` holds its lease: a result for a task the worker no longer
+    /// holds (expired, cancelled, reassigned) is ignored, since whoever holds it now reports.
+    pub(super) fn take_held(&mut self, task: TaskId, worker: WorkerId) -> Option<TaskEntry> {
+        let held = self
+            .entries
+            .get(&task)
+            .and_then(|t| t.lease.as_ref())
+            .is_some_and(|l| l.worker == worker);
+        if held {
+            self.entries.remove(&task)
+        } else {
+            None
+        }
+    }
+
+    /// Puts a failed task back in the queue for another attempt.
+    pub(super) fn retry(&mut self, entry: TaskEntry) {
+        let (id, puzzle, wave, predicted) =
+            (entry.spec.id, entry.puzzle, entry.wave, entry.predicted);
+        self.entries.insert(
+            id,
+            TaskEntry {
+                lease: None,
+                attempts: entry.attempts + 1,
+                ..entry
+            },
+        );
+        self.ready.push(puzzle.0, wave, predicted, id);
+    }
+
+    pub(super) fn get(&self, task: TaskId) -> Option<&TaskEntry> {
+        self.entries.get(&task)
+    }
+
+    /// Removes `ids`; returns the leased ones with the worker holding each.
+    pub(super) fn withdraw(
+        &mut self,
+        ids: impl IntoIterator<Item = TaskId>,
+    ) -> Vec<(WorkerId, TaskId)> {
+        // Withdrawn ids stay in `ready` until popped (and skipped): removing them here would
+        // cost a pass over the whole queue for every finished puzzle.
+        ids.into_iter()
+            .filter_map(|id| {
+                let lease = self.entries.remove(&id)?.lease?;
+                Some((lease.worker, id))
+            })
+            .collect()
+    }
+
+    /// (queued, running) tasks.
+    pub(super) fn counts(&self) -> (u64, u64) {
+        let running = self.entries.values().filter(|t| t.lease.is_some()).count() as u64;
+        (self.entries.len() as u64 - running, running)
+    }
+}

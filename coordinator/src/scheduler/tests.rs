@@ -1,0 +1,276 @@
+//! The scheduler driven directly, with the real kernel standing in for workers.
+use super::*;
+use tilesolve::task::run_task;
+
+/// A scheduler over a store and pattern databases in `dir` (reopened if already there).
+fn scheduler_in(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {
+    let store = crate::store::reopen(&dir.join("store"));
+    Scheduler::new(store, PdbStore::new(dir.join("pdb"), 1), config).unwrap()
+}
+
+/// Drives a scheduler with `threads` simulated worker threads running the real kernel.
+fn run_to_completion(scheduler: &mut Scheduler, batch: u64, threads: u32) {
+    let worker = scheduler.register(threads, "test").unwrap();
+    let mut results = Vec::new();
+    for _ in 0..1_000_000 {
+        if scheduler.progress(batch).unwrap().done {
+            return;
+        }
+        let (tasks, _) = scheduler
+            .poll(worker, threads, std::mem::take(&mut results))
+            .unwrap();
+        scheduler.split_pending().unwrap();
+        for task in tasks {
+            let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
+            let run = run_task(&solver, task.work(), None);
+            results.push(TaskReport {
+                parts: run.parts,
+                ..TaskReport::new(task.id, run.outcome, run.nodes)
+            });
+        }
+    }
+    panic!("batch {batch} did not finish");
+}
+
+fn examples() -> Vec<(String, u32)> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/examples15.txt"
+    ))
+    .unwrap();
+    tilesolve::batch_file::board_lines(&text)
+        .take(6)
+        .map(|l| {
+            (
+                l.board.to_string(),
+                l.fact("optimal").unwrap().parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn split_puzzles_are_solved_optimally_stored_and_resumed() {
+    let data = tempfile::tempdir().unwrap();
+    let open = || {
+        let config = SchedulerConfig {
+            // Tiny budgets, so puzzles are split and subtrees split again.
+            whole_task_budget: 2_000,
+            subtree_task_budget: 3_000,
+            tasks_per_thread: 8,
+            ..SchedulerConfig::default()
+        };
+        scheduler_in(data.path(), config)
+    };
+    let examples = examples();
+    let mut lines: Vec<String> = examples.iter().map(|(b, _)| b.clone()).collect();
+    lines.insert(2, "1,2,3".into());
+    let batch = {
+        let mut scheduler = open();
+        let submitted = scheduler.submit(&lines, "linear-conflict", "").unwrap();
+        assert_eq!(
+            (submitted.items, submitted.invalid, submitted.from_store),
+            (7, 1, 0)
+        );
+        run_to_completion(&mut scheduler, submitted.batch, 3);
+        scheduler.flusher().flush().unwrap();
+        submitted.batch
+    };
+    // A new scheduler over the same files: everything is still there, and a resubmission is
+    // answered from the store.
+    let mut scheduler = open();
+    let items = scheduler.items(batch).unwrap();
+    let lengths: Vec<Option<u32>> = items
+        .iter()
+        .map(|i| match &i.status {
+            ItemStatus::Solved(s) => Some(s.length),
+            _ => None,
+        })
+        .collect();
+    let mut expected: Vec<Option<u32>> = examples.iter().map(|(_, o)| Some(*o)).collect();
+    expected.insert(2, None);
+    assert_eq!(lengths, expected);
+    assert!(
+        matches!(&items[2].status, ItemStatus::Failed(reason) if reason.starts_with("line 3:"))
+    );
+    let again = scheduler.submit(&lines, "linear-conflict", "").unwrap();
+    assert_eq!(again.from_store, 6);
+    assert!(scheduler.progress(again.batch).unwrap().done);
+    let (board, optimal) = &examples[5];
+    assert_eq!(
+        scheduler.query(board, "").unwrap().map(|s| s.length),
+        Some(*optimal)
+    );
+}
+
+#[test]
+fn expired_leases_return_to_the_queue_and_late_results_are_ignored() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            lease_timeout: Duration::from_millis(1),
+            ..SchedulerConfig::default()
+        },
+    );
+    let submitted = scheduler
+        .submit(&["1,2,3,4,5,6,7,0,8".to_string()], "manhattan", "")
+        .unwrap();
+    let lost = scheduler.register(1, "test").unwrap();
+    let (tasks, _) = scheduler.poll(lost, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    std::thread::sleep(Duration::from_millis(5));
+    let swept = scheduler.sweep().unwrap();
+    assert_eq!((swept.workers_lost, swept.tasks_requeued), (vec![lost], 1));
+    let late = TaskReport::new(tasks[0].id, TaskOutcome::Found(vec![Direction::Up]), 1);
+    assert!(
+        matches!(
+            scheduler.poll(lost, 0, vec![late.clone()]),
+            Err(SchedulerError::UnknownWorker(_))
+        ),
+        "a forgotten worker must register again"
+    );
+    let again = scheduler.register(1, "test").unwrap();
+    scheduler.poll(again, 0, vec![late]).unwrap();
+    assert!(
+        !scheduler.progress(submitted.batch).unwrap().done,
+        "a wrong late answer from an expired lease is ignored"
+    );
+    run_to_completion(&mut scheduler, submitted.batch, 1);
+    assert_eq!(
+        scheduler
+            .query("1,2,3,4,5,6,7,0,8", "")
+            .unwrap()
+            .map(|s| s.length),
+        Some(1)
+    );
+}
+
+#[test]
+fn a_task_that_keeps_losing_its_worker_fails_its_puzzle_not_the_batch() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            lease_timeout: Duration::from_millis(1),
+            ..SchedulerConfig::default()
+        },
+    );
+    let lines = ["8,6,7,2,5,4,3,0,1".to_string()];
+    let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
+    let mut swept = Swept::default();
+    for _ in 0..MAX_ATTEMPTS {
+        let worker = scheduler.register(1, "test").unwrap();
+        assert_eq!(scheduler.poll(worker, 1, Vec::new()).unwrap().0.len(), 1);
+        std::thread::sleep(Duration::from_millis(5));
+        swept = scheduler.sweep().unwrap();
+    }
+    assert_eq!(swept.puzzles_failed, 1);
+    let progress = scheduler.progress(submitted.batch).unwrap();
+    assert!(progress.done && progress.failed == 1);
+    let items = scheduler.items(submitted.batch).unwrap();
+    assert!(
+        matches!(&items[0].status, ItemStatus::Failed(reason) if reason.contains("lost its worker 3 times")),
+        "{:?}",
+        items[0].status
+    );
+}
+
+#[test]
+fn impossible_reports_are_failed_attempts_never_answers() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    // Optimal is 31 moves; a faulty worker claims a 1-move answer, then a next bound below
+    // the task's own, then a real but non-optimal path.
+    let board = "8,6,7,2,5,4,3,0,1";
+    let submitted = scheduler
+        .submit(&[board.to_string()], "manhattan", "")
+        .unwrap();
+    let worker = scheduler.register(1, "test").unwrap();
+    let (mut tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+    let reports = [
+        TaskOutcome::Found(vec![Direction::Up]),
+        TaskOutcome::Exceeded(1),
+    ];
+    for report in reports {
+        let task = tasks.pop().unwrap();
+        tasks = scheduler
+            .poll(worker, 1, vec![TaskReport::new(task.id, report, 10)])
+            .unwrap()
+            .0;
+        assert_eq!(tasks.len(), 1, "the same task is offered again");
+    }
+    assert!(!scheduler.progress(submitted.batch).unwrap().done);
+    // Now the real search, by the worker that holds the task.
+    let task = tasks.pop().unwrap();
+    let solver = Solver::new(task.goal, tilesolve::HeuristicKind::Manhattan);
+    let run = run_task(&solver, task.work(), None);
+    scheduler
+        .poll(
+            worker,
+            0,
+            vec![TaskReport::new(task.id, run.outcome, run.nodes)],
+        )
+        .unwrap();
+    assert!(scheduler.progress(submitted.batch).unwrap().done);
+    assert_eq!(
+        scheduler.query(board, "").unwrap().map(|s| s.length),
+        Some(31)
+    );
+}
+
+#[test]
+fn a_split_done_outside_the_lock_for_a_puzzle_that_ended_meanwhile_is_dropped() {
+    let data = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig {
+        whole_task_budget: 1_000,
+        ..SchedulerConfig::default()
+    };
+    let mut scheduler = scheduler_in(data.path(), config);
+    let (board, _) = examples().into_iter().next().unwrap();
+    let submitted = scheduler.submit(&[board], "manhattan", "").unwrap();
+    let worker = scheduler.register(1, "test").unwrap();
+    let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+    let solver = Solver::new(tasks[0].goal, tilesolve::HeuristicKind::Manhattan);
+    let run = run_task(&solver, tasks[0].work(), None);
+    assert!(
+        matches!(run.outcome, TaskOutcome::BudgetSpent(_)),
+        "a hard puzzle"
+    );
+    let report = TaskReport::new(tasks[0].id, run.outcome, run.nodes);
+    let (leased, _) = scheduler.poll(worker, 1, vec![report]).unwrap();
+    assert!(leased.is_empty(), "the next iteration is not split yet");
+    let splits = scheduler.take_splits();
+    assert_eq!(splits.len(), 1);
+    scheduler.cancel(submitted.batch).unwrap();
+    for split in splits {
+        scheduler.finish_split(split.run()).unwrap();
+    }
+    assert!(
+        scheduler.poll(worker, 1, Vec::new()).unwrap().0.is_empty(),
+        "no tasks for a cancelled batch"
+    );
+}
+
+#[test]
+fn a_cancelled_batch_withdraws_its_tasks() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let lines: Vec<String> = examples().into_iter().map(|(b, _)| b).collect();
+    let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
+    let worker = scheduler.register(1, "test").unwrap();
+    let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+    let progress = scheduler.cancel(submitted.batch).unwrap();
+    assert!(progress.done);
+    assert_eq!(progress.failed, lines.len() as u32);
+    assert_eq!(
+        scheduler.heartbeat(worker, &[tasks[0].id]).unwrap(),
+        vec![tasks[0].id],
+        "the worker is told"
+    );
+    assert!(
+        scheduler.poll(worker, 1, Vec::new()).unwrap().0.is_empty(),
+        "nothing left to do"
+    );
+    assert_eq!(scheduler.list().unwrap().len(), 1);
+}

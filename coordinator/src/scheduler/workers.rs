@@ -1,0 +1,207 @@
+//! The worker registry: who is connected, with how many threads, what they last reported, and
+//! the cancellations not yet told to them. Leases live with the tasks (`tasks`); this module
+//! only knows workers.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use super::{SchedulerError, TaskId, WorkerId, MAX_WORKER_THREADS};
+
+/// The span a worker's nodes/s is measured over: long enough to smooth out tasks finishing in
+/// bursts, short enough to show a worker that has gone idle.
+const RATE_WINDOW: Duration = Duration::from_secs(30);
+
+/// Longest host name kept, and how many default-heuristic names of what length: a hostile
+/// registration cannot grow the table.
+const MAX_HOST: usize = 100;
+const MAX_DEFAULT_HEURISTICS: usize = 8;
+const MAX_HEURISTIC_NAME: usize = 60;
+
+struct WorkerInfo {
+    threads: u32,
+    host: String,
+    /// What `default` means on the worker, e.g. "5x5 pdb:6-6-6-6-max".
+    default_heuristics: Vec<String>,
+    registered: Instant,
+    last_seen: Instant,
+    nodes: u64,
+    tasks_done: u64,
+    /// (when, nodes reported so far) at each poll within the last [`RATE_WINDOW`].
+    reports: VecDeque<(Instant, u64)>,
+}
+
+impl WorkerInfo {
+    fn record(&mut self, now: Instant) {
+        self.reports.push_back((now, self.nodes));
+        while self
+            .reports
+            .front()
+            .is_some_and(|&(when, _)| now.duration_since(when) > RATE_WINDOW)
+        {
+            self.reports.pop_front();
+        }
+    }
+
+    /// Nodes per second over the window, counted from the report before it when there is one.
+    fn nodes_per_second(&self, now: Instant) -> f64 {
+        let (since, before) = self
+            .reports
+            .front()
+            .copied()
+            .unwrap_or((self.registered, 0));
+        let seconds = now.duration_since(since).as_secs_f64();
+        if seconds < 1e-3 {
+            return 0.0;
+        }
+        (self.nodes - before) as f64 / seconds
+    }
+}
+
+/// A connected worker, as the dashboard shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerView {
+    pub id: WorkerId,
+    pub host: String,
+    pub threads: u32,
+    /// What `default` means on the worker, e.g. "5x5 pdb:6-6-6-6-max".
+    pub default_heuristics: Vec<String>,
+    /// Expanded nodes reported per second over the last 30 seconds.
+    pub nodes_per_second: f64,
+    pub tasks_done: u64,
+    pub seconds_since_seen: f64,
+}
+
+#[derive(Default)]
+pub(super) struct Workers {
+    workers: HashMap<WorkerId, WorkerInfo>,
+    /// Cancellations not yet told to the worker holding the task.
+    cancelled: HashMap<WorkerId, Vec<TaskId>>,
+}
+
+impl Workers {
+    /// Adds worker `id` with `threads` search threads (1 to [`MAX_WORKER_THREADS`]).
+    pub(super) fn register(
+        &mut self,
+        id: WorkerId,
+        threads: u32,
+        host: &str,
+    ) -> Result<(), SchedulerError> {
+        if !(1..=MAX_WORKER_THREADS).contains(&threads) {
+            return Err(SchedulerError::InvalidArgument(format!(
+                "threads must be 1 to {MAX_WORKER_THREADS}, not {threads}"
+            )));
+        }
+        let now = Instant::now();
+        self.workers.insert(
+            id,
+            WorkerInfo {
+                threads,
+                host: host.chars().take(MAX_HOST).collect(),
+                default_heuristics: Vec::new(),
+                registered: now,
+                last_seen: now,
+                nodes: 0,
+                tasks_done: 0,
+                reports: VecDeque::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Records what `default` means on a worker (as it said when registering): a few short
+    /// names are kept, the rest dropped.
+    pub(super) fn set_default_heuristics(&mut self, worker: WorkerId, names: &[String]) {
+        if let Some(info) = self.workers.get_mut(&worker) {
+            info.default_heuristics = names
+                .iter()
+                .take(MAX_DEFAULT_HEURISTICS)
+                .map(|name| name.chars().take(MAX_HEURISTIC_NAME).collect())
+                .collect();
+        }
+    }
+
+    /// A worker was heard from. A worker this process does not know (forgotten by the sweep, or
+    /// registered with a coordinator that has since restarted) must register again.
+    pub(super) fn seen(&mut self, worker: WorkerId, now: Instant) -> Result<(), SchedulerError> {
+        self.workers
+            .get_mut(&worker)
+            .ok_or(SchedulerError::UnknownWorker(worker))?
+            .last_seen = now;
+        Ok(())
+    }
+
+    /// A worker polled with `tasks` finished tasks of `nodes` expanded nodes in all; returns its
+    /// thread count.
+    pub(super) fn reported(
+        &mut self,
+        worker: WorkerId,
+        now: Instant,
+        tasks: u64,
+        nodes: u64,
+    ) -> Result<u32, SchedulerError> {
+        let info = self
+            .workers
+            .get_mut(&worker)
+            .ok_or(SchedulerError::UnknownWorker(worker))?;
+        info.last_seen = now;
+        info.tasks_done += tasks;
+        info.nodes += nodes;
+        info.record(now);
+        Ok(info.threads)
+    }
+
+    /// Forgets the workers silent for `timeout` or longer; returns them.
+    pub(super) fn forget_silent(&mut self, now: Instant, timeout: Duration) -> Vec<WorkerId> {
+        let mut lost = Vec::new();
+        self.workers.retain(|&id, info| {
+            let alive = now.duration_since(info.last_seen) < timeout;
+            if !alive {
+                lost.push(id);
+            }
+            alive
+        });
+        for id in &lost {
+            self.cancelled.remove(id);
+        }
+        lost
+    }
+
+    /// Tells `worker`, at its next poll or heartbeat, that `task` was withdrawn.
+    pub(super) fn tell_cancelled(&mut self, worker: WorkerId, task: TaskId) {
+        self.cancelled.entry(worker).or_default().push(task);
+    }
+
+    /// The withdrawn tasks `worker` has not been told about yet.
+    pub(super) fn take_cancelled(&mut self, worker: WorkerId) -> Vec<TaskId> {
+        self.cancelled.remove(&worker).unwrap_or_default()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// Search threads over every connected worker.
+    pub(super) fn threads(&self) -> usize {
+        self.workers.values().map(|w| w.threads as usize).sum()
+    }
+
+    /// The connected workers, by id.
+    pub(super) fn views(&self) -> Vec<WorkerView> {
+        let now = Instant::now();
+        let mut views: Vec<WorkerView> = self
+            .workers
+            .iter()
+            .map(|(&id, info)| WorkerView {
+                id,
+                host: info.host.clone(),
+                threads: info.threads,
+                default_heuristics: info.default_heuristics.clone(),
+                nodes_per_second: info.nodes_per_second(now),
+                tasks_done: info.tasks_done,
+                seconds_since_seen: now.duration_since(info.last_seen).as_secs_f64(),
+            })
+            .collect();
+        views.sort_by_key(|w| w.id);
+        views
+    }
+}
