@@ -1,0 +1,111 @@
+//! Replaying a recorded run with any number of virtual workers (`tilesolve simulate`).
+//!
+//! The store keeps every task of a split puzzle with its size and time, and, when the
+//! coordinator ran with `--record-depth k`, the size and time of each descendant k moves below
+//! the task. Those measured pieces ("units") tile each iteration's search tree. For P virtual
+//! one-thread workers the simulator applies the scheduler's own policy
+//! ([`frontier::split_for`], [`frontier::order_by_previous`], the subtree budget, iteration
+//! boundaries, the first solution cancelling the rest): it splits each iteration for P workers,
+//! gives each task the units below it, and runs the tasks on P threads in a discrete-event
+//! simulation with the scheduler's ready queue ([`crate::queue`]). Splitting an iteration costs the
+//! time it takes here, on the coordinator, between iterations.
+//!
+//! What is modelled and what is not:
+//! - A task costs its units' measured search time plus `overhead_seconds` (a poll's round trip:
+//!   a thread asks for its next task only after reporting the last).
+//! - The coordinator serves one call at a time: each task occupies it for
+//!   `coordinator_seconds_per_task`, and each split for as long as the split takes here; leases
+//!   wait for it.
+//! - Interior nodes above the units (about one per unit) are counted only where a task contains
+//!   them whole; they are well under 1% of the nodes.
+//! - The last iteration was cut short by the solution: tasks cancelled then were never measured.
+//!   Their size is predicted from their subtrees' sizes one iteration earlier times the
+//!   iteration's growth over the tasks that did finish (the same prediction the scheduler's
+//!   largest-first order relies on), and the share of predicted work is reported.
+//! - A finer split than the recording cannot be simulated: the split depth stops at the
+//!   shallowest unit, and the report says when that limited the number of tasks.
+//!
+//! Layout: `model` (the recorded run: units, iterations, predictions for cancelled tasks),
+//! `threads` (the virtual workers and their events), `run` (the event loop applying the
+//! scheduler's policy); the policy's knobs and the report's types are here.
+
+use thiserror::Error;
+
+use crate::store::StoreError;
+
+#[derive(Debug, Error)]
+pub enum SimulateError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no batch {0} in the store")]
+    UnknownBatch(u64),
+    #[error("batch {0} has no solved puzzle to replay")]
+    NothingToReplay(u64),
+    #[error("batch {batch} item {index}: {reason}")]
+    Unreadable {
+        batch: u64,
+        index: u32,
+        reason: String,
+    },
+    #[error("pattern database: {0}")]
+    Pdb(String),
+}
+
+/// The policy's knobs, as `serve` takes them.
+#[derive(Clone, Debug)]
+pub struct SimulationPolicy {
+    pub tasks_per_thread: usize,
+    pub split_balance: usize,
+    pub min_split_nodes: u64,
+    pub min_split_nodes_per_thread: u64,
+    /// Depth below a task at which it reports its parts' sizes (the next split's predictions).
+    pub profile_depth: u32,
+    pub subtree_task_budget: u64,
+    /// Seconds a thread spends per task outside the search.
+    pub overhead_seconds: f64,
+    /// Seconds the coordinator is busy per task (one call at a time: its capacity).
+    pub coordinator_seconds_per_task: f64,
+    /// Search the last iteration to its end instead of stopping at the solution: the figure
+    /// for load balance alone, free of how early a parallel search happens to meet the goal.
+    pub exhaustive: bool,
+    /// Tasks a worker holds beyond the one it runs (`tilesolve worker --prefetch`): leased
+    /// while it searches, so its next task needs no round trip.
+    pub prefetch: usize,
+}
+
+/// One split iteration of a recorded puzzle, summed up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IterationSummary {
+    pub bound: u32,
+    pub units: usize,
+    pub nodes: u64,
+    pub seconds: f64,
+    pub largest_unit_seconds: f64,
+}
+
+/// One simulated run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimulationResult {
+    pub workers: usize,
+    pub makespan_seconds: f64,
+    pub tasks: u64,
+    /// Seconds the threads spent searching (overhead excluded).
+    pub busy_seconds: f64,
+    /// Of `busy_seconds`, the part whose size was predicted rather than measured.
+    pub predicted_seconds: f64,
+    /// Seconds the coordinator spent splitting iterations.
+    pub split_seconds: f64,
+    /// Some iteration wanted more tasks than the recording's granularity allowed.
+    pub granularity_limited: bool,
+    /// When each puzzle finished, in the order given.
+    pub puzzle_seconds: Vec<f64>,
+}
+
+mod model;
+mod run;
+#[cfg(test)]
+mod tests;
+mod threads;
+
+pub use model::{load_run, measure_cancelled, RecordedPuzzle};
+pub use run::simulate;

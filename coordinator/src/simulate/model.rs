@@ -1,0 +1,518 @@
+//! The recorded run: each solved puzzle's iterations as measured units (and units predicted
+//! for tasks a solution cancelled), loaded from the store.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use tilesolve::heuristic::HeuristicChoice;
+use tilesolve::moves::moves_to_string;
+use tilesolve::pdb::{default_memory_budget, PdbStore};
+use tilesolve::task::{run_task, TaskOutcome, Work};
+use tilesolve::{parse_board, Board, Direction, Solver};
+
+use crate::store::{ItemStatus, RecordedOutcome, Store, TaskRecord};
+
+use super::{IterationSummary, SimulateError};
+
+/// A measured (or predicted) piece of one iteration: the subtree below `path`.
+#[derive(Clone, Debug)]
+pub(super) struct Unit {
+    /// Moves from the puzzle's root (direction indices, so paths sort in search order).
+    pub(super) path: Vec<u8>,
+    pub(super) nodes: u64,
+    pub(super) seconds: f64,
+    /// The search met the solution in this unit (the last one of the run).
+    pub(super) found: bool,
+    pub(super) predicted: bool,
+    /// Nodes above the measured descendants of a task, not a subtree of their own.
+    pub(super) interior: bool,
+}
+
+pub(super) struct Iteration {
+    pub(super) bound: u32,
+    /// Sorted by path.
+    pub(super) units: Vec<Unit>,
+}
+
+/// One solved puzzle of a recorded batch, ready to replay.
+pub struct RecordedPuzzle {
+    pub index: u32,
+    pub board: Board,
+    pub goal: Board,
+    pub(super) heuristic: String,
+    pub length: u32,
+    /// The whole-puzzle task before the search was split (or the whole search, when it never
+    /// was), on one thread.
+    pub prelude_seconds: f64,
+    pub prelude_nodes: u64,
+    pub(super) iterations: Vec<Iteration>,
+    /// Nodes and seconds of the split iterations as measured, and as predicted.
+    pub measured_nodes: u64,
+    pub predicted_nodes: u64,
+    /// Bounds of the split iterations.
+    pub bounds: Vec<u32>,
+    /// Median of (lease to report) minus (search time) over the recorded subtree tasks.
+    pub median_overhead_seconds: Option<f64>,
+}
+
+pub(super) fn path_indices(letters: &str) -> Option<Vec<u8>> {
+    letters
+        .chars()
+        .map(|c| {
+            Direction::ALL
+                .iter()
+                .position(|d| d.letter() == c)
+                .map(|i| i as u8)
+        })
+        .collect()
+}
+
+/// Loads the recorded tasks of every solved puzzle of `batch`.
+pub fn load_run(store: &Store, batch: u64) -> Result<Vec<RecordedPuzzle>, SimulateError> {
+    let stored = store
+        .batch(batch)?
+        .ok_or(SimulateError::UnknownBatch(batch))?;
+    let mut puzzles = Vec::new();
+    for (index, item) in store.items(batch)?.into_iter().enumerate() {
+        let index = index as u32;
+        let ItemStatus::Solved(solution) = &item.status else {
+            continue;
+        };
+        let unreadable = |reason: String| SimulateError::Unreadable {
+            batch,
+            index,
+            reason,
+        };
+        let (Some(board), Some(goal)) = (&item.board, &item.goal) else {
+            continue;
+        };
+        let board = parse_board(board).map_err(|e| unreadable(e.to_string()))?;
+        let goal = parse_board(goal).map_err(|e| unreadable(e.to_string()))?;
+        let records: Vec<TaskRecord> = store
+            .task_records(&goal, &board)?
+            .into_iter()
+            .filter(|r| r.batch == batch && r.index == index)
+            .collect();
+        let moves = path_indices(&solution.moves)
+            .ok_or_else(|| unreadable(format!("stored moves '{}'", solution.moves)))?;
+        let mut puzzle = RecordedPuzzle::from_records(index, board, goal, &records, &moves)
+            .map_err(unreadable)?;
+        puzzle.heuristic = stored.heuristic.clone();
+        puzzle.length = solution.length;
+        if records.is_empty() {
+            // Solved by its whole-puzzle task: one task, as long as the puzzle took.
+            puzzle.prelude_seconds = solution.seconds;
+            puzzle.prelude_nodes = solution.nodes;
+        }
+        puzzles.push(puzzle);
+    }
+    if puzzles.is_empty() {
+        return Err(SimulateError::NothingToReplay(batch));
+    }
+    Ok(puzzles)
+}
+
+impl RecordedPuzzle {
+    pub(super) fn empty(index: u32, board: Board, goal: Board) -> RecordedPuzzle {
+        RecordedPuzzle {
+            index,
+            board,
+            goal,
+            heuristic: String::new(),
+            length: 0,
+            prelude_seconds: 0.0,
+            prelude_nodes: 0,
+            iterations: Vec::new(),
+            measured_nodes: 0,
+            predicted_nodes: 0,
+            bounds: Vec::new(),
+            median_overhead_seconds: None,
+        }
+    }
+
+    pub(super) fn from_records(
+        index: u32,
+        board: Board,
+        goal: Board,
+        records: &[TaskRecord],
+        solution: &[u8],
+    ) -> Result<RecordedPuzzle, String> {
+        let mut puzzle = RecordedPuzzle::empty(index, board, goal);
+        // Per bound, the last record of each path (a restarted coordinator runs some again).
+        let mut by_bound: BTreeMap<u32, BTreeMap<Vec<u8>, &TaskRecord>> = BTreeMap::new();
+        let mut overheads = Vec::new();
+        for record in records {
+            if record.iterate {
+                puzzle.prelude_seconds += record.seconds;
+                puzzle.prelude_nodes += record.nodes;
+                continue;
+            }
+            let path = path_indices(&record.path)
+                .ok_or_else(|| format!("recorded path '{}' is not moves", record.path))?;
+            if !matches!(record.outcome, RecordedOutcome::Cancelled) && !record.measured_after {
+                overheads.push((record.round_trip_seconds - record.seconds).max(0.0));
+            }
+            by_bound
+                .entry(record.bound)
+                .or_default()
+                .insert(path, record);
+        }
+        overheads.sort_by(f64::total_cmp);
+        puzzle.median_overhead_seconds = overheads.get(overheads.len() / 2).copied();
+        let mut previous: Option<Iteration> = None;
+        for (bound, records) in by_bound {
+            let iteration = Iteration::from_records(bound, &records, previous.as_ref(), solution)?;
+            for unit in &iteration.units {
+                if unit.predicted {
+                    puzzle.predicted_nodes += unit.nodes;
+                } else {
+                    puzzle.measured_nodes += unit.nodes;
+                }
+            }
+            puzzle.bounds.push(bound);
+            if let Some(done) = previous.replace(iteration) {
+                puzzle.iterations.push(done);
+            }
+        }
+        puzzle.iterations.extend(previous);
+        Ok(puzzle)
+    }
+
+    /// Seconds of search the whole run holds, every iteration to its end: what one thread
+    /// would spend with no overhead at all.
+    pub fn search_seconds(&self) -> f64 {
+        self.prelude_seconds
+            + self
+                .iterations
+                .iter()
+                .flat_map(|iteration| &iteration.units)
+                .map(|unit| unit.seconds)
+                .sum::<f64>()
+    }
+
+    /// Each split iteration's measured pieces, summed up.
+    pub fn iteration_summaries(&self) -> Vec<IterationSummary> {
+        self.iterations
+            .iter()
+            .map(|iteration| IterationSummary {
+                bound: iteration.bound,
+                units: iteration.units.len(),
+                nodes: iteration.units.iter().map(|u| u.nodes).sum(),
+                seconds: iteration.units.iter().map(|u| u.seconds).sum(),
+                largest_unit_seconds: iteration
+                    .units
+                    .iter()
+                    .map(|u| u.seconds)
+                    .fold(0.0, f64::max),
+            })
+            .collect()
+    }
+
+    /// The solver the scheduler used (its split needs the same heuristic).
+    pub(super) fn solver(&self, pdbs: &PdbStore) -> Result<Solver, SimulateError> {
+        let name = if self.heuristic.is_empty() {
+            "default"
+        } else {
+            &self.heuristic
+        };
+        let choice: HeuristicChoice = name
+            .parse()
+            .map_err(|e| SimulateError::Pdb(format!("{e}")))?;
+        let budget = default_memory_budget();
+        let built = choice
+            .build(&self.goal, budget, pdbs, &|_| {})
+            .map_err(|e| SimulateError::Pdb(e.to_string()))?;
+        let name = choice.resolve(&self.goal, budget).to_string();
+        Ok(Solver::with_heuristic(self.goal, built, name))
+    }
+}
+
+impl Iteration {
+    pub(super) fn from_records(
+        bound: u32,
+        records: &BTreeMap<Vec<u8>, &TaskRecord>,
+        previous: Option<&Iteration>,
+        solution: &[u8],
+    ) -> Result<Iteration, String> {
+        let mut units = Vec::new();
+        let mut cancelled = Vec::new();
+        let mut finished = Vec::new();
+        // In a profiled iteration, a task with no parts had nothing that deep: all of it is
+        // interior nodes, no finer than its own path.
+        let profiled = records.values().any(|r| !r.parts.is_empty());
+        for (path, record) in records {
+            let found = matches!(record.outcome, RecordedOutcome::Found(_));
+            match record.outcome {
+                RecordedOutcome::Cancelled => {
+                    cancelled.push(path.clone());
+                    continue;
+                }
+                // Its subtree was searched again as its children, which are recorded.
+                RecordedOutcome::Split | RecordedOutcome::BudgetSpent(_) => continue,
+                RecordedOutcome::Exceeded(_) => finished.push((path.clone(), record.nodes)),
+                RecordedOutcome::Found(_) => {}
+            }
+            // The unit that met the goal is keyed by the whole solution, which it leads to: so
+            // it sorts where the search met it and lies below any frontier a replay splits at.
+            let found_path = || {
+                if record.measured_after {
+                    // Another optimal solution, met after the run: its part is as deep as known.
+                    let mut full = path.clone();
+                    if let Some((moves, _, _)) = record.parts.last() {
+                        full.extend(path_indices(moves).unwrap_or_default());
+                    }
+                    full
+                } else {
+                    solution.to_vec()
+                }
+            };
+            if record.parts.is_empty() {
+                units.push(Unit {
+                    path: if found { found_path() } else { path.clone() },
+                    nodes: record.nodes,
+                    seconds: record.seconds,
+                    found,
+                    predicted: false,
+                    interior: profiled && !found,
+                });
+                continue;
+            }
+            let (mut part_nodes, mut part_seconds) = (0, 0.0);
+            for (moves, nodes, micros) in &record.parts {
+                let mut full = path.clone();
+                full.extend(
+                    path_indices(moves)
+                        .ok_or_else(|| format!("recorded part '{moves}' is not moves"))?,
+                );
+                part_nodes += nodes;
+                part_seconds += *micros as f64 / 1e6;
+                units.push(Unit {
+                    path: full,
+                    nodes: *nodes,
+                    seconds: *micros as f64 / 1e6,
+                    found: false,
+                    predicted: false,
+                    interior: false,
+                });
+            }
+            if found {
+                if let Some(last) = units.last_mut() {
+                    last.found = true;
+                    last.path = found_path();
+                }
+            }
+            units.push(Unit {
+                path: path.clone(),
+                nodes: record.nodes.saturating_sub(part_nodes),
+                seconds: (record.seconds - part_seconds).max(0.0),
+                found: false,
+                predicted: false,
+                interior: true,
+            });
+        }
+        if !cancelled.is_empty() {
+            units.extend(predict(&cancelled, &finished, previous, &units));
+        }
+        units.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Iteration { bound, units })
+    }
+}
+
+/// Measures, once, the tasks of `batch` that a solution cancelled before they ran, so that a
+/// replay predicts nothing: each is searched here as a worker would have (with the parts its
+/// iteration recorded), on `threads` threads, and stored in place of its cancelled record.
+/// Returns how many were measured.
+pub fn measure_cancelled(
+    store: &Store,
+    batch: u64,
+    pdbs: &PdbStore,
+    threads: usize,
+) -> Result<usize, SimulateError> {
+    let stored = store
+        .batch(batch)?
+        .ok_or(SimulateError::UnknownBatch(batch))?;
+    let mut measured = 0;
+    for (index, item) in store.items(batch)?.into_iter().enumerate() {
+        let index = index as u32;
+        let (ItemStatus::Solved(_), Some(board), Some(goal)) =
+            (&item.status, &item.board, &item.goal)
+        else {
+            continue;
+        };
+        let unreadable = |reason: String| SimulateError::Unreadable {
+            batch,
+            index,
+            reason,
+        };
+        let board = parse_board(board).map_err(|e| unreadable(e.to_string()))?;
+        let goal = parse_board(goal).map_err(|e| unreadable(e.to_string()))?;
+        let records = store.task_records_with_ids(&goal, &board)?;
+        let mut depth_of_bound: HashMap<u32, u32> = HashMap::new();
+        for (_, record) in &records {
+            if let Some((moves, _, _)) = record.parts.first() {
+                depth_of_bound.insert(record.bound, moves.chars().count() as u32);
+            }
+        }
+        let todo: Vec<(u64, TaskRecord, Vec<Direction>)> = records
+            .into_iter()
+            .filter(|(_, r)| r.batch == batch && r.index == index)
+            .filter(|(_, r)| matches!(r.outcome, RecordedOutcome::Cancelled))
+            .map(|(id, r)| {
+                let path = path_indices(&r.path)
+                    .ok_or_else(|| unreadable(format!("recorded path '{}'", r.path)))?
+                    .into_iter()
+                    .map(Direction::from_index)
+                    .collect();
+                Ok((id, r, path))
+            })
+            .collect::<Result<_, SimulateError>>()?;
+        if todo.is_empty() {
+            continue;
+        }
+        let puzzle = RecordedPuzzle {
+            heuristic: stored.heuristic.clone(),
+            ..RecordedPuzzle::empty(index, board, goal)
+        };
+        let solver = puzzle.solver(pdbs)?;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..threads.max(1) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((id, record, path)) = todo.get(i) else {
+                        break;
+                    };
+                    let task_board = path
+                        .iter()
+                        .try_fold(board, |b, &d| b.apply(d).map(|(next, _)| next));
+                    let Some(task_board) = task_board else {
+                        continue;
+                    };
+                    let started = Instant::now();
+                    let run = run_task(
+                        &solver,
+                        Work {
+                            board: &task_board,
+                            path,
+                            bound: record.bound,
+                            iterate: false,
+                            node_budget: 0,
+                            profile_depth: depth_of_bound.get(&record.bound).copied().unwrap_or(0),
+                        },
+                        None,
+                    );
+                    let seconds = started.elapsed().as_secs_f64();
+                    let outcome = match run.outcome {
+                        TaskOutcome::Found(suffix) => {
+                            RecordedOutcome::Found((path.len() + suffix.len()) as u32)
+                        }
+                        TaskOutcome::Exceeded(next) => RecordedOutcome::Exceeded(next),
+                        _ => continue,
+                    };
+                    let measured = TaskRecord {
+                        outcome,
+                        nodes: run.nodes,
+                        seconds,
+                        round_trip_seconds: seconds,
+                        parts: run
+                            .parts
+                            .iter()
+                            .map(|p| (moves_to_string(&p.moves), p.expanded, p.micros))
+                            .collect(),
+                        measured_after: true,
+                        ..record.clone()
+                    };
+                    results
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .push((*id, measured));
+                });
+            }
+        });
+        for (id, record) in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            store.put_task_record(&goal, &board, id, &record)?;
+            measured += 1;
+        }
+    }
+    store.flush()?;
+    Ok(measured)
+}
+
+/// Whether `path` lies inside a measured unit (a unit's path is a prefix of it, or it). Units
+/// tile the tree, so such a unit is the last one sorting at or before `path` (interior units
+/// aside, which sort just before their task's parts).
+pub(super) fn inside_unit(units: &[Unit], path: &[u8]) -> bool {
+    let end = units.partition_point(|u| u.path.as_slice() <= path);
+    units[..end]
+        .iter()
+        .rev()
+        .find(|u| !u.interior)
+        .is_some_and(|u| path.starts_with(&u.path))
+}
+
+/// Units of the previous iteration below `prefix` (units sorted by path).
+pub(super) fn below<'u>(units: &'u [Unit], prefix: &[u8]) -> &'u [Unit] {
+    let start = units.partition_point(|u| u.path.as_slice() < prefix);
+    let end = start + units[start..].partition_point(|u| u.path.starts_with(prefix));
+    &units[start..end]
+}
+
+/// Predicted units for the tasks of the last iteration that were cancelled unmeasured: their
+/// subtrees' units one iteration earlier, scaled by the growth the finished tasks showed.
+pub(super) fn predict(
+    cancelled: &[Vec<u8>],
+    finished: &[(Vec<u8>, u64)],
+    previous: Option<&Iteration>,
+    measured: &[Unit],
+) -> Vec<Unit> {
+    let mean = || {
+        let (nodes, seconds) = measured
+            .iter()
+            .filter(|u| !u.interior)
+            .fold((0u64, 0.0), |(n, s), u| (n + u.nodes, s + u.seconds));
+        let count = measured.iter().filter(|u| !u.interior).count().max(1);
+        (nodes / count as u64, seconds / count as f64)
+    };
+    let Some(previous) = previous else {
+        let (nodes, seconds) = mean();
+        return cancelled
+            .iter()
+            .map(|path| Unit {
+                path: path.clone(),
+                nodes,
+                seconds,
+                found: false,
+                predicted: true,
+                interior: false,
+            })
+            .collect();
+    };
+    let (now, before) = finished
+        .iter()
+        .fold((0u64, 0u64), |(now, before), (path, nodes)| {
+            let earlier: u64 = below(&previous.units, path).iter().map(|u| u.nodes).sum();
+            if earlier == 0 {
+                (now, before)
+            } else {
+                (now + nodes, before + earlier)
+            }
+        });
+    let growth = if before > 0 {
+        now as f64 / before as f64
+    } else {
+        1.0
+    };
+    cancelled
+        .iter()
+        .flat_map(|path| below(&previous.units, path))
+        .map(|unit| Unit {
+            path: unit.path.clone(),
+            nodes: (unit.nodes as f64 * growth) as u64,
+            seconds: unit.seconds * growth,
+            found: false,
+            predicted: true,
+            interior: unit.interior,
+        })
+        .collect()
+}

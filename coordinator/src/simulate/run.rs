@@ -1,0 +1,423 @@
+//! The discrete-event run: the scheduler's policy applied to a recorded run for P virtual
+//! workers.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use tilesolve::pdb::PdbStore;
+use tilesolve::{Board, Direction, Solver};
+
+use crate::frontier::{split_iteration, BalanceParams, SizeHistory};
+use crate::queue::ReadyQueue;
+use crate::scheduler::subtree_budget;
+
+use super::{SimulateError, SimulationPolicy, SimulationResult};
+
+use super::model::*;
+use super::threads::*;
+
+pub(super) struct PuzzleState {
+    pub(super) solver: Solver,
+    /// The iteration in progress (`None`: the whole-puzzle task).
+    pub(super) iteration: Option<usize>,
+    pub(super) outstanding: usize,
+    pub(super) done: bool,
+    /// Sizes measured in the iteration in progress, as the tasks' reports would give them.
+    pub(super) history: SizeHistory,
+    /// Nodes searched so far.
+    pub(super) nodes: u64,
+}
+
+/// Replays `puzzles` (submitted together, as one batch) with `workers` one-thread workers.
+pub fn simulate(
+    puzzles: &[RecordedPuzzle],
+    pdbs: &PdbStore,
+    policy: &SimulationPolicy,
+    workers: usize,
+) -> Result<SimulationResult, SimulateError> {
+    let workers = workers.max(1);
+    let mut sim = Simulation {
+        puzzles,
+        policy,
+        workers,
+        states: Vec::new(),
+        queue: ReadyQueue::default(),
+        waves: 0,
+        coordinator_free: 0.0,
+        splits_done: Vec::new(),
+        result: SimulationResult {
+            workers,
+            makespan_seconds: 0.0,
+            tasks: 0,
+            busy_seconds: 0.0,
+            predicted_seconds: 0.0,
+            split_seconds: 0.0,
+            granularity_limited: false,
+            puzzle_seconds: vec![0.0; puzzles.len()],
+        },
+    };
+    for (index, puzzle) in puzzles.iter().enumerate() {
+        sim.states.push(PuzzleState {
+            solver: puzzle.solver(pdbs)?,
+            iteration: None,
+            outstanding: 1,
+            done: false,
+            history: SizeHistory::default(),
+            nodes: 0,
+        });
+        sim.waves += 1;
+        sim.queue.push(
+            0,
+            sim.waves,
+            puzzle.prelude_nodes,
+            SimTask {
+                puzzle: index,
+                iteration: None,
+                board: puzzle.board,
+                path: Vec::new(),
+                units: 0..0,
+                nodes: puzzle.prelude_nodes,
+                seconds: puzzle.prelude_seconds,
+                predicted_seconds: 0.0,
+                found: puzzle.iterations.is_empty(),
+                wave: 0,
+                predicted: puzzle.prelude_nodes,
+            },
+        );
+    }
+    sim.run();
+    Ok(sim.result)
+}
+
+pub(super) struct Simulation<'a> {
+    pub(super) puzzles: &'a [RecordedPuzzle],
+    pub(super) policy: &'a SimulationPolicy,
+    pub(super) workers: usize,
+    pub(super) states: Vec<PuzzleState>,
+    pub(super) queue: ReadyQueue<SimTask>,
+    pub(super) waves: u64,
+    /// When the coordinator is next free to serve a call.
+    pub(super) coordinator_free: f64,
+    /// Splits under way outside the coordinator's lock: when each is done, and its tasks.
+    pub(super) splits_done: Vec<(f64, Vec<(u64, SimTask)>)>,
+    pub(super) result: SimulationResult,
+}
+
+impl Simulation<'_> {
+    pub(super) fn run(&mut self) {
+        let mut now = 0.0f64;
+        let mut threads = Threads::new(self.workers);
+        loop {
+            let next_split = self.queue_split_tasks(now);
+            // Idle threads first, then threads with room to prefetch.
+            while let Some((slot, runs_now)) = threads.wanting(self.policy.prefetch) {
+                let Some(task) = self.queue.pop() else {
+                    break;
+                };
+                if self.states[task.puzzle].done {
+                    continue;
+                }
+                // The coordinator serves one call at a time: a lease waits for it.
+                let leased = now.max(self.coordinator_free);
+                self.coordinator_free = leased + self.policy.coordinator_seconds_per_task;
+                let arrives = leased + self.policy.overhead_seconds;
+                self.result.tasks += 1;
+                if runs_now {
+                    let seconds = self.search_seconds(&task);
+                    threads.start(slot, task, arrives, seconds);
+                } else {
+                    threads.held[slot].push_back((task, arrives));
+                }
+            }
+            let next_task = threads.next_end();
+            if let Some(at) = next_split.filter(|&at| next_task.is_none_or(|task| at <= task)) {
+                now = at;
+                continue;
+            }
+            let Some((slot, task, started, at)) = threads.next_finished() else {
+                break;
+            };
+            now = at;
+            self.start_held(&mut threads, slot, now);
+            self.result.makespan_seconds = now;
+            let searched = (now - started).max(0.0);
+            self.result.busy_seconds += searched;
+            if task.seconds > 0.0 {
+                self.result.predicted_seconds +=
+                    task.predicted_seconds * (searched / task.seconds).min(1.0);
+            }
+            let puzzle = task.puzzle;
+            if self.states[puzzle].done {
+                continue;
+            }
+            if self.over_budget(&task) {
+                if let Some(children) = self.children(&task) {
+                    self.states[puzzle].outstanding += children.len();
+                    let predicted = task.predicted / children.len().max(1) as u64;
+                    for mut child in children {
+                        child.predicted = predicted;
+                        child.wave = task.wave;
+                        self.queue.push(0, task.wave, predicted, child);
+                    }
+                    self.finish_task(puzzle, now);
+                    continue;
+                }
+            }
+            if task.found && !self.policy.exhaustive {
+                self.states[puzzle].done = true;
+                self.result.puzzle_seconds[puzzle] = now;
+                // Cancel the puzzle's tasks: running ones free their threads at once, and
+                // prefetched ones are dropped.
+                for slot in 0..self.workers {
+                    threads.held[slot].retain(|(t, _)| t.puzzle != puzzle);
+                    if let Some(started) = threads.cancel(slot, puzzle) {
+                        self.result.busy_seconds += (now - started).max(0.0);
+                        self.start_held(&mut threads, slot, now);
+                    }
+                }
+                continue;
+            }
+            self.report_sizes(&task);
+            self.finish_task(puzzle, now);
+        }
+    }
+
+    /// A thread is free at `now`: it starts the first task it prefetched (once that arrives).
+    pub(super) fn start_held(&self, threads: &mut Threads, slot: usize, now: f64) {
+        while let Some((task, arrives)) = threads.held[slot].pop_front() {
+            if self.states[task.puzzle].done {
+                continue;
+            }
+            let seconds = self.search_seconds(&task);
+            threads.start(slot, task, now.max(arrives), seconds);
+            return;
+        }
+    }
+
+    /// Seconds a task searches: all of it, or its budget's share when it is over budget.
+    pub(super) fn search_seconds(&self, task: &SimTask) -> f64 {
+        if self.over_budget(task) && task.nodes > 0 {
+            let share = self.budget(task) as f64 / task.nodes as f64;
+            return task.seconds * share;
+        }
+        task.seconds
+    }
+
+    /// The task's node budget, as the scheduler sets it.
+    pub(super) fn budget(&self, task: &SimTask) -> u64 {
+        subtree_budget(self.policy.subtree_task_budget, task.predicted)
+    }
+
+    pub(super) fn over_budget(&self, task: &SimTask) -> bool {
+        let budget = self.budget(task);
+        task.iteration.is_some() && budget > 0 && task.nodes > budget && !self.is_unit(task)
+    }
+
+    /// A task that is one unit cannot be split further in a replay.
+    pub(super) fn is_unit(&self, task: &SimTask) -> bool {
+        task.units.len() <= 1
+    }
+
+    /// One of a puzzle's tasks is done; after its iteration's last, the next is split (the
+    /// puzzle is done when there is none, or when the split itself meets the goal).
+    pub(super) fn finish_task(&mut self, puzzle: usize, now: f64) {
+        let state = &mut self.states[puzzle];
+        state.outstanding = state.outstanding.saturating_sub(1);
+        if state.outstanding > 0 {
+            return;
+        }
+        let puzzles = self.puzzles;
+        let mut next = state.iteration.map_or(0, |i| i + 1);
+        // Splits run one after another beside the coordinator's calls (outside its lock).
+        let mut at = now;
+        while let Some(iteration) = puzzles[puzzle].iterations.get(next) {
+            let (tasks, seconds) = self.split(puzzle, next, iteration);
+            at += seconds;
+            let Some(tasks) = tasks else {
+                break;
+            };
+            let state = &mut self.states[puzzle];
+            state.iteration = Some(next);
+            if !tasks.is_empty() {
+                state.outstanding = tasks.len();
+                self.waves += 1;
+                let wave = self.waves;
+                let tasks = tasks
+                    .into_iter()
+                    .map(|(predicted, task)| (predicted, SimTask { wave, ..task }))
+                    .collect();
+                self.splits_done.push((at, tasks));
+                return;
+            }
+            next += 1;
+        }
+        self.states[puzzle].done = true;
+        self.result.puzzle_seconds[puzzle] = at;
+    }
+
+    /// Queues the tasks of the splits done by `now`; returns when the next one will be.
+    pub(super) fn queue_split_tasks(&mut self, now: f64) -> Option<f64> {
+        let (done, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut self.splits_done)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.splits_done = pending;
+        for (_, tasks) in done {
+            for (predicted, task) in tasks {
+                self.queue.push(0, task.wave, predicted, task);
+            }
+        }
+        self.splits_done
+            .iter()
+            .map(|(at, _)| *at)
+            .min_by(f64::total_cmp)
+    }
+
+    /// The tasks of an iteration, as the policy splits it for this many workers (`None` when
+    /// the split meets the goal), and the seconds the split took.
+    pub(super) fn split(
+        &mut self,
+        puzzle: usize,
+        index: usize,
+        iteration: &Iteration,
+    ) -> (Option<Vec<(u64, SimTask)>>, f64) {
+        let deepest = iteration
+            .units
+            .iter()
+            .filter(|u| !u.interior)
+            .map(|u| u.path.len() as u32)
+            .min()
+            .unwrap_or(0);
+        let params = BalanceParams {
+            threads: self.workers,
+            tasks_per_thread: self.policy.tasks_per_thread,
+            balance: self.policy.split_balance,
+            min_split_nodes: self.policy.min_split_nodes,
+            min_split_nodes_per_thread: self.policy.min_split_nodes_per_thread,
+            max_depth: deepest,
+        };
+        // A subtree can be split only if it lies above the units it holds, not inside one.
+        let splittable = |path: &[Direction]| {
+            let path: Vec<u8> = path.iter().map(|&d| d as u8).collect();
+            !inside_unit(&iteration.units, &path)
+        };
+        let started = Instant::now();
+        let state = &mut self.states[puzzle];
+        let root = self.puzzles[puzzle].board;
+        let history = std::mem::take(&mut state.history);
+        let frontier = split_iteration(
+            &root,
+            &state.solver,
+            iteration.bound,
+            &history,
+            state.nodes,
+            params,
+            &splittable,
+        );
+        let seconds = started.elapsed().as_secs_f64();
+        self.result.split_seconds += seconds;
+        if frontier.solution.is_some() {
+            return (None, seconds);
+        }
+        self.result.granularity_limited |= frontier.depth_limited;
+        let tasks = Some(
+            frontier
+                .tasks
+                .into_iter()
+                .map(|subtree| {
+                    let path = subtree.path.iter().map(|&d| d as u8).collect();
+                    let task = self.task_below(puzzle, index, subtree.board, path);
+                    (
+                        subtree.predicted,
+                        SimTask {
+                            predicted: subtree.predicted,
+                            ..task
+                        },
+                    )
+                })
+                .collect(),
+        );
+        (tasks, seconds)
+    }
+
+    /// What a finished task's report adds to its puzzle's history: its units, no finer than
+    /// the parts a worker reports.
+    pub(super) fn report_sizes(&mut self, task: &SimTask) {
+        let state = &mut self.states[task.puzzle];
+        state.nodes += task.nodes;
+        let Some(iteration) = task.iteration else {
+            return;
+        };
+        let depth = task.path.len() + self.policy.profile_depth as usize;
+        for unit in &self.puzzles[task.puzzle].iterations[iteration].units[task.units.clone()] {
+            let cut = unit.path.len().min(depth);
+            state.history.add(unit.path[..cut].to_vec(), unit.nodes);
+        }
+    }
+
+    /// The task for the subtree below `path` in an iteration, with its units.
+    pub(super) fn task_below(
+        &self,
+        puzzle: usize,
+        iteration: usize,
+        board: Board,
+        path: Vec<u8>,
+    ) -> SimTask {
+        let units = &self.puzzles[puzzle].iterations[iteration].units;
+        let start = units.partition_point(|u| u.path < path);
+        let end = start + units[start..].partition_point(|u| u.path.starts_with(&path));
+        let mut task = SimTask {
+            puzzle,
+            iteration: Some(iteration),
+            board,
+            path,
+            units: start..end,
+            nodes: 0,
+            seconds: 0.0,
+            predicted_seconds: 0.0,
+            found: false,
+            wave: 0,
+            predicted: 0,
+        };
+        // Units are in search order; a task that meets the solution stops there.
+        for unit in &units[start..end] {
+            task.nodes += unit.nodes;
+            task.seconds += unit.seconds;
+            if unit.predicted {
+                task.predicted_seconds += unit.seconds;
+            }
+            if unit.found {
+                task.found = true;
+                if !self.policy.exhaustive {
+                    break;
+                }
+            }
+        }
+        task
+    }
+
+    /// An over-budget task's children within the bound, as the scheduler queues them; `None`
+    /// when the recording is not fine enough to tell them apart.
+    pub(super) fn children(&self, task: &SimTask) -> Option<Vec<SimTask>> {
+        let iteration = task.iteration?;
+        let units = &self.puzzles[task.puzzle].iterations[iteration].units[task.units.clone()];
+        if !units
+            .iter()
+            .any(|u| u.path.len() > task.path.len() && !u.interior)
+        {
+            return None;
+        }
+        let mut seen = HashSet::new();
+        let mut children = Vec::new();
+        for unit in units.iter().filter(|u| u.path.len() > task.path.len()) {
+            let step = unit.path[task.path.len()];
+            if !seen.insert(step) {
+                continue;
+            }
+            let (board, _) = task.board.apply(Direction::from_index(step))?;
+            let mut path = task.path.clone();
+            path.push(step);
+            children.push(self.task_below(task.puzzle, iteration, board, path));
+        }
+        Some(children)
+    }
+}

@@ -1,0 +1,116 @@
+//! The simulator on hand-made units and on a recorded run.
+use super::model::{predict, Iteration, Unit};
+use super::*;
+use crate::scheduler::{Scheduler, SchedulerConfig, TaskReport};
+use tilesolve::pdb::PdbStore;
+use tilesolve::task::run_task;
+use tilesolve::{parse_board, Board, Solver};
+
+fn unit(path: &[u8], nodes: u64) -> Unit {
+    Unit {
+        path: path.to_vec(),
+        nodes,
+        seconds: nodes as f64 * 1e-6,
+        found: false,
+        predicted: false,
+        interior: false,
+    }
+}
+
+#[test]
+fn cancelled_tasks_are_predicted_from_the_iteration_before_times_its_growth() {
+    let previous = Iteration {
+        bound: 50,
+        units: vec![unit(&[0, 1], 10), unit(&[0, 2], 30), unit(&[1, 0], 20)],
+    };
+    // Task [1] finished with 40 nodes (twice its 20 before); [0] was cancelled.
+    let predicted = predict(&[vec![0]], &[(vec![1], 40)], Some(&previous), &[]);
+    let sizes: Vec<(Vec<u8>, u64, bool)> = predicted
+        .iter()
+        .map(|u| (u.path.clone(), u.nodes, u.predicted))
+        .collect();
+    assert_eq!(sizes, vec![(vec![0, 1], 20, true), (vec![0, 2], 60, true)]);
+}
+
+/// A split run recorded by the real scheduler (driven in process, the kernel measuring
+/// parts) replays: every task is accounted for, more workers are not slower, and a worker
+/// is never busier than the time it had.
+#[test]
+fn a_recorded_run_replays_with_more_workers() {
+    let data = tempfile::tempdir().unwrap();
+    let store = crate::store::reopen(&data.path().join("store"));
+    let pdbs = PdbStore::new(data.path().join("pdb"), 1);
+    let config = SchedulerConfig {
+        whole_task_budget: 1,
+        tasks_per_thread: 4,
+        profile_depth: 4,
+        ..SchedulerConfig::default()
+    };
+    let mut scheduler = Scheduler::new(
+        store.clone(),
+        PdbStore::new(data.path().join("pdb"), 1),
+        config,
+    )
+    .unwrap();
+    // Korf's #12 (45 moves, blank-last goal): a few hundred thousand nodes with linear conflict.
+    let board = "1,3,5,6,0,13,14,9,11,4,8,12,10,7,15,2";
+    let submitted = scheduler
+        .submit(&[board.to_string()], "linear-conflict", "")
+        .unwrap();
+    let worker = scheduler.register(2, "test").unwrap();
+    let solver = Solver::new(
+        Board::blank_last(4),
+        tilesolve::HeuristicKind::LinearConflict,
+    );
+    let mut reports = Vec::new();
+    while !scheduler.progress(submitted.batch).unwrap().done {
+        let (tasks, _) = scheduler
+            .poll(worker, 2, std::mem::take(&mut reports))
+            .unwrap();
+        // As the service does, once the lock is released.
+        scheduler.split_pending().unwrap();
+        scheduler.flusher().write(scheduler.take_records()).unwrap();
+        for task in tasks {
+            let run = run_task(&solver, task.work(), None);
+            reports.push(TaskReport {
+                seconds: 1e-3,
+                parts: run.parts,
+                ..TaskReport::new(task.id, run.outcome, run.nodes)
+            });
+        }
+    }
+    let goal = Board::blank_last(4);
+    let records = store
+        .task_records(&goal, &parse_board(board).unwrap())
+        .unwrap();
+    assert!(records.iter().any(|r| !r.iterate && !r.parts.is_empty()));
+    assert!(records
+        .iter()
+        .flat_map(|r| &r.parts)
+        .all(|(moves, _, _)| moves.len() == 4));
+    let puzzles = load_run(&store, submitted.batch).unwrap();
+    assert_eq!(puzzles.len(), 1);
+    assert_eq!(puzzles[0].length, 45);
+    assert!(puzzles[0].measured_nodes > 0);
+    let policy = SimulationPolicy {
+        tasks_per_thread: 4,
+        split_balance: 8,
+        min_split_nodes: 1_000,
+        min_split_nodes_per_thread: 0,
+        profile_depth: 2,
+        subtree_task_budget: 0,
+        overhead_seconds: 1e-4,
+        coordinator_seconds_per_task: 1e-5,
+        exhaustive: false,
+        prefetch: 1,
+    };
+    let one = simulate(&puzzles, &pdbs, &policy, 1).unwrap();
+    let four = simulate(&puzzles, &pdbs, &policy, 4).unwrap();
+    assert!(one.tasks > 1 && four.tasks >= one.tasks);
+    assert!(four.makespan_seconds <= one.makespan_seconds);
+    for result in [&one, &four] {
+        let capacity = result.workers as f64 * result.makespan_seconds;
+        assert!(result.busy_seconds <= capacity + 1e-9, "{result:?}");
+        assert!(result.predicted_seconds <= result.busy_seconds);
+    }
+}
