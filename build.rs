@@ -2,7 +2,7 @@
 //! system `protoc`.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let protos = ["tilesolve/v1/tilesolve.proto"];
+    let protos = ["tilesolve/v1/client.proto", "tilesolve/v1/worker.proto"];
     for proto in protos {
         println!("cargo:rerun-if-changed=proto/{proto}");
     }

@@ -3,7 +3,7 @@
 The gRPC API is plain protobuf; this uses only grpcio and code generated from ../../proto:
 
     pip install grpcio grpcio-tools
-    python -m grpc_tools.protoc -I ../../proto --python_out=. --grpc_python_out=. tilesolve/v1/tilesolve.proto
+    python -m grpc_tools.protoc -I ../../proto --python_out=. --grpc_python_out=. tilesolve/v1/client.proto
     python submit_batch.py 127.0.0.1:7411 ../../tests/data/examples15.txt
 
 It submits the file, follows the batch's progress stream until it is done, then reads and prints
@@ -16,8 +16,8 @@ import sys
 
 import grpc
 
-from tilesolve.v1 import tilesolve_pb2 as pb
-from tilesolve.v1 import tilesolve_pb2_grpc as rpc
+from tilesolve.v1 import client_pb2 as pb
+from tilesolve.v1 import client_pb2_grpc as rpc
 
 
 def main(address: str, path: str, heuristic: str = "default") -> int:

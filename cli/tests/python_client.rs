@@ -1,0 +1,98 @@
+//! The Python example (`examples/python/submit_batch.py`) against a real coordinator and worker:
+//! stubs generated from `proto/` with grpcio-tools, a batch submitted, every answer read back a
+//! page at a time, lengths checked against their published optimal values.
+//!
+//! It needs a Python with `grpcio` and `grpcio-tools` (`TILESOLVE_PYTHON`, else `python3`);
+//! `.ci/run` makes one. Without it the test says so and passes, unless `CI` is set: there it
+//! fails, so CI cannot silently skip it.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{assert_optimal, known_boards, worker, write_batch, Coordinator};
+
+const REPO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
+fn python() -> Option<String> {
+    let python = std::env::var("TILESOLVE_PYTHON").unwrap_or_else(|_| "python3".into());
+    let usable = Command::new(&python)
+        .args(["-c", "import grpc, grpc_tools"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if usable {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{python} lacks grpcio and grpcio-tools (set TILESOLVE_PYTHON to a Python that has them; .ci/run makes one)"
+    );
+    eprintln!("skipped: {python} lacks grpcio and grpcio-tools");
+    None
+}
+
+fn generate_stubs(python: &str, into: &Path) {
+    let output = Command::new(python)
+        .args(["-m", "grpc_tools.protoc", "-I"])
+        .arg(Path::new(REPO).join("proto"))
+        .arg(format!("--python_out={}", into.display()))
+        .arg(format!("--grpc_python_out={}", into.display()))
+        .arg("tilesolve/v1/client.proto")
+        .output()
+        .expect("run grpc_tools.protoc");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn the_python_example_submits_and_reads_every_answer() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let client = dir.path().join("client");
+    std::fs::create_dir_all(&client).unwrap();
+    std::fs::copy(
+        Path::new(REPO).join("examples/python/submit_batch.py"),
+        client.join("submit_batch.py"),
+    )
+    .unwrap();
+    generate_stubs(&python, &client);
+
+    let boards = known_boards(5);
+    let batch = dir.path().join("batch.txt");
+    write_batch(&batch, &boards, false);
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let _worker = worker(&server.url(), &dir.path().join("w1"), &[]);
+
+    let output = Command::new(&python)
+        .arg("submit_batch.py")
+        .arg(&server.address)
+        .arg(&batch)
+        .arg("pdb:5-5-5")
+        .current_dir(&client)
+        .env_remove("TILESOLVE_TOKEN")
+        .output()
+        .expect("run the Python example");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // One line per board: board, length, moves, tab-separated.
+    let results: Vec<(String, Option<u64>)> = stdout
+        .lines()
+        .map(|line| {
+            let mut fields = line.split('\t');
+            let board = fields.next().unwrap_or_default().to_string();
+            (board, fields.next().and_then(|length| length.parse().ok()))
+        })
+        .collect();
+    assert_eq!(results.len(), boards.len(), "{stdout}");
+    assert_optimal(&results, &boards);
+}
