@@ -9,6 +9,7 @@
 //! - [`batch_file`]: lines of a batch file: comments, blank lines, ` # ` facts.
 //! - [`moves`]: the neighbour table the kernel walks, and solution replay.
 //! - [`heuristic`]: Hamming, Manhattan and linear conflict, each updated move by move.
+//! - [`heuristic_choice`]: a heuristic named at run time (`default` by memory budget) and built.
 //! - [`pdb`]: pattern databases: presets, the parallel builder, files, the additive heuristic.
 //! - [`search`]: the bounded depth-first kernel, IDA* around it, and A* with a memory budget.
 //! - [`solver`]: one board in, one replayed optimal solution (or a clear error) out.
@@ -23,6 +24,7 @@ pub mod board;
 pub mod connect;
 pub mod direction;
 pub mod heuristic;
+pub mod heuristic_choice;
 pub mod moves;
 pub mod parse;
 pub mod pdb;

@@ -10,7 +10,8 @@ use thiserror::Error;
 
 use crate::board::{Board, BoardError};
 use crate::direction::Direction;
-use crate::heuristic::{AnyHeuristic, Heuristic, HeuristicKind};
+use crate::heuristic::{Heuristic, HeuristicKind};
+use crate::heuristic_choice::AnyHeuristic;
 use crate::moves::{replay, Neighbors, ReplayError};
 use crate::search::{
     a_star, ida_star, profiled_search, AStarError, Abort, Bounded, Counters, IdaOutcome, IdaStop,

@@ -6,7 +6,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use tilesolve::heuristic::AnyHeuristic;
+use tilesolve::heuristic_choice::AnyHeuristic;
 use tilesolve::{Algorithm, Board, Direction, HeuristicKind, SolveOptions, Solver};
 
 /// Boards packed 4 bits per cell.

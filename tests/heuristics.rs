@@ -6,7 +6,8 @@ mod common;
 use common::Rng;
 use proptest::prelude::*;
 use tilesolve::board::Position;
-use tilesolve::heuristic::{AnyHeuristic, Heuristic, LinearConflict, TileCost};
+use tilesolve::heuristic::{Heuristic, LinearConflict, TileCost};
+use tilesolve::heuristic_choice::AnyHeuristic;
 use tilesolve::{Board, Direction, HeuristicKind, SolveOptions, Solver};
 
 /// Checks every legal move of `board`: incremental h == full h, and |Δh| <= 1.

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::sync::Mutex;
 
 use tilesolve::board::Position;
-use tilesolve::heuristic::{AnyHeuristic, Heuristic};
+use tilesolve::heuristic::Heuristic;
+use tilesolve::heuristic_choice::AnyHeuristic;
 use tilesolve::pdb::{AdditivePdb, PatternSpec, PdbEvent, PdbStore, Preset};
 use tilesolve::{Board, Direction, SolveOptions, Solver};
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use tilesolve::batch_file::{board_lines, BatchLine};
-use tilesolve::heuristic::HeuristicChoice;
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::search::{Counters, Pruning};
 use tilesolve::{parse_board, Algorithm, HeuristicKind};
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use tilesolve::heuristic::HeuristicChoice;
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::{default_memory_budget, PdbError, PdbStore};
 use tilesolve::search::Pruning;
 use tilesolve::{Algorithm, Board, Goal, SolveOptions, Solver};

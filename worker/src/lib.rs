@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 use tilesolve::connect::{AuthChannel, ConnectOptions};
-use tilesolve::heuristic::HeuristicChoice;
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::proto::v1 as pb;

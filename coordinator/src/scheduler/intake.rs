@@ -5,7 +5,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tilesolve::batch_file::BatchLine;
-use tilesolve::heuristic::HeuristicChoice;
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::{parse_board, Goal};
 
 use super::SchedulerError;

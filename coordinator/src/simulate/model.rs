@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
-use tilesolve::heuristic::HeuristicChoice;
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::{default_memory_budget, PdbStore};
 use tilesolve::task::{run_task, TaskOutcome, Work};
