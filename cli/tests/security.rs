@@ -401,6 +401,35 @@ fn malformed_rpcs_are_refused_without_harm() {
                 "{name}"
             );
         }
+        // Names that pass but are not tables: links out of the directory, a FIFO (opening it
+        // would block), a file that is not a table. Each is refused at once, nothing streamed.
+        let data = dir.path().join("coordinator");
+        std::os::unix::fs::symlink("/etc/passwd", data.join("evil.pdb")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", data.join("zero.pdb")).unwrap();
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(data.join("fifo.pdb"))
+            .status()
+            .unwrap();
+        assert!(fifo.success());
+        std::fs::write(data.join("junk.pdb"), b"not a table at all").unwrap();
+        for name in [
+            "evil.pdb",
+            "zero.pdb",
+            "fifo.pdb",
+            "junk.pdb",
+            "missing.pdb",
+        ] {
+            let request = pb::FetchPdbRequest {
+                file_name: name.into(),
+            };
+            let refused = tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                workers.fetch_pdb(request),
+            )
+            .await
+            .expect("refused at once");
+            assert_eq!(code(refused), Code::NotFound, "{name}");
+        }
 
         // Bytes that are not the request at all: gRPC's status for an undecodable message.
         let mut raw = tonic::client::Grpc::new(channel);

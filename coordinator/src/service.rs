@@ -592,14 +592,24 @@ impl pb::workers_server::Workers for Service {
             )));
         }
         let path = self.pdbs.dir().join(&name);
-        let file = tokio::fs::File::open(&path)
+        // Only a regular file (not a link, a FIFO or a device: those could serve any file of the
+        // host, stream without end or block) whose header is a pattern database's.
+        let not_served = |reason: String| Status::not_found(format!("{name}: {reason}"));
+        let metadata = tokio::fs::symlink_metadata(&path)
             .await
-            .map_err(|e| Status::not_found(format!("{name}: {e}")))?;
-        let total_size = file
-            .metadata()
+            .map_err(|e| not_served(e.to_string()))?;
+        if !metadata.is_file() {
+            return Err(not_served("not a regular file".into()));
+        }
+        let header_path = path.clone();
+        tokio::task::spawn_blocking(move || tilesolve::pdb::file::inspect(&header_path, false))
             .await
             .map_err(|e| Status::internal(e.to_string()))?
-            .len();
+            .map_err(|e| not_served(format!("not a pattern database table ({e})")))?;
+        let file = tokio::fs::File::open(&path)
+            .await
+            .map_err(|e| not_served(e.to_string()))?;
+        let total_size = metadata.len();
         let (sender, receiver) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
             use tokio::io::AsyncReadExt;
@@ -616,6 +626,13 @@ impl pb::workers_server::Workers for Service {
                     }
                 };
                 data.truncate(read);
+                // Never past the size the stream announced (a file swapped in meanwhile).
+                if offset + read as u64 > total_size {
+                    let _ = sender
+                        .send(Err(Status::aborted("the file changed while it was sent")))
+                        .await;
+                    return;
+                }
                 if sender
                     .send(Ok(pb::PdbChunk {
                         offset,

@@ -53,7 +53,8 @@ impl Batches {
     }
 
     pub(super) fn add_nodes(&mut self, batch: u64, nodes: u64) {
-        *self.nodes.entry(batch).or_default() += nodes;
+        let total = self.nodes.entry(batch).or_default();
+        *total = total.saturating_add(nodes);
     }
 
     /// Counts an item of `batch` that ended with `status`; returns whether the batch is done.

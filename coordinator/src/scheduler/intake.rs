@@ -86,13 +86,16 @@ pub(super) fn read_items(
     Ok(read)
 }
 
-/// The board sizes among a batch's lines (that parse), each once.
-pub(super) fn sides(lines: &[String]) -> Vec<usize> {
+/// The sizes of the boards of a batch that will be searched (they parse and can reach `goal`),
+/// each once: a batch of only bad lines needs no pattern database.
+pub(super) fn sides(lines: &[String], goal: Goal) -> Vec<usize> {
     let mut sides: Vec<usize> = lines
         .iter()
         .enumerate()
         .filter_map(|(number, raw)| BatchLine::read(number + 1, raw))
-        .filter_map(|line| parse_board(line.board).ok().map(|board| board.side()))
+        .filter_map(|line| parse_board(line.board).ok())
+        .filter(|board| board.check_solvable(&goal.for_side(board.side())).is_ok())
+        .map(|board| board.side())
         .collect();
     sides.sort_unstable();
     sides.dedup();

@@ -89,7 +89,16 @@ fn implausible(spec: &TaskSpec, outcome: &TaskOutcome) -> Option<String> {
             } else {
                 length == bound
             };
-            (!fits).then(|| format!("a worker reported a {length}-move answer at bound {bound}"))
+            if !fits {
+                return Some(format!(
+                    "a worker reported a {length}-move answer at bound {bound}"
+                ));
+            }
+            // Moves that leave the board or end elsewhere are a failed attempt (retried on the
+            // next lease), never a puzzle failure: the puzzle is still solvable.
+            replay(&spec.board, &spec.goal, suffix)
+                .err()
+                .map(|error| format!("a worker reported moves that do not reach the goal: {error}"))
         }
         TaskOutcome::Exceeded(next) if *next <= bound => Some(format!(
             "a worker reported next bound {next}, not above bound {bound}"
@@ -237,13 +246,13 @@ impl Scheduler {
             self.records.push(puzzle.goal, puzzle.board, task, record);
         }
         self.batches.add_nodes(puzzle_id.0, nodes);
-        self.totals.nodes += nodes;
+        self.totals.nodes = self.totals.nodes.saturating_add(nodes);
         self.totals.tasks_done += 1;
         let next = {
             let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) else {
                 return Ok(());
             };
-            puzzle.nodes += nodes;
+            puzzle.nodes = puzzle.nodes.saturating_add(nodes);
             puzzle.outstanding.remove(&task);
             match outcome {
                 TaskOutcome::Found(suffix) => {

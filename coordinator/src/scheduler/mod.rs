@@ -173,7 +173,26 @@ pub struct TaskReport {
     pub parts: Vec<PartSize>,
 }
 
+/// Most expanded nodes one report may claim: a year of a fast core (3e7 nodes/s), far past any
+/// real task, so a worker's `u64::MAX` cannot wrap a counter.
+pub const MAX_REPORTED_NODES: u64 = 1_000_000_000_000_000;
+/// Longest failure reason kept from a worker.
+pub const MAX_REPORTED_REASON: usize = 500;
+
 impl TaskReport {
+    /// The report with what a worker says cut to sane sizes: nodes at [`MAX_REPORTED_NODES`],
+    /// a failure reason at [`MAX_REPORTED_REASON`] characters.
+    fn bounded(mut self) -> TaskReport {
+        self.nodes = self.nodes.min(MAX_REPORTED_NODES);
+        if let TaskOutcome::Failed(reason) = &mut self.outcome {
+            if let Some((end, _)) = reason.char_indices().nth(MAX_REPORTED_REASON) {
+                reason.truncate(end);
+                reason.push_str("...");
+            }
+        }
+        self
+    }
+
     pub fn new(task: TaskId, outcome: TaskOutcome, nodes: u64) -> TaskReport {
         TaskReport {
             task,
@@ -382,11 +401,14 @@ impl Scheduler {
         table_budget: u64,
         events: &(dyn Fn(PdbEvent<'_>) + Sync),
     ) -> Result<(), SchedulerError> {
-        // Bad names are reported by `submit`; there is nothing to build for them.
+        // A batch `submit` refuses (too long, bad names) needs nothing built.
+        if lines.len() > MAX_BATCH_LINES {
+            return Ok(());
+        }
         let (Ok(choice), Ok(goal)) = (parse_heuristic(heuristic), parse_goal(goal)) else {
             return Ok(());
         };
-        for side in intake::sides(lines) {
+        for side in intake::sides(lines, goal) {
             choice
                 .build(&goal.for_side(side), table_budget, pdbs, events)
                 .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
@@ -416,8 +438,11 @@ impl Scheduler {
         results: Vec<TaskReport>,
     ) -> Result<(Vec<TaskSpec>, Vec<TaskId>), SchedulerError> {
         let now = Instant::now();
+        let results: Vec<TaskReport> = results.into_iter().map(TaskReport::bounded).collect();
         // An unknown worker's results are dropped, because its leases are gone.
-        let nodes = results.iter().map(|report| report.nodes).sum();
+        let nodes = results
+            .iter()
+            .fold(0u64, |sum, report| sum.saturating_add(report.nodes));
         let threads = self
             .workers
             .reported(worker, now, results.len() as u64, nodes)?;

@@ -274,3 +274,91 @@ fn a_cancelled_batch_withdraws_its_tasks() {
     );
     assert_eq!(scheduler.list().unwrap().len(), 1);
 }
+
+#[test]
+fn moves_that_do_not_reach_the_goal_are_a_failed_attempt_retried() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let board = "8,6,7,2,5,4,3,0,1";
+    let submitted = scheduler
+        .submit(&[board.to_string()], "manhattan", "")
+        .unwrap();
+    let worker = scheduler.register(1, "test").unwrap();
+    let (mut tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+    // Long enough for the bound, but the blank walks off the board.
+    let task = tasks.pop().unwrap();
+    let off_board = TaskOutcome::Found(vec![Direction::Up; 40]);
+    let (mut tasks, _) = scheduler
+        .poll(worker, 1, vec![TaskReport::new(task.id, off_board, 10)])
+        .unwrap();
+    assert_eq!(tasks.len(), 1, "the same task is offered again");
+    assert!(!scheduler.progress(submitted.batch).unwrap().done);
+    let task = tasks.pop().unwrap();
+    let solver = Solver::new(task.goal, tilesolve::HeuristicKind::Manhattan);
+    let run = run_task(&solver, task.work(), None);
+    scheduler
+        .poll(
+            worker,
+            0,
+            vec![TaskReport::new(task.id, run.outcome, run.nodes)],
+        )
+        .unwrap();
+    assert_eq!(
+        scheduler.query(board, "").unwrap().map(|s| s.length),
+        Some(31)
+    );
+}
+
+#[test]
+fn reported_node_counts_and_reasons_are_bounded() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let submitted = scheduler
+        .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "manhattan", "")
+        .unwrap();
+    let worker = scheduler.register(1, "test").unwrap();
+    let (mut tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+    for _ in 0..MAX_ATTEMPTS {
+        let task = tasks.pop().unwrap();
+        let failed = TaskOutcome::Failed("x".repeat(1 << 20));
+        tasks = scheduler
+            .poll(worker, 1, vec![TaskReport::new(task.id, failed, u64::MAX)])
+            .unwrap()
+            .0;
+    }
+    assert_eq!(
+        scheduler.totals().nodes,
+        u64::from(MAX_ATTEMPTS) * MAX_REPORTED_NODES,
+        "no counter wrapped"
+    );
+    let items = scheduler.items(submitted.batch).unwrap();
+    let ItemStatus::Failed(reason) = &items[0].status else {
+        panic!("{:?}", items[0].status);
+    };
+    assert!(reason.len() < MAX_REPORTED_REASON + 100, "{}", reason.len());
+}
+
+#[test]
+fn no_pattern_database_is_built_for_a_batch_that_will_be_refused_or_has_no_valid_board() {
+    let data = tempfile::tempdir().unwrap();
+    let pdbs = PdbStore::new(data.path().join("pdb"), 1);
+    let builds = std::sync::Mutex::new(0);
+    let count = |event: PdbEvent<'_>| {
+        if let PdbEvent::Building { .. } = event {
+            *builds.lock().unwrap() += 1;
+        }
+    };
+    let solvable = "1,2,3,4,5,6,7,8,9,10,11,12,13,14,0,15".to_string();
+    // Two tiles swapped: no move sequence reaches the goal.
+    let unsolvable = "2,1,3,4,5,6,7,8,9,10,11,12,13,14,15,0".to_string();
+    let too_long = vec![solvable.clone(); MAX_BATCH_LINES + 1];
+    for lines in [too_long, vec![unsolvable, "1,2,x".into()]] {
+        Scheduler::prepare(&pdbs, &lines, "pdb:5-5-5", "", u64::MAX, &count).unwrap();
+    }
+    assert_eq!(*builds.lock().unwrap(), 0);
+    Scheduler::prepare(&pdbs, &[solvable], "pdb:5-5-5", "", u64::MAX, &count).unwrap();
+    assert!(
+        *builds.lock().unwrap() > 0,
+        "a batch with a valid board builds"
+    );
+}

@@ -53,7 +53,7 @@ impl WorkerInfo {
         if seconds < 1e-3 {
             return 0.0;
         }
-        (self.nodes - before) as f64 / seconds
+        self.nodes.saturating_sub(before) as f64 / seconds
     }
 }
 
@@ -144,8 +144,8 @@ impl Workers {
             .get_mut(&worker)
             .ok_or(SchedulerError::UnknownWorker(worker))?;
         info.last_seen = now;
-        info.tasks_done += tasks;
-        info.nodes += nodes;
+        info.tasks_done = info.tasks_done.saturating_add(tasks);
+        info.nodes = info.nodes.saturating_add(nodes);
         info.record(now);
         Ok(info.threads)
     }
