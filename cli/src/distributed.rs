@@ -127,8 +127,12 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
         if args.token.as_deref() == Some("") {
             bail!("--token (or TILESOLVE_TOKEN) is set but empty");
         }
-        if args.token.is_none() && !listener.local_addr()?.ip().is_loopback() {
-            tracing::warn!("serving beyond this host without a token: anyone who can reach the port can submit and run work");
+        if !listener.local_addr()?.ip().is_loopback() {
+            match (&args.token, &tls) {
+                (None, _) => tracing::warn!("serving beyond this host without a token: anyone who can reach the port can submit and run work"),
+                (Some(_), None) => tracing::warn!("serving beyond this host with a token but without TLS: the token crosses the network in the clear (serve TLS with --tls-cert and --tls-key)"),
+                (Some(_), Some(_)) => {}
+            }
         }
         let config = ServeConfig {
             data: args.data,

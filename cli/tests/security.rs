@@ -452,3 +452,22 @@ fn malformed_rpcs_are_refused_without_harm() {
         "the coordinator is still running"
     );
 }
+
+#[test]
+fn serving_beyond_this_host_warns_about_what_is_exposed() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("open", Vec::new(), "without a token"),
+        (
+            "cleartext",
+            vec![("TILESOLVE_TOKEN", "s3cret-token")],
+            "the token crosses the network in the clear",
+        ),
+    ];
+    for (name, env, warning) in cases {
+        let server = Coordinator::start(&dir.path().join(name), "0.0.0.0:0", &[], &env);
+        common::wait_until(warning, Duration::from_secs(10), || {
+            server.log_text().contains(warning).then_some(())
+        });
+    }
+}

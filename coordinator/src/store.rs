@@ -256,7 +256,16 @@ impl Store {
         items: &[StoredItem],
         now_unix_ms: u64,
     ) -> Result<u64, StoreError> {
-        let id = self.db.generate_id()? + 1;
+        // One more than the largest batch id in either tree (items are written first, so a crash
+        // between the two writes leaves items whose id must not be reused): ids stay small and
+        // sequential across restarts, which sled's own id generator, reserving ranges, does not.
+        let last = |tree: &sled::Tree| -> Result<u64, StoreError> {
+            Ok(tree
+                .last()?
+                .and_then(|(key, _)| key.get(1..9).and_then(|id| id.try_into().ok()))
+                .map_or(0, u64::from_be_bytes))
+        };
+        let id = last(&self.batches)?.max(last(&self.items)?) + 1;
         let batch = StoredBatch {
             id,
             items: items.len() as u32,
@@ -486,6 +495,19 @@ mod tests {
             goal: None,
             status: ItemStatus::Queued,
         }
+    }
+
+    #[test]
+    fn batch_ids_stay_small_and_sequential_across_restarts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let store = reopen(dir.path());
+            ids.push(store.create_batch("default", &[item("1,2,3")], 0).unwrap());
+            ids.push(store.create_batch("default", &[item("1,2,3")], 0).unwrap());
+            store.flush().unwrap();
+        }
+        assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
     }
 
     #[test]
