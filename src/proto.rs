@@ -13,4 +13,4 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/tilesolve_descriptor.bin"));
 
 /// Version of the worker protocol; a worker with another is refused at registration.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;

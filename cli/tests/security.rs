@@ -298,14 +298,18 @@ fn malformed_rpcs_are_refused_without_harm() {
                 Code::InvalidArgument,
                 "no protocol version",
             ),
-            (register(0, 1, ""), Code::InvalidArgument, "no threads"),
             (
-                register(1 << 30, 1, ""),
+                register(0, tilesolve::proto::PROTOCOL_VERSION, ""),
+                Code::InvalidArgument,
+                "no threads",
+            ),
+            (
+                register(1 << 30, tilesolve::proto::PROTOCOL_VERSION, ""),
                 Code::InvalidArgument,
                 "a billion threads",
             ),
             (
-                register(1, 1, "../../etc/passwd"),
+                register(1, tilesolve::proto::PROTOCOL_VERSION, "../../etc/passwd"),
                 Code::InvalidArgument,
                 "a path for a pdb",
             ),
@@ -317,14 +321,15 @@ fn malformed_rpcs_are_refused_without_harm() {
         ] {
             assert_eq!(code(workers.register(request).await), expected, "{what}");
         }
-        let poll = |worker_id: u64, results: Vec<pb::TaskResult>| pb::PollRequest {
+        let poll = |worker_id: u64, secret: &str, results: Vec<pb::TaskResult>| pb::PollRequest {
             worker_id,
+            worker_secret: secret.into(),
             free_slots: u32::MAX,
             results,
             idle: false,
         };
         assert_eq!(
-            code(workers.poll(poll(12345, vec![])).await),
+            code(workers.poll(poll(12345, "", vec![])).await),
             Code::NotFound,
             "unknown worker"
         );
@@ -333,18 +338,38 @@ fn malformed_rpcs_are_refused_without_harm() {
                 workers
                     .heartbeat(pb::HeartbeatRequest {
                         worker_id: 0,
+                        worker_secret: String::new(),
                         running: vec![1, 2]
                     })
                     .await
             ),
             Code::NotFound
         );
-        let worker_id = workers
-            .register(register(1, 1, ""))
+        let registered = workers
+            .register(register(1, tilesolve::proto::PROTOCOL_VERSION, ""))
             .await
             .unwrap()
-            .into_inner()
-            .worker_id;
+            .into_inner();
+        let (worker_id, secret) = (registered.worker_id, registered.worker_secret.as_str());
+        // Another process that knows (or guesses: ids are sequential) the worker's id but not
+        // its secret can neither poll, report nor heartbeat for it.
+        for guess in ["", "00000000000000000000000000000000"] {
+            assert_eq!(
+                code(workers.poll(poll(worker_id, guess, vec![])).await),
+                Code::PermissionDenied,
+                "poll with secret '{guess}'"
+            );
+            let beat = pb::HeartbeatRequest {
+                worker_id,
+                worker_secret: guess.into(),
+                running: vec![1],
+            };
+            assert_eq!(
+                code(workers.heartbeat(beat).await),
+                Code::PermissionDenied,
+                "heartbeat with secret '{guess}'"
+            );
+        }
         let result = |outcome| pb::TaskResult {
             task_id: 1,
             nodes: 5,
@@ -380,7 +405,7 @@ fn malformed_rpcs_are_refused_without_harm() {
             ),
         ] {
             assert_eq!(
-                code(workers.poll(poll(worker_id, vec![bad])).await),
+                code(workers.poll(poll(worker_id, secret, vec![bad])).await),
                 Code::InvalidArgument,
                 "{what}"
             );
@@ -388,7 +413,7 @@ fn malformed_rpcs_are_refused_without_harm() {
         // A well-formed report for a task this worker never held is ignored.
         let stray = result(Some(Outcome::Found("U".into())));
         assert_eq!(
-            code(workers.poll(poll(worker_id, vec![stray])).await),
+            code(workers.poll(poll(worker_id, secret, vec![stray])).await),
             Code::Ok
         );
         for name in ["", "../store/db", ".hidden.pdb", "x.txt"] {

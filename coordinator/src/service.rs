@@ -39,6 +39,7 @@ impl From<SchedulerError> for Status {
                 Status::not_found(error.to_string())
             }
             SchedulerError::ResourceExhausted(_) => Status::resource_exhausted(error.to_string()),
+            SchedulerError::PermissionDenied(_) => Status::permission_denied(error.to_string()),
             SchedulerError::Store(_) | SchedulerError::Pdb(_) | SchedulerError::Internal(_) => {
                 Status::internal(error.to_string())
             }
@@ -482,16 +483,17 @@ impl pb::workers_server::Workers for Service {
                 }
             }
         }
-        let worker_id = {
+        let (worker_id, worker_secret) = {
             let mut scheduler = self.lock();
             let worker_id = scheduler.register(request.threads, &request.host)?;
             scheduler.set_default_heuristics(worker_id, &request.default_heuristics);
-            worker_id
+            (worker_id, scheduler.worker_secret(worker_id)?)
         };
         tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, %peer,
             default_heuristics = %request.default_heuristics.join(", "), "worker registered");
         Ok(Response::new(pb::RegisterResponse {
             worker_id,
+            worker_secret,
             heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u32,
         }))
     }
@@ -501,6 +503,8 @@ impl pb::workers_server::Workers for Service {
         request: Request<pb::PollRequest>,
     ) -> Result<Response<pb::PollResponse>, Status> {
         let request = request.into_inner();
+        self.lock()
+            .check_worker(request.worker_id, &request.worker_secret)?;
         let results = request
             .results
             .into_iter()
@@ -657,7 +661,11 @@ impl pb::workers_server::Workers for Service {
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         let request = request.into_inner();
-        let cancelled = self.lock().heartbeat(request.worker_id, &request.running)?;
+        let cancelled = {
+            let mut scheduler = self.lock();
+            scheduler.check_worker(request.worker_id, &request.worker_secret)?;
+            scheduler.heartbeat(request.worker_id, &request.running)?
+        };
         Ok(Response::new(pb::HeartbeatResponse { cancelled }))
     }
 }

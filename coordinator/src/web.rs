@@ -94,6 +94,7 @@ impl From<SchedulerError> for WebError {
                 StatusCode::NOT_FOUND
             }
             SchedulerError::ResourceExhausted(_) => StatusCode::TOO_MANY_REQUESTS,
+            SchedulerError::PermissionDenied(_) => StatusCode::FORBIDDEN,
             SchedulerError::Store(_) | SchedulerError::Pdb(_) | SchedulerError::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }

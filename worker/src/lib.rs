@@ -231,11 +231,12 @@ async fn registered_session(
         .await
         .map_err(ended)?
         .into_inner();
-    let worker_id = registered.worker_id;
+    let (worker_id, worker_secret) = (registered.worker_id, registered.worker_secret);
     tracing::info!(worker = worker_id, threads, "registered with coordinator");
     let mut heartbeat = tokio::spawn(heartbeats(
         WorkersClient::new(channel),
         worker_id,
+        worker_secret.clone(),
         Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(100))),
         running.clone(),
     ));
@@ -258,6 +259,7 @@ async fn registered_session(
             let response = client
                 .poll(pb::PollRequest {
                     worker_id,
+                    worker_secret: worker_secret.clone(),
                     free_slots: free,
                     // Results sent with this call are applied before it waits.
                     idle: held == 0,
@@ -305,6 +307,7 @@ async fn registered_session(
 async fn heartbeats(
     mut client: WorkersClient,
     worker_id: u64,
+    worker_secret: String,
     every: Duration,
     running: Running,
 ) -> SessionEnd {
@@ -320,6 +323,7 @@ async fn heartbeats(
         match client
             .heartbeat(pb::HeartbeatRequest {
                 worker_id,
+                worker_secret: worker_secret.clone(),
                 running: ids,
             })
             .await

@@ -120,6 +120,8 @@ pub enum SchedulerError {
     #[error("unknown worker {0}: register again")]
     UnknownWorker(u64),
     #[error("{0}")]
+    PermissionDenied(String),
+    #[error("{0}")]
     ResourceExhausted(String),
     #[error("pattern database: {0}")]
     Pdb(String),
@@ -421,6 +423,18 @@ impl Scheduler {
         let id = self.next_id();
         self.workers.register(id, threads, host)?;
         Ok(id)
+    }
+
+    /// The secret a worker must send with every call after registering (see
+    /// [`Scheduler::check_worker`]).
+    pub fn worker_secret(&self, worker: WorkerId) -> Result<String, SchedulerError> {
+        self.workers.secret(worker)
+    }
+
+    /// Refuses a call for `worker` that does not carry its secret: worker ids are sequential,
+    /// so without it anyone could poll, report or heartbeat for another worker.
+    pub fn check_worker(&self, worker: WorkerId, secret: &str) -> Result<(), SchedulerError> {
+        self.workers.check_secret(worker, secret)
     }
 
     /// Records what `default` means on a worker, as it said when registering.

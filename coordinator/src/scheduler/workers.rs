@@ -19,6 +19,8 @@ const MAX_HEURISTIC_NAME: usize = 60;
 
 struct WorkerInfo {
     threads: u32,
+    /// Proves a call comes from the process that registered (128 random bits, hex).
+    secret: String,
     host: String,
     /// What `default` means on the worker, e.g. "5x5 pdb:6-6-6-6-max".
     default_heuristics: Vec<String>,
@@ -91,11 +93,17 @@ impl Workers {
                 "threads must be 1 to {MAX_WORKER_THREADS}, not {threads}"
             )));
         }
+        let mut bytes = [0u8; 16];
+        getrandom::getrandom(&mut bytes).map_err(|e| {
+            SchedulerError::Internal(format!("no randomness for a worker secret: {e}"))
+        })?;
+        let secret = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let now = Instant::now();
         self.workers.insert(
             id,
             WorkerInfo {
                 threads,
+                secret,
                 host: host.chars().take(MAX_HOST).collect(),
                 default_heuristics: Vec::new(),
                 registered: now,
@@ -118,6 +126,38 @@ impl Workers {
                 .map(|name| name.chars().take(MAX_HEURISTIC_NAME).collect())
                 .collect();
         }
+    }
+
+    pub(super) fn secret(&self, worker: WorkerId) -> Result<String, SchedulerError> {
+        self.workers
+            .get(&worker)
+            .map(|info| info.secret.clone())
+            .ok_or(SchedulerError::UnknownWorker(worker))
+    }
+
+    pub(super) fn check_secret(
+        &self,
+        worker: WorkerId,
+        secret: &str,
+    ) -> Result<(), SchedulerError> {
+        let info = self
+            .workers
+            .get(&worker)
+            .ok_or(SchedulerError::UnknownWorker(worker))?;
+        // Compared in time independent of where they differ.
+        let differ = info.secret.len() != secret.len()
+            || info
+                .secret
+                .bytes()
+                .zip(secret.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                != 0;
+        if differ {
+            return Err(SchedulerError::PermissionDenied(format!(
+                "worker {worker}: wrong or missing worker secret"
+            )));
+        }
+        Ok(())
     }
 
     /// A worker was heard from. A worker this process does not know (forgotten by the sweep, or
