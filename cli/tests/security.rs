@@ -467,7 +467,23 @@ fn malformed_rpcs_are_refused_without_harm() {
             )
             .await;
         assert_eq!(code(undecodable), Code::Internal);
+        // A method nobody serves: gRPC's Unimplemented, as a gRPC client expects.
+        raw.ready().await.unwrap();
+        let unknown = raw
+            .unary(
+                tonic::Request::new(NotASubmission { lines: 1 }),
+                "/tilesolve.v1.Nope/Call".parse().unwrap(),
+                tonic_prost::ProstCodec::<NotASubmission, pb::SubmitBatchResponse>::default(),
+            )
+            .await;
+        assert_eq!(code(unknown), Code::Unimplemented);
     });
+
+    // A page nobody serves is a plain 404, not a gRPC answer.
+    match ureq::get(&format!("{url}/nonexistent")).call() {
+        Err(ureq::Error::Status(status, _)) => assert_eq!(status, 404),
+        other => panic!("{other:?}"),
+    }
 
     // Still up, still right.
     let _worker = worker(&url, &dir.path().join("w1"), &[]);

@@ -159,7 +159,8 @@ pub async fn run(
     let router = routes
         .routes()
         .into_axum_router()
-        .merge(web::router(service, config.token.as_deref()));
+        .merge(web::router(service, config.token.as_deref()))
+        .fallback(web::unknown_path);
     let result = builder
         .accept_http1(true)
         .add_routes(tonic::service::Routes::from(router))

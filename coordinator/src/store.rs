@@ -16,7 +16,7 @@
 //!
 //! Writes that acknowledge something to a client (a new batch) are flushed before returning.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -31,6 +31,13 @@ pub enum StoreError {
     Sled(#[from] sled::Error),
     #[error("store: unreadable record under {tree}: {reason}")]
     Corrupt { tree: &'static str, reason: String },
+    /// The store could not be opened: named by its path, since an operator has to go and look.
+    #[error(
+        "store {}: {reason} (is another coordinator using it? if it is damaged, move it aside \
+         and restart)",
+        path.display()
+    )]
+    Open { path: PathBuf, reason: String },
 }
 
 /// A solved board: the optimal moves from it to its goal.
@@ -170,15 +177,21 @@ fn decode<T: for<'de> Deserialize<'de>>(tree: &'static str, bytes: &[u8]) -> Res
 impl Store {
     /// Opens (or creates) the store in `dir`.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        let db = sled::open(dir)?;
-        Ok(Store {
-            solutions: db.open_tree("solutions")?,
-            batches: db.open_tree("batches")?,
-            items: db.open_tree("items")?,
-            search: db.open_tree("search")?,
-            tasks: db.open_tree("tasks")?,
-            meta: db.open_tree("meta")?,
-            db,
+        let opened = || -> Result<Store, sled::Error> {
+            let db = sled::open(dir)?;
+            Ok(Store {
+                solutions: db.open_tree("solutions")?,
+                batches: db.open_tree("batches")?,
+                items: db.open_tree("items")?,
+                search: db.open_tree("search")?,
+                tasks: db.open_tree("tasks")?,
+                meta: db.open_tree("meta")?,
+                db,
+            })
+        };
+        opened().map_err(|error| StoreError::Open {
+            path: dir.to_path_buf(),
+            reason: error.to_string(),
         })
     }
 
@@ -495,6 +508,15 @@ mod tests {
             goal: None,
             status: ItemStatus::Queued,
         }
+    }
+
+    #[test]
+    fn a_store_that_cannot_be_opened_is_named_by_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store");
+        std::fs::write(&path, b"not a directory").unwrap();
+        let message = Store::open(&path).err().expect("refused").to_string();
+        assert!(message.contains(&path.display().to_string()), "{message}");
     }
 
     #[test]

@@ -85,6 +85,40 @@ impl IntoResponse for WebError {
     }
 }
 
+/// A path nothing serves: gRPC's Unimplemented for a gRPC call (what a gRPC client expects),
+/// 404 for anything else (a browser, a probe, a typo).
+pub async fn unknown_path(request: Request) -> Response {
+    let grpc = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/grpc"));
+    if grpc {
+        // grpc-message is percent-encoded: the path goes in only when it needs no encoding.
+        let path = request.uri().path();
+        let message = if path.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'%') {
+            format!("no such method: {path}")
+        } else {
+            "no such method".to_string()
+        };
+        let mut response = (
+            StatusCode::OK,
+            [
+                (header::CONTENT_TYPE, "application/grpc"),
+                (header::HeaderName::from_static("grpc-status"), "12"),
+            ],
+        )
+            .into_response();
+        if let Ok(value) = header::HeaderValue::from_str(&message) {
+            response
+                .headers_mut()
+                .insert(header::HeaderName::from_static("grpc-message"), value);
+        }
+        return response;
+    }
+    (StatusCode::NOT_FOUND, "no such page\n").into_response()
+}
+
 /// The one conversion from scheduler errors to HTTP statuses.
 impl From<SchedulerError> for WebError {
     fn from(error: SchedulerError) -> WebError {
