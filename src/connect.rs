@@ -147,6 +147,12 @@ pub fn token_matches(metadata: &MetadataMap, expected: &str) -> bool {
     else {
         return false;
     };
+    same_secret(given, expected)
+}
+
+/// Whether `given` equals `expected`, compared in time independent of where the first
+/// difference is (for tokens and worker secrets).
+pub fn same_secret(given: &str, expected: &str) -> bool {
     let (given, expected) = (given.as_bytes(), expected.as_bytes());
     let difference = given
         .iter()

@@ -319,13 +319,13 @@ impl Scheduler {
     fn solver(&mut self, goal: &Board, heuristic: &str) -> Result<&Solver, SchedulerError> {
         let key = (*goal, heuristic.to_string());
         if !self.solvers.contains_key(&key) {
-            let choice = parse_heuristic(heuristic)?;
-            let quiet = |_: PdbEvent<'_>| {};
             let budget = self.config.table_budget;
+            let choice = parse_heuristic(heuristic)?.resolve(goal, budget);
+            let quiet = |_: PdbEvent<'_>| {};
             let built = choice
                 .build(goal, budget, &self.pdbs, &quiet)
                 .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
-            let name = choice.resolve(goal, budget).to_string();
+            let name = choice.to_string();
             self.solvers
                 .insert(key.clone(), Solver::with_heuristic(*goal, built, name));
         }

@@ -144,15 +144,7 @@ impl Workers {
             .workers
             .get(&worker)
             .ok_or(SchedulerError::UnknownWorker(worker))?;
-        // Compared in time independent of where they differ.
-        let differ = info.secret.len() != secret.len()
-            || info
-                .secret
-                .bytes()
-                .zip(secret.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                != 0;
-        if differ {
+        if !tilesolve::connect::same_secret(secret, &info.secret) {
             return Err(SchedulerError::PermissionDenied(format!(
                 "worker {worker}: wrong or missing worker secret"
             )));

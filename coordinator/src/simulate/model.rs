@@ -97,7 +97,12 @@ pub fn load_run(store: &Store, batch: u64) -> Result<Vec<RecordedPuzzle>, Simula
             .ok_or_else(|| unreadable(format!("stored moves '{}'", solution.moves)))?;
         let mut puzzle = RecordedPuzzle::from_records(index, board, goal, &records, &moves)
             .map_err(unreadable)?;
-        puzzle.heuristic = stored.heuristic.clone();
+        // The heuristic the coordinator solved with (the batch may only say `default`).
+        puzzle.heuristic = if solution.heuristic.is_empty() {
+            stored.heuristic.clone()
+        } else {
+            solution.heuristic.clone()
+        };
         puzzle.length = solution.length;
         if records.is_empty() {
             // Solved by its whole-puzzle task: one task, as long as the puzzle took.
@@ -215,14 +220,15 @@ impl RecordedPuzzle {
         } else {
             &self.heuristic
         };
-        let choice: HeuristicChoice = name
-            .parse()
-            .map_err(|e| SimulateError::Pdb(format!("{e}")))?;
         let budget = default_memory_budget();
+        let choice = name
+            .parse::<HeuristicChoice>()
+            .map_err(|e| SimulateError::Pdb(format!("{e}")))?
+            .resolve(&self.goal, budget);
         let built = choice
             .build(&self.goal, budget, pdbs, &|_| {})
             .map_err(|e| SimulateError::Pdb(e.to_string()))?;
-        let name = choice.resolve(&self.goal, budget).to_string();
+        let name = choice.to_string();
         Ok(Solver::with_heuristic(self.goal, built, name))
     }
 }
