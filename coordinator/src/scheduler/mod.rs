@@ -57,8 +57,10 @@ pub const MAX_BATCH_LINES: usize = 100_000;
 /// Attempts (failures reported by a worker, or leases lost with their worker) before a task's
 /// puzzle is marked failed.
 pub const MAX_ATTEMPTS: u32 = 3;
-/// Most search threads one worker may declare.
-pub const MAX_WORKER_THREADS: u32 = 4096;
+/// Most search threads one worker may declare: beyond the largest machines (a two-socket
+/// server has a few hundred hardware threads), so that one registration cannot claim a share
+/// of the queue no machine could run.
+pub const MAX_WORKER_THREADS: u32 = 1024;
 /// Most tasks a worker may hold per thread beyond the one it runs (prefetched).
 pub const MAX_PREFETCH: u32 = 4;
 
@@ -442,8 +444,8 @@ impl Scheduler {
         self.workers.set_default_heuristics(worker, names);
     }
 
-    /// A worker reports results and asks for up to `free_slots` tasks (at most [`MAX_PREFETCH`]
-    /// per thread beyond its threads). Returns its new tasks and the tasks it holds that were
+    /// A worker reports results and asks for up to `free_slots` tasks (it holds at most
+    /// 1 + [`MAX_PREFETCH`] per thread, counting those it has). Returns its new tasks and the tasks it holds that were
     /// cancelled.
     pub fn poll(
         &mut self,
@@ -460,13 +462,19 @@ impl Scheduler {
         let threads = self
             .workers
             .reported(worker, now, results.len() as u64, nodes)?;
-        let free_slots = free_slots.min(threads.saturating_mul(1 + MAX_PREFETCH)) as usize;
         for report in results {
             self.apply(worker, report)?;
         }
-        let leased = self
-            .tasks
-            .lease(worker, free_slots, now, self.config.lease_timeout);
+        // A worker holds at most one running and MAX_PREFETCH waiting tasks per thread, however
+        // often it asks: one that asks for everything and never reports cannot starve the rest.
+        let most = threads.saturating_mul(1 + MAX_PREFETCH) as usize;
+        let leased = self.tasks.lease(
+            worker,
+            free_slots as usize,
+            most,
+            now,
+            self.config.lease_timeout,
+        );
         Ok((leased, self.workers.take_cancelled(worker)))
     }
 

@@ -39,6 +39,9 @@ pub(super) struct Tasks {
     entries: HashMap<TaskId, TaskEntry>,
     ready: ReadyQueue<TaskId>,
     waves: u64,
+    /// Leases each worker holds, so a poll can be capped by what the worker already has
+    /// without a pass over every task.
+    held: HashMap<WorkerId, usize>,
 }
 
 impl Tasks {
@@ -66,14 +69,19 @@ impl Tasks {
         self.ready.push(puzzle.0, wave, predicted, id);
     }
 
-    /// Leases up to `count` ready tasks to `worker` until `now + timeout`.
+    /// Leases ready tasks to `worker` until `now + timeout`, up to `count` or until it holds
+    /// `most` leases in all: a worker that asks again and again, or never reports, cannot take
+    /// the whole queue from the others.
     pub(super) fn lease(
         &mut self,
         worker: WorkerId,
         count: usize,
+        most: usize,
         now: Instant,
         timeout: Duration,
     ) -> Vec<TaskSpec> {
+        let held = self.held(worker);
+        let count = count.min(most.saturating_sub(held));
         let mut leased = Vec::new();
         while leased.len() < count {
             let Some(id) = self.ready.pop() else {
@@ -90,7 +98,25 @@ impl Tasks {
             });
             leased.push(entry.spec.clone());
         }
+        if !leased.is_empty() {
+            *self.held.entry(worker).or_default() += leased.len();
+        }
         leased
+    }
+
+    /// Leases `worker` holds now.
+    pub(super) fn held(&self, worker: WorkerId) -> usize {
+        self.held.get(&worker).copied().unwrap_or(0)
+    }
+
+    /// A lease of `worker` ended (reported, expired, withdrawn).
+    fn released(&mut self, worker: WorkerId) {
+        if let Some(count) = self.held.get_mut(&worker) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.held.remove(&worker);
+            }
+        }
     }
 
     /// Whether some task may be waiting for a worker (withdrawn tasks may still be counted).
@@ -131,12 +157,17 @@ impl Tasks {
             let Some(entry) = self.entries.get_mut(&id) else {
                 continue;
             };
-            entry.lease = None;
+            let Some(lease) = entry.lease.take() else {
+                continue;
+            };
             entry.attempts += 1;
-            if entry.attempts >= MAX_ATTEMPTS {
-                expired.exhausted.push((entry.puzzle, id));
+            let (puzzle, wave) = (entry.puzzle, entry.wave);
+            let exhausted = entry.attempts >= MAX_ATTEMPTS;
+            self.released(lease.worker);
+            if exhausted {
+                expired.exhausted.push((puzzle, id));
             } else {
-                self.ready.push(entry.puzzle.0, entry.wave, u64::MAX, id);
+                self.ready.push(puzzle.0, wave, u64::MAX, id);
                 expired.requeued += 1;
             }
         }
@@ -152,6 +183,7 @@ impl Tasks {
             .and_then(|t| t.lease.as_ref())
             .is_some_and(|l| l.worker == worker);
         if held {
+            self.released(worker);
             self.entries.remove(&task)
         } else {
             None
@@ -184,12 +216,17 @@ impl Tasks {
     ) -> Vec<(WorkerId, TaskId)> {
         // Withdrawn ids stay in `ready` until popped (and skipped): removing them here would
         // cost a pass over the whole queue for every finished puzzle.
-        ids.into_iter()
+        let leased: Vec<(WorkerId, TaskId)> = ids
+            .into_iter()
             .filter_map(|id| {
                 let lease = self.entries.remove(&id)?.lease?;
                 Some((lease.worker, id))
             })
-            .collect()
+            .collect();
+        for &(worker, _) in &leased {
+            self.released(worker);
+        }
+        leased
     }
 
     /// (queued, running) tasks.

@@ -362,3 +362,51 @@ fn no_pattern_database_is_built_for_a_batch_that_will_be_refused_or_has_no_valid
         "a batch with a valid board builds"
     );
 }
+
+#[test]
+fn a_worker_holds_at_most_its_threads_times_prefetch_however_often_it_asks() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    // 60 distinct 8-puzzles: 60 whole-puzzle tasks in the queue.
+    let mut lines = Vec::new();
+    let mut board = tilesolve::Board::blank_last(3);
+    let mut seen = std::collections::HashSet::new();
+    let mut state = 7u64;
+    while lines.len() < 60 {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        if let Some((next, _)) = board.apply(Direction::ALL[(state >> 33) as usize % 4]) {
+            board = next;
+            if seen.insert(board) && board != tilesolve::Board::blank_last(3) {
+                lines.push(board.to_string());
+            }
+        }
+    }
+    scheduler.submit(&lines, "manhattan", "").unwrap();
+    assert!(
+        matches!(
+            scheduler.register(MAX_WORKER_THREADS + 1, "greedy"),
+            Err(SchedulerError::InvalidArgument(_))
+        ),
+        "more threads than any machine has is refused"
+    );
+    let greedy = scheduler.register(2, "greedy").unwrap();
+    let limit = 2 * (1 + MAX_PREFETCH) as usize;
+    let mut held = 0;
+    for _ in 0..5 {
+        held += scheduler
+            .poll(greedy, u32::MAX, Vec::new())
+            .unwrap()
+            .0
+            .len();
+        scheduler.heartbeat(greedy, &[]).unwrap();
+    }
+    assert_eq!(
+        held, limit,
+        "asking again never goes past 2 threads x (1 + prefetch)"
+    );
+    let honest = scheduler.register(1, "honest").unwrap();
+    let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1, "the queue is not all leased to one worker");
+}
