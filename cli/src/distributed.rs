@@ -14,7 +14,7 @@ use tilesolve::batch_file::BatchLine;
 use tilesolve::connect::{AuthChannel, ConnectOptions};
 use tilesolve::proto::v1 as pb;
 use tilesolve_coordinator::scheduler::{Scheduler, SchedulerConfig, MAX_BATCH_LINES, MAX_PREFETCH};
-use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity};
+use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
 use tilesolve_worker::WorkerConfig;
 use tokio::net::TcpListener;
@@ -67,6 +67,10 @@ pub struct ServeArgs {
     /// The certificate's PEM private key.
     #[arg(long, requires = "tls_cert", value_name = "PEM")]
     tls_key: Option<PathBuf>,
+    /// Seconds a connection may move no byte either way before it is closed (live clients
+    /// are pinged more often than this, so only silent sockets are dropped).
+    #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
+    idle_timeout: f64,
 }
 
 fn read_file(path: &PathBuf, what: &str) -> anyhow::Result<Vec<u8>> {
@@ -144,6 +148,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             token: args.token,
             tls,
             limits: Limits::default(),
+            idle_timeout: Duration::from_secs_f64(args.idle_timeout.max(1.0)),
         };
         server::run(listener, config, ctrl_c()).await?;
         Ok(true)
@@ -776,6 +781,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             token: None,
             tls: None,
             limits: Limits::default(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         };
         let coordinator = tokio::spawn(server::run(listener, config, wait_for(stopped.clone())));
         let connect = ConnectOptions::new(url);

@@ -512,3 +512,41 @@ fn serving_beyond_this_host_warns_about_what_is_exposed() {
         });
     }
 }
+
+#[test]
+fn silent_connections_are_closed_after_the_idle_timeout() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        &["--idle-timeout", "2"],
+        &[],
+    );
+    let url = server.url();
+    let address = url.trim_start_matches("http://");
+    // 200 sockets that never send a byte.
+    let mut silent: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| std::net::TcpStream::connect(address).unwrap())
+        .collect();
+    for socket in &mut silent {
+        socket
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        // The server closes (end of stream or reset) rather than holding the socket.
+        let closed = match socket.read(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(error) => {
+                error.kind() != std::io::ErrorKind::WouldBlock
+                    && error.kind() != std::io::ErrorKind::TimedOut
+            }
+        };
+        assert!(closed, "a silent connection was held past the idle timeout");
+    }
+    // Live clients are pinged more often than the timeout: a batch slower than the timeout
+    // is watched to its end on one connection.
+    let _worker = worker(&url, &dir.path().join("w1"), &[]);
+    solves_optimally(dir.path(), &["--coordinator", &url], &[]);
+}

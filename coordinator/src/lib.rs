@@ -11,11 +11,13 @@
 //! - [`simulate`]: replays a recorded run with any number of virtual workers under the same
 //!   policy.
 //! - [`auth`]: the bearer-token check in front of the services.
+//! - [`idle`]: closes connections that move no byte for the idle timeout.
 //! - [`web`]: the dashboard page, its JSON API and live events, and `/metrics`, on the same port.
 //! - [`server`]: `run(listener, config, shutdown)`, with TLS when configured.
 
 pub mod auth;
 pub mod frontier;
+pub mod idle;
 pub mod queue;
 pub mod scheduler;
 pub mod server;

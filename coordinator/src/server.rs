@@ -4,18 +4,21 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use thiserror::Error;
 use tilesolve::pdb::PdbStore;
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::FILE_DESCRIPTOR_SET;
 use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
 
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, ServerTlsConfig};
 
 use crate::auth::TokenCheck;
+use crate::idle::{keepalive_interval, IdleTimeout};
 use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
 use crate::service::{Limits, Service};
 use crate::store::{Store, StoreError};
@@ -45,7 +48,13 @@ pub struct ServeConfig {
     /// Serve TLS instead of plain HTTP/2.
     pub tls: Option<TlsIdentity>,
     pub limits: Limits,
+    /// A connection that moves no byte either way for this long is closed.
+    pub idle_timeout: Duration,
 }
+
+/// The default [`ServeConfig::idle_timeout`]: long past any pause of a live client (pinged
+/// every 10 s), short enough that silent sockets do not pile up.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Error)]
 pub enum ServeError {
@@ -129,13 +138,15 @@ pub async fn run(
     );
     // Replies span several writes; without TCP_NODELAY, Nagle's algorithm holds the last one
     // for the peer's delayed ACK (~40 ms a call).
+    let idle_timeout = config.idle_timeout;
     let incoming = TcpIncoming::from(listener)
         .with_nodelay(Some(true))
-        .with_keepalive(Some(std::time::Duration::from_secs(30)));
+        .with_keepalive(Some(Duration::from_secs(30)))
+        .map(move |accepted| accepted.map(|socket| IdleTimeout::new(socket, idle_timeout)));
     let mut builder = tonic::transport::Server::builder()
         .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
-        .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
-        .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)));
+        .http2_keepalive_interval(Some(keepalive_interval(idle_timeout)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(20)));
     if let Some(tls) = &config.tls {
         builder = builder.tls_config(
             ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem)),
