@@ -61,6 +61,10 @@ pub struct ServeArgs {
     /// environment variable: a command line is visible to every user of the host.
     #[arg(long, env = "TILESOLVE_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// The worker API's own token: workers then need it and cannot use the client API, and
+    /// the client token cannot register, poll or fetch tables. Without it, workers use --token.
+    #[arg(long, env = "TILESOLVE_WORKER_TOKEN", hide_env_values = true)]
+    worker_token: Option<String>,
     /// Serve TLS with this PEM certificate chain (needs --tls-key).
     #[arg(long, requires = "tls_key", value_name = "PEM")]
     tls_cert: Option<PathBuf>,
@@ -131,11 +135,20 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
         if args.token.as_deref() == Some("") {
             bail!("--token (or TILESOLVE_TOKEN) is set but empty");
         }
+        if args.worker_token.as_deref() == Some("") {
+            bail!("--worker-token (or TILESOLVE_WORKER_TOKEN) is set but empty");
+        }
+        if args.worker_token.is_some() && args.worker_token == args.token {
+            bail!("--worker-token is the same as --token: give workers their own token, or leave --worker-token out");
+        }
         if !listener.local_addr()?.ip().is_loopback() {
             match (&args.token, &tls) {
                 (None, _) => tracing::warn!("serving beyond this host without a token: anyone who can reach the port can submit and run work"),
                 (Some(_), None) => tracing::warn!("serving beyond this host with a token but without TLS: the token crosses the network in the clear (serve TLS with --tls-cert and --tls-key)"),
                 (Some(_), Some(_)) => {}
+            }
+            if args.token.is_some() && args.worker_token.is_none() {
+                tracing::info!("workers share the client token: with --worker-token they get their own, which cannot submit or read batches");
             }
         }
         let config = ServeConfig {
@@ -146,6 +159,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             },
             build_threads: default_threads(),
             token: args.token,
+            worker_token: args.worker_token,
             tls,
             limits: Limits::default(),
             idle_timeout: Duration::from_secs_f64(args.idle_timeout.max(1.0)),
@@ -159,6 +173,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
 pub struct WorkerArgs {
     #[command(flatten)]
     connect: ConnectArgs,
+    /// The coordinator's worker token, when it has one (else workers send --token).
+    #[arg(long, env = "TILESOLVE_WORKER_TOKEN", hide_env_values = true)]
+    worker_token: Option<String>,
     /// Search threads (default: every core).
     #[arg(long)]
     threads: Option<usize>,
@@ -174,8 +191,12 @@ pub struct WorkerArgs {
 }
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
+    let mut coordinator = args.connect.options()?;
+    if let Some(token) = args.worker_token.filter(|t| !t.is_empty()) {
+        coordinator.token = Some(token);
+    }
     let config = WorkerConfig {
-        coordinator: args.connect.options()?,
+        coordinator,
         threads: args.threads.unwrap_or_else(default_threads),
         prefetch: args.prefetch as usize,
         data: args.data,
@@ -779,6 +800,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             build_threads: default_threads(),
             // Bound to 127.0.0.1 for this process's own worker only, and gone when it ends.
             token: None,
+            worker_token: None,
             tls: None,
             limits: Limits::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,

@@ -550,3 +550,116 @@ fn silent_connections_are_closed_after_the_idle_timeout() {
     let _worker = worker(&url, &dir.path().join("w1"), &[]);
     solves_optimally(dir.path(), &["--coordinator", &url], &[]);
 }
+
+#[test]
+fn clients_and_workers_hold_different_tokens_and_neither_opens_the_other_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = [
+        ("TILESOLVE_TOKEN", "client-secret"),
+        ("TILESOLVE_WORKER_TOKEN", "worker-secret"),
+    ];
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &tokens);
+    let url = server.url();
+
+    // A worker holding only the client token is turned away.
+    let output = std::process::Command::new(common::BIN)
+        .args(["worker", "--threads", "1", "--coordinator", &url, "--data"])
+        .arg(dir.path().join("intruder"))
+        .env("TILESOLVE_TOKEN", "client-secret")
+        .env_remove("TILESOLVE_WORKER_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("worker token"), "{stderr}");
+
+    // The worker token cannot submit, list or read batches.
+    let path = dir.path().join("one.txt");
+    std::fs::write(&path, "8,6,7,2,5,4,3,0,1\n").unwrap();
+    let (ok, _, stderr) = run_with_env(
+        &["submit", "--coordinator", &url, path.to_str().unwrap()],
+        &[("TILESOLVE_TOKEN", "worker-secret")],
+    );
+    assert!(!ok && stderr.contains("Unauthenticated"), "{stderr}");
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(url.clone())
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        fn with_token<T>(message: T, token: &str) -> tonic::Request<T> {
+            let mut request = tonic::Request::new(message);
+            request
+                .metadata_mut()
+                .insert("authorization", format!("Bearer {token}").parse().unwrap());
+            request
+        }
+        let mut client = pb::tilesolve_client::TilesolveClient::new(channel.clone());
+        let mut workers = pb::workers_client::WorkersClient::new(channel.clone());
+        let register = pb::RegisterRequest {
+            threads: 1,
+            protocol_version: tilesolve::proto::PROTOCOL_VERSION,
+            ..Default::default()
+        };
+        assert_eq!(
+            code(
+                workers
+                    .register(with_token(register.clone(), "client-secret"))
+                    .await
+            ),
+            Code::Unauthenticated,
+            "the client token cannot register a worker"
+        );
+        let fetch = pb::FetchPdbRequest {
+            file_name: "3x3-blank-last-1.2.3.4.pdb".into(),
+        };
+        let fetched = workers.fetch_pdb(with_token(fetch, "client-secret")).await;
+        assert_eq!(fetched.err().map(|s| s.code()), Some(Code::Unauthenticated));
+        assert_eq!(
+            code(
+                client
+                    .list_batches(with_token(
+                        pb::ListBatchesRequest::default(),
+                        "worker-secret"
+                    ))
+                    .await
+            ),
+            Code::Unauthenticated,
+            "the worker token cannot list batches"
+        );
+        assert_eq!(
+            code(
+                client
+                    .get_batch(with_token(
+                        pb::GetBatchRequest {
+                            batch_id: 1,
+                            ..Default::default()
+                        },
+                        "worker-secret"
+                    ))
+                    .await
+            ),
+            Code::Unauthenticated,
+            "the worker token cannot read batches"
+        );
+        assert_eq!(
+            code(
+                workers
+                    .register(with_token(register, "worker-secret"))
+                    .await
+            ),
+            Code::Ok,
+        );
+    });
+    let log = server.log_text();
+    assert!(!log.contains("client-secret") && !log.contains("worker-secret"));
+
+    let _worker = worker(
+        &url,
+        &dir.path().join("w1"),
+        &["--worker-token", "worker-secret"],
+    );
+    solves_optimally(dir.path(), &["--coordinator", &url], &tokens[..1]);
+}

@@ -43,8 +43,12 @@ pub struct ServeConfig {
     pub scheduler: SchedulerConfig,
     /// Threads for pattern database builds.
     pub build_threads: usize,
-    /// Every call but health checks must carry this bearer token.
+    /// Every call but health checks must carry this bearer token (workers too, unless
+    /// `worker_token` is set).
     pub token: Option<String>,
+    /// The worker API's own token: then workers cannot use the client API, nor clients the
+    /// worker API.
+    pub worker_token: Option<String>,
     /// Serve TLS instead of plain HTTP/2.
     pub tls: Option<TlsIdentity>,
     pub limits: Limits,
@@ -118,7 +122,8 @@ pub async fn run(
     };
 
     let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits);
-    let check = TokenCheck::new(config.token.as_deref());
+    let client_check = TokenCheck::client(config.token.as_deref());
+    let worker_check = TokenCheck::worker(config.worker_token.as_deref(), config.token.as_deref());
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<pb::tilesolve_server::TilesolveServer<Service>>()
@@ -134,6 +139,7 @@ pub async fn run(
         data = %config.data.display(),
         tls = config.tls.is_some(),
         token = config.token.is_some(),
+        worker_token = config.worker_token.is_some(),
         "coordinator serving"
     );
     // Replies span several writes; without TCP_NODELAY, Nagle's algorithm holds the last one
@@ -157,15 +163,15 @@ pub async fn run(
         .add_service(InterceptedService::new(
             pb::tilesolve_server::TilesolveServer::new(service.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
-            check.clone(),
+            client_check.clone(),
         ))
         .add_service(InterceptedService::new(
             pb::workers_server::WorkersServer::new(service.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
-            check.clone(),
+            worker_check,
         ))
         .add_service(health_service)
-        .add_service(InterceptedService::new(reflection, check));
+        .add_service(InterceptedService::new(reflection, client_check));
     // gRPC paths go to the services; everything else (the dashboard, /metrics) to the web side.
     let router = routes
         .routes()
