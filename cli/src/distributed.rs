@@ -13,7 +13,9 @@ use serde::Serialize;
 use tilesolve::batch_file::BatchLine;
 use tilesolve::connect::{AuthChannel, ConnectOptions};
 use tilesolve::proto::v1 as pb;
-use tilesolve_coordinator::scheduler::{Scheduler, SchedulerConfig, MAX_BATCH_LINES, MAX_PREFETCH};
+use tilesolve_coordinator::scheduler::{
+    Scheduler, SchedulerConfig, DEFAULT_AUDIT_FRACTION, MAX_BATCH_LINES, MAX_PREFETCH,
+};
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
 use tilesolve_worker::WorkerConfig;
@@ -71,10 +73,22 @@ pub struct ServeArgs {
     /// The certificate's PEM private key.
     #[arg(long, requires = "tls_cert", value_name = "PEM")]
     tls_key: Option<PathBuf>,
+    /// Share of a worker's reports re-checked on another worker once its first few passed
+    /// (every report of a new worker is checked); a false one quarantines the worker and what
+    /// rests on its reports is solved again. 0 trusts every worker.
+    #[arg(long, default_value_t = DEFAULT_AUDIT_FRACTION, value_parser = audit_fraction)]
+    audit_fraction: f64,
     /// Seconds a connection may move no byte either way before it is closed (live clients
     /// are pinged more often than this, so only silent sockets are dropped).
     #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
     idle_timeout: f64,
+}
+
+fn audit_fraction(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.0..=1.0).contains(&value) => Ok(value),
+        _ => Err(format!("'{text}' is not a share from 0 to 1")),
+    }
 }
 
 fn read_file(path: &PathBuf, what: &str) -> anyhow::Result<Vec<u8>> {
@@ -123,6 +137,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             lease_timeout: Duration::from_secs_f64(args.lease_timeout.max(0.1)),
             whole_task_budget: args.split_after.max(1),
             table_budget: args.memory.bytes(),
+            audit_fraction: args.audit_fraction,
             ..args.policy.apply(SchedulerConfig::default())
         };
         let tls = match (&args.tls_cert, &args.tls_key) {

@@ -51,6 +51,10 @@ pub struct StoredSolution {
     pub nodes: u64,
     pub seconds: f64,
     pub heuristic: String,
+    /// The workers whose reports the answer rests on: if one of them is caught lying, the
+    /// answer is withdrawn and solved again ([`Store::withdraw_worker`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<u64>,
 }
 
 /// A batch as submitted.
@@ -85,10 +89,13 @@ pub struct StoredItem {
 }
 
 /// A puzzle's search progress.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SearchState {
     /// No solution shorter than this exists (an iteration at this bound has not finished).
     pub lower_bound: u32,
+    /// The workers whose reports the bound rests on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<u64>,
 }
 
 /// One finished task of a puzzle's search, as recorded for replaying the run.
@@ -209,8 +216,14 @@ impl Store {
     }
 
     /// Stores a replayed optimal solution and, with their exact distances, every board on its
-    /// path (each suffix of an optimal path is optimal).
-    pub fn put_solution(&self, solution: &Solution, heuristic: &str) -> Result<(), StoreError> {
+    /// path (each suffix of an optimal path is optimal), each marked with the `workers` whose
+    /// reports it rests on.
+    pub fn put_solution(
+        &self,
+        solution: &Solution,
+        heuristic: &str,
+        workers: &[u64],
+    ) -> Result<(), StoreError> {
         let mut board = solution.board;
         let mut batch = sled::Batch::default();
         for (step, &direction) in solution.moves.iter().enumerate() {
@@ -225,6 +238,7 @@ impl Store {
                 },
                 seconds: if step == 0 { solution.seconds } else { 0.0 },
                 heuristic: heuristic.to_string(),
+                workers: workers.to_vec(),
             };
             batch.insert(board_key(&solution.goal, &board), encode(&stored));
             board = board.apply(direction).map_or(board, |(next, _)| next);
@@ -238,6 +252,7 @@ impl Store {
                 nodes: 0,
                 seconds: 0.0,
                 heuristic: heuristic.into(),
+                workers: Vec::new(),
             }),
         );
         self.solutions.apply_batch(batch)?;
@@ -380,6 +395,18 @@ impl Store {
         Ok(())
     }
 
+    /// Removes every stored solution and search state that rests on `worker`'s reports (it was
+    /// caught lying); returns how many of each. A pass over both trees: quarantines are rare.
+    pub fn withdraw_worker(&self, worker: u64) -> Result<(usize, usize), StoreError> {
+        let solutions = remove_where(&self.solutions, "solutions", |s: StoredSolution| {
+            s.workers.contains(&worker)
+        })?;
+        let states = remove_where(&self.search, "search", |s: SearchState| {
+            s.workers.contains(&worker)
+        })?;
+        Ok((solutions, states))
+    }
+
     pub fn search_state(
         &self,
         goal: &Board,
@@ -389,6 +416,11 @@ impl Store {
             .get(board_key(goal, board))?
             .map(|bytes| decode("search", &bytes))
             .transpose()
+    }
+
+    pub fn remove_search_state(&self, goal: &Board, board: &Board) -> Result<(), StoreError> {
+        self.search.remove(board_key(goal, board))?;
+        Ok(())
     }
 
     pub fn put_search_state(
@@ -480,6 +512,25 @@ impl Store {
     }
 }
 
+/// Removes the records of `tree` for which `condition` holds; returns how many.
+fn remove_where<T: serde::de::DeserializeOwned>(
+    tree: &sled::Tree,
+    name: &'static str,
+    condition: impl Fn(T) -> bool,
+) -> Result<usize, StoreError> {
+    let mut batch = sled::Batch::default();
+    let mut removed = 0;
+    for entry in tree.iter() {
+        let (key, value) = entry?;
+        if condition(decode(name, &value)?) {
+            batch.remove(key);
+            removed += 1;
+        }
+    }
+    tree.apply_batch(batch)?;
+    Ok(removed)
+}
+
 /// Opens a store that this process has just closed: sled releases its file lock from a
 /// background thread shortly after the last handle is dropped, so the first attempts may find
 /// it still held.
@@ -569,7 +620,7 @@ mod tests {
         let solution = Solver::new(goal, HeuristicKind::Manhattan)
             .solve(&board, &SolveOptions::default(), None)
             .unwrap();
-        store.put_solution(&solution, "manhattan").unwrap();
+        store.put_solution(&solution, "manhattan", &[]).unwrap();
         let mut current = board;
         for (step, &direction) in solution.moves.iter().enumerate() {
             let stored = store.solution(&goal, &current).unwrap().expect("stored");
@@ -646,16 +697,26 @@ mod tests {
         let goal = Board::blank_last(3);
         let board = tilesolve::parse_board("2,4,0,1,8,5,3,6,7").unwrap();
         store
-            .put_search_state(&goal, &board, SearchState { lower_bound: 24 })
+            .put_search_state(
+                &goal,
+                &board,
+                SearchState {
+                    lower_bound: 24,
+                    workers: Vec::new(),
+                },
+            )
             .unwrap();
         assert_eq!(
             store.search_state(&goal, &board).unwrap(),
-            Some(SearchState { lower_bound: 24 })
+            Some(SearchState {
+                lower_bound: 24,
+                workers: Vec::new()
+            })
         );
         let solution = Solver::new(goal, HeuristicKind::Manhattan)
             .solve(&board, &SolveOptions::default(), None)
             .unwrap();
-        store.put_solution(&solution, "manhattan").unwrap();
+        store.put_solution(&solution, "manhattan", &[]).unwrap();
         assert_eq!(store.search_state(&goal, &board).unwrap(), None);
     }
 }

@@ -451,6 +451,35 @@ async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
         "Puzzles that failed",
         totals.puzzles_failed,
     );
+    for (name, help, value) in [
+        (
+            "audits_upheld",
+            "Audits that found no path shorter than the audited report claimed",
+            totals.audits_upheld,
+        ),
+        (
+            "audits_disproved",
+            "Audits that found a shorter path than a report claimed (its worker is quarantined)",
+            totals.audits_disproved,
+        ),
+        (
+            "audits_skipped",
+            "Audits not run or inconclusive (no other worker, budget spent)",
+            totals.audits_skipped,
+        ),
+        (
+            "workers_quarantined",
+            "Workers shut out for a false or impossible report",
+            totals.workers_quarantined,
+        ),
+        (
+            "puzzles_restarted",
+            "Puzzles searched again because a report they rested on was false",
+            totals.puzzles_restarted,
+        ),
+    ] {
+        counter(&mut registry, name, help, value);
+    }
     gauge(
         &mut registry,
         "nodes_per_second",

@@ -52,6 +52,13 @@ impl Batches {
         self.counts.insert(batch, counts);
     }
 
+    /// A batch some of whose answers were withdrawn: its new counts, and it is not done.
+    pub(super) fn reopen(&mut self, batch: u64, counts: (u32, u32, u32)) {
+        self.counts.insert(batch, counts);
+        self.seconds.remove(&batch);
+        self.started.entry(batch).or_insert_with(Instant::now);
+    }
+
     pub(super) fn add_nodes(&mut self, batch: u64, nodes: u64) {
         let total = self.nodes.entry(batch).or_default();
         *total = total.saturating_add(nodes);

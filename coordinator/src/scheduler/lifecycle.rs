@@ -2,7 +2,7 @@
 //! result applied, until a replayed answer is stored or the puzzle fails. Runs on the
 //! [`Scheduler`]'s parts (tasks, workers, batches, records) through their own methods.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::time::Instant;
 
 use tilesolve::moves::{moves_to_string, replay};
@@ -11,6 +11,7 @@ use tilesolve::{parse_board, Board, Direction, Solution, Solver};
 
 use super::intake::parse_heuristic;
 use super::records;
+use super::workers::MAX_STRIKES;
 use super::{
     PuzzleId, Scheduler, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId,
     MAX_ATTEMPTS,
@@ -32,6 +33,12 @@ pub(super) struct Puzzle {
     history: SizeHistory,
     /// The bound of an iteration being split outside the lock (the puzzle has no tasks then).
     splitting: Option<u32>,
+    /// Workers whose reports were applied: the answer rests on them.
+    pub(super) workers: BTreeSet<WorkerId>,
+    /// Audits of those reports still running: the answer waits for them.
+    pub(super) audits: HashSet<TaskId>,
+    /// An answer found while audits were still running.
+    pub(super) held: Option<Vec<Direction>>,
 }
 
 /// An iteration to split, taken out of the scheduler ([`Scheduler::take_splits`]) so that the
@@ -75,41 +82,50 @@ impl PendingSplit {
     }
 }
 
-/// Why a worker's report cannot be right for its task, if it cannot. A subtree task searches
-/// exactly at its bound (nothing shorter exists: every smaller bound was exhausted or is below an
-/// admissible estimate), and a whole-puzzle task starts at a proven lower bound; a report outside
-/// that comes from a faulty worker, and taking it could store a path that is not optimal.
-fn implausible(spec: &TaskSpec, outcome: &TaskOutcome) -> Option<String> {
+/// What a worker's report is worth for its task.
+enum Verdict {
+    Plausible,
+    /// It cannot be right for the task (a subtree task searches exactly at its bound; a
+    /// whole-puzzle task starts at a proven lower bound); it comes from a faulty or lying
+    /// worker, and taking it could store a path that is not optimal.
+    Impossible(String),
+    /// A real path (it replays to the goal) shorter than the bound the task was given: so an
+    /// earlier report that raised the bound was false, and the puzzle's proof is void.
+    Shorter(u32),
+}
+
+fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {
     let bound = spec.bound;
     match outcome {
         TaskOutcome::Found(suffix) => {
-            let length = (spec.path.len() + suffix.len()) as u32;
-            let fits = if spec.iterate {
-                length >= bound
-            } else {
-                length == bound
-            };
-            if !fits {
-                return Some(format!(
-                    "a worker reported a {length}-move answer at bound {bound}"
-                ));
-            }
             // Moves that leave the board or end elsewhere are a failed attempt (retried on the
             // next lease), never a puzzle failure: the puzzle is still solvable.
-            replay(&spec.board, &spec.goal, suffix)
-                .err()
-                .map(|error| format!("a worker reported moves that do not reach the goal: {error}"))
+            if let Err(error) = replay(&spec.board, &spec.goal, suffix) {
+                return Verdict::Impossible(format!(
+                    "a worker reported moves that do not reach the goal: {error}"
+                ));
+            }
+            let length = (spec.path.len() + suffix.len()) as u32;
+            if length < bound {
+                Verdict::Shorter(length)
+            } else if !spec.iterate && length > bound {
+                Verdict::Impossible(format!(
+                    "a worker reported a {length}-move answer at bound {bound}"
+                ))
+            } else {
+                Verdict::Plausible
+            }
         }
-        TaskOutcome::Exceeded(next) if *next <= bound => Some(format!(
+        TaskOutcome::Exceeded(next) if *next <= bound => Verdict::Impossible(format!(
             "a worker reported next bound {next}, not above bound {bound}"
         )),
-        TaskOutcome::BudgetSpent(at) if *at < bound => Some(format!(
+        TaskOutcome::BudgetSpent(at) if *at < bound => Verdict::Impossible(format!(
             "a worker reported spending its budget at bound {at}, below {bound}"
         )),
-        TaskOutcome::Split { pruned_min_f, .. } if *pruned_min_f <= bound => Some(format!(
-            "a worker reported pruned f {pruned_min_f}, not above bound {bound}"
-        )),
-        _ => None,
+        TaskOutcome::Split { pruned_min_f, .. } if *pruned_min_f <= bound => Verdict::Impossible(
+            format!("a worker reported pruned f {pruned_min_f}, not above bound {bound}"),
+        ),
+        _ => Verdict::Plausible,
     }
 }
 
@@ -197,6 +213,9 @@ impl Scheduler {
                 started: Instant::now(),
                 history: SizeHistory::default(),
                 splitting: None,
+                workers: BTreeSet::new(),
+                audits: HashSet::new(),
+                held: None,
             },
         );
         let spec = TaskSpec {
@@ -234,11 +253,37 @@ impl Scheduler {
         let Some(entry) = self.tasks.take_held(task, worker) else {
             return Ok(());
         };
+        if entry.audit.is_some() {
+            return self.apply_audit(worker, entry, report);
+        }
         let puzzle_id = entry.puzzle;
-        let outcome = match implausible(&entry.spec, &report.outcome) {
-            Some(reason) => TaskOutcome::Failed(reason),
-            None => report.outcome.clone(),
+        let outcome = match judge(&entry.spec, &report.outcome) {
+            Verdict::Plausible => report.outcome.clone(),
+            Verdict::Impossible(reason) => {
+                tracing::warn!(worker, task, %reason, "impossible report: the task goes back to the queue");
+                let struck_out = self.workers.strike(worker);
+                // Not the task's fault: it does not lose an attempt (the worker's strikes bound
+                // how often this can happen).
+                self.tasks.retry_as_new(entry);
+                if struck_out {
+                    self.quarantine(
+                        worker,
+                        format!("{MAX_STRIKES} impossible reports, the last: {reason}"),
+                    )?;
+                }
+                return Ok(());
+            }
+            Verdict::Shorter(length) => {
+                return self.restart_puzzle(
+                    puzzle_id,
+                    &format!(
+                        "a {length}-move path below bound {}: an earlier report was false",
+                        entry.spec.bound
+                    ),
+                );
+            }
         };
+        self.maybe_audit(worker, &entry, &outcome);
         if let (Some(record), Some(puzzle)) = (
             records::finished(&entry, &report, &outcome),
             self.puzzles.get(&puzzle_id),
@@ -254,6 +299,9 @@ impl Scheduler {
             };
             puzzle.nodes = puzzle.nodes.saturating_add(nodes);
             puzzle.outstanding.remove(&task);
+            if !matches!(outcome, TaskOutcome::Failed(_)) {
+                puzzle.workers.insert(worker);
+            }
             match outcome {
                 TaskOutcome::Found(suffix) => {
                     let mut moves = entry.spec.path.clone();
@@ -337,14 +385,21 @@ impl Scheduler {
             return Ok(());
         };
         let (board, goal, heuristic) = (puzzle.board, puzzle.goal, puzzle.heuristic.clone());
+        let workers: Vec<u64> = puzzle.workers.iter().copied().collect();
         if bound as usize >= tilesolve::search::MAX_DEPTH {
             return self.finish_failed(
                 puzzle_id,
                 "no solution within the longest supported path".into(),
             );
         }
-        self.store
-            .put_search_state(&goal, &board, SearchState { lower_bound: bound })?;
+        self.store.put_search_state(
+            &goal,
+            &board,
+            SearchState {
+                lower_bound: bound,
+                workers,
+            },
+        )?;
         let threads = self.workers.threads().max(1);
         let params = BalanceParams {
             threads,
@@ -447,12 +502,12 @@ impl Scheduler {
         }
     }
 
-    /// Removes a puzzle's remaining tasks, telling workers about the leased ones.
-    fn cancel_tasks(&mut self, puzzle_id: PuzzleId) {
+    /// Removes a puzzle's remaining tasks and audits, telling workers about the leased ones.
+    pub(super) fn cancel_tasks(&mut self, puzzle_id: PuzzleId) {
         let ids: Vec<TaskId> = self
             .puzzles
             .get(&puzzle_id)
-            .map(|p| p.outstanding.iter().copied().collect())
+            .map(|p| p.outstanding.iter().chain(&p.audits).copied().collect())
             .unwrap_or_default();
         for (worker, task) in self.tasks.withdraw(ids) {
             self.workers.tell_cancelled(worker, task);
@@ -476,7 +531,7 @@ impl Scheduler {
         }
     }
 
-    fn finish_solved(
+    pub(super) fn finish_solved(
         &mut self,
         puzzle_id: PuzzleId,
         moves: Vec<Direction>,
@@ -484,6 +539,20 @@ impl Scheduler {
         let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
             return Ok(());
         };
+        if !puzzle.audits.is_empty() {
+            // The answer waits for the audits of the reports it rests on; the search is over.
+            let ids: Vec<TaskId> = puzzle.outstanding.iter().copied().collect();
+            self.record_cancelled(puzzle_id);
+            for (worker, task) in self.tasks.withdraw(ids) {
+                self.workers.tell_cancelled(worker, task);
+            }
+            if let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) {
+                puzzle.outstanding.clear();
+                puzzle.held = Some(moves);
+            }
+            return Ok(());
+        }
+        let workers: Vec<u64> = puzzle.workers.iter().copied().collect();
         let (board, goal, heuristic, nodes, seconds) = (
             puzzle.board,
             puzzle.goal,
@@ -516,7 +585,7 @@ impl Scheduler {
         };
         self.record_cancelled(puzzle_id);
         let name = self.solver(&goal, &heuristic)?.heuristic().to_string();
-        self.store.put_solution(&solution, &name)?;
+        self.store.put_solution(&solution, &name, &workers)?;
         let stored = StoredSolution {
             length: solution.len() as u32,
             moves: moves_to_string(&solution.moves),
@@ -524,6 +593,7 @@ impl Scheduler {
             nodes: solution.counters.expanded,
             seconds: solution.seconds,
             heuristic: name,
+            workers,
         };
         self.finish(puzzle_id, ItemStatus::Solved(stored))
     }

@@ -14,11 +14,22 @@ pub(super) struct Lease {
     pub(super) since: Instant,
 }
 
+/// What an audit task checks: that no path shorter than `claim` exists below the task's board,
+/// as the report of `of` said (the audit searches one move short of the claim, so any path it
+/// finds disproves it).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Audit {
+    pub(super) of: WorkerId,
+    pub(super) claim: u32,
+}
+
 pub(super) struct TaskEntry {
     pub(super) spec: TaskSpec,
     pub(super) puzzle: PuzzleId,
     pub(super) lease: Option<Lease>,
     pub(super) attempts: u32,
+    /// Set for an audit task, which never goes to the worker it audits.
+    pub(super) audit: Option<Audit>,
     /// Its wave (whole task or split iteration) and the nodes the policy predicts it will
     /// expand: its place in the ready queue.
     pub(super) wave: u64,
@@ -54,6 +65,23 @@ impl Tasks {
 
     /// Queues `spec` (whose id is set) for `puzzle`.
     pub(super) fn add(&mut self, puzzle: PuzzleId, spec: TaskSpec, wave: u64, predicted: u64) {
+        self.insert(puzzle, spec, wave, predicted, None);
+    }
+
+    /// Queues an audit task (whose id is set) ahead of its batch's other tasks: the puzzle's
+    /// answer waits for it.
+    pub(super) fn add_audit(&mut self, puzzle: PuzzleId, spec: TaskSpec, audit: Audit) {
+        self.insert(puzzle, spec, 0, u64::MAX, Some(audit));
+    }
+
+    fn insert(
+        &mut self,
+        puzzle: PuzzleId,
+        spec: TaskSpec,
+        wave: u64,
+        predicted: u64,
+        audit: Option<Audit>,
+    ) {
         let id = spec.id;
         self.entries.insert(
             id,
@@ -62,6 +90,7 @@ impl Tasks {
                 puzzle,
                 lease: None,
                 attempts: 0,
+                audit,
                 wave,
                 predicted,
             },
@@ -83,6 +112,7 @@ impl Tasks {
         let held = self.held(worker);
         let count = count.min(most.saturating_sub(held));
         let mut leased = Vec::new();
+        let mut passed_over = Vec::new();
         while leased.len() < count {
             let Some(id) = self.ready.pop() else {
                 break;
@@ -91,6 +121,10 @@ impl Tasks {
             let Some(entry) = self.entries.get_mut(&id).filter(|t| t.lease.is_none()) else {
                 continue;
             };
+            if entry.audit.is_some_and(|audit| audit.of == worker) {
+                passed_over.push((entry.puzzle.0, entry.wave, entry.predicted, id));
+                continue;
+            }
             entry.lease = Some(Lease {
                 worker,
                 expires: now + timeout,
@@ -98,10 +132,46 @@ impl Tasks {
             });
             leased.push(entry.spec.clone());
         }
+        for (batch, wave, predicted, id) in passed_over {
+            self.ready.push(batch, wave, predicted, id);
+        }
         if !leased.is_empty() {
             *self.held.entry(worker).or_default() += leased.len();
         }
         leased
+    }
+
+    /// Returns every task `worker` holds to the queue at once, without counting an attempt (it
+    /// was quarantined: its tasks are not at fault).
+    pub(super) fn release(&mut self, worker: WorkerId) {
+        let mut ids: Vec<TaskId> = self
+            .entries
+            .iter()
+            .filter(|(_, t)| t.lease.as_ref().is_some_and(|l| l.worker == worker))
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        for id in ids {
+            if let Some(entry) = self.entries.get_mut(&id) {
+                entry.lease = None;
+                self.ready.push(entry.puzzle.0, entry.wave, u64::MAX, id);
+            }
+        }
+        self.held.remove(&worker);
+    }
+
+    /// Audit tasks waiting in the queue that only the worker they audit could take now
+    /// (`others_than(worker)` is false): nobody can run them.
+    pub(super) fn stranded_audits(
+        &self,
+        others_than: impl Fn(WorkerId) -> bool,
+    ) -> Vec<(PuzzleId, TaskId)> {
+        self.entries
+            .iter()
+            .filter(|(_, t)| t.lease.is_none())
+            .filter(|(_, t)| t.audit.is_some_and(|audit| !others_than(audit.of)))
+            .map(|(&id, t)| (t.puzzle, id))
+            .collect()
     }
 
     /// Leases `worker` holds now.
@@ -192,13 +262,25 @@ impl Tasks {
 
     /// Puts a failed task back in the queue for another attempt.
     pub(super) fn retry(&mut self, entry: TaskEntry) {
+        let attempts = entry.attempts + 1;
+        self.requeue(entry, attempts);
+    }
+
+    /// Puts a task back in the queue without counting an attempt: the report was the worker's
+    /// fault, not the task's.
+    pub(super) fn retry_as_new(&mut self, entry: TaskEntry) {
+        let attempts = entry.attempts;
+        self.requeue(entry, attempts);
+    }
+
+    fn requeue(&mut self, entry: TaskEntry, attempts: u32) {
         let (id, puzzle, wave, predicted) =
             (entry.spec.id, entry.puzzle, entry.wave, entry.predicted);
         self.entries.insert(
             id,
             TaskEntry {
                 lease: None,
-                attempts: entry.attempts + 1,
+                attempts,
                 ..entry
             },
         );

@@ -136,6 +136,8 @@ fn expired_leases_return_to_the_queue_and_late_results_are_ignored() {
         !scheduler.progress(submitted.batch).unwrap().done,
         "a wrong late answer from an expired lease is ignored"
     );
+    std::thread::sleep(Duration::from_millis(5));
+    scheduler.sweep().unwrap();
     run_to_completion(&mut scheduler, submitted.batch, 1);
     assert_eq!(
         scheduler
@@ -409,4 +411,115 @@ fn a_worker_holds_at_most_its_threads_times_prefetch_however_often_it_asks() {
     let honest = scheduler.register(1, "honest").unwrap();
     let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
     assert_eq!(tasks.len(), 1, "the queue is not all leased to one worker");
+}
+
+/// How a lying worker answers a task it ran for real: longer paths for whole puzzles, raised
+/// bounds that hide the answers of subtrees, moves off the board now and then; as an auditor
+/// it never finds anything.
+fn lie(task: &TaskSpec, truth: TaskOutcome, told: usize) -> TaskOutcome {
+    if told % 7 == 3 {
+        return TaskOutcome::Found(vec![Direction::Up; 40]);
+    }
+    match truth {
+        TaskOutcome::Found(mut moves) if task.iterate => {
+            let detour = Direction::ALL
+                .into_iter()
+                .find(|&d| {
+                    tilesolve::moves::replay(&task.board, &task.goal, &[d, d.opposite()]).is_err()
+                        && task.board.apply(d).is_some()
+                })
+                .unwrap_or(Direction::Up);
+            moves.splice(0..0, [detour, detour.opposite()]);
+            TaskOutcome::Found(moves)
+        }
+        TaskOutcome::Found(_) => TaskOutcome::Exceeded(task.bound + 2),
+        TaskOutcome::Exceeded(next) => TaskOutcome::Exceeded(next + 2),
+        TaskOutcome::BudgetSpent(at) => TaskOutcome::BudgetSpent(at + 2),
+        other => other,
+    }
+}
+
+#[test]
+fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: 2_000,
+            subtree_task_budget: 3_000,
+            tasks_per_thread: 8,
+            ..SchedulerConfig::default()
+        },
+    );
+    let mut boards = examples();
+    boards.push(("8,6,7,2,5,4,3,0,1".into(), 31));
+    boards.push(("6,4,7,8,5,0,3,2,1".into(), 31));
+    boards.push(("1,2,3,4,5,6,0,7,8".into(), 2));
+    let lines: Vec<String> = boards.iter().map(|(b, _)| b.clone()).collect();
+    let batch = scheduler
+        .submit(&lines, "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let run = |task: &TaskSpec| {
+        let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
+        run_task(&solver, task.work(), None)
+    };
+    let honest = scheduler.register(2, "honest").unwrap();
+    let mut liar = scheduler.register(2, "liar").unwrap();
+    let (mut honest_results, mut liar_results) = (Vec::new(), Vec::new());
+    let (mut told, mut liars) = (0, 1);
+    for _ in 0..100_000 {
+        if scheduler.progress(batch).unwrap().done {
+            break;
+        }
+        match scheduler.poll(liar, 2, std::mem::take(&mut liar_results)) {
+            Ok((tasks, _)) => {
+                for task in tasks {
+                    let truth = run(&task);
+                    told += 1;
+                    let outcome = lie(&task, truth.outcome, told);
+                    liar_results.push(TaskReport::new(task.id, outcome, truth.nodes));
+                }
+            }
+            // Quarantined: it comes back as a new worker, as a persistent liar would.
+            Err(SchedulerError::PermissionDenied(_)) if liars < 3 => {
+                liar = scheduler.register(2, "liar").unwrap();
+                liars += 1;
+            }
+            Err(SchedulerError::PermissionDenied(_)) => {}
+            Err(error) => panic!("{error}"),
+        }
+        let (tasks, _) = scheduler
+            .poll(honest, 2, std::mem::take(&mut honest_results))
+            .unwrap();
+        scheduler.split_pending().unwrap();
+        for task in tasks {
+            let truth = run(&task);
+            honest_results.push(TaskReport {
+                parts: truth.parts,
+                ..TaskReport::new(task.id, truth.outcome, truth.nodes)
+            });
+        }
+        scheduler.sweep().unwrap();
+    }
+    let progress = scheduler.progress(batch).unwrap();
+    assert!(
+        progress.done && progress.solved == boards.len() as u32,
+        "{progress:?} {:?}",
+        scheduler.totals()
+    );
+    let totals = scheduler.totals();
+    assert!(totals.workers_quarantined >= 1, "{totals:?}");
+    assert!(totals.audits_disproved >= 1, "{totals:?}");
+    for (item, (board, optimal)) in scheduler.items(batch).unwrap().iter().zip(&boards) {
+        let ItemStatus::Solved(solved) = &item.status else {
+            panic!("{board}: {:?}", item.status);
+        };
+        assert_eq!(solved.length, *optimal, "{board}");
+        assert_eq!(
+            scheduler.query(board, "").unwrap().map(|s| s.length),
+            Some(*optimal),
+            "{board}"
+        );
+    }
 }

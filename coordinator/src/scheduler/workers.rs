@@ -11,6 +11,16 @@ use super::{SchedulerError, TaskId, WorkerId, MAX_WORKER_THREADS};
 /// bursts, short enough to show a worker that has gone idle.
 const RATE_WINDOW: Duration = Duration::from_secs(30);
 
+/// Upheld audits a worker needs before only a fraction of its reports are audited: a worker
+/// that lies from the start is caught on its first report another worker can check.
+pub const PROBATION_AUDITS: u32 = 3;
+/// Impossible reports (moves off the board, bounds that cannot be) after which a worker is
+/// quarantined as faulty.
+pub const MAX_STRIKES: u32 = 3;
+/// Quarantined workers remembered (their calls are refused with the reason); the oldest are
+/// forgotten past this, which only means a call gets UnknownWorker instead.
+const MAX_QUARANTINED: usize = 10_000;
+
 /// Longest host name kept, and how many default-heuristic names of what length: a hostile
 /// registration cannot grow the table.
 const MAX_HOST: usize = 100;
@@ -28,6 +38,11 @@ struct WorkerInfo {
     last_seen: Instant,
     nodes: u64,
     tasks_done: u64,
+    /// Audits of its reports that upheld them: until [`PROBATION_AUDITS`], every report is
+    /// audited.
+    audits_passed: u32,
+    /// Reports that could not be right for their task (see [`MAX_STRIKES`]).
+    strikes: u32,
     /// (when, nodes reported so far) at each poll within the last [`RATE_WINDOW`].
     reports: VecDeque<(Instant, u64)>,
 }
@@ -78,6 +93,8 @@ pub(super) struct Workers {
     workers: HashMap<WorkerId, WorkerInfo>,
     /// Cancellations not yet told to the worker holding the task.
     cancelled: HashMap<WorkerId, Vec<TaskId>>,
+    /// Workers caught lying or faulty, with why: every call of theirs is refused.
+    quarantined: HashMap<WorkerId, String>,
 }
 
 impl Workers {
@@ -110,6 +127,8 @@ impl Workers {
                 last_seen: now,
                 nodes: 0,
                 tasks_done: 0,
+                audits_passed: 0,
+                strikes: 0,
                 reports: VecDeque::new(),
             },
         );
@@ -129,10 +148,77 @@ impl Workers {
     }
 
     pub(super) fn secret(&self, worker: WorkerId) -> Result<String, SchedulerError> {
+        Ok(self.info(worker)?.secret.clone())
+    }
+
+    /// A connected worker; a quarantined one is refused with the reason, an unknown one must
+    /// register again.
+    fn info(&self, worker: WorkerId) -> Result<&WorkerInfo, SchedulerError> {
+        self.refuse_quarantined(worker)?;
         self.workers
             .get(&worker)
-            .map(|info| info.secret.clone())
             .ok_or(SchedulerError::UnknownWorker(worker))
+    }
+
+    fn info_mut(&mut self, worker: WorkerId) -> Result<&mut WorkerInfo, SchedulerError> {
+        self.refuse_quarantined(worker)?;
+        self.workers
+            .get_mut(&worker)
+            .ok_or(SchedulerError::UnknownWorker(worker))
+    }
+
+    pub(super) fn is_quarantined(&self, worker: WorkerId) -> bool {
+        self.quarantined.contains_key(&worker)
+    }
+
+    fn refuse_quarantined(&self, worker: WorkerId) -> Result<(), SchedulerError> {
+        match self.quarantined.get(&worker) {
+            Some(reason) => Err(SchedulerError::PermissionDenied(format!(
+                "worker {worker} is quarantined: {reason}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether `worker`'s next report must be audited whatever the draw: it has not yet had
+    /// [`PROBATION_AUDITS`] reports upheld.
+    pub(super) fn on_probation(&self, worker: WorkerId) -> bool {
+        self.workers
+            .get(&worker)
+            .is_some_and(|info| info.audits_passed < PROBATION_AUDITS)
+    }
+
+    /// An audit upheld a report of `worker`.
+    pub(super) fn audit_passed(&mut self, worker: WorkerId) {
+        if let Some(info) = self.workers.get_mut(&worker) {
+            info.audits_passed = info.audits_passed.saturating_add(1);
+        }
+    }
+
+    /// Counts an impossible report against `worker`; returns whether it has now had
+    /// [`MAX_STRIKES`].
+    pub(super) fn strike(&mut self, worker: WorkerId) -> bool {
+        self.workers.get_mut(&worker).is_some_and(|info| {
+            info.strikes += 1;
+            info.strikes >= MAX_STRIKES
+        })
+    }
+
+    /// Refuses every further call of `worker`, with `reason`.
+    pub(super) fn quarantine(&mut self, worker: WorkerId, reason: String) {
+        self.workers.remove(&worker);
+        self.cancelled.remove(&worker);
+        if self.quarantined.len() >= MAX_QUARANTINED {
+            if let Some(&oldest) = self.quarantined.keys().min() {
+                self.quarantined.remove(&oldest);
+            }
+        }
+        self.quarantined.insert(worker, reason);
+    }
+
+    /// Whether a connected worker other than `worker` could run a task `worker` must not.
+    pub(super) fn others_than(&self, worker: WorkerId) -> bool {
+        self.workers.keys().any(|&id| id != worker)
     }
 
     pub(super) fn check_secret(
@@ -140,10 +226,7 @@ impl Workers {
         worker: WorkerId,
         secret: &str,
     ) -> Result<(), SchedulerError> {
-        let info = self
-            .workers
-            .get(&worker)
-            .ok_or(SchedulerError::UnknownWorker(worker))?;
+        let info = self.info(worker)?;
         if !tilesolve::connect::same_secret(secret, &info.secret) {
             return Err(SchedulerError::PermissionDenied(format!(
                 "worker {worker}: wrong or missing worker secret"
@@ -155,10 +238,7 @@ impl Workers {
     /// A worker was heard from. A worker this process does not know (forgotten by the sweep, or
     /// registered with a coordinator that has since restarted) must register again.
     pub(super) fn seen(&mut self, worker: WorkerId, now: Instant) -> Result<(), SchedulerError> {
-        self.workers
-            .get_mut(&worker)
-            .ok_or(SchedulerError::UnknownWorker(worker))?
-            .last_seen = now;
+        self.info_mut(worker)?.last_seen = now;
         Ok(())
     }
 
@@ -171,10 +251,7 @@ impl Workers {
         tasks: u64,
         nodes: u64,
     ) -> Result<u32, SchedulerError> {
-        let info = self
-            .workers
-            .get_mut(&worker)
-            .ok_or(SchedulerError::UnknownWorker(worker))?;
+        let info = self.info_mut(worker)?;
         info.last_seen = now;
         info.tasks_done = info.tasks_done.saturating_add(tasks);
         info.nodes = info.nodes.saturating_add(nodes);

@@ -1,0 +1,338 @@
+//! Audits and quarantine: answers stay optimal with one lying or faulty worker.
+//!
+//! A report claims that no path shorter than some length L leaves its task's board: a next
+//! bound, a budget spent at a bound, a whole puzzle's answer. An audit searches the same board
+//! on another worker under bound L - 1. Any path it finds replays to the goal and is shorter
+//! than the claim, so it disproves the claim whoever found it; finding none upholds it. An audit
+//! therefore needs no trust in the auditor: a lying auditor can only fail to find (which upholds
+//! the claim, as an honest auditor would unless the audited worker lied too) or send moves that
+//! do not replay, which count against it.
+//!
+//! Every report of a new worker is audited until [`PROBATION_AUDITS`] were upheld, then a
+//! fraction drawn with a secret seed, so a worker cannot tell which of its reports are checked.
+//! A puzzle's answer waits for the audits of the reports it rests on. A disproved claim
+//! quarantines its worker: its calls are refused, its tasks go back to the queue, puzzles that
+//! rest on its reports start again, and stored answers and bounds that rest on them are
+//! withdrawn and their items solved again.
+//!
+//! [`PROBATION_AUDITS`]: super::workers::PROBATION_AUDITS
+
+use tilesolve::moves::replay;
+use tilesolve::{Board, Direction};
+
+use super::tasks::{Audit, TaskEntry};
+use super::{
+    batches, ItemStatus, PuzzleId, Scheduler, SchedulerError, TaskId, TaskOutcome, TaskReport,
+    TaskSpec, WorkerId, MAX_ATTEMPTS,
+};
+use crate::store::StoreError;
+
+/// What a report says about paths: below these boards (each with its path from the puzzle's
+/// root), no path to the goal is shorter than the length given.
+fn claims(spec: &TaskSpec, outcome: &TaskOutcome) -> Vec<(Board, Vec<Direction>, u32)> {
+    let whole = |length: u32| vec![(spec.board, spec.path.clone(), length)];
+    match outcome {
+        TaskOutcome::Exceeded(next) => whole(*next),
+        TaskOutcome::BudgetSpent(at) => whole(*at),
+        TaskOutcome::Found(suffix) if spec.iterate => {
+            whole((spec.path.len() + suffix.len()) as u32)
+        }
+        // The children it did not hand back, it says, lead to nothing below `pruned_min_f`.
+        TaskOutcome::Split {
+            children,
+            pruned_min_f,
+        } => Direction::ALL
+            .into_iter()
+            .filter(|d| !children.contains(d))
+            .filter(|d| spec.path.last().is_none_or(|last| last.opposite() != *d))
+            .filter_map(|d| {
+                let (board, _) = spec.board.apply(d)?;
+                let mut path = spec.path.clone();
+                path.push(d);
+                Some((board, path, *pruned_min_f))
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// A number in [0, 1) that only someone holding `seed` can predict for `task` (SplitMix64).
+fn draw(seed: u64, task: TaskId) -> f64 {
+    let mut z = seed ^ task.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+impl Scheduler {
+    /// After `worker`'s report for `entry` was taken: queues an audit of its claim when the
+    /// worker is on probation or the draw says so, and another worker exists to run it.
+    pub(super) fn maybe_audit(
+        &mut self,
+        worker: WorkerId,
+        entry: &TaskEntry,
+        outcome: &TaskOutcome,
+    ) {
+        if self.config.audit_fraction <= 0.0 || !self.puzzles.contains_key(&entry.puzzle) {
+            return;
+        }
+        let claims = claims(&entry.spec, outcome);
+        if claims.is_empty() {
+            return;
+        }
+        let drawn = self.workers.on_probation(worker)
+            || draw(self.audit_seed, entry.spec.id) < self.config.audit_fraction;
+        if !drawn {
+            return;
+        }
+        if !self.workers.others_than(worker) {
+            self.totals.audits_skipped += 1;
+            return;
+        }
+        let node_budget = if entry.spec.iterate {
+            self.config.whole_task_budget
+        } else {
+            entry.spec.node_budget
+        };
+        for (board, path, claim) in claims {
+            if claim == 0 {
+                continue;
+            }
+            let id = self.next_id();
+            let spec = TaskSpec {
+                id,
+                board,
+                path,
+                bound: claim - 1,
+                iterate: false,
+                node_budget,
+                profile_depth: 0,
+                ..entry.spec.clone()
+            };
+            if let Some(puzzle) = self.puzzles.get_mut(&entry.puzzle) {
+                puzzle.audits.insert(id);
+            }
+            self.tasks
+                .add_audit(entry.puzzle, spec, Audit { of: worker, claim });
+        }
+    }
+
+    /// Applies the result of an audit task from `auditor`.
+    pub(super) fn apply_audit(
+        &mut self,
+        auditor: WorkerId,
+        entry: TaskEntry,
+        report: TaskReport,
+    ) -> Result<(), SchedulerError> {
+        let (task, puzzle) = (entry.spec.id, entry.puzzle);
+        let Some(audit) = entry.audit else {
+            return Ok(());
+        };
+        let spec = &entry.spec;
+        let impossible = match &report.outcome {
+            TaskOutcome::Found(suffix) => match replay(&spec.board, &spec.goal, suffix) {
+                Ok(_) => {
+                    let length = (spec.path.len() + suffix.len()) as u32;
+                    if length < audit.claim {
+                        return self.disproved(audit, puzzle, task, length);
+                    }
+                    Some(format!(
+                        "an audit at bound {} reported a {length}-move path",
+                        spec.bound
+                    ))
+                }
+                Err(error) => Some(format!(
+                    "an audit reported moves that do not reach the goal: {error}"
+                )),
+            },
+            TaskOutcome::Exceeded(next) if *next <= spec.bound => Some(format!(
+                "an audit reported next bound {next}, not above bound {}",
+                spec.bound
+            )),
+            TaskOutcome::Exceeded(_) => {
+                self.workers.audit_passed(audit.of);
+                self.totals.audits_upheld += 1;
+                None
+            }
+            TaskOutcome::Failed(_) if entry.attempts + 1 < MAX_ATTEMPTS => {
+                self.tasks.retry(entry);
+                return Ok(());
+            }
+            // Spent its budget or failed for good: nothing learned either way.
+            _ => {
+                self.totals.audits_skipped += 1;
+                None
+            }
+        };
+        if let Some(reason) = impossible {
+            tracing::warn!(worker = auditor, task, %reason, "impossible audit report");
+            self.tasks.retry_as_new(entry);
+            if self.workers.strike(auditor) {
+                self.quarantine(auditor, format!("impossible reports, the last: {reason}"))?;
+            }
+            return Ok(());
+        }
+        self.audit_resolved(puzzle, task)
+    }
+
+    /// An audit found a `length`-move path below a board whose report said nothing shorter
+    /// than `audit.claim` existed: the reporting worker lied or is broken.
+    fn disproved(
+        &mut self,
+        audit: Audit,
+        puzzle: PuzzleId,
+        task: TaskId,
+        length: u32,
+    ) -> Result<(), SchedulerError> {
+        self.totals.audits_disproved += 1;
+        if let Some(p) = self.puzzles.get_mut(&puzzle) {
+            p.audits.remove(&task);
+        }
+        self.quarantine(
+            audit.of,
+            format!(
+                "it reported no path shorter than {} moves, and an audit found one of {length}",
+                audit.claim
+            ),
+        )
+    }
+
+    /// An audit of `puzzle` ended without disproving anything: an answer waiting only for it
+    /// is stored now.
+    fn audit_resolved(&mut self, puzzle: PuzzleId, task: TaskId) -> Result<(), SchedulerError> {
+        let Some(p) = self.puzzles.get_mut(&puzzle) else {
+            return Ok(());
+        };
+        p.audits.remove(&task);
+        if p.audits.is_empty() {
+            if let Some(moves) = p.held.take() {
+                return self.finish_solved(puzzle, moves);
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops queued audits that only the worker they audit could run (every other worker has
+    /// gone): an answer does not wait for ever on an audit nobody can do.
+    pub(super) fn drop_stranded_audits(&mut self) -> Result<(), SchedulerError> {
+        let workers = &self.workers;
+        let stranded = self
+            .tasks
+            .stranded_audits(|worker| workers.others_than(worker));
+        for (puzzle, task) in stranded {
+            self.tasks.withdraw([task]);
+            self.totals.audits_skipped += 1;
+            self.audit_resolved(puzzle, task)?;
+        }
+        Ok(())
+    }
+
+    /// Shuts `worker` out for `reason` and undoes what rests on its reports: its tasks go
+    /// back to the queue, live puzzles that used its reports start again, and stored answers
+    /// and bounds that rest on them are withdrawn, their items solved again.
+    pub(super) fn quarantine(
+        &mut self,
+        worker: WorkerId,
+        reason: String,
+    ) -> Result<(), SchedulerError> {
+        tracing::warn!(worker, %reason, "worker quarantined: what rests on its reports is solved again");
+        self.workers.quarantine(worker, reason.clone());
+        self.tasks.release(worker);
+        self.totals.workers_quarantined += 1;
+        let (solutions, bounds) = self.store.withdraw_worker(worker)?;
+        let live: Vec<PuzzleId> = self
+            .puzzles
+            .iter()
+            .filter(|(_, p)| p.workers.contains(&worker))
+            .map(|(&id, _)| id)
+            .collect();
+        for &puzzle in &live {
+            self.restart_puzzle(puzzle, &format!("worker {worker} was quarantined"))?;
+        }
+        let mut reopened = 0;
+        for batch in self.store.batches()? {
+            let mut items = self.store.items(batch.id)?;
+            let mut changed = Vec::new();
+            for (index, item) in items.iter_mut().enumerate() {
+                let ItemStatus::Solved(solved) = &item.status else {
+                    continue;
+                };
+                if !solved.workers.contains(&worker) {
+                    continue;
+                }
+                item.status = if batch.cancelled {
+                    ItemStatus::Failed(format!("answer withdrawn: worker {worker} was quarantined"))
+                } else {
+                    ItemStatus::Queued
+                };
+                self.store.put_item(batch.id, index as u32, item)?;
+                changed.push(index as u32);
+            }
+            if changed.is_empty() {
+                continue;
+            }
+            reopened += changed.len();
+            self.batches.reopen(batch.id, batches::counts(&items));
+            if !batch.cancelled {
+                for index in changed {
+                    self.start_item(batch.id, index, &items[index as usize], &batch.heuristic)?;
+                }
+            }
+        }
+        tracing::warn!(
+            worker,
+            solutions,
+            bounds,
+            live = live.len(),
+            reopened,
+            "withdrawn: stored boards, stored bounds, puzzles started again, answered items solved again"
+        );
+        self.flush_due = true;
+        Ok(())
+    }
+
+    /// Starts a live puzzle over from its heuristic estimate: the reports its search rested on
+    /// cannot all be true.
+    pub(super) fn restart_puzzle(
+        &mut self,
+        puzzle: PuzzleId,
+        reason: &str,
+    ) -> Result<(), SchedulerError> {
+        let Some(p) = self.puzzles.get(&puzzle) else {
+            return Ok(());
+        };
+        let (goal, board) = (p.goal, p.board);
+        let (batch, index) = puzzle;
+        tracing::warn!(batch, item = index + 1, %reason, "puzzle starts again");
+        self.cancel_tasks(puzzle);
+        self.puzzles.remove(&puzzle);
+        self.totals.puzzles_restarted += 1;
+        self.store.remove_search_state(&goal, &board)?;
+        let corrupt = |what: &str| StoreError::Corrupt {
+            tree: "items",
+            reason: format!("batch {batch} item {index}: {what}"),
+        };
+        let item = self
+            .store
+            .item(batch, index)?
+            .ok_or_else(|| corrupt("missing"))?;
+        let stored = self
+            .store
+            .batch(batch)?
+            .ok_or_else(|| corrupt("no batch"))?;
+        self.start_item(batch, index, &item, &stored.heuristic)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::draw;
+
+    #[test]
+    fn draws_spread_over_the_unit_interval() {
+        let below: usize = (0..10_000).filter(|&t| draw(42, t) < 0.05).count();
+        assert!((350..650).contains(&below), "{below}");
+        assert!((0..10_000).all(|t| (0.0..1.0).contains(&draw(7, t))));
+    }
+}
