@@ -31,11 +31,21 @@ use crate::store::StoreError;
 /// root), no path to the goal is shorter than the length given.
 fn claims(spec: &TaskSpec, outcome: &TaskOutcome) -> Vec<(Board, Vec<Direction>, u32)> {
     let whole = |length: u32| vec![(spec.board, spec.path.clone(), length)];
+    // A whole-puzzle task starts at a bound it is given: its first iteration finds some path
+    // within that bound, not the shortest, so only what it ruled out past its first iteration
+    // is its own claim.
+    let beyond_start = |length: u32| {
+        if length > spec.bound {
+            whole(length)
+        } else {
+            Vec::new()
+        }
+    };
     match outcome {
         TaskOutcome::Exceeded(next) => whole(*next),
-        TaskOutcome::BudgetSpent(at) => whole(*at),
+        TaskOutcome::BudgetSpent(at) => beyond_start(*at),
         TaskOutcome::Found(suffix) if spec.iterate => {
-            whole((spec.path.len() + suffix.len()) as u32)
+            beyond_start((spec.path.len() + suffix.len()) as u32)
         }
         // The children it did not hand back, it says, lead to nothing below `pruned_min_f`.
         TaskOutcome::Split {

@@ -94,6 +94,18 @@ enum Verdict {
     Shorter(u32),
 }
 
+/// No path is searched this long (the kernel's limit).
+const LONGEST: u32 = tilesolve::search::MAX_DEPTH as u32;
+
+/// Moves from a task's board that stay on it and do not undo the move that reached it.
+fn legal_children(spec: &TaskSpec) -> usize {
+    Direction::ALL
+        .into_iter()
+        .filter(|d| spec.path.last().is_none_or(|last| last.opposite() != *d))
+        .filter(|&d| spec.board.apply(d).is_some())
+        .count()
+}
+
 fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {
     let bound = spec.bound;
     match outcome {
@@ -122,9 +134,27 @@ fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {
         TaskOutcome::BudgetSpent(at) if *at < bound => Verdict::Impossible(format!(
             "a worker reported spending its budget at bound {at}, below {bound}"
         )),
+        // Every path of a solvable puzzle is cut well inside the longest path searched, so a
+        // bound past it is a worker claiming the puzzle unsolvable.
+        TaskOutcome::Exceeded(past) | TaskOutcome::BudgetSpent(past) if *past >= LONGEST => {
+            Verdict::Impossible(format!("a worker reported bound {past}, past any path"))
+        }
         TaskOutcome::Split { pruned_min_f, .. } if *pruned_min_f <= bound => Verdict::Impossible(
             format!("a worker reported pruned f {pruned_min_f}, not above bound {bound}"),
         ),
+        // No pruned child (u32::MAX) means every child was handed back; otherwise the bound
+        // must be one a path can have.
+        TaskOutcome::Split {
+            children,
+            pruned_min_f,
+        } if (*pruned_min_f == u32::MAX && children.len() < legal_children(spec))
+            || (*pruned_min_f != u32::MAX && *pruned_min_f >= LONGEST) =>
+        {
+            Verdict::Impossible(format!(
+                "a worker split into {} children with pruned f {pruned_min_f}",
+                children.len()
+            ))
+        }
         _ => Verdict::Plausible,
     }
 }
@@ -191,10 +221,13 @@ impl Scheduler {
         // Tasks name the heuristic as the batch asked for it, so each worker resolves `default`
         // within its own memory budget.
         let requested = parse_heuristic(heuristic)?.to_string();
-        let lower_bound = self
+        // A stored bound rests on the workers that proved it, and so does what is built on it.
+        let (lower_bound, workers) = self
             .store
             .search_state(&goal, &board)?
-            .map_or(0, |s| s.lower_bound);
+            .map_or((0, BTreeSet::new()), |s| {
+                (s.lower_bound, s.workers.into_iter().collect())
+            });
         let bound = self
             .solver(&goal, heuristic)?
             .estimate(&board)
@@ -213,7 +246,7 @@ impl Scheduler {
                 started: Instant::now(),
                 history: SizeHistory::default(),
                 splitting: None,
-                workers: BTreeSet::new(),
+                workers,
                 audits: HashSet::new(),
                 held: None,
             },

@@ -1,0 +1,235 @@
+//! A worker that lies on every task, next to an honest one, as processes over real gRPC: the
+//! coordinator and the honest worker are the binary; the liar is this test, speaking the
+//! worker protocol with the worker token. It runs each task for real and then reports longer
+//! paths for whole puzzles, raised bounds that hide subtree answers, and moves off the board;
+//! as an auditor it never finds anything. The batch must still end with every answer optimal.
+
+mod common;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{assert_optimal, lengths, run_with_env, write_batch, Coordinator, BIN};
+use tilesolve::moves::{moves_to_string, replay};
+use tilesolve::proto::v1 as pb;
+use tilesolve::task::{run_task, TaskOutcome, Work};
+use tilesolve::{parse_board, Direction, HeuristicKind, Solver};
+
+const CLIENT_TOKEN: &str = "client-secret";
+const WORKER_TOKEN: &str = "worker-secret";
+
+fn parse_moves(text: &str) -> Vec<Direction> {
+    text.chars()
+        .map(|c| {
+            Direction::ALL
+                .into_iter()
+                .find(|d| d.letter() == c)
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The truth about `task`, then the lie told about it (the `told`-th lie).
+fn lie(task: &pb::Task, told: u64) -> pb::TaskResult {
+    let board = parse_board(&task.board).unwrap();
+    let goal = parse_board(&task.goal).unwrap();
+    let path = parse_moves(&task.path);
+    let solver = Solver::new(goal, HeuristicKind::LinearConflict);
+    let work = Work {
+        board: &board,
+        path: &path,
+        bound: task.bound,
+        iterate: task.iterate,
+        node_budget: task.node_budget,
+        profile_depth: 0,
+    };
+    let truth = run_task(&solver, work, None);
+    use pb::task_result::Outcome;
+    let outcome = if told % 9 == 8 {
+        Outcome::Found("U".repeat(40))
+    } else {
+        match truth.outcome {
+            TaskOutcome::Found(moves) if task.iterate => {
+                // A real path two moves too long: a step out and back first.
+                let detour = Direction::ALL
+                    .into_iter()
+                    .find(|&d| board.apply(d).is_some())
+                    .unwrap();
+                let mut longer = vec![detour, detour.opposite()];
+                longer.extend(moves);
+                assert!(replay(&board, &goal, &longer).is_ok());
+                Outcome::Found(moves_to_string(&longer))
+            }
+            TaskOutcome::Found(_) => Outcome::NextBound(task.bound + 2),
+            TaskOutcome::Exceeded(next) => Outcome::NextBound(next.saturating_add(2)),
+            TaskOutcome::BudgetSpent(at) => Outcome::BudgetSpentAt(at.saturating_add(2)),
+            TaskOutcome::Split {
+                children,
+                pruned_min_f,
+            } => Outcome::Split(pb::SplitChildren {
+                moves: moves_to_string(&children[..children.len().saturating_sub(1)]),
+                pruned_min_f: pruned_min_f.saturating_add(2),
+            }),
+            TaskOutcome::Failed(reason) => Outcome::Error(reason),
+        }
+    };
+    pb::TaskResult {
+        task_id: task.task_id,
+        nodes: truth.nodes,
+        outcome: Some(outcome),
+        ..Default::default()
+    }
+}
+
+/// Registers and lies until stopped; comes back under a new registration when quarantined
+/// (as a persistent liar would). Returns how many times it was quarantined.
+async fn lying_worker(url: String, stop: Arc<AtomicBool>) -> u32 {
+    let channel = tonic::transport::Endpoint::from_shared(url)
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let authorized = |mut request: tonic::Request<()>| {
+        request.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {WORKER_TOKEN}").parse().unwrap(),
+        );
+        Ok(request)
+    };
+    let mut client = pb::workers_client::WorkersClient::with_interceptor(channel, authorized);
+    let (mut quarantined, mut told) = (0, 0u64);
+    while !stop.load(Ordering::Relaxed) {
+        let registered = client
+            .register(pb::RegisterRequest {
+                threads: 2,
+                protocol_version: tilesolve::proto::PROTOCOL_VERSION,
+                host: "liar".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let mut results = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let polled = client
+                .poll(pb::PollRequest {
+                    worker_id: registered.worker_id,
+                    worker_secret: registered.worker_secret.clone(),
+                    free_slots: 2,
+                    results: std::mem::take(&mut results),
+                    idle: false,
+                })
+                .await;
+            match polled {
+                Ok(response) => {
+                    for task in response.into_inner().tasks {
+                        told += 1;
+                        results.push(lie(&task, told));
+                    }
+                    if results.is_empty() {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+                Err(status) if status.code() == tonic::Code::PermissionDenied => {
+                    assert!(status.message().contains("quarantined"), "{status:?}");
+                    quarantined += 1;
+                    break;
+                }
+                Err(status) => panic!("{status:?}"),
+            }
+        }
+    }
+    quarantined
+}
+
+fn boards() -> Vec<(String, u64)> {
+    let mut boards = common::known_boards(0);
+    boards.truncate(6);
+    boards.extend(
+        [
+            ("8,6,7,2,5,4,3,0,1", 31),
+            ("6,4,7,8,5,0,3,2,1", 31),
+            ("1,2,3,4,5,6,0,7,8", 2),
+            ("4,1,3,7,2,6,0,5,8", 6),
+        ]
+        .map(|(board, optimal)| (board.to_string(), optimal)),
+    );
+    boards
+}
+
+fn client(args: &[&str]) -> (bool, String, String) {
+    run_with_env(args, &[("TILESOLVE_TOKEN", CLIENT_TOKEN)])
+}
+
+fn start_honest_worker(url: &str, data: &Path) -> common::Process {
+    let log = std::fs::File::create(data.with_extension("log")).unwrap();
+    let child = std::process::Command::new(BIN)
+        .args(["worker", "--threads", "2", "--coordinator", url, "--data"])
+        .arg(data)
+        .env("TILESOLVE_WORKER_TOKEN", WORKER_TOKEN)
+        .env_remove("TILESOLVE_TOKEN")
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    common::Process(child)
+}
+
+#[test]
+fn with_a_worker_that_lies_on_every_task_every_stored_answer_is_optimal() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        // Small budgets, so the 15-puzzles are split into subtree tasks (and some split again).
+        &["--split-after", "3000", "--subtree-budget", "5000"],
+        &[
+            ("TILESOLVE_TOKEN", CLIENT_TOKEN),
+            ("TILESOLVE_WORKER_TOKEN", WORKER_TOKEN),
+        ],
+    );
+    let url = server.url();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    // The liar connects first, so it takes the first tasks.
+    let liar = runtime.spawn(lying_worker(url.clone(), stop.clone()));
+    let mut honest = start_honest_worker(&url, &dir.path().join("honest"));
+
+    let boards = boards();
+    let path = dir.path().join("batch.txt");
+    write_batch(&path, &boards, false);
+    let (ok, stdout, stderr) = client(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "linear-conflict",
+        "--wait",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert_optimal(&lengths(&stdout), &boards);
+    // What the store answers, too, for every board (and the boards on their paths).
+    for (board, optimal) in &boards {
+        let (ok, stdout, stderr) = client(&["query", "--coordinator", &url, "--json", board]);
+        assert!(ok, "{stderr}");
+        assert_eq!(lengths(&stdout), vec![(board.clone(), Some(*optimal))]);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let quarantined = runtime.block_on(liar).unwrap();
+    assert!(quarantined >= 1, "the liar was never caught");
+    assert!(
+        honest.0.try_wait().unwrap().is_none(),
+        "the honest worker was never quarantined: {}",
+        std::fs::read_to_string(dir.path().join("honest.log")).unwrap()
+    );
+    let log = server.log_text();
+    assert!(log.contains("worker quarantined"), "{log}");
+    assert!(
+        log.contains("an audit found one of"),
+        "an audit disproved a claim: {log}"
+    );
+}
