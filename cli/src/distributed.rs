@@ -18,6 +18,7 @@ use tilesolve_coordinator::scheduler::{
 };
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
+use tilesolve_coordinator::store::DEFAULT_CACHE_BYTES;
 use tilesolve_worker::WorkerConfig;
 use tokio::net::TcpListener;
 
@@ -78,6 +79,10 @@ pub struct ServeArgs {
     /// rests on its reports is solved again. 0 trusts every worker.
     #[arg(long, default_value_t = DEFAULT_AUDIT_FRACTION, value_parser = audit_fraction)]
     audit_fraction: f64,
+    /// MiB of store pages kept in memory (sled's cache): the coordinator's memory is this plus
+    /// its unfinished work.
+    #[arg(long, default_value_t = DEFAULT_CACHE_BYTES >> 20)]
+    store_cache_mib: u64,
     /// Seconds a connection may move no byte either way before it is closed (live clients
     /// are pinged more often than this, so only silent sockets are dropped).
     #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
@@ -178,6 +183,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             tls,
             limits: Limits::default(),
             idle_timeout: Duration::from_secs_f64(args.idle_timeout.max(1.0)),
+            store_cache_bytes: args.store_cache_mib << 20,
         };
         server::run(listener, config, ctrl_c()).await?;
         Ok(true)
@@ -819,6 +825,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             tls: None,
             limits: Limits::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            store_cache_bytes: DEFAULT_CACHE_BYTES,
         };
         let coordinator = tokio::spawn(server::run(listener, config, wait_for(stopped.clone())));
         let connect = ConnectOptions::new(url);

@@ -663,3 +663,67 @@ fn clients_and_workers_hold_different_tokens_and_neither_opens_the_other_api() {
     );
     solves_optimally(dir.path(), &["--coordinator", &url], &tokens[..1]);
 }
+
+#[test]
+fn reflection_answers_in_v1_and_v1alpha() {
+    use tonic_reflection::pb::{v1, v1alpha};
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let services = runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(url)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut newer = v1::server_reflection_client::ServerReflectionClient::new(channel.clone());
+        let request = v1::ServerReflectionRequest {
+            message_request: Some(v1::server_reflection_request::MessageRequest::ListServices(
+                String::new(),
+            )),
+            ..Default::default()
+        };
+        let mut answers = newer
+            .server_reflection_info(tokio_stream::iter([request]))
+            .await
+            .unwrap()
+            .into_inner();
+        let v1_names = match answers.message().await.unwrap().unwrap().message_response {
+            Some(v1::server_reflection_response::MessageResponse::ListServicesResponse(list)) => {
+                list.service.into_iter().map(|s| s.name).collect::<Vec<_>>()
+            }
+            other => panic!("{other:?}"),
+        };
+        // grpcurl 1.8 and Python's grpc_reflection ask the older v1alpha service.
+        let mut older = v1alpha::server_reflection_client::ServerReflectionClient::new(channel);
+        let request = v1alpha::ServerReflectionRequest {
+            message_request: Some(
+                v1alpha::server_reflection_request::MessageRequest::ListServices(String::new()),
+            ),
+            ..Default::default()
+        };
+        let mut answers = older
+            .server_reflection_info(tokio_stream::iter([request]))
+            .await
+            .unwrap()
+            .into_inner();
+        let v1alpha_names = match answers.message().await.unwrap().unwrap().message_response {
+            Some(v1alpha::server_reflection_response::MessageResponse::ListServicesResponse(
+                list,
+            )) => list.service.into_iter().map(|s| s.name).collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        (v1_names, v1alpha_names)
+    });
+    for names in [&services.0, &services.1] {
+        assert!(
+            names.iter().any(|n| n == "tilesolve.v1.Tilesolve"),
+            "{names:?}"
+        );
+        assert!(
+            names.iter().any(|n| n == "tilesolve.v1.Workers"),
+            "{names:?}"
+        );
+    }
+}

@@ -54,6 +54,8 @@ pub struct ServeConfig {
     pub limits: Limits,
     /// A connection that moves no byte either way for this long is closed.
     pub idle_timeout: Duration,
+    /// The store's page cache.
+    pub store_cache_bytes: u64,
 }
 
 /// The default [`ServeConfig::idle_timeout`]: long past any pause of a live client (pinged
@@ -79,7 +81,7 @@ pub async fn run(
     config: ServeConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let store = Store::open(&config.data.join("store"))?;
+    let store = Store::open_with_cache(&config.data.join("store"), config.store_cache_bytes)?;
     let pdbs = PdbStore::new(&config.data, config.build_threads);
     let lease_timeout = config.scheduler.lease_timeout;
     let scheduler = Arc::new(Mutex::new(Scheduler::new(
@@ -134,6 +136,10 @@ pub async fn run(
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .build_v1()?;
+    // grpcurl 1.8 and Python's grpc_reflection speak only the older v1alpha.
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
     tracing::info!(
         address = ?listener.local_addr().ok(),
         data = %config.data.display(),
@@ -171,7 +177,8 @@ pub async fn run(
             worker_check,
         ))
         .add_service(health_service)
-        .add_service(InterceptedService::new(reflection, client_check));
+        .add_service(InterceptedService::new(reflection, client_check.clone()))
+        .add_service(InterceptedService::new(reflection_v1alpha, client_check));
     // gRPC paths go to the services; everything else (the dashboard, /metrics) to the web side.
     let router = routes
         .routes()

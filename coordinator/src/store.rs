@@ -25,6 +25,10 @@ use tilesolve::{Board, Direction, Solution};
 
 const KEY_VERSION: u8 = 1;
 
+/// The store's page cache unless told otherwise: lookups of recent answers and batches hit it;
+/// everything else is a read from the page cache of the kernel.
+pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
+
 #[derive(Debug, Error)]
 pub enum StoreError {
     #[error("store: {0}")]
@@ -65,6 +69,21 @@ pub struct StoredBatch {
     pub submitted_unix_ms: u64,
     pub heuristic: String,
     pub cancelled: bool,
+    /// Set when every item has ended: the batch's figures then come from here and the
+    /// coordinator keeps nothing of it in memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<BatchFigures>,
+}
+
+/// A finished batch's figures.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchFigures {
+    pub solved: u32,
+    pub failed: u32,
+    /// Expanded nodes its tasks reported, and the seconds from submission (or the last
+    /// resumption) to its end, in the process that finished it.
+    pub nodes: u64,
+    pub seconds: f64,
 }
 
 /// Where an item stands.
@@ -182,10 +201,19 @@ fn decode<T: for<'de> Deserialize<'de>>(tree: &'static str, bytes: &[u8]) -> Res
 }
 
 impl Store {
-    /// Opens (or creates) the store in `dir`.
+    /// Opens (or creates) the store in `dir`, with the default page cache.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        Store::open_with_cache(dir, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens (or creates) the store in `dir`; sled keeps at most about `cache_bytes` of pages
+    /// in memory (its own default, 1 GiB, was most of a busy coordinator's memory).
+    pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
         let opened = || -> Result<Store, sled::Error> {
-            let db = sled::open(dir)?;
+            let db = sled::Config::new()
+                .path(dir)
+                .cache_capacity(cache_bytes)
+                .open()?;
             Ok(Store {
                 solutions: db.open_tree("solutions")?,
                 batches: db.open_tree("batches")?,
@@ -300,6 +328,7 @@ impl Store {
             submitted_unix_ms: now_unix_ms,
             heuristic: heuristic.into(),
             cancelled: false,
+            finished: None,
         };
         let mut writes = sled::Batch::default();
         for (index, item) in items.iter().enumerate() {

@@ -25,7 +25,7 @@ use super::{
     batches, ItemStatus, PuzzleId, Scheduler, SchedulerError, TaskId, TaskOutcome, TaskReport,
     TaskSpec, WorkerId, MAX_ATTEMPTS,
 };
-use crate::store::StoreError;
+use crate::store::{StoreError, StoredBatch};
 
 /// What a report says about paths: below these boards (each with its path from the puzzle's
 /// root), no path to the goal is shorter than the length given.
@@ -283,7 +283,17 @@ impl Scheduler {
                 continue;
             }
             reopened += changed.len();
-            self.batches.reopen(batch.id, batches::counts(&items));
+            self.batches
+                .reopen(batch.id, batches::counts(&items), batch.finished);
+            if batch.cancelled {
+                // Nothing runs again for a cancelled batch: only its figures change.
+                self.close_batch(batch.id)?;
+            } else if batch.finished.is_some() {
+                self.store.put_batch(&StoredBatch {
+                    finished: None,
+                    ..batch.clone()
+                })?;
+            }
             if !batch.cancelled {
                 for index in changed {
                     self.start_item(batch.id, index, &items[index as usize], &batch.heuristic)?;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::store::{ItemStatus, StoredItem};
+use crate::store::{BatchFigures, ItemStatus, StoredItem};
 
 /// A batch's progress.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -50,18 +50,46 @@ impl Batches {
     pub(super) fn open(&mut self, batch: u64, counts: (u32, u32, u32)) {
         self.started.insert(batch, Instant::now());
         self.counts.insert(batch, counts);
+        self.nodes.insert(batch, 0);
     }
 
-    /// A batch some of whose answers were withdrawn: its new counts, and it is not done.
-    pub(super) fn reopen(&mut self, batch: u64, counts: (u32, u32, u32)) {
+    /// A finished batch some of whose answers were withdrawn: open again with its new counts,
+    /// its nodes counted on from `figures`.
+    pub(super) fn reopen(
+        &mut self,
+        batch: u64,
+        counts: (u32, u32, u32),
+        figures: Option<BatchFigures>,
+    ) {
         self.counts.insert(batch, counts);
         self.seconds.remove(&batch);
         self.started.entry(batch).or_insert_with(Instant::now);
+        let before = figures.map_or(0, |f| f.nodes);
+        self.nodes.entry(batch).or_insert(before);
+    }
+
+    /// Forgets a finished batch; returns its figures for the store.
+    pub(super) fn close(&mut self, batch: u64) -> Option<BatchFigures> {
+        let (_, solved, failed) = self.counts.remove(&batch)?;
+        let started = self.started.remove(&batch);
+        let seconds = self
+            .seconds
+            .remove(&batch)
+            .or_else(|| started.map(|s| s.elapsed().as_secs_f64()))
+            .unwrap_or(0.0);
+        Some(BatchFigures {
+            solved,
+            failed,
+            nodes: self.nodes.remove(&batch).unwrap_or(0),
+            seconds,
+        })
     }
 
     pub(super) fn add_nodes(&mut self, batch: u64, nodes: u64) {
-        let total = self.nodes.entry(batch).or_default();
-        *total = total.saturating_add(nodes);
+        // Only open batches count (a closed batch's figures are in the store).
+        if let Some(total) = self.nodes.get_mut(&batch) {
+            *total = total.saturating_add(nodes);
+        }
     }
 
     /// Counts an item of `batch` that ended with `status`; returns whether the batch is done.
@@ -86,6 +114,26 @@ impl Batches {
     /// The counts of `batch` if this process has them.
     pub(super) fn counts(&self, batch: u64) -> Option<(u32, u32, u32)> {
         self.counts.get(&batch).copied()
+    }
+
+    /// A finished batch's progress, from its stored figures.
+    pub(super) fn finished(batch: u64, total: u32, figures: &BatchFigures) -> BatchProgress {
+        BatchProgress {
+            batch,
+            total,
+            solved: figures.solved,
+            failed: figures.failed,
+            done: true,
+            bounds: Vec::new(),
+            nodes: figures.nodes,
+            nodes_per_second: if figures.seconds > 0.0 {
+                figures.nodes as f64 / figures.seconds
+            } else {
+                0.0
+            },
+            workers: 0,
+            seconds: figures.seconds,
+        }
     }
 
     /// `batch`'s progress from its counts, the bounds its unfinished puzzles are searching and

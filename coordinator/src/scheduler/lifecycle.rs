@@ -657,6 +657,7 @@ impl Scheduler {
         // lost answer is recomputed from the flushed batch); a finished batch is flushed by the
         // caller, outside the lock (see `take_flush_due`).
         if batch_done {
+            self.close_batch(batch)?;
             self.flush_due = true;
         }
         Ok(())

@@ -316,15 +316,20 @@ impl Scheduler {
             audit_seed: u64::from_le_bytes(seed),
         };
         for batch in scheduler.store.batches()? {
-            if batch.cancelled {
+            if batch.cancelled || batch.finished.is_some() {
                 continue;
             }
             let items = scheduler.store.items(batch.id)?;
-            scheduler.batches.open(batch.id, batches::counts(&items));
+            let counts = batches::counts(&items);
+            scheduler.batches.open(batch.id, counts);
             for (index, item) in items.into_iter().enumerate() {
                 if item.status == ItemStatus::Queued {
                     scheduler.start_item(batch.id, index as u32, &item, &batch.heuristic)?;
                 }
+            }
+            if counts.1 + counts.2 == counts.0 {
+                // Finished before its figures were stored (a store from an older version).
+                scheduler.close_batch(batch.id)?;
             }
         }
         Ok(scheduler)
@@ -394,6 +399,10 @@ impl Scheduler {
             if item.status == ItemStatus::Queued {
                 self.start_item(batch, index as u32, item, &choice)?;
             }
+        }
+        if queued == 0 {
+            // Every line answered from the store or invalid: done as it is acknowledged.
+            self.close_batch(batch)?;
         }
         Ok(Submitted {
             batch,
@@ -553,6 +562,21 @@ impl Scheduler {
         Ok(swept)
     }
 
+    /// Moves a finished batch's figures from memory into its stored record: a coordinator that
+    /// runs for months keeps nothing per finished batch.
+    fn close_batch(&mut self, batch: u64) -> Result<(), SchedulerError> {
+        let Some(figures) = self.batches.close(batch) else {
+            return Ok(());
+        };
+        if let Some(stored) = self.store.batch(batch)? {
+            self.store.put_batch(&crate::store::StoredBatch {
+                finished: Some(figures),
+                ..stored
+            })?;
+        }
+        Ok(())
+    }
+
     /// Whether a batch finished since the last call: its answers should then be flushed (with
     /// [`Scheduler::flusher`], after the lock is released) before the worker's call returns.
     pub fn take_flush_due(&mut self) -> bool {
@@ -575,9 +599,13 @@ impl Scheduler {
         let counts = match self.batches.counts(batch) {
             Some(counts) => counts,
             None => {
-                self.store
+                let stored = self
+                    .store
                     .batch(batch)?
                     .ok_or(SchedulerError::UnknownBatch(batch))?;
+                if let Some(figures) = &stored.finished {
+                    return Ok(Batches::finished(batch, stored.items, figures));
+                }
                 batches::counts(&self.store.items(batch)?)
             }
         };

@@ -523,3 +523,38 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
         );
     }
 }
+
+#[test]
+fn a_finished_batch_leaves_memory_and_its_figures_stay_answerable() {
+    let data = tempfile::tempdir().unwrap();
+    let lines = ["8,6,7,2,5,4,3,0,1".to_string(), "1,2,3".to_string()];
+    let (batch, figures) = {
+        let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+        let batch = scheduler.submit(&lines, "manhattan", "").unwrap().batch;
+        assert!(
+            scheduler.batches.counts(batch).is_some(),
+            "open while it runs"
+        );
+        run_to_completion(&mut scheduler, batch, 1);
+        assert_eq!(
+            scheduler.batches.counts(batch),
+            None,
+            "nothing kept once done"
+        );
+        let progress = scheduler.progress(batch).unwrap();
+        assert!(progress.done && progress.solved == 1 && progress.failed == 1);
+        assert!(progress.nodes > 0);
+        // A batch answered wholly from the store is closed as it is acknowledged.
+        let again = scheduler.submit(&lines, "manhattan", "").unwrap().batch;
+        assert_eq!(scheduler.batches.counts(again), None);
+        assert!(scheduler.progress(again).unwrap().done);
+        scheduler.flusher().flush().unwrap();
+        (batch, progress)
+    };
+    let scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    assert_eq!(
+        scheduler.progress(batch).unwrap(),
+        figures,
+        "the same after a restart"
+    );
+}
