@@ -10,6 +10,13 @@ pub fn moves_to_string(moves: &[Direction]) -> String {
     moves.iter().map(|d| d.letter()).collect()
 }
 
+/// The moves of a string of letters U, L, R, D; `None` if any other character is in it.
+pub fn moves_from_string(text: &str) -> Option<Vec<Direction>> {
+    text.chars()
+        .map(|c| Direction::ALL.into_iter().find(|d| d.letter() == c))
+        .collect()
+}
+
 /// Marks a missing neighbour in [`Neighbors`].
 pub const NO_CELL: u8 = u8::MAX;
 

@@ -302,7 +302,7 @@ pub(crate) async fn client(options: &ConnectOptions) -> anyhow::Result<Client> {
 }
 
 /// A refusal from the coordinator, as the user should read it.
-fn refused(status: tonic::Status) -> anyhow::Error {
+pub(crate) fn refused(status: tonic::Status) -> anyhow::Error {
     anyhow::anyhow!("{:?}: {}", status.code(), status.message())
 }
 
@@ -341,12 +341,32 @@ async fn submit_and_report(
     wait: bool,
 ) -> anyhow::Result<bool> {
     let lines = read_lines(&options.file)?;
+    submit_lines(
+        connect,
+        lines,
+        &options.heuristic,
+        &options.goal,
+        options.json,
+        wait,
+    )
+    .await
+}
+
+/// Submits `lines` as one batch; with `wait`, watches it and prints its results.
+pub(crate) async fn submit_lines(
+    connect: &ConnectOptions,
+    lines: Vec<String>,
+    heuristic: &str,
+    goal: &str,
+    json: bool,
+    wait: bool,
+) -> anyhow::Result<bool> {
     let mut client = client(connect).await?;
     let submitted = client
         .submit_batch(pb::SubmitBatchRequest {
             lines: lines.clone(),
-            heuristic: options.heuristic.clone(),
-            goal: options.goal.clone(),
+            heuristic: heuristic.to_string(),
+            goal: goal.to_string(),
         })
         .await
         .map_err(refused)?
@@ -372,7 +392,7 @@ async fn submit_and_report(
     }
     bar.finish_and_clear();
     // Page by page, printing as they come, so memory holds one page however large the batch.
-    let mut output = ResultsOutput::new(options.json, false);
+    let mut output = ResultsOutput::new(json, false);
     let mut facts = FactCheck::default();
     let mut token = String::new();
     let status = loop {

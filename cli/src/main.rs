@@ -1,6 +1,7 @@
 //! `tilesolve`: the one user-facing binary. Each subcommand lives in its own module; this file
 //! only parses arguments and turns errors into exit codes.
 
+mod backup;
 mod bench;
 mod distributed;
 mod load;
@@ -56,6 +57,11 @@ enum Command {
     Batches(distributed::ListArgs),
     /// Cancel a batch.
     Cancel(distributed::CancelArgs),
+    /// Every stored answer as JSON lines (a backup, taken while the coordinator runs).
+    Export(backup::ExportArgs),
+    /// Load a file `export` wrote into a coordinator: each answer is replayed and proven
+    /// optimal by the coordinator's own search before it is stored.
+    Import(backup::ImportArgs),
     /// Load-test a running coordinator: concurrent clients submitting and querying for a fixed
     /// time; prints throughput, latency percentiles and errors, then checks every answer.
     Loadtest(load::LoadArgs),
@@ -95,6 +101,8 @@ fn main() -> ExitCode {
         Command::Query(args) => distributed::query(args),
         Command::Batches(args) => distributed::list(args),
         Command::Cancel(args) => distributed::cancel(args),
+        Command::Export(args) => backup::export(args),
+        Command::Import(args) => backup::import(args),
         Command::Loadtest(args) => load::run(args),
         Command::Simulate(args) => simulate::run(args),
     };

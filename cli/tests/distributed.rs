@@ -220,3 +220,81 @@ fn eight_puzzle_distances() -> Vec<(String, usize)> {
         })
         .collect()
 }
+
+#[test]
+fn export_then_import_into_a_fresh_coordinator_answers_every_board_optimally() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut boards = known_boards(0);
+    boards.truncate(6);
+    boards.push(("8,6,7,2,5,4,3,0,1".into(), 31));
+    boards.push(("1,2,3,4,5,6,0,7,8".into(), 2));
+    let path = dir.path().join("batch.txt");
+    write_batch(&path, &boards, false);
+    let exported = dir.path().join("answers.jsonl");
+    {
+        let source = Coordinator::start(&dir.path().join("source"), "127.0.0.1:0", &[], &[]);
+        let url = source.url();
+        let _worker = worker(&url, &dir.path().join("w1"), &[]);
+        let (ok, _, stderr) = run(&[
+            "submit",
+            "--coordinator",
+            &url,
+            "--heuristic",
+            "linear-conflict",
+            "--wait",
+            path.to_str().unwrap(),
+        ]);
+        assert!(ok, "{stderr}");
+        let (ok, _, stderr) = run(&[
+            "export",
+            "--coordinator",
+            &url,
+            "-o",
+            exported.to_str().unwrap(),
+        ]);
+        assert!(ok, "{stderr}");
+        assert!(stderr.contains("exported 8 answers"), "{stderr}");
+    }
+    // Tamper with the file: one answer two moves too long (a step up and back first), and one
+    // line whose moves leave the board.
+    let text = std::fs::read_to_string(&exported).unwrap();
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+            if record["board"] == "8,6,7,2,5,4,3,0,1" {
+                let moves = format!("UD{}", record["moves"].as_str().unwrap());
+                record["moves"] = moves.into();
+                record["length"] = 33.into();
+            }
+            record.to_string()
+        })
+        .collect();
+    lines.push(
+        serde_json::json!({"board": "4,1,3,7,2,6,0,5,8", "goal": "1,2,3,4,5,6,7,8,0",
+            "moves": "LLLL", "length": 4, "heuristic": "x"})
+        .to_string(),
+    );
+    std::fs::write(&exported, lines.join("\n") + "\n").unwrap();
+
+    let target = Coordinator::start(&dir.path().join("target"), "127.0.0.1:0", &[], &[]);
+    let url = target.url();
+    let _worker = worker(&url, &dir.path().join("w2"), &[]);
+    let (ok, stdout, stderr) = run(&[
+        "import",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "linear-conflict",
+        "--wait",
+        "--json",
+        exported.to_str().unwrap(),
+    ]);
+    assert!(!ok, "the bad line makes the import report a failure");
+    assert!(stdout.contains("moves=: move 1 (L)"), "{stdout}\n{stderr}");
+    for (board, optimal) in &boards {
+        let (ok, stdout, stderr) = run(&["query", "--coordinator", &url, "--json", board]);
+        assert!(ok, "{board}: {stderr}");
+        assert_eq!(lengths(&stdout), vec![(board.clone(), Some(*optimal))]);
+    }
+}

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tilesolve::batch_file::BatchLine;
-use tilesolve::moves::moves_to_string;
+use tilesolve::moves::{moves_from_string, moves_to_string};
 use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
@@ -205,12 +205,9 @@ fn solution_message(stored: StoredSolution) -> pb::SolutionRecord {
 }
 
 fn parse_moves(text: &str) -> Result<Vec<Direction>, Status> {
-    text.chars()
-        .map(|c| Direction::ALL.into_iter().find(|d| d.letter() == c))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| {
-            Status::invalid_argument(format!("moves '{text}' must be letters U, D, L, R"))
-        })
+    moves_from_string(text).ok_or_else(|| {
+        Status::invalid_argument(format!("moves '{text}' must be letters U, D, L, R"))
+    })
 }
 
 fn task_message(spec: TaskSpec) -> pb::Task {
@@ -300,6 +297,7 @@ fn log_pdb_event(event: PdbEvent<'_>) {
 
 type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::BatchStatus, Status>> + Send>>;
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::PdbChunk, Status>> + Send>>;
+type ExportStream = Pin<Box<dyn Stream<Item = Result<pb::ExportedSolution, Status>> + Send>>;
 
 /// Size of the pieces a pattern database file is streamed in.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -323,6 +321,36 @@ impl pb::tilesolve_server::Tilesolve for Service {
     }
 
     type WatchBatchStream = StatusStream;
+    type ExportSolutionsStream = ExportStream;
+
+    async fn export_solutions(
+        &self,
+        _request: Request<pb::ExportSolutionsRequest>,
+    ) -> Result<Response<ExportStream>, Status> {
+        let store = self.lock().store_reader();
+        let (sender, receiver) = tokio::sync::mpsc::channel(256);
+        // A pass over the whole store: on a blocking thread, and without the scheduler's lock.
+        tokio::task::spawn_blocking(move || {
+            for entry in store.searched_solutions() {
+                let message = entry
+                    .map(|(goal, board, solution)| pb::ExportedSolution {
+                        board: board.to_string(),
+                        goal: goal.to_string(),
+                        moves: solution.moves,
+                        length: solution.length,
+                        heuristic: solution.heuristic,
+                    })
+                    .map_err(|error| Status::from(SchedulerError::from(error)));
+                let failed = message.is_err();
+                if sender.blocking_send(message).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(receiver),
+        )))
+    }
 
     async fn watch_batch(
         &self,

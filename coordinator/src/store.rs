@@ -105,6 +105,10 @@ pub struct StoredItem {
     pub board: Option<String>,
     pub goal: Option<String>,
     pub status: ItemStatus,
+    /// Moves the line claimed reach the goal (a `moves=` fact, as `tilesolve import` writes):
+    /// replayed at intake, and stored only once no shorter path exists (see `lifecycle`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed: Option<String>,
 }
 
 /// A puzzle's search progress.
@@ -241,6 +245,40 @@ impl Store {
             .get(board_key(goal, board))?
             .map(|bytes| decode("solutions", &bytes))
             .transpose()
+    }
+
+    /// Every stored solution that was searched for (`nodes > 0`; the boards on its path follow
+    /// from it), with its goal and board, in key order.
+    pub fn searched_solutions(
+        &self,
+    ) -> impl Iterator<Item = Result<(Board, Board, StoredSolution), StoreError>> + '_ {
+        self.solutions.iter().filter_map(|entry| {
+            let read = || -> Result<Option<(Board, Board, StoredSolution)>, StoreError> {
+                let (key, value) = entry?;
+                let solution: StoredSolution = decode("solutions", &value)?;
+                if solution.nodes == 0 {
+                    return Ok(None);
+                }
+                let corrupt = || StoreError::Corrupt {
+                    tree: "solutions",
+                    reason: "a key that is not a goal and a board".into(),
+                };
+                let cells = (*key.get(1).ok_or_else(corrupt)? as usize).pow(2);
+                let tiles = |range: std::ops::Range<usize>| -> Result<Board, StoreError> {
+                    let values: Vec<u64> = key
+                        .get(range)
+                        .ok_or_else(corrupt)?
+                        .iter()
+                        .map(|&t| u64::from(t))
+                        .collect();
+                    Board::from_tiles(&values).map_err(|_| corrupt())
+                };
+                let goal = tiles(2..2 + cells)?;
+                let board = tiles(2 + cells..2 + 2 * cells)?;
+                Ok(Some((goal, board, solution)))
+            };
+            read().transpose()
+        })
     }
 
     /// Stores a replayed optimal solution and, with their exact distances, every board on its
@@ -582,6 +620,7 @@ mod tests {
 
     fn item(text: &str) -> StoredItem {
         StoredItem {
+            claimed: None,
             text: text.into(),
             line: Some(1),
             board: Some(text.into()),

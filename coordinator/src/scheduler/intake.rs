@@ -6,7 +6,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tilesolve::batch_file::BatchLine;
 use tilesolve::heuristic_choice::HeuristicChoice;
-use tilesolve::{parse_board, Goal};
+use tilesolve::moves::{moves_from_string, moves_to_string, replay};
+use tilesolve::{parse_board, Board, Direction, Goal};
 
 use super::SchedulerError;
 use crate::store::{ItemStatus, Store, StoredItem};
@@ -60,6 +61,7 @@ pub(super) fn read_items(
             board: None,
             goal: None,
             status: ItemStatus::Queued,
+            claimed: None,
         };
         let parsed = parse_board(line.board).and_then(|board| {
             let goal = goal.for_side(board.side());
@@ -69,6 +71,20 @@ pub(super) fn read_items(
             Ok((board, goal)) => {
                 item.board = Some(board.to_string());
                 item.goal = Some(goal.to_string());
+                if let Some(text) = line.fact("moves") {
+                    match claimed_moves(&board, &goal, text) {
+                        Ok(moves) => item.claimed = Some(moves_to_string(&moves)),
+                        Err(reason) => {
+                            item.status = ItemStatus::Failed(format!(
+                                "line {}: moves=: {reason}",
+                                line.number
+                            ));
+                            read.invalid += 1;
+                            read.items.push(item);
+                            continue;
+                        }
+                    }
+                }
                 if let Some(stored) = store.solution(&goal, &board)? {
                     if Store::verified(&goal, &board, &stored).is_some() {
                         item.status = ItemStatus::Solved(stored);
@@ -84,6 +100,13 @@ pub(super) fn read_items(
         read.items.push(item);
     }
     Ok(read)
+}
+
+/// Moves a line claims take `board` to `goal`, replayed.
+fn claimed_moves(board: &Board, goal: &Board, text: &str) -> Result<Vec<Direction>, String> {
+    let moves = moves_from_string(text).ok_or("not letters U, L, R, D")?;
+    replay(board, goal, &moves).map_err(|error| error.to_string())?;
+    Ok(moves)
 }
 
 /// The sizes of the boards of a batch that will be searched (they parse and can reach `goal`),

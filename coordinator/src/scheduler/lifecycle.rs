@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashSet};
 use std::time::Instant;
 
-use tilesolve::moves::{moves_to_string, replay};
+use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::search::Counters;
 use tilesolve::{parse_board, Board, Direction, Solution, Solver};
 
@@ -39,6 +39,9 @@ pub(super) struct Puzzle {
     pub(super) audits: HashSet<TaskId>,
     /// An answer found while audits were still running.
     pub(super) held: Option<Vec<Direction>>,
+    /// A replayed path the batch line claimed (`moves=`): the answer as soon as the search has
+    /// ruled out everything shorter.
+    claimed: Option<Vec<Direction>>,
 }
 
 /// An iteration to split, taken out of the scheduler ([`Scheduler::take_splits`]) so that the
@@ -232,6 +235,11 @@ impl Scheduler {
             .solver(&goal, heuristic)?
             .estimate(&board)
             .max(lower_bound);
+        let claimed = item
+            .claimed
+            .as_deref()
+            .and_then(moves_from_string)
+            .filter(|moves| replay(&board, &goal, moves).is_ok());
         let puzzle = (batch, index);
         self.puzzles.insert(
             puzzle,
@@ -249,8 +257,13 @@ impl Scheduler {
                 workers,
                 audits: HashSet::new(),
                 held: None,
+                claimed: claimed.clone(),
             },
         );
+        if let Some(moves) = claimed.filter(|moves| moves.len() as u32 == bound) {
+            // As long as a proven lower bound: optimal without a search.
+            return self.finish_solved(puzzle, moves);
+        }
         let spec = TaskSpec {
             id: 0,
             board,
@@ -417,6 +430,14 @@ impl Scheduler {
         let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
             return Ok(());
         };
+        if let Some(moves) = puzzle
+            .claimed
+            .clone()
+            .filter(|moves| moves.len() as u32 <= bound)
+        {
+            // Nothing shorter than `bound` exists, and the claimed path is no longer.
+            return self.finish_solved(puzzle_id, moves);
+        }
         let (board, goal, heuristic) = (puzzle.board, puzzle.goal, puzzle.heuristic.clone());
         let workers: Vec<u64> = puzzle.workers.iter().copied().collect();
         if bound as usize >= tilesolve::search::MAX_DEPTH {

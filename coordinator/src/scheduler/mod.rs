@@ -589,6 +589,11 @@ impl Scheduler {
         std::mem::take(&mut self.records)
     }
 
+    /// The store, to read at length without the scheduler's lock (an export).
+    pub fn store_reader(&self) -> Store {
+        self.store.clone()
+    }
+
     /// A handle that flushes the store without the scheduler's lock.
     pub fn flusher(&self) -> Flusher {
         Flusher::new(self.store.clone())
