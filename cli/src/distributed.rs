@@ -687,6 +687,15 @@ pub fn submit(args: SubmitArgs) -> anyhow::Result<bool> {
 pub struct ListArgs {
     #[command(flatten)]
     connect: ConnectArgs,
+    /// Print at most this many batches (default: all, read page by page).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Start after this batch id (a page token, as the last line printed).
+    #[arg(long)]
+    page: Option<u64>,
+    /// Newest first.
+    #[arg(long)]
+    newest_first: bool,
 }
 
 #[derive(Args)]
@@ -710,12 +719,27 @@ fn status_line(status: &pb::BatchStatus) -> String {
 pub fn list(args: ListArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
         let mut client = client(&args.connect.options()?).await?;
-        let response = client
-            .list_batches(pb::ListBatchesRequest {})
-            .await
-            .map_err(refused)?;
-        for status in response.into_inner().batches {
-            println!("{}", status_line(&status));
+        let mut left = args.limit.unwrap_or(usize::MAX);
+        let mut token = args.page.map(|id| id.to_string()).unwrap_or_default();
+        // Page by page, printed as they come: memory holds one page however many batches.
+        while left > 0 {
+            let page = client
+                .list_batches(pb::ListBatchesRequest {
+                    page_size: left.min(1_000) as u32,
+                    page_token: token,
+                    newest_first: args.newest_first,
+                })
+                .await
+                .map_err(refused)?
+                .into_inner();
+            for status in &page.batches {
+                println!("{}", status_line(status));
+            }
+            left = left.saturating_sub(page.batches.len());
+            if page.next_page_token.is_empty() {
+                break;
+            }
+            token = page.next_page_token;
         }
         Ok(true)
     })

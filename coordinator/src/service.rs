@@ -296,6 +296,10 @@ fn log_pdb_event(event: PdbEvent<'_>) {
 }
 
 type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::BatchStatus, Status>> + Send>>;
+/// Batches in a ListBatches answer unless asked otherwise, and at most.
+const DEFAULT_BATCHES_PAGE: usize = 1_000;
+const MAX_BATCHES_PAGE: usize = 10_000;
+
 type ChunkStream = Pin<Box<dyn Stream<Item = Result<pb::PdbChunk, Status>> + Send>>;
 type ExportStream = Pin<Box<dyn Stream<Item = Result<pb::ExportedSolution, Status>> + Send>>;
 
@@ -446,15 +450,31 @@ impl pb::tilesolve_server::Tilesolve for Service {
 
     async fn list_batches(
         &self,
-        _: Request<pb::ListBatchesRequest>,
+        request: Request<pb::ListBatchesRequest>,
     ) -> Result<Response<pb::ListBatchesResponse>, Status> {
-        let batches = self
-            .lock()
-            .list()?
-            .into_iter()
-            .map(status_message)
-            .collect();
-        Ok(Response::new(pb::ListBatchesResponse { batches }))
+        let request = request.into_inner();
+        let after = match request.page_token.as_str() {
+            "" => None,
+            token => Some(token.parse::<u64>().map_err(|_| {
+                Status::invalid_argument(format!(
+                    "page_token '{token:.40}' is not one a ListBatches answer gave"
+                ))
+            })?),
+        };
+        let size = match request.page_size {
+            0 => DEFAULT_BATCHES_PAGE,
+            size => (size as usize).min(MAX_BATCHES_PAGE),
+        };
+        let page = self.lock().list(after, size, request.newest_first)?;
+        let next_page_token = match page.last() {
+            Some(last) if page.len() == size => last.batch.to_string(),
+            _ => String::new(),
+        };
+        let batches = page.into_iter().map(status_message).collect();
+        Ok(Response::new(pb::ListBatchesResponse {
+            batches,
+            next_page_token,
+        }))
     }
 
     async fn cancel_batch(

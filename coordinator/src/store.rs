@@ -395,11 +395,29 @@ impl Store {
 
     /// The `count` most recent batches, newest first.
     pub fn recent_batches(&self, count: usize) -> Result<Vec<StoredBatch>, StoreError> {
-        self.batches
-            .iter()
-            .values()
-            .rev()
-            .take(count)
+        self.batches_page(None, count, true)
+    }
+
+    /// Up to `count` batches after the batch `after` (exclusive) in id order, or before it
+    /// when `newest_first`: one page, read as a range of keys, however many batches there are.
+    pub fn batches_page(
+        &self,
+        after: Option<u64>,
+        count: usize,
+        newest_first: bool,
+    ) -> Result<Vec<StoredBatch>, StoreError> {
+        let range = match (after, newest_first) {
+            (None, _) => self.batches.range::<Vec<u8>, _>(..),
+            (Some(id), false) => self.batches.range(batch_key(id.saturating_add(1))..),
+            (Some(id), true) => self.batches.range(..batch_key(id)),
+        };
+        let values = range.values();
+        let page: Box<dyn Iterator<Item = sled::Result<sled::IVec>>> = if newest_first {
+            Box::new(values.rev())
+        } else {
+            Box::new(values)
+        };
+        page.take(count)
             .map(|bytes| decode("batches", &bytes?))
             .collect()
     }

@@ -659,10 +659,16 @@ impl Scheduler {
         self.store.size_on_disk()
     }
 
-    /// Every stored batch's progress, oldest first.
-    pub fn list(&self) -> Result<Vec<BatchProgress>, SchedulerError> {
+    /// The progress of up to `count` stored batches after (or, `newest_first`, before) the
+    /// batch `after`.
+    pub fn list(
+        &self,
+        after: Option<u64>,
+        count: usize,
+        newest_first: bool,
+    ) -> Result<Vec<BatchProgress>, SchedulerError> {
         self.store
-            .batches()?
+            .batches_page(after, count, newest_first)?
             .iter()
             .map(|batch| self.progress(batch.id))
             .collect()

@@ -274,7 +274,7 @@ fn a_cancelled_batch_withdraws_its_tasks() {
         scheduler.poll(worker, 1, Vec::new()).unwrap().0.is_empty(),
         "nothing left to do"
     );
-    assert_eq!(scheduler.list().unwrap().len(), 1);
+    assert_eq!(scheduler.list(None, 10, false).unwrap().len(), 1);
 }
 
 #[test]
@@ -556,5 +556,26 @@ fn a_finished_batch_leaves_memory_and_its_figures_stay_answerable() {
         scheduler.progress(batch).unwrap(),
         figures,
         "the same after a restart"
+    );
+}
+
+#[test]
+fn batches_are_listed_a_page_at_a_time_either_way() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    for _ in 0..5 {
+        scheduler
+            .submit(&["1,2,3,4,5,6,7,0,8".to_string()], "manhattan", "")
+            .unwrap();
+    }
+    let ids = |page: Vec<BatchProgress>| page.iter().map(|p| p.batch).collect::<Vec<_>>();
+    assert_eq!(ids(scheduler.list(None, 2, false).unwrap()), [1, 2]);
+    assert_eq!(ids(scheduler.list(Some(2), 2, false).unwrap()), [3, 4]);
+    assert_eq!(ids(scheduler.list(Some(4), 2, false).unwrap()), [5]);
+    assert_eq!(ids(scheduler.list(None, 2, true).unwrap()), [5, 4]);
+    assert_eq!(ids(scheduler.list(Some(4), 10, true).unwrap()), [3, 2, 1]);
+    assert_eq!(
+        ids(scheduler.list(Some(1), 10, true).unwrap()),
+        Vec::<u64>::new()
     );
 }
