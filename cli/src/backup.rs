@@ -126,3 +126,43 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
         Ok(all_solved)
     })
 }
+
+#[derive(Args)]
+pub struct PruneArgs {
+    #[command(flatten)]
+    connect: ConnectArgs,
+    /// Remove finished batches submitted at least this many days ago (fractions allowed).
+    #[arg(long, value_name = "DAYS")]
+    older_than_days: f64,
+    /// Remove their answers too (and every board on their paths); by default answers stay,
+    /// so queries and later batches still find them.
+    #[arg(long)]
+    solutions: bool,
+}
+
+pub fn prune(args: PruneArgs) -> anyhow::Result<bool> {
+    if args.older_than_days.is_nan() || args.older_than_days < 0.0 {
+        anyhow::bail!("--older-than-days must be 0 or more");
+    }
+    let pruned = runtime()?.block_on(async {
+        let mut client = client(&args.connect.options()?).await?;
+        client
+            .prune_batches(pb::PruneBatchesRequest {
+                older_than_seconds: (args.older_than_days * 86_400.0) as u64,
+                solutions: args.solutions,
+            })
+            .await
+            .map_err(refused)
+            .map(|r| r.into_inner())
+    })?;
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    println!(
+        "pruned {} batches ({} items, {} stored boards); store {:.1} MB -> {:.1} MB",
+        pruned.batches,
+        pruned.items,
+        pruned.boards,
+        mb(pruned.store_bytes_before),
+        mb(pruned.store_bytes_after)
+    );
+    Ok(true)
+}

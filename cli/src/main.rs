@@ -62,6 +62,8 @@ enum Command {
     /// Load a file `export` wrote into a coordinator: each answer is replayed and proven
     /// optimal by the coordinator's own search before it is stored.
     Import(backup::ImportArgs),
+    /// Remove finished batches older than a limit (their answers stay unless --solutions).
+    Prune(backup::PruneArgs),
     /// Load-test a running coordinator: concurrent clients submitting and querying for a fixed
     /// time; prints throughput, latency percentiles and errors, then checks every answer.
     Loadtest(load::LoadArgs),
@@ -103,6 +105,7 @@ fn main() -> ExitCode {
         Command::Cancel(args) => distributed::cancel(args),
         Command::Export(args) => backup::export(args),
         Command::Import(args) => backup::import(args),
+        Command::Prune(args) => backup::prune(args),
         Command::Loadtest(args) => load::run(args),
         Command::Simulate(args) => simulate::run(args),
     };

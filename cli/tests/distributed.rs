@@ -298,3 +298,67 @@ fn export_then_import_into_a_fresh_coordinator_answers_every_board_optimally() {
         assert_eq!(lengths(&stdout), vec![(board.clone(), Some(*optimal))]);
     }
 }
+
+#[test]
+fn prune_removes_old_finished_batches_and_keeps_or_drops_their_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let _worker = worker(&url, &dir.path().join("w1"), &[]);
+    let path = dir.path().join("batch.txt");
+    std::fs::write(&path, "8,6,7,2,5,4,3,0,1\n1,2,3,4,5,6,0,7,8\n").unwrap();
+    let submit = || {
+        let (ok, _, stderr) = run(&[
+            "submit",
+            "--coordinator",
+            &url,
+            "--heuristic",
+            "manhattan",
+            "--wait",
+            path.to_str().unwrap(),
+        ]);
+        assert!(ok, "{stderr}");
+    };
+    let prune = |args: &[&str]| {
+        let mut all = vec!["prune", "--coordinator", &url];
+        all.extend_from_slice(args);
+        let (ok, stdout, stderr) = run(&all);
+        assert!(ok, "{stderr}");
+        stdout
+    };
+    let query = || {
+        run(&[
+            "query",
+            "--coordinator",
+            &url,
+            "--json",
+            "8,6,7,2,5,4,3,0,1",
+        ])
+        .1
+    };
+    submit();
+    submit();
+    assert!(prune(&["--older-than-days", "30"]).starts_with("pruned 0 batches"));
+    let pruned = prune(&["--older-than-days", "0"]);
+    assert!(
+        pruned.starts_with("pruned 2 batches (4 items, 0 stored boards)"),
+        "{pruned}"
+    );
+    let (ok, listed, _) = run(&["batches", "--coordinator", &url]);
+    assert!(ok && listed.trim().is_empty(), "{listed}");
+    assert_eq!(
+        lengths(&query()),
+        vec![("8,6,7,2,5,4,3,0,1".to_string(), Some(31))]
+    );
+    // With --solutions the answers go too: every board on their paths.
+    submit();
+    let pruned = prune(&["--older-than-days", "0", "--solutions"]);
+    assert!(
+        pruned.starts_with("pruned 1 batches (2 items, 33 stored boards)"),
+        "{pruned}"
+    );
+    assert_eq!(
+        lengths(&query()),
+        vec![("8,6,7,2,5,4,3,0,1".to_string(), None)]
+    );
+}

@@ -325,6 +325,50 @@ impl pb::tilesolve_server::Tilesolve for Service {
     }
 
     type WatchBatchStream = StatusStream;
+
+    async fn prune_batches(
+        &self,
+        request: Request<pb::PruneBatchesRequest>,
+    ) -> Result<Response<pb::PruneBatchesResponse>, Status> {
+        let request = request.into_inner();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let cutoff = now_ms.saturating_sub(request.older_than_seconds.saturating_mul(1000));
+        let before = self.lock().store_bytes();
+        let mut answer = pb::PruneBatchesResponse {
+            store_bytes_before: before,
+            ..Default::default()
+        };
+        // A page of batches per lock, and one batch per lock when removing: workers' polls go
+        // on between them.
+        let mut after = None;
+        loop {
+            let (old, last) = self.lock().finished_before(cutoff, after, 1_000)?;
+            for batch in old {
+                let (items, boards) = self.lock().prune(batch, request.solutions)?;
+                if items > 0 {
+                    answer.batches += 1;
+                    answer.items += items as u64;
+                    answer.boards += boards as u64;
+                }
+            }
+            match last {
+                Some(last) => after = Some(last),
+                None => break,
+            }
+        }
+        let scheduler = self.lock();
+        scheduler.flusher().flush()?;
+        answer.store_bytes_after = scheduler.store_bytes();
+        tracing::info!(
+            batches = answer.batches,
+            items = answer.items,
+            boards = answer.boards,
+            "batches pruned"
+        );
+        Ok(Response::new(answer))
+    }
     type ExportSolutionsStream = ExportStream;
 
     async fn export_solutions(

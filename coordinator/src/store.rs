@@ -432,6 +432,51 @@ impl Store {
         Ok(())
     }
 
+    /// Removes a batch and its items; with `solutions`, also the stored answers of its solved
+    /// items and every board on their paths. Returns (items, boards) removed.
+    pub fn remove_batch(&self, batch: u64, solutions: bool) -> Result<(usize, usize), StoreError> {
+        let mut items = sled::Batch::default();
+        let mut boards = sled::Batch::default();
+        let (mut item_count, mut board_count) = (0, 0);
+        for entry in self.items.scan_prefix(batch_key(batch)) {
+            let (key, value) = entry?;
+            items.remove(key);
+            item_count += 1;
+            if !solutions {
+                continue;
+            }
+            let item: StoredItem = decode("items", &value)?;
+            let (ItemStatus::Solved(solved), Some(board), Some(goal)) =
+                (&item.status, &item.board, &item.goal)
+            else {
+                continue;
+            };
+            let (Ok(mut board), Ok(goal), Some(moves)) = (
+                tilesolve::parse_board(board),
+                tilesolve::parse_board(goal),
+                tilesolve::moves::moves_from_string(&solved.moves),
+            ) else {
+                continue;
+            };
+            boards.remove(board_key(&goal, &board));
+            board_count += 1;
+            for direction in moves {
+                let Some((next, _)) = board.apply(direction) else {
+                    break;
+                };
+                board = next;
+                if board != goal {
+                    boards.remove(board_key(&goal, &board));
+                    board_count += 1;
+                }
+            }
+        }
+        self.solutions.apply_batch(boards)?;
+        self.items.apply_batch(items)?;
+        self.batches.remove(batch_key(batch))?;
+        Ok((item_count, board_count))
+    }
+
     /// A batch's items in order.
     pub fn items(&self, batch: u64) -> Result<Vec<StoredItem>, StoreError> {
         self.items

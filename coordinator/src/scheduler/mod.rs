@@ -674,6 +674,39 @@ impl Scheduler {
             .collect()
     }
 
+    /// Finished batches submitted before `cutoff_unix_ms`, oldest first, up to `count` after
+    /// the batch `after`: what a prune removes, a page at a time so the lock is held briefly.
+    pub fn finished_before(
+        &self,
+        cutoff_unix_ms: u64,
+        after: Option<u64>,
+        count: usize,
+    ) -> Result<(Vec<u64>, Option<u64>), SchedulerError> {
+        let page = self.store.batches_page(after, count, false)?;
+        let last = (page.len() == count)
+            .then(|| page.last().map(|b| b.id))
+            .flatten();
+        let old = page
+            .iter()
+            .filter(|b| b.submitted_unix_ms < cutoff_unix_ms && b.finished.is_some())
+            .map(|b| b.id)
+            .collect();
+        Ok((old, last))
+    }
+
+    /// Removes a finished batch and its items (and, with `solutions`, its answers and the
+    /// boards on their paths); returns (items, boards) removed. A batch still running is left.
+    pub fn prune(&mut self, batch: u64, solutions: bool) -> Result<(usize, usize), SchedulerError> {
+        let finished = self
+            .store
+            .batch(batch)?
+            .is_some_and(|b| b.finished.is_some());
+        if !finished || self.batches.counts(batch).is_some() {
+            return Ok((0, 0));
+        }
+        Ok(self.store.remove_batch(batch, solutions)?)
+    }
+
     /// Cancels a batch: its unfinished items fail as cancelled (their tasks are withdrawn and
     /// workers told); answers already found stay.
     pub fn cancel(&mut self, batch: u64) -> Result<BatchProgress, SchedulerError> {
