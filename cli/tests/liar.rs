@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{assert_optimal, lengths, run_with_env, write_batch, Coordinator, BIN};
-use tilesolve::moves::{moves_to_string, replay};
+use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::proto::v1 as pb;
 use tilesolve::task::{run_task, TaskOutcome, Work};
 use tilesolve::{parse_board, Direction, HeuristicKind, Solver};
@@ -20,22 +20,11 @@ use tilesolve::{parse_board, Direction, HeuristicKind, Solver};
 const CLIENT_TOKEN: &str = "client-secret";
 const WORKER_TOKEN: &str = "worker-secret";
 
-fn parse_moves(text: &str) -> Vec<Direction> {
-    text.chars()
-        .map(|c| {
-            Direction::ALL
-                .into_iter()
-                .find(|d| d.letter() == c)
-                .unwrap()
-        })
-        .collect()
-}
-
 /// The truth about `task`, then the lie told about it (the `told`-th lie).
 fn lie(task: &pb::Task, told: u64) -> pb::TaskResult {
     let board = parse_board(&task.board).unwrap();
     let goal = parse_board(&task.goal).unwrap();
-    let path = parse_moves(&task.path);
+    let path = moves_from_string(&task.path).unwrap();
     let solver = Solver::new(goal, HeuristicKind::LinearConflict);
     let work = Work {
         board: &board,
