@@ -87,6 +87,10 @@ pub struct ServeArgs {
     /// are pinged more often than this, so only silent sockets are dropped).
     #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
     idle_timeout: f64,
+    /// Never build a pattern table here: take it from a connected worker that holds it, and
+    /// refuse a batch needing a table that no connected worker holds.
+    #[arg(long)]
+    no_table_builds: bool,
 }
 
 fn audit_fraction(text: &str) -> Result<f64, String> {
@@ -143,6 +147,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             whole_task_budget: args.split_after.max(1),
             table_budget: args.memory.bytes(),
             audit_fraction: args.audit_fraction,
+            build_tables: !args.no_table_builds,
             ..args.policy.apply(SchedulerConfig::default())
         };
         let tls = match (&args.tls_cert, &args.tls_key) {
@@ -548,8 +553,13 @@ async fn watch(client: &mut Client, batch: u64, bar: &ProgressBar) -> Result<(),
         bar.set_length(u64::from(status.total));
         bar.set_position(u64::from(status.solved + status.failed));
         let bounds: Vec<String> = status.bounds.iter().take(6).map(u32::to_string).collect();
+        let preparing = if status.preparing.is_empty() {
+            String::new()
+        } else {
+            format!("  preparing tables: {}", status.preparing)
+        };
         bar.set_message(format!(
-            "bounds [{}]  {:.1} M nodes/s  {} workers",
+            "bounds [{}]  {:.1} M nodes/s  {} workers{preparing}",
             bounds.join(" "),
             status.nodes_per_second / 1e6,
             status.workers
@@ -770,7 +780,7 @@ pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
         if args.json {
             println!(
                 "{}",
-                serde_json::json!({"batch": status.batch_id, "total": status.total, "solved": status.solved, "failed": status.failed, "done": status.done, "bounds": status.bounds, "workers": status.workers})
+                serde_json::json!({"batch": status.batch_id, "total": status.total, "solved": status.solved, "failed": status.failed, "done": status.done, "bounds": status.bounds, "workers": status.workers, "preparing": status.preparing})
             );
         } else {
             println!(
@@ -783,6 +793,9 @@ pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
                 status.bounds,
                 status.workers
             );
+            if !status.preparing.is_empty() {
+                println!("preparing tables: {}", status.preparing);
+            }
         }
         Ok(true)
     })

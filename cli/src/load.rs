@@ -34,6 +34,10 @@ pub struct LoadArgs {
     /// Seconds to wait after the run for every submitted batch to finish.
     #[arg(long, default_value_t = 300.0)]
     drain_seconds: f64,
+    /// Batches per second across all clients (0: as fast as the coordinator answers). A rate
+    /// the workers keep up with holds the coordinator at a steady state, which a soak needs.
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
 }
 
 /// xorshift64*: reproducible per client, no dependency.
@@ -127,7 +131,18 @@ async fn one_client(args: &LoadArgs, index: usize, deadline: Instant) -> ClientL
     let mut rng =
         Rng(0x9e37_79b9_7f4a_7c15 ^ (index as u64 + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9));
     let mut known: Vec<String> = Vec::new();
+    // Each client keeps its share of the rate; missed ticks are skipped, not made up in a burst.
+    let mut pace = (args.rate > 0.0).then(|| {
+        let mut interval = tokio::time::interval(
+            Duration::from_secs_f64(args.clients as f64 / args.rate).max(Duration::from_micros(1)),
+        );
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        interval
+    });
     while Instant::now() < deadline {
+        if let Some(interval) = pace.as_mut() {
+            interval.tick().await;
+        }
         let lines: Vec<String> = (0..args.batch_size)
             .map(|i| {
                 if i % 2 == 0 {
@@ -261,6 +276,9 @@ async fn check_answers(
 pub fn run(args: LoadArgs) -> anyhow::Result<bool> {
     if args.clients == 0 || args.batch_size == 0 {
         bail!("--clients and --batch-size must be at least 1");
+    }
+    if !args.rate.is_finite() || args.rate < 0.0 {
+        bail!("--rate must be a number of batches per second, 0 or more");
     }
     runtime()?.block_on(async {
         println!(

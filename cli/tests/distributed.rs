@@ -4,6 +4,7 @@
 mod common;
 
 use std::process::Command;
+use std::time::Duration;
 
 use common::{assert_optimal, known_boards, lengths, run, worker, write_batch, Coordinator, BIN};
 
@@ -133,6 +134,68 @@ fn a_worker_with_a_different_pattern_database_is_refused() {
         stderr.contains(&format!("pattern database {name} has checksum")),
         "{stderr}"
     );
+}
+
+/// A fresh coordinator that may not build tables takes them from the worker that holds them:
+/// a batch nobody can supply is refused with the reason, one that a worker can supply is
+/// acknowledged before the tables arrive, and ends optimal with the coordinator building
+/// nothing.
+#[test]
+fn a_fresh_coordinator_takes_its_tables_from_a_worker_and_builds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (coordinator_dir, worker_dir) = (dir.path().join("coordinator"), dir.path().join("worker"));
+    let (ok, stdout, _) = run(&[
+        "pdb",
+        "build",
+        "5-5-5",
+        "--data",
+        worker_dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stdout}");
+    let boards = known_boards(0);
+    let path = dir.path().join("batch.txt");
+    write_batch(&path, &boards, false);
+
+    let server = Coordinator::start(&coordinator_dir, "127.0.0.1:0", &["--no-table-builds"], &[]);
+    let url = server.url();
+    let submit_args = ["submit", "--coordinator", &url, "--heuristic", "pdb:5-5-5"];
+    let (ok, _, stderr) = run(&[&submit_args[..], &[path.to_str().unwrap()]].concat());
+    assert!(
+        !ok,
+        "no worker holds the tables and the coordinator may not build them"
+    );
+    assert!(
+        stderr.contains("no connected worker holds")
+            && stderr.contains("4x4-blank-last-")
+            && stderr.contains("--no-table-builds"),
+        "{stderr}"
+    );
+
+    let _worker = worker(&url, &worker_dir, &[]);
+    common::wait_until("the worker to register", Duration::from_secs(60), || {
+        server
+            .log_text()
+            .contains("worker registered")
+            .then_some(())
+    });
+    let (ok, stdout, stderr) = run(&[
+        &submit_args[..],
+        &["--wait", "--json", path.to_str().unwrap()],
+    ]
+    .concat());
+    assert!(ok, "{stderr}");
+    assert_optimal(&lengths(&stdout), &boards);
+
+    let log = server.log_text();
+    assert_eq!(
+        log.matches("pattern table received from a worker").count(),
+        3,
+        "{log}"
+    );
+    assert!(!log.contains("building"), "{log}");
+    // The coordinator's copies are the worker's, checksums verified.
+    let (ok, stdout, _) = run(&["pdb", "verify", "--data", coordinator_dir.to_str().unwrap()]);
+    assert!(ok && stdout.matches(" ok (").count() == 3, "{stdout}");
 }
 
 /// A batch larger than any one results message: `submit --wait` and `results` read it back page

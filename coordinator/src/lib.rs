@@ -7,6 +7,8 @@
 //! - [`scheduler`]: batches in, subtree tasks out, leases, results in, answers stored.
 //! - [`store`]: the sled database (solutions, batches and items, search state); the only
 //!   module that touches sled.
+//! - [`table_supply`]: obtains the pattern tables waiting batches need, in the background:
+//!   from a worker that holds them, else built, then loaded off the scheduler's lock.
 //! - [`service`]: the gRPC services; the only place generated proto types meet the scheduler.
 //! - [`simulate`]: replays a recorded run with any number of virtual workers under the same
 //!   policy.
@@ -24,4 +26,5 @@ pub mod server;
 pub mod service;
 pub mod simulate;
 pub mod store;
+pub mod table_supply;
 pub mod web;

@@ -124,6 +124,8 @@ pub async fn run(
     };
 
     let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits);
+    // Batches resumed from the store, or submitted from now on, may wait for pattern tables.
+    let supply = tokio::spawn(service.table_supply().run());
     let client_check = TokenCheck::client(config.token.as_deref());
     let worker_check = TokenCheck::worker(config.worker_token.as_deref(), config.token.as_deref());
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -191,5 +193,6 @@ pub async fn run(
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await;
     sweeper.abort();
+    supply.abort();
     Ok(result?)
 }

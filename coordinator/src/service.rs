@@ -5,9 +5,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tilesolve::batch_file::BatchLine;
 use tilesolve::moves::{moves_from_string, moves_to_string};
-use tilesolve::pdb::{PdbEvent, PdbStore};
+use tilesolve::pdb::PdbStore;
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::search::PartSize;
@@ -21,6 +20,7 @@ use crate::scheduler::{
     TaskReport, TaskSpec,
 };
 use crate::store::{ItemStatus, StoredSolution};
+use crate::table_supply::TableSupply;
 
 /// The scheduler's lock. A poisoned lock is taken anyway: refusing every later call would stop
 /// the coordinator, while the scheduler's state stays consistent between its method calls.
@@ -40,6 +40,7 @@ impl From<SchedulerError> for Status {
             }
             SchedulerError::ResourceExhausted(_) => Status::resource_exhausted(error.to_string()),
             SchedulerError::PermissionDenied(_) => Status::permission_denied(error.to_string()),
+            SchedulerError::FailedPrecondition(_) => Status::failed_precondition(error.to_string()),
             SchedulerError::Store(_) | SchedulerError::Pdb(_) | SchedulerError::Internal(_) => {
                 Status::internal(error.to_string())
             }
@@ -70,10 +71,10 @@ impl Default for Limits {
 #[derive(Clone)]
 pub struct Service {
     scheduler: Arc<Mutex<Scheduler>>,
-    /// The coordinator's pattern databases, for builds done outside the scheduler's lock.
+    /// The coordinator's pattern database files, served to workers and checked at registration.
     pdbs: PdbStore,
-    /// The scheduler's budget for pattern tables, for those builds.
-    table_budget: u64,
+    /// Obtains the tables waiting batches need; receives the files workers upload.
+    supply: TableSupply,
     heartbeat_interval: Duration,
     flusher: Flusher,
     submissions: Arc<Semaphore>,
@@ -104,27 +105,38 @@ impl Service {
         heartbeat_interval: Duration,
         limits: Limits,
     ) -> Service {
-        let (flusher, table_budget) = {
-            let scheduler = scheduler
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            (scheduler.flusher(), scheduler.table_budget())
-        };
+        let flusher = scheduler
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .flusher();
+        let tasks_queued = Arc::new(Notify::new());
+        let supply = TableSupply::new(
+            scheduler.clone(),
+            pdbs.clone(),
+            flusher.clone(),
+            tasks_queued.clone(),
+        );
         Service {
             flusher,
-            table_budget,
+            supply,
             scheduler,
             pdbs,
             heartbeat_interval,
             submissions: Arc::new(Semaphore::new(limits.concurrent_submissions)),
             watchers: Arc::new(Semaphore::new(limits.watchers)),
-            tasks_queued: Arc::new(Notify::new()),
+            tasks_queued,
         }
     }
 
-    /// Accepts a batch for either API: capacity first, pattern database builds outside the
-    /// scheduler's lock, parsing and store writes off the async threads, and a flush before the
-    /// batch is acknowledged (from then on it survives a crash).
+    /// The background loop that obtains pattern tables for waiting batches (the server runs it).
+    pub fn table_supply(&self) -> TableSupply {
+        self.supply.clone()
+    }
+
+    /// Accepts a batch for either API: parsing and store writes off the async threads, and a
+    /// flush before the batch is acknowledged (from then on it survives a crash). Pattern tables
+    /// the batch needs and the coordinator has not loaded are obtained afterwards, in the
+    /// background (`table_supply`): the batch's items wait for them, the reply does not.
     pub async fn accept_batch(
         &self,
         lines: Vec<String>,
@@ -133,44 +145,105 @@ impl Service {
     ) -> Result<Submitted, SchedulerError> {
         let _permit = permit(&self.submissions, "submissions")?;
         let scheduler = self.scheduler.clone();
-        let (pdbs, table_budget) = (self.pdbs.clone(), self.table_budget);
         let flusher = self.flusher.clone();
-        let submitted = tokio::task::spawn_blocking(move || {
-            let boards = lines
-                .iter()
-                .enumerate()
-                .filter(|(number, raw)| BatchLine::read(number + 1, raw).is_some())
-                .count();
-            scheduler
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .check_capacity(boards)?;
-            Scheduler::prepare(
-                &pdbs,
-                &lines,
-                &heuristic,
-                &goal,
-                table_budget,
-                &log_pdb_event,
-            )?;
-            let submitted = scheduler
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .submit(&lines, &heuristic, &goal)?;
+        let (submitted, waits) = tokio::task::spawn_blocking(move || {
+            let mut scheduler = locked(&scheduler);
+            let submitted = scheduler.submit(&lines, &heuristic, &goal)?;
+            let waits = scheduler.is_waiting(submitted.batch);
+            drop(scheduler);
             flusher.flush()?;
-            Ok::<_, SchedulerError>(submitted)
+            Ok::<_, SchedulerError>((submitted, waits))
         })
         .await
         .map_err(|e| SchedulerError::Internal(e.to_string()))??;
         self.tasks_queued.notify_waiters();
+        if waits {
+            self.supply.wake();
+        }
         tracing::info!(
             batch = submitted.batch,
             items = submitted.items,
             invalid = submitted.invalid,
             from_store = submitted.from_store,
+            waits_for_tables = waits,
             "batch accepted"
         );
         Ok(submitted)
+    }
+
+    /// Writes an uploaded table beside its final name, checks it (the size its spec implies, its
+    /// own checksum, the checksum the worker stated when registering) and only then renames it
+    /// into place: nothing unchecked is ever under a table's name. Returns the bytes received.
+    async fn receive_pdb(
+        &self,
+        first: pb::PdbUpload,
+        stream: &mut tonic::Streaming<pb::PdbUpload>,
+        spec: &tilesolve::pdb::file::PatternSpec,
+        stated_checksum: u64,
+    ) -> Result<u64, String> {
+        use tokio::io::AsyncWriteExt;
+        let expected_size = tilesolve::pdb::file::HEADER_LEN as u64 + spec.entries();
+        let (worker, name) = (first.worker_id, first.file_name.clone());
+        let path = self.pdbs.dir().join(&name);
+        let partial = path.with_extension("pdb.receiving");
+        tokio::fs::create_dir_all(self.pdbs.dir())
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut file = tokio::fs::File::create(&partial)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut written = 0u64;
+        let mut next = Some(first);
+        let received = async {
+            while let Some(chunk) = next.take() {
+                if chunk.total_size != expected_size {
+                    return Err(format!(
+                        "{} bytes announced, but the table is {expected_size}",
+                        chunk.total_size
+                    ));
+                }
+                if chunk.offset != written || written + chunk.data.len() as u64 > expected_size {
+                    return Err(format!(
+                        "{} bytes at offset {} after {written} bytes",
+                        chunk.data.len(),
+                        chunk.offset
+                    ));
+                }
+                file.write_all(&chunk.data)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                written += chunk.data.len() as u64;
+                self.supply.received(worker, &name, written, expected_size);
+                next = stream.message().await.map_err(|s| s.message().to_string())?;
+            }
+            if written != expected_size {
+                return Err(format!("received {written} of {expected_size} bytes"));
+            }
+            file.sync_all().await.map_err(|e| e.to_string())?;
+            let (check_path, spec) = (partial.clone(), spec.clone());
+            let table = tokio::task::spawn_blocking(move || {
+                tilesolve::pdb::file::load(&check_path, &spec, true)
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+            if table.checksum != stated_checksum {
+                return Err(format!(
+                    "checksum {:016x}, but the worker stated {stated_checksum:016x} when registering",
+                    table.checksum
+                ));
+            }
+            drop(table);
+            tokio::fs::rename(&partial, &path)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(written)
+        }
+        .await;
+        if received.is_err() {
+            let _ = tokio::fs::remove_file(&partial).await;
+        }
+        received
     }
 
     /// The scheduler, for the web dashboard's read-only views.
@@ -190,6 +263,7 @@ fn status_message(progress: BatchProgress) -> pb::BatchStatus {
         nodes: progress.nodes,
         nodes_per_second: progress.nodes_per_second,
         workers: progress.workers,
+        preparing: progress.preparing.unwrap_or_default(),
     }
 }
 
@@ -273,26 +347,6 @@ fn report_of(result: pb::TaskResult) -> Result<TaskReport, Status> {
 /// Only plain file names of pattern databases, never paths.
 fn is_pdb_file_name(name: &str) -> bool {
     !name.contains(['/', '\\']) && !name.starts_with('.') && name.ends_with(".pdb")
-}
-
-/// Pattern database work, in the coordinator's log.
-fn log_pdb_event(event: PdbEvent<'_>) {
-    match event {
-        PdbEvent::Building {
-            path,
-            estimated_seconds,
-            ..
-        } => {
-            tracing::info!(file = %path.display(), estimated_seconds, "building pattern database")
-        }
-        PdbEvent::Built { path, seconds } => {
-            tracing::info!(file = %path.display(), seconds, "built pattern database")
-        }
-        PdbEvent::Refused { error } => {
-            tracing::warn!(%error, "refused a pattern database file; rebuilding it")
-        }
-        PdbEvent::Loaded { .. } | PdbEvent::Progress(_) => {}
-    }
 }
 
 type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::BatchStatus, Status>> + Send>>;
@@ -579,6 +633,12 @@ impl pb::workers_server::Workers for Service {
             let mut scheduler = self.lock();
             let worker_id = scheduler.register(request.threads, &request.host)?;
             scheduler.set_default_heuristics(worker_id, &request.default_heuristics);
+            let tables: Vec<(String, u64)> = request
+                .pdbs
+                .iter()
+                .map(|file| (file.name.clone(), file.checksum))
+                .collect();
+            scheduler.set_worker_tables(worker_id, &tables);
             (worker_id, scheduler.worker_secret(worker_id)?)
         };
         tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, %peer,
@@ -672,6 +732,7 @@ impl pb::workers_server::Workers for Service {
         Ok(Response::new(pb::PollResponse {
             tasks: tasks.into_iter().map(task_message).collect(),
             cancelled,
+            send_pdbs: self.supply.requests_for(worker),
         }))
     }
 
@@ -748,6 +809,32 @@ impl pb::workers_server::Workers for Service {
         )))
     }
 
+    async fn upload_pdb(
+        &self,
+        request: Request<tonic::Streaming<pb::PdbUpload>>,
+    ) -> Result<Response<pb::UploadPdbResponse>, Status> {
+        let mut stream = request.into_inner();
+        let first = stream
+            .message()
+            .await?
+            .ok_or_else(|| Status::invalid_argument("an upload needs at least one message"))?;
+        self.lock()
+            .check_worker(first.worker_id, &first.worker_secret)?;
+        let (worker, name) = (first.worker_id, first.file_name.clone());
+        let Some((spec, checksum)) = self.supply.expected(worker, &name) else {
+            return Err(Status::failed_precondition(format!(
+                "{name}: this coordinator did not ask worker {worker} for it"
+            )));
+        };
+        let outcome = self.receive_pdb(first, &mut stream, &spec, checksum).await;
+        let reply = outcome
+            .as_ref()
+            .map(|_| ())
+            .map_err(|reason| Status::invalid_argument(format!("{name}: {reason}")));
+        self.supply.fetched(worker, &name, outcome);
+        reply.map(|()| Response::new(pb::UploadPdbResponse {}))
+    }
+
     async fn heartbeat(
         &self,
         request: Request<pb::HeartbeatRequest>,
@@ -758,6 +845,9 @@ impl pb::workers_server::Workers for Service {
             scheduler.check_worker(request.worker_id, &request.worker_secret)?;
             scheduler.heartbeat(request.worker_id, &request.running)?
         };
-        Ok(Response::new(pb::HeartbeatResponse { cancelled }))
+        Ok(Response::new(pb::HeartbeatResponse {
+            cancelled,
+            send_pdbs: self.supply.requests_for(request.worker_id),
+        }))
     }
 }

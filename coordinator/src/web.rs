@@ -129,6 +129,7 @@ impl From<SchedulerError> for WebError {
             }
             SchedulerError::ResourceExhausted(_) => StatusCode::TOO_MANY_REQUESTS,
             SchedulerError::PermissionDenied(_) => StatusCode::FORBIDDEN,
+            SchedulerError::FailedPrecondition(_) => StatusCode::CONFLICT,
             SchedulerError::Store(_) | SchedulerError::Pdb(_) | SchedulerError::Internal(_) => {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
@@ -183,6 +184,8 @@ struct BatchJson {
     /// Seconds to go, only when enough similar puzzles have finished to extrapolate from; a
     /// single hard puzzle gets none, because no honest one exists.
     eta_seconds: Option<f64>,
+    /// What the batch's waiting items wait for (pattern tables being obtained), if any.
+    preparing: Option<String>,
 }
 
 impl From<BatchProgress> for BatchJson {
@@ -201,6 +204,7 @@ impl From<BatchProgress> for BatchJson {
             nodes_per_second: p.nodes_per_second,
             seconds: p.seconds,
             eta_seconds,
+            preparing: p.preparing,
         }
     }
 }

@@ -194,6 +194,11 @@ async function follow(batch) {
       return showSolution(item.board, item.length, item.moves);
     }
     const s = result.status;
+    if (s.preparing) {
+      status(`batch ${batch}: preparing tables: ${s.preparing}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      continue;
+    }
     status(`batch ${batch}: searching, bound ${s.bounds.join(", ") || "…"}, ${(s.nodes_per_second / 1e6).toFixed(1)} M nodes/s`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -236,7 +241,7 @@ function render(o) {
     cell(row, b.batch);
     cell(row, `${b.solved} / ${b.total}`);
     cell(row, b.failed);
-    cell(row, b.done ? "done" : b.bounds.slice(0, 8).join(" "));
+    cell(row, b.done ? "done" : b.preparing ? "preparing tables: " + b.preparing : b.bounds.slice(0, 8).join(" "));
     cell(row, rate(b.nodes_per_second));
     cell(row, secs(b.seconds));
     cell(row, b.done ? "" : b.eta_seconds == null ? "no honest estimate yet" : secs(b.eta_seconds) + " left");

@@ -42,6 +42,8 @@ pub enum PdbEvent<'a> {
 pub struct PdbStore {
     dir: PathBuf,
     threads: usize,
+    /// Whether a missing or unusable table is built; if not, it is an error.
+    builds: bool,
 }
 
 impl PdbStore {
@@ -50,6 +52,17 @@ impl PdbStore {
         PdbStore {
             dir: dir.into(),
             threads: threads.max(1),
+            builds: true,
+        }
+    }
+
+    /// The same directory, where a missing or unusable table is an error rather than a build:
+    /// for a process that obtains its tables elsewhere first (a coordinator fetching from its
+    /// workers).
+    pub fn without_builds(&self) -> PdbStore {
+        PdbStore {
+            builds: false,
+            ..self.clone()
         }
     }
 
@@ -82,10 +95,12 @@ impl PdbStore {
                 });
                 Ok(Arc::new(table))
             }
-            Err(PdbError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Err(PdbError::Io { source, .. })
+                if self.builds && source.kind() == std::io::ErrorKind::NotFound =>
+            {
                 self.build(spec, events)
             }
-            Err(error @ (PdbError::Corrupt { .. } | PdbError::Mismatch { .. })) => {
+            Err(error @ (PdbError::Corrupt { .. } | PdbError::Mismatch { .. })) if self.builds => {
                 events(PdbEvent::Refused { error: &error });
                 self.build(spec, events)
             }

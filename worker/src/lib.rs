@@ -24,6 +24,9 @@ use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::task::{run_task, TaskOutcome, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
+mod upload;
+use upload::Uploader;
+
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
     /// Where the coordinator is, with the token and TLS settings to reach it.
@@ -233,12 +236,19 @@ async fn registered_session(
         .into_inner();
     let (worker_id, worker_secret) = (registered.worker_id, registered.worker_secret);
     tracing::info!(worker = worker_id, threads, "registered with coordinator");
+    let uploader = Uploader::new(
+        WorkersClient::new(channel.clone()),
+        worker_id,
+        worker_secret.clone(),
+        config.data.clone(),
+    );
     let mut heartbeat = tokio::spawn(heartbeats(
         WorkersClient::new(channel),
         worker_id,
         worker_secret.clone(),
         Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(100))),
         running.clone(),
+        uploader.clone(),
     ));
     let polling = async {
         let mut finished = Vec::new();
@@ -269,6 +279,7 @@ async fn registered_session(
                 .map_err(ended)?
                 .into_inner();
             cancel(running, &response.cancelled);
+            uploader.send(response.send_pdbs);
             let idle = response.tasks.is_empty();
             for task in response.tasks {
                 running
@@ -310,6 +321,7 @@ async fn heartbeats(
     worker_secret: String,
     every: Duration,
     running: Running,
+    uploader: Uploader,
 ) -> SessionEnd {
     let mut tick = tokio::time::interval(every);
     loop {
@@ -328,7 +340,11 @@ async fn heartbeats(
             })
             .await
         {
-            Ok(response) => cancel(&running, &response.into_inner().cancelled),
+            Ok(response) => {
+                let response = response.into_inner();
+                cancel(&running, &response.cancelled);
+                uploader.send(response.send_pdbs);
+            }
             Err(status) if status.code() == tonic::Code::NotFound => {
                 return SessionEnd::Lost(status.message().to_string())
             }

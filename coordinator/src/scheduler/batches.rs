@@ -20,6 +20,8 @@ pub struct BatchProgress {
     pub workers: u32,
     /// Since the batch was submitted to (or resumed by) this process.
     pub seconds: f64,
+    /// What its waiting items wait for (pattern tables being obtained), if any wait.
+    pub preparing: Option<String>,
 }
 
 /// (total, solved, failed) of a batch's items.
@@ -133,6 +135,7 @@ impl Batches {
             },
             workers: 0,
             seconds: figures.seconds,
+            preparing: None,
         }
     }
 
@@ -168,6 +171,7 @@ impl Batches {
             },
             workers,
             seconds,
+            preparing: None,
         }
     }
 }

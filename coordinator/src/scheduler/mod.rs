@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
-use tilesolve::pdb::{default_memory_budget, PdbEvent, PdbStore};
+use tilesolve::pdb::{default_memory_budget, PdbStore};
 use tilesolve::search::PartSize;
 pub use tilesolve::task::TaskOutcome;
 use tilesolve::task::Work;
@@ -32,6 +32,7 @@ mod batches;
 mod intake;
 mod lifecycle;
 mod records;
+mod tables;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -40,6 +41,7 @@ mod workers;
 pub use batches::BatchProgress;
 pub use lifecycle::{subtree_budget, FinishedSplit, PendingSplit};
 pub use records::{Flusher, TaskRecords};
+pub use tables::{SolverKey, TableNeed};
 pub use workers::WorkerView;
 
 use batches::Batches;
@@ -96,6 +98,9 @@ pub struct SchedulerConfig {
     /// The share of a worker's reports audited once it is past probation (see `audits`):
     /// each audit costs about one more task. 0 turns audits off (every worker trusted).
     pub audit_fraction: f64,
+    /// Whether the coordinator may build a pattern table that no connected worker can send
+    /// it (`serve --no-table-builds` turns it off: a batch needing such a table is refused).
+    pub build_tables: bool,
 }
 
 /// The default [`SchedulerConfig::audit_fraction`]: about 5% more work; a worker whose reports
@@ -117,6 +122,7 @@ impl Default for SchedulerConfig {
             profile_depth: 4,
             table_budget: default_memory_budget(),
             audit_fraction: DEFAULT_AUDIT_FRACTION,
+            build_tables: true,
         }
     }
 }
@@ -135,6 +141,8 @@ pub enum SchedulerError {
     PermissionDenied(String),
     #[error("{0}")]
     ResourceExhausted(String),
+    #[error("{0}")]
+    FailedPrecondition(String),
     #[error("pattern database: {0}")]
     Pdb(String),
     #[error("internal error: {0}")]
@@ -270,7 +278,11 @@ pub struct Scheduler {
     store: Store,
     pdbs: PdbStore,
     config: SchedulerConfig,
-    solvers: HashMap<(Board, String), Solver>,
+    solvers: HashMap<SolverKey, Solver>,
+    /// Batches stored and acknowledged whose tables are still being obtained.
+    waiting: BTreeMap<u64, tables::WaitingBatch>,
+    /// What the table supply is doing for each solver waiting batches need.
+    preparing: HashMap<SolverKey, String>,
     /// Ordered by (batch, index), so one batch's puzzles are a range.
     puzzles: BTreeMap<PuzzleId, Puzzle>,
     tasks: Tasks,
@@ -304,6 +316,8 @@ impl Scheduler {
             pdbs,
             config,
             solvers: HashMap::new(),
+            waiting: BTreeMap::new(),
+            preparing: HashMap::new(),
             puzzles: BTreeMap::new(),
             tasks: Tasks::default(),
             workers: Workers::default(),
@@ -322,11 +336,7 @@ impl Scheduler {
             let items = scheduler.store.items(batch.id)?;
             let counts = batches::counts(&items);
             scheduler.batches.open(batch.id, counts);
-            for (index, item) in items.into_iter().enumerate() {
-                if item.status == ItemStatus::Queued {
-                    scheduler.start_item(batch.id, index as u32, &item, &batch.heuristic)?;
-                }
-            }
+            scheduler.start_or_wait(batch.id, &items, &batch.heuristic)?;
             if counts.1 + counts.2 == counts.0 {
                 // Finished before its figures were stored (a store from an older version).
                 scheduler.close_batch(batch.id)?;
@@ -346,21 +356,17 @@ impl Scheduler {
         self.config.table_budget
     }
 
-    /// The solver for a goal and heuristic name, loading (or building) pattern databases.
-    fn solver(&mut self, goal: &Board, heuristic: &str) -> Result<&Solver, SchedulerError> {
-        let key = (*goal, heuristic.to_string());
-        if !self.solvers.contains_key(&key) {
-            let budget = self.config.table_budget;
-            let choice = parse_heuristic(heuristic)?.resolve(goal, budget);
-            let quiet = |_: PdbEvent<'_>| {};
-            let built = choice
-                .build(goal, budget, &self.pdbs, &quiet)
-                .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
-            let name = choice.to_string();
-            self.solvers
-                .insert(key.clone(), Solver::with_heuristic(*goal, built, name));
-        }
-        Ok(&self.solvers[&key])
+    /// The solver for a goal and heuristic name: ready for every started puzzle (see `tables`).
+    fn solver(&self, goal: &Board, heuristic: &str) -> Result<&Solver, SchedulerError> {
+        self.solvers
+            .get(&(*goal, heuristic.to_string()))
+            .ok_or_else(|| {
+                SchedulerError::Internal(format!(
+                    "no solver loaded for {heuristic} on {}x{} boards",
+                    goal.side(),
+                    goal.side()
+                ))
+            })
     }
 
     /// Accepts a batch: parses every line (bad lines become failed items naming the line and
@@ -391,15 +397,12 @@ impl Scheduler {
             .filter(|i| i.status == ItemStatus::Queued)
             .count();
         self.check_capacity(queued)?;
+        self.check_tables_obtainable(&items, &choice)?;
         let batch = self
             .store
             .create_batch(&choice, &items, intake::now_unix_ms())?;
         self.batches.open(batch, batches::counts(&items));
-        for (index, item) in items.iter().enumerate() {
-            if item.status == ItemStatus::Queued {
-                self.start_item(batch, index as u32, item, &choice)?;
-            }
-        }
+        self.start_or_wait(batch, &items, &choice)?;
         if queued == 0 {
             // Every line answered from the store or invalid: done as it is acknowledged.
             self.close_batch(batch)?;
@@ -416,39 +419,13 @@ impl Scheduler {
     /// with the count of board lines before any work is done for a batch (a refused batch must
     /// not first trigger a pattern database build), and again with the exact count in `submit`.
     pub fn check_capacity(&self, puzzles: usize) -> Result<(), SchedulerError> {
-        if self.puzzles.len() + puzzles > self.config.max_pending_puzzles {
+        let pending = self.puzzles.len() + self.waiting_items();
+        if pending + puzzles > self.config.max_pending_puzzles {
             return Err(SchedulerError::ResourceExhausted(format!(
-                "the coordinator holds {} unfinished puzzles; {puzzles} more would pass its limit of {}: \
+                "the coordinator holds {pending} unfinished puzzles; {puzzles} more would pass its limit of {}: \
                  resubmit when some have finished",
-                self.puzzles.len(),
                 self.config.max_pending_puzzles
             )));
-        }
-        Ok(())
-    }
-
-    /// Makes sure the pattern databases a batch needs are on disk, building any that are
-    /// missing. Called without the scheduler's lock held, because a build can take minutes and
-    /// heartbeats must not wait for it; `submit` then only loads the files.
-    pub fn prepare(
-        pdbs: &PdbStore,
-        lines: &[String],
-        heuristic: &str,
-        goal: &str,
-        table_budget: u64,
-        events: &(dyn Fn(PdbEvent<'_>) + Sync),
-    ) -> Result<(), SchedulerError> {
-        // A batch `submit` refuses (too long, bad names) needs nothing built.
-        if lines.len() > MAX_BATCH_LINES {
-            return Ok(());
-        }
-        let (Ok(choice), Ok(goal)) = (parse_heuristic(heuristic), parse_goal(goal)) else {
-            return Ok(());
-        };
-        for side in intake::sides(lines, goal) {
-            choice
-                .build(&goal.for_side(side), table_budget, pdbs, events)
-                .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
         }
         Ok(())
     }
@@ -620,9 +597,11 @@ impl Scheduler {
             .map(|(_, p)| p.bound)
             .collect();
         bounds.sort_unstable();
-        Ok(self
+        let mut progress = self
             .batches
-            .progress(batch, counts, bounds, self.workers.len() as u32))
+            .progress(batch, counts, bounds, self.workers.len() as u32);
+        progress.preparing = self.preparing(batch);
+        Ok(progress)
     }
 
     /// The connected workers.
@@ -637,7 +616,7 @@ impl Scheduler {
         SchedulerTotals {
             tasks_queued: queued,
             tasks_running: running,
-            puzzles_pending: self.puzzles.len() as u64,
+            puzzles_pending: (self.puzzles.len() + self.waiting_items()) as u64,
             workers: workers.len() as u64,
             worker_threads: workers.iter().map(|w| u64::from(w.threads)).sum(),
             nodes_per_second: workers.iter().map(|w| w.nodes_per_second).sum(),
@@ -724,6 +703,7 @@ impl Scheduler {
         for puzzle in puzzles {
             self.finish_failed(puzzle, "cancelled".into())?;
         }
+        self.fail_waiting_batch(batch, "cancelled")?;
         self.store.flush()?;
         self.progress(batch)
     }

@@ -26,6 +26,9 @@ const MAX_QUARANTINED: usize = 10_000;
 const MAX_HOST: usize = 100;
 const MAX_DEFAULT_HEURISTICS: usize = 8;
 const MAX_HEURISTIC_NAME: usize = 60;
+/// Pattern database files remembered per worker, and the longest name kept.
+const MAX_TABLES: usize = 64;
+const MAX_TABLE_NAME: usize = 200;
 
 struct WorkerInfo {
     threads: u32,
@@ -34,6 +37,9 @@ struct WorkerInfo {
     host: String,
     /// What `default` means on the worker, e.g. "5x5 pdb:6-6-6-6-max".
     default_heuristics: Vec<String>,
+    /// The pattern database files it holds (name, checksum), as it said when registering:
+    /// where the coordinator asks first for a table it lacks.
+    tables: Vec<(String, u64)>,
     registered: Instant,
     last_seen: Instant,
     nodes: u64,
@@ -123,6 +129,7 @@ impl Workers {
                 secret,
                 host: host.chars().take(MAX_HOST).collect(),
                 default_heuristics: Vec::new(),
+                tables: Vec::new(),
                 registered: now,
                 last_seen: now,
                 nodes: 0,
@@ -145,6 +152,35 @@ impl Workers {
                 .map(|name| name.chars().take(MAX_HEURISTIC_NAME).collect())
                 .collect();
         }
+    }
+
+    /// Records the pattern database files a worker holds (as it said when registering); a few
+    /// dozen are kept, the rest dropped.
+    pub(super) fn set_tables(&mut self, worker: WorkerId, tables: &[(String, u64)]) {
+        if let Some(info) = self.workers.get_mut(&worker) {
+            info.tables = tables
+                .iter()
+                .filter(|(name, _)| name.len() <= MAX_TABLE_NAME)
+                .take(MAX_TABLES)
+                .cloned()
+                .collect();
+        }
+    }
+
+    /// The connected workers (not quarantined) that hold the file `name`, with the checksum
+    /// each stated, in id order.
+    pub(super) fn holders(&self, name: &str) -> Vec<(WorkerId, u64)> {
+        let mut holders: Vec<(WorkerId, u64)> = self
+            .workers
+            .iter()
+            .filter(|(id, _)| !self.quarantined.contains_key(id))
+            .filter_map(|(id, info)| {
+                let (_, checksum) = info.tables.iter().find(|(held, _)| held == name)?;
+                Some((*id, *checksum))
+            })
+            .collect();
+        holders.sort_unstable();
+        holders
     }
 
     pub(super) fn secret(&self, worker: WorkerId) -> Result<String, SchedulerError> {
