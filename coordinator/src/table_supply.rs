@@ -174,12 +174,16 @@ impl TableSupply {
             for (spec, holders) in missing.into_iter().zip(holders) {
                 let name = spec.file_name();
                 if let Some(fetch) = state.fetches.get(&name) {
-                    texts.push(format!(
-                        "fetching {name} from worker {}: {} of {} MB",
-                        fetch.worker,
-                        megabytes(fetch.received),
-                        megabytes(fetch.total.max(fetch.received))
-                    ));
+                    texts.push(if fetch.total == 0 {
+                        format!("fetching {name} from worker {}", fetch.worker)
+                    } else {
+                        format!(
+                            "fetching {name} from worker {}: {} of {} MB",
+                            fetch.worker,
+                            megabytes(fetch.received),
+                            megabytes(fetch.total)
+                        )
+                    });
                     continue;
                 }
                 let failed = state.failed_sources.get(&name);
