@@ -57,7 +57,8 @@ pub struct ServeArgs {
     policy: PolicyArgs,
     #[command(flatten)]
     memory: MemoryArgs,
-    /// Unfinished puzzles held at most; batches past it are refused until some finish.
+    /// Unfinished puzzles held at most (about 4 KB of memory each); batches past it are refused
+    /// until some finish.
     #[arg(long, default_value_t = SchedulerConfig::default().max_pending_puzzles)]
     max_pending: usize,
     /// Refuse every call (but health checks) without this bearer token. Prefer the
