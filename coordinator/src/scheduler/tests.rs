@@ -511,8 +511,10 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
         scheduler.totals()
     );
     let totals = scheduler.totals();
+    // Strikes (moves off the board) make the quarantine certain. A disproof is likely but not
+    // certain: only claims a shorter path refutes can be disproved, and which claims are made
+    // and audited depends on the lease order and the audit draw (1 run in about 15 saw none).
     assert!(totals.workers_quarantined >= 1, "{totals:?}");
-    assert!(totals.audits_disproved >= 1, "{totals:?}");
     for (item, (board, optimal)) in scheduler.items(batch).unwrap().iter().zip(&boards) {
         let ItemStatus::Solved(solved) = &item.status else {
             panic!("{board}: {:?}", item.status);
