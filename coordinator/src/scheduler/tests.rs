@@ -695,3 +695,72 @@ fn a_cancelled_batch_that_waits_for_tables_ends_at_once() {
     assert!(!scheduler.is_waiting(submitted.batch));
     assert_eq!(scheduler.totals().puzzles_pending, 0);
 }
+
+#[test]
+fn an_audit_disproves_a_path_two_moves_too_long_and_quarantines_its_worker() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    );
+    // 31 moves, far past its linear-conflict estimate: the whole task iterates, so its answer
+    // claims that nothing shorter exists below the board.
+    let batch = scheduler
+        .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let run = |task: &TaskSpec| {
+        let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
+        run_task(&solver, task.work(), None)
+    };
+    let liar = scheduler.register(1, "liar").unwrap();
+    let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    let truth = run(&tasks[0]);
+    let lied = lie(&tasks[0], truth.outcome, 1);
+    assert!(matches!(&lied, TaskOutcome::Found(moves) if moves.len() == 33));
+    // Another worker is there to audit (with none, an audit is skipped).
+    let honest = scheduler.register(1, "honest").unwrap();
+    let reports = vec![TaskReport::new(tasks[0].id, lied, truth.nodes)];
+    assert!(matches!(
+        scheduler.poll(liar, 0, reports),
+        Ok(_) | Err(SchedulerError::PermissionDenied(_))
+    ));
+    assert!(
+        !scheduler.progress(batch).unwrap().done,
+        "the answer waits for its audit"
+    );
+
+    let mut results = Vec::new();
+    for _ in 0..1_000 {
+        if scheduler.progress(batch).unwrap().done {
+            break;
+        }
+        let (tasks, _) = scheduler
+            .poll(honest, 1, std::mem::take(&mut results))
+            .unwrap();
+        scheduler.split_pending().unwrap();
+        for task in tasks {
+            let truth = run(&task);
+            results.push(TaskReport {
+                parts: truth.parts,
+                ..TaskReport::new(task.id, truth.outcome, truth.nodes)
+            });
+        }
+    }
+    let totals = scheduler.totals();
+    assert_eq!(totals.audits_disproved, 1, "{totals:?}");
+    assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
+    assert!(matches!(
+        scheduler.poll(liar, 1, Vec::new()),
+        Err(SchedulerError::PermissionDenied(_))
+    ));
+    let items = scheduler.items(batch).unwrap();
+    let ItemStatus::Solved(solution) = &items[0].status else {
+        panic!("{:?}", items[0].status);
+    };
+    assert_eq!(solution.length, 31);
+}
