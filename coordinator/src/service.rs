@@ -344,11 +344,6 @@ fn report_of(result: pb::TaskResult) -> Result<TaskReport, Status> {
     })
 }
 
-/// Only plain file names of pattern databases, never paths.
-fn is_pdb_file_name(name: &str) -> bool {
-    !name.contains(['/', '\\']) && !name.starts_with('.') && name.ends_with(".pdb")
-}
-
 type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::BatchStatus, Status>> + Send>>;
 /// Batches in a ListBatches answer unless asked otherwise, and at most.
 const DEFAULT_BATCHES_PAGE: usize = 1_000;
@@ -608,7 +603,7 @@ impl pb::workers_server::Workers for Service {
             )));
         }
         for file in &request.pdbs {
-            if !is_pdb_file_name(&file.name) {
+            if !tilesolve::pdb::file::is_file_name(&file.name) {
                 return Err(Status::invalid_argument(format!(
                     "pdbs: '{}' is not a pattern database file name",
                     file.name
@@ -743,7 +738,7 @@ impl pb::workers_server::Workers for Service {
         request: Request<pb::FetchPdbRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
         let name = request.into_inner().file_name;
-        if !is_pdb_file_name(&name) {
+        if !tilesolve::pdb::file::is_file_name(&name) {
             return Err(Status::invalid_argument(format!(
                 "'{name}' is not a pattern database file name"
             )));
@@ -821,9 +816,10 @@ impl pb::workers_server::Workers for Service {
         self.lock()
             .check_worker(first.worker_id, &first.worker_secret)?;
         let (worker, name) = (first.worker_id, first.file_name.clone());
-        let Some((spec, checksum)) = self.supply.expected(worker, &name) else {
+        let Some((spec, checksum)) = self.supply.start_upload(worker, &name) else {
             return Err(Status::failed_precondition(format!(
-                "{name}: this coordinator did not ask worker {worker} for it"
+                "{name}: this coordinator did not ask worker {worker} for it, or it is already \
+                 being sent"
             )));
         };
         let outcome = self.receive_pdb(first, &mut stream, &spec, checksum).await;

@@ -32,6 +32,9 @@ struct Fetch {
     spec: PatternSpec,
     /// Whether a Poll or Heartbeat response has carried the request.
     told: bool,
+    /// An upload of it is under way: a second one at once is refused (both would write the
+    /// same partial file).
+    receiving: bool,
     last_progress: Instant,
     received: u64,
     total: u64,
@@ -204,6 +207,7 @@ impl TableSupply {
                                 checksum,
                                 spec,
                                 told: false,
+                                receiving: false,
                                 last_progress: now,
                                 received: 0,
                                 total: 0,
@@ -352,14 +356,17 @@ impl TableSupply {
             .collect()
     }
 
-    /// What an upload of `name` from `worker` must be: the spec and the checksum it stated.
-    /// None: nobody asked that worker for that file.
-    pub fn expected(&self, worker: WorkerId, name: &str) -> Option<(PatternSpec, u64)> {
-        locked(&self.state)
+    /// Starts receiving `name` from `worker`: what the file must be (its spec and the checksum
+    /// the worker stated). None: nobody asked that worker for that file, or it is already
+    /// sending it.
+    pub fn start_upload(&self, worker: WorkerId, name: &str) -> Option<(PatternSpec, u64)> {
+        let mut state = locked(&self.state);
+        let fetch = state
             .fetches
-            .get(name)
-            .filter(|fetch| fetch.worker == worker)
-            .map(|fetch| (fetch.spec.clone(), fetch.checksum))
+            .get_mut(name)
+            .filter(|fetch| fetch.worker == worker && !fetch.receiving)?;
+        fetch.receiving = true;
+        Some((fetch.spec.clone(), fetch.checksum))
     }
 
     /// Bytes of `name` received so far from `worker`.

@@ -142,6 +142,13 @@ fn header(spec: &PatternSpec, checksum: u64) -> [u8; HEADER_LEN] {
     header
 }
 
+/// Whether `name` can only be a pattern database file inside a data directory: no path
+/// separators, not hidden, ending in `.pdb`. Every name another process sends (a worker asking
+/// for a file, a coordinator asking for one) is checked with this before it touches the disk.
+pub fn is_file_name(name: &str) -> bool {
+    !name.contains(['/', '\\']) && !name.starts_with('.') && name.ends_with(".pdb")
+}
+
 /// Writes a table atomically (a temporary file renamed into place) and returns its checksum.
 pub fn write(path: &Path, spec: &PatternSpec, entries: &[u8]) -> Result<u64, PdbError> {
     let checksum = xxhash_rust::xxh3::xxh3_64(entries);

@@ -46,7 +46,7 @@ impl Uploader {
         for name in names {
             // Only a plain file name in the data directory: the coordinator names a file the
             // worker said it holds, and nothing else of this host may be sent.
-            if name.contains(['/', '\\']) || name.starts_with('.') || !name.ends_with(".pdb") {
+            if !tilesolve::pdb::file::is_file_name(&name) {
                 tracing::warn!(file = %name, "coordinator asked for a file that is not a pattern table");
                 continue;
             }

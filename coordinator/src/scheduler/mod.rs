@@ -420,9 +420,8 @@ impl Scheduler {
         })
     }
 
-    /// Refuses `puzzles` more unfinished puzzles if they would pass the configured limit. Called
-    /// with the count of board lines before any work is done for a batch (a refused batch must
-    /// not first trigger a pattern database build), and again with the exact count in `submit`.
+    /// Refuses `puzzles` more unfinished puzzles if they would pass the configured limit
+    /// (started ones and those waiting for tables), before anything of the batch is stored.
     pub fn check_capacity(&self, puzzles: usize) -> Result<(), SchedulerError> {
         let pending = self.puzzles.len() + self.waiting_items();
         if pending + puzzles > self.config.max_pending_puzzles {

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::file::PatternSpec;
 use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::{parse_board, Board, Solver};
@@ -69,10 +70,15 @@ impl Scheduler {
         Ok(())
     }
 
+    /// The heuristic `key` names, `default` resolved within the coordinator's table budget.
+    fn resolved(&self, key: &SolverKey) -> Result<HeuristicChoice, SchedulerError> {
+        Ok(parse_heuristic(&key.1)?.resolve(&key.0, self.config.table_budget))
+    }
+
     /// Why no solver can be made for `key`: a named preset for another board size. Its items
     /// fail with this reason; the rest of their batch goes on.
     fn unusable(&self, key: &SolverKey) -> Result<Option<String>, SchedulerError> {
-        let choice = parse_heuristic(&key.1)?.resolve(&key.0, self.config.table_budget);
+        let choice = self.resolved(key)?;
         Ok(choice
             .preset()
             .and_then(|preset| PdbStore::specs(preset, &key.0).err())
@@ -84,7 +90,7 @@ impl Scheduler {
         if self.solvers.contains_key(key) {
             return Ok(true);
         }
-        let choice = parse_heuristic(&key.1)?.resolve(&key.0, self.config.table_budget);
+        let choice = self.resolved(key)?;
         if choice.preset().is_some() {
             return Ok(false);
         }
@@ -115,7 +121,7 @@ impl Scheduler {
 
     /// The table files `key` needs that are not in the data directory.
     pub fn missing_tables(&self, key: &SolverKey) -> Result<Vec<PatternSpec>, SchedulerError> {
-        let choice = parse_heuristic(&key.1)?.resolve(&key.0, self.config.table_budget);
+        let choice = self.resolved(key)?;
         let Some(preset) = choice.preset() else {
             return Ok(Vec::new());
         };
