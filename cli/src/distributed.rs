@@ -92,6 +92,20 @@ pub struct ServeArgs {
     /// refuse a batch needing a table that no connected worker holds.
     #[arg(long)]
     no_table_builds: bool,
+    /// Remove finished batches (and their items; answers stay, so queries still find them)
+    /// once they were submitted this many days ago (fractions allowed), checking every tenth
+    /// of that. Without it every batch is kept; `tilesolve prune` removes them by hand.
+    #[arg(long, value_name = "DAYS", value_parser = days)]
+    keep_batches_days: Option<Duration>,
+}
+
+fn days(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(days) if days > 0.0 && days <= 36_500.0 => Ok(Duration::from_secs_f64(days * 86_400.0)),
+        _ => Err(format!(
+            "'{text}' is not a number of days above 0 (at most 36500)"
+        )),
+    }
 }
 
 fn audit_fraction(text: &str) -> Result<f64, String> {
@@ -190,6 +204,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             limits: Limits::default(),
             idle_timeout: Duration::from_secs_f64(args.idle_timeout.max(1.0)),
             store_cache_bytes: args.store_cache_mib << 20,
+            keep_batches: args.keep_batches_days,
         };
         server::run(listener, config, ctrl_c()).await?;
         Ok(true)
@@ -347,7 +362,7 @@ async fn submit_and_report(
     wait: bool,
 ) -> anyhow::Result<bool> {
     let lines = read_lines(&options.file)?;
-    submit_lines(
+    let submitted = submit_lines(
         connect,
         lines,
         &options.heuristic,
@@ -355,7 +370,15 @@ async fn submit_and_report(
         options.json,
         wait,
     )
-    .await
+    .await?;
+    Ok(submitted.all_solved)
+}
+
+/// A batch [`submit_lines`] submitted.
+pub(crate) struct Submitted {
+    pub batch: u64,
+    /// Every item solved (known only when it waited; else: no line was invalid).
+    pub all_solved: bool,
 }
 
 /// Submits `lines` as one batch; with `wait`, watches it and prints its results.
@@ -366,7 +389,7 @@ pub(crate) async fn submit_lines(
     goal: &str,
     json: bool,
     wait: bool,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Submitted> {
     let mut client = client(connect).await?;
     let submitted = client
         .submit_batch(pb::SubmitBatchRequest {
@@ -381,22 +404,16 @@ pub(crate) async fn submit_lines(
         "batch {}: {} boards ({} invalid, {} answered from the store)",
         submitted.batch_id, submitted.items, submitted.invalid, submitted.from_store
     );
-    if !wait {
-        println!("{}", submitted.batch_id);
-        return Ok(submitted.invalid == 0);
-    }
-    // From here on the batch is the coordinator's (flushed to its disk before it answered): if
-    // the coordinator goes away, wait for it to come back rather than give up.
-    let bar = progress_bar();
     let batch = submitted.batch_id;
-    loop {
-        match watch(&mut client, batch, &bar).await {
-            Ok(()) => break,
-            Err(status) if is_lasting(&status) => return Err(refused(status)),
-            Err(_) => client = reconnect(connect, &bar).await?,
-        }
+    if !wait {
+        println!("{batch}");
+        return Ok(Submitted {
+            batch,
+            all_solved: submitted.invalid == 0,
+        });
     }
-    bar.finish_and_clear();
+    let bar = progress_bar();
+    client = wait_until_done(connect, client, batch, &bar).await?;
     // Page by page, printing as they come, so memory holds one page however large the batch.
     let mut output = ResultsOutput::new(json, false);
     let mut facts = FactCheck::default();
@@ -416,7 +433,30 @@ pub(crate) async fn submit_lines(
     };
     output.status(status.as_ref());
     facts.report();
-    Ok(output.all_solved)
+    Ok(Submitted {
+        batch,
+        all_solved: output.all_solved,
+    })
+}
+
+/// Watches `batch` until every item has ended, with `bar` showing its progress. The batch is
+/// the coordinator's (flushed to its disk before it was acknowledged): if the coordinator goes
+/// away, this waits for it to come back rather than give up. Returns the client it ended with.
+pub(crate) async fn wait_until_done(
+    connect: &ConnectOptions,
+    mut client: Client,
+    batch: u64,
+    bar: &ProgressBar,
+) -> anyhow::Result<Client> {
+    loop {
+        match watch(&mut client, batch, bar).await {
+            Ok(()) => break,
+            Err(status) if is_lasting(&status) => return Err(refused(status)),
+            Err(_) => client = reconnect(connect, bar).await?,
+        }
+    }
+    bar.finish_and_clear();
+    Ok(client)
 }
 
 /// Why reading a batch's pages stopped.
@@ -535,7 +575,7 @@ async fn reconnect(connect: &ConnectOptions, bar: &ProgressBar) -> anyhow::Resul
     }
 }
 
-fn progress_bar() -> ProgressBar {
+pub(crate) fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} solved  {msg}  [{elapsed_precise}]")
@@ -884,6 +924,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             limits: Limits::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             store_cache_bytes: DEFAULT_CACHE_BYTES,
+            keep_batches: None,
         };
         let coordinator = tokio::spawn(server::run(listener, config, wait_for(stopped.clone())));
         let connect = ConnectOptions::new(url);

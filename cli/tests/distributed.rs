@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -360,6 +361,164 @@ fn export_then_import_into_a_fresh_coordinator_answers_every_board_optimally() {
         assert!(ok, "{board}: {stderr}");
         assert_eq!(lengths(&stdout), vec![(board.clone(), Some(*optimal))]);
     }
+}
+
+/// (line, board, length, error) of each item of `batch`, from `results --json`.
+fn item_outcomes(url: &str, batch: &str) -> Vec<(u64, String, Option<u64>, Option<String>)> {
+    let (ok, stdout, stderr) = run(&["results", "--coordinator", url, "--json", batch]);
+    assert!(ok || stdout.contains("error"), "{stderr}");
+    stdout
+        .lines()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            (
+                value["line"].as_u64().unwrap_or(0),
+                value["board"].as_str().unwrap_or_default().to_string(),
+                value["length"].as_u64(),
+                value["error"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn export_with_batches_then_import_submits_the_same_batches_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let easy = dir.path().join("easy.txt");
+    std::fs::write(
+        &easy,
+        "# two boards and a bad line\n8,6,7,2,5,4,3,0,1\n1,2,3\n\n1,2,3,4,5,6,0,7,8\n",
+    )
+    .unwrap();
+    let hard = dir.path().join("hard.txt");
+    write_batch(&hard, &known_boards(1)[10..], false);
+    let exported = dir.path().join("backup.jsonl");
+    let source_outcomes = {
+        let source = Coordinator::start(&dir.path().join("source"), "127.0.0.1:0", &[], &[]);
+        let url = source.url();
+        let _worker = worker(&url, &dir.path().join("w1"), &[]);
+        let submit = |file: &Path, wait: bool| {
+            let mut args = vec!["submit", "--coordinator", &url, "--heuristic", "manhattan"];
+            if wait {
+                args.push("--wait");
+            }
+            args.push(file.to_str().unwrap());
+            run(&args)
+        };
+        let (_, _, stderr) = submit(&easy, true);
+        assert!(stderr.contains("1 invalid"), "{stderr}");
+        // A 15-puzzle that Manhattan takes a while over, cancelled at once.
+        let (ok, id, stderr) = submit(&hard, false);
+        assert!(ok && id.trim() == "2", "{id} {stderr}");
+        let (ok, _, stderr) = run(&["cancel", "--coordinator", &url, "2"]);
+        assert!(ok, "{stderr}");
+        let (ok, _, stderr) = run(&[
+            "export",
+            "--coordinator",
+            &url,
+            "--batches",
+            "-o",
+            exported.to_str().unwrap(),
+        ]);
+        assert!(ok, "{stderr}");
+        assert!(
+            stderr.contains("exported 2 answers and 2 batches"),
+            "{stderr}"
+        );
+        (item_outcomes(&url, "1"), item_outcomes(&url, "2"))
+    };
+    assert_eq!(
+        source_outcomes
+            .0
+            .iter()
+            .map(|o| (o.0, o.2))
+            .collect::<Vec<_>>(),
+        vec![(2, Some(31)), (3, None), (5, Some(2))]
+    );
+    assert_eq!(source_outcomes.1[0].3.as_deref(), Some("cancelled"));
+
+    let target = Coordinator::start(&dir.path().join("target"), "127.0.0.1:0", &[], &[]);
+    let url = target.url();
+    let _worker = worker(&url, &dir.path().join("w2"), &[]);
+    let (ok, _, stderr) = run(&[
+        "import",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "linear-conflict",
+        exported.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    // Batch 1 of the target proves the answers; the two batches follow as 2 and 3.
+    assert!(stderr.contains("batch 1 imported as batch 2"), "{stderr}");
+    assert!(stderr.contains("batch 2 imported as batch 3"), "{stderr}");
+    common::wait_until(
+        "the imported batches to end",
+        Duration::from_secs(120),
+        || {
+            let (_, listed, _) = run(&["batches", "--coordinator", &url]);
+            (listed.lines().count() == 3 && !listed.contains("running")).then_some(())
+        },
+    );
+    // The same items at the same lines with the same answers and errors, from the store.
+    assert_eq!(item_outcomes(&url, "2"), source_outcomes.0);
+    assert_eq!(item_outcomes(&url, "3"), source_outcomes.1);
+}
+
+#[test]
+fn serve_keeps_batches_only_as_long_as_told_and_keeps_their_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, _, stderr) = run(&["serve", "--keep-batches-days", "0"]);
+    assert!(
+        !ok && stderr.contains("not a number of days above 0"),
+        "{stderr}"
+    );
+    // 0.00005 days is 4.3 s; the coordinator looks every 10 s at most.
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        &["--keep-batches-days", "0.00005"],
+        &[],
+    );
+    let url = server.url();
+    let _worker = worker(&url, &dir.path().join("w1"), &[]);
+    let path = dir.path().join("batch.txt");
+    std::fs::write(&path, "8,6,7,2,5,4,3,0,1\n").unwrap();
+    let (ok, _, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "manhattan",
+        "--wait",
+        path.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    common::wait_until(
+        "the finished batch to be pruned",
+        Duration::from_secs(60),
+        || {
+            let (ok, listed, _) = run(&["batches", "--coordinator", &url]);
+            (ok && listed.trim().is_empty()).then_some(())
+        },
+    );
+    let (ok, stdout, stderr) = run(&[
+        "query",
+        "--coordinator",
+        &url,
+        "--json",
+        "8,6,7,2,5,4,3,0,1",
+    ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        lengths(&stdout),
+        vec![("8,6,7,2,5,4,3,0,1".to_string(), Some(31))]
+    );
+    assert!(
+        server.log_text().contains("batches pruned"),
+        "{}",
+        server.log_text()
+    );
 }
 
 #[test]

@@ -56,6 +56,10 @@ pub struct ServeConfig {
     pub idle_timeout: Duration,
     /// The store's page cache.
     pub store_cache_bytes: u64,
+    /// Finished batches submitted longer ago than this are removed with their items (their
+    /// answers stay): what keeps a long-running coordinator's store, and sled's memory for it,
+    /// from growing with every batch ever submitted. None keeps every batch.
+    pub keep_batches: Option<Duration>,
 }
 
 /// The default [`ServeConfig::idle_timeout`]: long past any pause of a live client (pinged
@@ -126,6 +130,9 @@ pub async fn run(
     let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits);
     // Batches resumed from the store, or submitted from now on, may wait for pattern tables.
     let supply = tokio::spawn(service.table_supply().run());
+    let retention = config
+        .keep_batches
+        .map(|keep| tokio::spawn(prune_old_batches(service.clone(), keep)));
     let client_check = TokenCheck::client(config.token.as_deref());
     let worker_check = TokenCheck::worker(config.worker_token.as_deref(), config.token.as_deref());
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -194,5 +201,26 @@ pub async fn run(
         .await;
     sweeper.abort();
     supply.abort();
+    if let Some(retention) = retention {
+        retention.abort();
+    }
     Ok(result?)
+}
+
+/// Removes finished batches older than `keep`, again and again: every tenth of `keep`, but at
+/// least every hour and at most every 10 seconds, so the store holds about `keep` of batches
+/// plus a tenth.
+async fn prune_old_batches(service: Service, keep: Duration) {
+    let every = (keep / 10).clamp(Duration::from_secs(10), Duration::from_secs(3600));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let service = service.clone();
+        match tokio::task::spawn_blocking(move || service.prune_older_than(keep, false)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::error!(%error, "pruning old batches"),
+            Err(error) => tracing::error!(%error, "pruning old batches"),
+        }
+    }
 }

@@ -98,6 +98,16 @@ fn permit(semaphore: &Arc<Semaphore>, what: &str) -> Result<OwnedSemaphorePermit
     })
 }
 
+/// What a prune removed, and the store's size around it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub batches: u64,
+    pub items: u64,
+    pub boards: u64,
+    pub store_bytes_before: u64,
+    pub store_bytes_after: u64,
+}
+
 impl Service {
     pub fn new(
         scheduler: Arc<Mutex<Scheduler>>,
@@ -250,6 +260,54 @@ impl Service {
     pub fn lock(&self) -> MutexGuard<'_, Scheduler> {
         locked(&self.scheduler)
     }
+
+    /// Removes the finished batches submitted more than `older_than` ago, with their items
+    /// (and, with `solutions`, their answers and the boards on their paths). Blocking: a page
+    /// of batches per lock and one batch per lock when removing, so workers' polls go on
+    /// between them. Both `prune` and `serve --keep-batches-days` come here.
+    pub fn prune_older_than(
+        &self,
+        older_than: Duration,
+        solutions: bool,
+    ) -> Result<Pruned, SchedulerError> {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let cutoff =
+            now_ms.saturating_sub(u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX));
+        let mut pruned = Pruned {
+            store_bytes_before: self.lock().store_bytes(),
+            ..Pruned::default()
+        };
+        let mut after = None;
+        loop {
+            let (old, last) = self.lock().finished_before(cutoff, after, 1_000)?;
+            for batch in old {
+                let (items, boards) = self.lock().prune(batch, solutions)?;
+                if items > 0 {
+                    pruned.batches += 1;
+                    pruned.items += items as u64;
+                    pruned.boards += boards as u64;
+                }
+            }
+            match last {
+                Some(last) => after = Some(last),
+                None => break,
+            }
+        }
+        let scheduler = self.lock();
+        scheduler.flusher().flush()?;
+        pruned.store_bytes_after = scheduler.store_bytes();
+        if pruned.batches > 0 {
+            tracing::info!(
+                batches = pruned.batches,
+                items = pruned.items,
+                boards = pruned.boards,
+                "batches pruned"
+            );
+        }
+        Ok(pruned)
+    }
 }
 
 fn status_message(progress: BatchProgress) -> pb::BatchStatus {
@@ -380,44 +438,22 @@ impl pb::tilesolve_server::Tilesolve for Service {
         request: Request<pb::PruneBatchesRequest>,
     ) -> Result<Response<pb::PruneBatchesResponse>, Status> {
         let request = request.into_inner();
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let cutoff = now_ms.saturating_sub(request.older_than_seconds.saturating_mul(1000));
-        let before = self.lock().store_bytes();
-        let mut answer = pb::PruneBatchesResponse {
-            store_bytes_before: before,
-            ..Default::default()
-        };
-        // A page of batches per lock, and one batch per lock when removing: workers' polls go
-        // on between them.
-        let mut after = None;
-        loop {
-            let (old, last) = self.lock().finished_before(cutoff, after, 1_000)?;
-            for batch in old {
-                let (items, boards) = self.lock().prune(batch, request.solutions)?;
-                if items > 0 {
-                    answer.batches += 1;
-                    answer.items += items as u64;
-                    answer.boards += boards as u64;
-                }
-            }
-            match last {
-                Some(last) => after = Some(last),
-                None => break,
-            }
-        }
-        let scheduler = self.lock();
-        scheduler.flusher().flush()?;
-        answer.store_bytes_after = scheduler.store_bytes();
-        tracing::info!(
-            batches = answer.batches,
-            items = answer.items,
-            boards = answer.boards,
-            "batches pruned"
-        );
-        Ok(Response::new(answer))
+        let older_than = Duration::from_secs(request.older_than_seconds);
+        let service = self.clone();
+        let pruned = tokio::task::spawn_blocking(move || {
+            service.prune_older_than(older_than, request.solutions)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("prune: {e}")))??;
+        Ok(Response::new(pb::PruneBatchesResponse {
+            batches: pruned.batches,
+            items: pruned.items,
+            boards: pruned.boards,
+            store_bytes_before: pruned.store_bytes_before,
+            store_bytes_after: pruned.store_bytes_after,
+        }))
     }
+
     type ExportSolutionsStream = ExportStream;
 
     async fn export_solutions(
@@ -497,7 +533,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
         let scheduler = self.lock();
         let status = status_message(scheduler.progress(batch)?);
         // One item more than the page tells whether another page follows.
-        let mut page = scheduler.items_page(batch, start, page_size + 1)?;
+        let (stored, mut page) = scheduler.items_page(batch, start, page_size + 1)?;
         drop(scheduler);
         let next_page_token = if page.len() > page_size {
             page.truncate(page_size);
@@ -513,6 +549,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
                 line: item.line.unwrap_or(0),
                 text: item.text,
                 board: item.board.unwrap_or_default(),
+                goal: item.goal.unwrap_or_default(),
                 outcome: match item.status {
                     ItemStatus::Queued => None,
                     ItemStatus::Solved(stored) => {
@@ -526,6 +563,11 @@ impl pb::tilesolve_server::Tilesolve for Service {
             status: Some(status),
             items,
             next_page_token,
+            info: Some(pb::BatchInfo {
+                heuristic: stored.heuristic,
+                submitted_unix_ms: stored.submitted_unix_ms,
+                cancelled: stored.cancelled,
+            }),
         }))
     }
 

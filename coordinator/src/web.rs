@@ -345,7 +345,7 @@ async fn batch(
     let scheduler = state.service.lock();
     let status = BatchJson::from(scheduler.progress(id)?);
     let limit = page.limit.unwrap_or(WEB_PAGE).min(WEB_PAGE);
-    let mut items = scheduler.items_page(id, page.offset, limit + 1)?;
+    let (_, mut items) = scheduler.items_page(id, page.offset, limit + 1)?;
     drop(scheduler);
     let next_offset = (items.len() > limit).then(|| {
         items.truncate(limit);

@@ -25,7 +25,7 @@ pub use tilesolve::task::TaskOutcome;
 use tilesolve::task::Work;
 use tilesolve::{parse_board, Board, Direction, Solver};
 
-use crate::store::{ItemStatus, Store, StoreError, StoredItem, StoredSolution};
+use crate::store::{ItemStatus, Store, StoreError, StoredBatch, StoredItem, StoredSolution};
 
 mod audits;
 mod batches;
@@ -666,12 +666,16 @@ impl Scheduler {
         count: usize,
     ) -> Result<(Vec<u64>, Option<u64>), SchedulerError> {
         let page = self.store.batches_page(after, count, false)?;
-        let last = (page.len() == count)
+        // Ids are handed out in submission order: past the first batch submitted after the
+        // cutoff, none is older.
+        let reached_cutoff = page.iter().any(|b| b.submitted_unix_ms >= cutoff_unix_ms);
+        let last = (page.len() == count && !reached_cutoff)
             .then(|| page.last().map(|b| b.id))
             .flatten();
         let old = page
             .iter()
-            .filter(|b| b.submitted_unix_ms < cutoff_unix_ms && b.finished.is_some())
+            .take_while(|b| b.submitted_unix_ms < cutoff_unix_ms)
+            .filter(|b| b.finished.is_some())
             .map(|b| b.id)
             .collect();
         Ok((old, last))
@@ -720,17 +724,19 @@ impl Scheduler {
         Ok(self.store.items(batch)?)
     }
 
-    /// Up to `limit` of a batch's items from index `start` on, with their indices.
+    /// The batch as submitted, and up to `limit` of its items from index `start` on, with
+    /// their indices.
     pub fn items_page(
         &self,
         batch: u64,
         start: u32,
         limit: usize,
-    ) -> Result<Vec<(u32, StoredItem)>, SchedulerError> {
-        self.store
+    ) -> Result<(StoredBatch, Vec<(u32, StoredItem)>), SchedulerError> {
+        let stored = self
+            .store
             .batch(batch)?
             .ok_or(SchedulerError::UnknownBatch(batch))?;
-        Ok(self.store.items_page(batch, start, limit)?)
+        Ok((stored, self.store.items_page(batch, start, limit)?))
     }
 
     /// A stored solution, replayed before it is returned.
