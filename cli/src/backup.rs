@@ -16,6 +16,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use serde::{Deserialize, Serialize};
 use tilesolve::proto::v1 as pb;
+use tilesolve::{parse_board, Board};
 use tilesolve_coordinator::scheduler::MAX_BATCH_LINES;
 
 use crate::distributed::{
@@ -174,7 +175,7 @@ async fn export_batches(client: &mut Client, out: &mut dyn Write) -> anyhow::Res
 async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyhow::Result<()> {
     let mut items = Vec::new();
     let mut info = None;
-    let mut goal = String::new();
+    let mut goals = Vec::new();
     let mut token = String::new();
     loop {
         let page = client
@@ -188,8 +189,8 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
             .into_inner();
         info = info.or(page.info);
         for item in page.items {
-            if goal.is_empty() {
-                goal = item.goal.clone();
+            if !item.goal.is_empty() && !goals.contains(&item.goal) {
+                goals.push(item.goal.clone());
             }
             let (length, moves, error) = match item.outcome {
                 Some(pb::item_result::Outcome::Solution(solution)) => {
@@ -215,6 +216,11 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
     let info = info.with_context(|| {
         format!("batch {id}: the coordinator did not say how it was submitted (is it older than this client?)")
     })?;
+    let goal = if info.goal.is_empty() {
+        goal_named_by(&goals)
+    } else {
+        info.goal
+    };
     let batch = ExportedBatch {
         id,
         submitted_unix_ms: info.submitted_unix_ms,
@@ -228,6 +234,21 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
         write_line(out, &Tagged::Item(item))?;
     }
     Ok(())
+}
+
+/// The goal a batch stored before coordinators kept it asked for, from its items' goals: a
+/// named goal (which adapts to each board's size) when every one of them is that goal for its
+/// size, else the board they share.
+fn goal_named_by(goals: &[String]) -> String {
+    let boards: Vec<Board> = goals.iter().filter_map(|g| parse_board(g).ok()).collect();
+    let all = |named: fn(usize) -> Board| boards.iter().all(|b| *b == named(b.side()));
+    if all(Board::blank_last) {
+        "blank-last".into()
+    } else if all(Board::blank_first) {
+        "korf".into()
+    } else {
+        goals.first().cloned().unwrap_or_default()
+    }
 }
 
 /// What an export file holds: answer lines by goal, and batches with their items.

@@ -387,7 +387,8 @@ fn export_with_batches_then_import_submits_the_same_batches_again() {
     let easy = dir.path().join("easy.txt");
     std::fs::write(
         &easy,
-        "# two boards and a bad line\n8,6,7,2,5,4,3,0,1\n1,2,3\n\n1,2,3,4,5,6,0,7,8\n",
+        "# 3x3 and 4x4 boards (each towards its own default goal) and a bad line\n\
+         8,6,7,2,5,4,3,0,1\n1,2,3\n\n1,2,3,4,5,6,0,7,8\n1,2,3,4,5,6,7,8,9,10,11,12,13,14,0,15\n",
     )
     .unwrap();
     let hard = dir.path().join("hard.txt");
@@ -422,7 +423,7 @@ fn export_with_batches_then_import_submits_the_same_batches_again() {
         ]);
         assert!(ok, "{stderr}");
         assert!(
-            stderr.contains("exported 2 answers and 2 batches"),
+            stderr.contains("exported 3 answers and 2 batches"),
             "{stderr}"
         );
         (item_outcomes(&url, "1"), item_outcomes(&url, "2"))
@@ -433,7 +434,7 @@ fn export_with_batches_then_import_submits_the_same_batches_again() {
             .iter()
             .map(|o| (o.0, o.2))
             .collect::<Vec<_>>(),
-        vec![(2, Some(31)), (3, None), (5, Some(2))]
+        vec![(2, Some(31)), (3, None), (5, Some(2)), (6, Some(1))]
     );
     assert_eq!(source_outcomes.1[0].3.as_deref(), Some("cancelled"));
 
@@ -449,20 +450,21 @@ fn export_with_batches_then_import_submits_the_same_batches_again() {
         exported.to_str().unwrap(),
     ]);
     assert!(ok, "{stderr}");
-    // Batch 1 of the target proves the answers; the two batches follow as 2 and 3.
-    assert!(stderr.contains("batch 1 imported as batch 2"), "{stderr}");
-    assert!(stderr.contains("batch 2 imported as batch 3"), "{stderr}");
+    // The answers go first (a batch per goal, here 3x3 and 4x4: batches 1 and 2), then the
+    // batches, with new ids.
+    assert!(stderr.contains("batch 1 imported as batch 3"), "{stderr}");
+    assert!(stderr.contains("batch 2 imported as batch 4"), "{stderr}");
     common::wait_until(
         "the imported batches to end",
         Duration::from_secs(120),
         || {
             let (_, listed, _) = run(&["batches", "--coordinator", &url]);
-            (listed.lines().count() == 3 && !listed.contains("running")).then_some(())
+            (listed.lines().count() == 4 && !listed.contains("running")).then_some(())
         },
     );
     // The same items at the same lines with the same answers and errors, from the store.
-    assert_eq!(item_outcomes(&url, "2"), source_outcomes.0);
-    assert_eq!(item_outcomes(&url, "3"), source_outcomes.1);
+    assert_eq!(item_outcomes(&url, "3"), source_outcomes.0);
+    assert_eq!(item_outcomes(&url, "4"), source_outcomes.1);
 }
 
 #[test]

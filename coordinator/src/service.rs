@@ -565,6 +565,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
             next_page_token,
             info: Some(pb::BatchInfo {
                 heuristic: stored.heuristic,
+                goal: stored.goal.unwrap_or_default(),
                 submitted_unix_ms: stored.submitted_unix_ms,
                 cancelled: stored.cancelled,
             }),

@@ -68,6 +68,10 @@ pub struct StoredBatch {
     pub items: u32,
     pub submitted_unix_ms: u64,
     pub heuristic: String,
+    /// The goal it asked for (`blank-last`, `korf` or a board); None in batches stored before
+    /// it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
     pub cancelled: bool,
     /// Set when every item has ended: the batch's figures then come from here and the
     /// coordinator keeps nothing of it in memory.
@@ -347,6 +351,7 @@ impl Store {
     pub fn create_batch(
         &self,
         heuristic: &str,
+        goal: &str,
         items: &[StoredItem],
         now_unix_ms: u64,
     ) -> Result<u64, StoreError> {
@@ -365,6 +370,7 @@ impl Store {
             items: items.len() as u32,
             submitted_unix_ms: now_unix_ms,
             heuristic: heuristic.into(),
+            goal: Some(goal.into()),
             cancelled: false,
             finished: None,
         };
@@ -707,8 +713,16 @@ mod tests {
         let mut ids = Vec::new();
         for _ in 0..3 {
             let store = reopen(dir.path());
-            ids.push(store.create_batch("default", &[item("1,2,3")], 0).unwrap());
-            ids.push(store.create_batch("default", &[item("1,2,3")], 0).unwrap());
+            ids.push(
+                store
+                    .create_batch("default", "blank-last", &[item("1,2,3")], 0)
+                    .unwrap(),
+            );
+            ids.push(
+                store
+                    .create_batch("default", "blank-last", &[item("1,2,3")], 0)
+                    .unwrap(),
+            );
             store.flush().unwrap();
         }
         assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
@@ -720,7 +734,12 @@ mod tests {
         let id = {
             let store = Store::open(dir.path()).unwrap();
             let id = store
-                .create_batch("default", &[item("1,2,3,4,5,6,7,0,8"), item("bad")], 42)
+                .create_batch(
+                    "default",
+                    "blank-last",
+                    &[item("1,2,3,4,5,6,7,0,8"), item("bad")],
+                    42,
+                )
                 .unwrap();
             store.flush().unwrap();
             let mut second = item("bad");

@@ -390,7 +390,8 @@ impl Scheduler {
             )));
         }
         let choice = parse_heuristic(heuristic)?.to_string();
-        let read = intake::read_items(lines, parse_goal(goal)?, &self.store)?;
+        let goal = parse_goal(goal)?;
+        let read = intake::read_items(lines, goal, &self.store)?;
         let items = read.items;
         if items.is_empty() {
             return Err(SchedulerError::InvalidArgument(
@@ -403,9 +404,9 @@ impl Scheduler {
             .count();
         self.check_capacity(queued)?;
         self.check_tables_obtainable(&items, &choice)?;
-        let batch = self
-            .store
-            .create_batch(&choice, &items, intake::now_unix_ms())?;
+        let batch =
+            self.store
+                .create_batch(&choice, &goal.to_string(), &items, intake::now_unix_ms())?;
         self.batches.open(batch, batches::counts(&items));
         self.start_or_wait(batch, &items, &choice)?;
         if queued == 0 {
