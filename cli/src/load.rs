@@ -109,7 +109,8 @@ const OPERATIONS: [(Operation, &str); 3] = [
 struct ClientLog {
     latencies: Vec<(Operation, Duration)>,
     errors: Vec<String>,
-    batches: Vec<u64>,
+    /// Each batch acknowledged, with its boards.
+    batches: Vec<(u64, Vec<String>)>,
 }
 
 async fn one_client(args: &LoadArgs, index: usize, deadline: Instant) -> ClientLog {
@@ -162,7 +163,9 @@ async fn one_client(args: &LoadArgs, index: usize, deadline: Instant) -> ClientL
             .await;
         log.latencies.push((Operation::Submit, started.elapsed()));
         match submitted {
-            Ok(response) => log.batches.push(response.into_inner().batch_id),
+            Ok(response) => log
+                .batches
+                .push((response.into_inner().batch_id, lines.clone())),
             Err(status) => log.errors.push(format!("submit: {status}")),
         }
         known.extend(lines);
@@ -184,7 +187,7 @@ async fn one_client(args: &LoadArgs, index: usize, deadline: Instant) -> ClientL
                 log.errors.push(format!("query: {status}"));
             }
         }
-        if let Some(&batch) = log.batches.last() {
+        if let Some(&(batch, _)) = log.batches.last() {
             let started = Instant::now();
             let status = client
                 .get_batch(pb::GetBatchRequest {
@@ -223,54 +226,94 @@ fn latency_row(name: &str, mut latencies: Vec<Duration>, seconds: f64) {
     );
 }
 
+/// What the check after the run found.
+#[derive(Default)]
+struct Checked {
+    finished: usize,
+    /// Finished batches the coordinator had already removed (`serve --keep-batches-days`):
+    /// their boards are checked through queries instead.
+    pruned: usize,
+    answers: usize,
+    wrong: Vec<String>,
+}
+
 /// Waits for the batches to finish and checks every answer's length against an in-process
-/// IDA* solve; returns (finished, answers, disagreements).
-async fn check_answers(
-    args: &LoadArgs,
-    batches: &[u64],
-) -> anyhow::Result<(usize, usize, Vec<String>)> {
+/// IDA* solve.
+async fn check_answers(args: &LoadArgs, batches: &[(u64, Vec<String>)]) -> anyhow::Result<Checked> {
     let mut client = client(&args.connect.options()?).await?;
     let deadline = Instant::now() + Duration::from_secs_f64(args.drain_seconds);
     let solvers =
         [3, 4].map(|side| Solver::new(Board::blank_last(side), HeuristicKind::LinearConflict));
-    let (mut finished, mut answers, mut wrong) = (0, 0, Vec::new());
-    for &batch in batches {
+    let mut checked = Checked::default();
+    let check = |batch: u64, board: &str, length: u32, checked: &mut Checked| {
+        checked.answers += 1;
+        let board = parse_board(board)?;
+        let solver = &solvers[usize::from(board.side() == 4)];
+        let expected = solver.solve(&board, &SolveOptions::default(), None)?.len();
+        if expected != length as usize {
+            checked.wrong.push(format!(
+                "batch {batch}: {board} answered in {length} moves, optimal is {expected}"
+            ));
+        }
+        anyhow::Ok(())
+    };
+    for (batch, lines) in batches {
+        let batch = *batch;
         let results = loop {
             // Load-test batches are far smaller than the largest page.
-            let results = client
+            let results = match client
                 .get_batch(pb::GetBatchRequest {
                     batch_id: batch,
                     page_size: 10_000,
                     page_token: String::new(),
                 })
-                .await?
-                .into_inner();
+                .await
+            {
+                Ok(results) => results.into_inner(),
+                Err(status) if status.code() == tonic::Code::NotFound => break None,
+                Err(status) => return Err(status.into()),
+            };
             if results.status.as_ref().is_some_and(|s| s.done) || Instant::now() > deadline {
-                break results;
+                break Some(results);
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
+        let Some(results) = results else {
+            checked.pruned += 1;
+            checked.finished += 1;
+            for board in lines {
+                let answer = client
+                    .query(pb::QueryRequest {
+                        board: board.clone(),
+                        goal: String::new(),
+                    })
+                    .await?
+                    .into_inner();
+                match answer.solution {
+                    Some(solution) if answer.found => {
+                        check(batch, board, solution.length, &mut checked)?
+                    }
+                    _ => checked.wrong.push(format!(
+                        "batch {batch} (pruned): {board} is not in the store"
+                    )),
+                }
+            }
+            continue;
+        };
         if results.status.as_ref().is_some_and(|s| s.done) {
-            finished += 1;
+            checked.finished += 1;
         }
         for item in results.items {
             let Some(pb::item_result::Outcome::Solution(solution)) = item.outcome else {
-                wrong.push(format!("batch {batch}: {} unsolved", item.text));
+                checked
+                    .wrong
+                    .push(format!("batch {batch}: {} unsolved", item.text));
                 continue;
             };
-            answers += 1;
-            let board = parse_board(&item.board)?;
-            let solver = &solvers[usize::from(board.side() == 4)];
-            let expected = solver.solve(&board, &SolveOptions::default(), None)?.len();
-            if expected != solution.length as usize {
-                wrong.push(format!(
-                    "batch {batch}: {} answered in {} moves, optimal is {expected}",
-                    item.board, solution.length
-                ));
-            }
+            check(batch, &item.board, solution.length, &mut checked)?;
         }
     }
-    Ok((finished, answers, wrong))
+    Ok(checked)
 }
 
 pub fn run(args: LoadArgs) -> anyhow::Result<bool> {
@@ -319,23 +362,28 @@ pub fn run(args: LoadArgs) -> anyhow::Result<bool> {
                 .collect(),
             seconds,
         );
-        let errors: Vec<&String> = logs.iter().flat_map(|log| log.errors.iter()).collect();
+        let errors: Vec<String> = logs.iter().flat_map(|log| log.errors.clone()).collect();
         println!("errors: {}", errors.len());
         for error in errors.iter().take(10) {
             println!("  {error}");
         }
-        let batches: Vec<u64> = logs.iter().flat_map(|log| log.batches.iter().copied()).collect();
-        let (finished, answers, wrong) = check_answers(&args, &batches).await?;
+        let batches: Vec<(u64, Vec<String>)> =
+            logs.into_iter().flat_map(|log| log.batches).collect();
+        let checked = check_answers(&args, &batches).await?;
         println!(
-            "batches: {} submitted, {finished} finished within {} s after the run; answers: {answers}, \
-             lengths disagreeing with an in-process solve: {}",
+            "batches: {} submitted, {} finished within {} s after the run ({} of them already \
+             pruned, checked by query); answers: {}, lengths disagreeing with an in-process \
+             solve: {}",
             batches.len(),
+            checked.finished,
             args.drain_seconds,
-            wrong.len()
+            checked.pruned,
+            checked.answers,
+            checked.wrong.len()
         );
-        for line in wrong.iter().take(10) {
+        for line in checked.wrong.iter().take(10) {
             println!("  {line}");
         }
-        Ok(errors.is_empty() && wrong.is_empty() && finished == batches.len())
+        Ok(errors.is_empty() && checked.wrong.is_empty() && checked.finished == batches.len())
     })
 }

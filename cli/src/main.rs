@@ -16,6 +16,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc rather than glibc's malloc: under a steady load a coordinator on glibc kept
+/// growing (its per-thread arenas fragment under the store's churn) while what it held stayed
+/// the same; on mimalloc it levels off (BENCHMARKS.md, soaks 6 and 7).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Optimal solutions to sliding-tile puzzles (8-, 15- and 24-puzzle).
 #[derive(Parser)]
 #[command(name = "tilesolve", version, about)]
