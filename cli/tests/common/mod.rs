@@ -202,6 +202,18 @@ pub fn lengths(json_lines: &str) -> Vec<(String, Option<u64>)> {
         .collect()
 }
 
+/// The length of `board`'s stored answer on the coordinator at `url` (`query --json`); None
+/// when the store has none (`query` then exits with 1 but still prints the board).
+pub fn stored_length(url: &str, board: &str) -> Option<u64> {
+    let (ok, stdout, stderr) = run(&["query", "--coordinator", url, "--json", board]);
+    assert!(!stdout.is_empty(), "{board}: {stderr}");
+    let answers = lengths(&stdout);
+    assert_eq!(answers.len(), 1, "{stdout}");
+    assert_eq!(answers[0].0, board, "{stdout}");
+    assert_eq!(ok, answers[0].1.is_some(), "{stdout}\n{stderr}");
+    answers[0].1
+}
+
 /// Asserts that every known board was answered with its published optimal length.
 pub fn assert_optimal(results: &[(String, Option<u64>)], boards: &[(String, u64)]) {
     for (board, optimal) in boards {
