@@ -19,7 +19,7 @@ use tilesolve_coordinator::scheduler::{
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
 use tilesolve_coordinator::store::DEFAULT_CACHE_BYTES;
-use tilesolve_worker::WorkerConfig;
+use tilesolve_worker::{Readiness, WorkerConfig};
 use tokio::net::TcpListener;
 
 pub const DEFAULT_COORDINATOR: &str = "http://127.0.0.1:7411";
@@ -34,8 +34,28 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-async fn ctrl_c() {
-    let _ = tokio::signal::ctrl_c().await;
+/// Completes at the first Ctrl-C or SIGTERM (what an orchestrator or systemd sends to stop a
+/// process), logging which.
+async fn stop_signal() {
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot watch for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    let signal = tokio::select! {
+        _ = tokio::signal::ctrl_c() => "interrupt",
+        _ = terminate => "SIGTERM",
+    };
+    tracing::info!(signal, "stopping");
 }
 
 #[derive(Args)]
@@ -123,7 +143,7 @@ fn read_file(path: &PathBuf, what: &str) -> anyhow::Result<Vec<u8>> {
 #[derive(Args, Clone)]
 pub struct ConnectArgs {
     /// The coordinator's address; `https://` for TLS.
-    #[arg(long, default_value = DEFAULT_COORDINATOR)]
+    #[arg(long, env = "TILESOLVE_COORDINATOR", default_value = DEFAULT_COORDINATOR)]
     pub(crate) coordinator: String,
     /// Bearer token the coordinator requires.
     #[arg(long, env = "TILESOLVE_TOKEN", hide_env_values = true)]
@@ -206,7 +226,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             store_cache_bytes: args.store_cache_mib << 20,
             keep_batches: args.keep_batches_days,
         };
-        server::run(listener, config, ctrl_c()).await?;
+        server::run(listener, config, stop_signal()).await?;
         Ok(true)
     })
 }
@@ -230,6 +250,10 @@ pub struct WorkerArgs {
     data: PathBuf,
     #[command(flatten)]
     memory: MemoryArgs,
+    /// Serve gRPC health on this address for an orchestrator's probes: service "" while the
+    /// process runs (liveness), "tilesolve.worker.ready" while registered (readiness).
+    #[arg(long, env = "TILESOLVE_HEALTH_LISTEN", value_name = "ADDRESS")]
+    health_listen: Option<String>,
 }
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
@@ -237,14 +261,29 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
     if let Some(token) = args.worker_token.filter(|t| !t.is_empty()) {
         coordinator.token = Some(token);
     }
-    let config = WorkerConfig {
-        coordinator,
-        threads: args.threads.unwrap_or_else(default_threads),
-        prefetch: args.prefetch as usize,
-        data: args.data,
-        table_budget: args.memory.bytes(),
-    };
-    runtime()?.block_on(tilesolve_worker::run(config, ctrl_c()))?;
+    runtime()?.block_on(async {
+        let readiness = match &args.health_listen {
+            Some(address) => {
+                Readiness::serve(
+                    TcpListener::bind(address)
+                        .await
+                        .with_context(|| format!("serving health on {address}"))?,
+                )
+                .await
+            }
+            None => Readiness::default(),
+        };
+        let config = WorkerConfig {
+            coordinator,
+            threads: args.threads.unwrap_or_else(default_threads),
+            prefetch: args.prefetch as usize,
+            data: args.data,
+            table_budget: args.memory.bytes(),
+            readiness,
+        };
+        tilesolve_worker::run(config, stop_signal()).await?;
+        anyhow::Ok(())
+    })?;
     Ok(true)
 }
 
@@ -906,10 +945,9 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        let wait_for = |mut receiver: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = receiver.wait_for(|stop| *stop).await;
-        };
+        // The worker stops (and leaves) first, then the coordinator.
+        let (stop_worker, worker_stop) = tokio::sync::oneshot::channel::<()>();
+        let (stop_coordinator, coordinator_stop) = tokio::sync::oneshot::channel::<()>();
         let config = ServeConfig {
             data: args.data.clone(),
             scheduler: SchedulerConfig {
@@ -926,7 +964,9 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             store_cache_bytes: DEFAULT_CACHE_BYTES,
             keep_batches: None,
         };
-        let coordinator = tokio::spawn(server::run(listener, config, wait_for(stopped.clone())));
+        let coordinator = tokio::spawn(server::run(listener, config, async {
+            let _ = coordinator_stop.await;
+        }));
         let connect = ConnectOptions::new(url);
         let worker_config = WorkerConfig {
             coordinator: connect.clone(),
@@ -934,11 +974,15 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             prefetch: 1,
             data: args.data,
             table_budget: args.memory.bytes(),
+            readiness: Readiness::default(),
         };
-        let worker = tokio::spawn(tilesolve_worker::run(worker_config, wait_for(stopped)));
+        let worker = tokio::spawn(tilesolve_worker::run(worker_config, async {
+            let _ = worker_stop.await;
+        }));
         let outcome = submit_and_report(&connect, &args.batch, true).await;
-        let _ = stop.send(true);
+        let _ = stop_worker.send(());
         let _ = worker.await;
+        let _ = stop_coordinator.send(());
         coordinator.await??;
         outcome
     })

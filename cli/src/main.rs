@@ -4,6 +4,7 @@
 mod backup;
 mod bench;
 mod distributed;
+mod health;
 mod load;
 mod options;
 mod pdb;
@@ -73,6 +74,9 @@ enum Command {
     /// Load-test a running coordinator: concurrent clients submitting and querying for a fixed
     /// time; prints throughput, latency percentiles and errors, then checks every answer.
     Loadtest(load::LoadArgs),
+    /// Ask a coordinator, or a worker's health endpoint, whether it is serving (exit 0) or
+    /// not (exit 1): for exec probes and scripts.
+    Health(health::HealthArgs),
     /// Replay a recorded batch (its tasks' sizes and times, kept by the coordinator) with 1 to
     /// 1,024 virtual workers under the scheduler's policy; prints makespan and efficiency.
     Simulate(simulate::SimulateArgs),
@@ -114,6 +118,7 @@ fn main() -> ExitCode {
         Command::Prune(args) => backup::prune(args),
         Command::Loadtest(args) => load::run(args),
         Command::Simulate(args) => simulate::run(args),
+        Command::Health(args) => health::run(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

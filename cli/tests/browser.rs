@@ -81,12 +81,23 @@ impl Browser {
     }
 
     fn post(&self, path: &str, body: Value) -> Value {
-        let response: Value = ureq::post(&format!("{}{path}", self.base))
-            .send_json(body)
+        self.try_post(path, body)
             .unwrap_or_else(|e| panic!("{path}: {e}"))
-            .into_json()
-            .unwrap();
-        response["value"].clone()
+    }
+
+    /// A WebDriver call; an error carries what the driver said (its body names the cause).
+    fn try_post(&self, path: &str, body: Value) -> Result<Value, String> {
+        match ureq::post(&format!("{}{path}", self.base)).send_json(body) {
+            Ok(response) => {
+                let response: Value = response.into_json().map_err(|e| e.to_string())?;
+                Ok(response["value"].clone())
+            }
+            Err(ureq::Error::Status(code, response)) => Err(format!(
+                "status {code}: {}",
+                response.into_string().unwrap_or_default()
+            )),
+            Err(error) => Err(error.to_string()),
+        }
     }
 
     fn get(&self, path: &str) -> Value {
@@ -98,8 +109,18 @@ impl Browser {
         response["value"].clone()
     }
 
+    /// Opens `url`. A page load on a machine busy compiling can outlast the driver's wait
+    /// (it answers 500), so a failed load is tried again, twice.
     fn open(&self, url: &str) {
-        self.post("/url", json!({ "url": url }));
+        for attempt in 1..=3 {
+            match self.try_post("/url", json!({ "url": url })) {
+                Ok(_) => return,
+                Err(error) if attempt < 3 => {
+                    eprintln!("opening {url} (attempt {attempt}): {error}")
+                }
+                Err(error) => panic!("opening {url}: {error}"),
+            }
+        }
     }
 
     fn element(&self, css: &str) -> String {

@@ -109,6 +109,7 @@ async fn lying_worker(url: String, stop: Arc<AtomicBool>) -> u32 {
                     free_slots: 2,
                     results: std::mem::take(&mut results),
                     idle: false,
+                    leaving: false,
                 })
                 .await;
             match polled {

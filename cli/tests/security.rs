@@ -327,6 +327,7 @@ fn malformed_rpcs_are_refused_without_harm() {
             free_slots: u32::MAX,
             results,
             idle: false,
+            leaving: false,
         };
         assert_eq!(
             code(workers.poll(poll(12345, "", vec![])).await),

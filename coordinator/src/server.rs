@@ -29,6 +29,11 @@ pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// Concurrent calls one connection may have open; more wait for a slot.
 const MAX_STREAMS_PER_CONNECTION: u32 = 256;
 
+/// How long calls in flight at shutdown may go on (a worker's long poll, a batch's last
+/// report) before the coordinator stops anyway: open watch streams would otherwise hold it
+/// for ever. Well inside an orchestrator's usual 30 s grace before SIGKILL.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
 /// The coordinator's certificate chain and private key, PEM.
 #[derive(Clone, Debug)]
 pub struct TlsIdentity {
@@ -79,7 +84,9 @@ pub enum ServeError {
 }
 
 /// Serves the client and worker APIs (plus gRPC health and reflection) on `listener` until
-/// `shutdown` completes. Unfinished batches in the store are resumed first.
+/// `shutdown` completes. Unfinished batches in the store are resumed first. At shutdown no new
+/// connection is accepted, calls in flight get [`SHUTDOWN_GRACE`] to finish, and the store is
+/// flushed before this returns.
 pub async fn run(
     listener: TcpListener,
     config: ServeConfig,
@@ -192,19 +199,42 @@ pub async fn run(
     let router = routes
         .routes()
         .into_axum_router()
-        .merge(web::router(service, config.token.as_deref()))
+        .merge(web::router(service.clone(), config.token.as_deref()))
         .fallback(web::unknown_path);
-    let result = builder
+    let (stopping, stop_requested) = tokio::sync::oneshot::channel::<()>();
+    let serving = builder
         .accept_http1(true)
         .add_routes(tonic::service::Routes::from(router))
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await;
+        .serve_with_incoming_shutdown(incoming, async {
+            shutdown.await;
+            tracing::info!(grace = ?SHUTDOWN_GRACE, "coordinator stopping: no new connections, calls in flight may finish");
+            let _ = stopping.send(());
+        });
+    let grace_over = async {
+        if stop_requested.await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    let result = tokio::select! {
+        result = serving => result,
+        _ = grace_over => {
+            tracing::warn!("calls still open after the grace period (watch streams): closing them");
+            Ok(())
+        }
+    };
     sweeper.abort();
     supply.abort();
     if let Some(retention) = retention {
         retention.abort();
     }
-    Ok(result?)
+    let flushed = service.flush_store();
+    if flushed.is_ok() {
+        tracing::info!("coordinator stopped: store flushed");
+    }
+    result?;
+    Ok(flushed?)
 }
 
 /// Removes finished batches older than `keep`, again and again: every tenth of `keep`, but at

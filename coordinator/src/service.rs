@@ -261,6 +261,11 @@ impl Service {
         locked(&self.scheduler)
     }
 
+    /// Writes everything the store holds in memory to disk (at shutdown).
+    pub fn flush_store(&self) -> Result<(), SchedulerError> {
+        self.flusher.flush()
+    }
+
     /// Removes the finished batches submitted more than `older_than` ago, with their items
     /// (and, with `solutions`, their answers and the boards on their paths). Blocking: a page
     /// of batches per lock and one batch per lock when removing, so workers' polls go on
@@ -700,11 +705,17 @@ impl pb::workers_server::Workers for Service {
             .into_iter()
             .map(report_of)
             .collect::<Result<Vec<_>, _>>()?;
+        let results_count = results.len();
         let scheduler_handle = self.scheduler.clone();
         let flusher = self.flusher.clone();
         // Finishing an iteration splits the next one: CPU work, kept off the async threads and
         // done outside the scheduler's lock, so other workers' polls go on meanwhile.
-        let (worker, free_slots, idle) = (request.worker_id, request.free_slots, request.idle);
+        let (worker, leaving) = (request.worker_id, request.leaving);
+        // A leaving worker takes nothing more and never waits for work.
+        let (free_slots, idle) = match leaving {
+            true => (0, false),
+            false => (request.free_slots, request.idle),
+        };
         // Registered before looking for tasks, so tasks queued from then on wake this call.
         let queued = self.tasks_queued.clone();
         let woken = self.tasks_queued.notified();
@@ -759,6 +770,19 @@ impl pb::workers_server::Workers for Service {
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
+        if leaving {
+            let returned = self.lock().leave(worker)?;
+            if returned > 0 {
+                self.tasks_queued.notify_waiters();
+            }
+            tracing::info!(
+                worker,
+                tasks_returned = returned,
+                results = results_count,
+                "worker left: its tasks are back in the queue"
+            );
+            return Ok(Response::new(pb::PollResponse::default()));
+        }
         // Long poll: a worker with every thread idle waits here (briefly) for the next tasks
         // rather than asking again on its own schedule, so an iteration's tasks reach idle
         // workers as soon as its split is done.

@@ -24,7 +24,9 @@ use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::task::{run_task, TaskOutcome, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
+mod health;
 mod upload;
+pub use health::{Readiness, READY};
 use upload::Uploader;
 
 #[derive(Clone, Debug)]
@@ -40,6 +42,8 @@ pub struct WorkerConfig {
     /// Bytes the pattern tables may take: a task asking for `default` gets the strongest
     /// preset of its size that fits.
     pub table_budget: u64,
+    /// Where the worker says whether it is registered (a health endpoint, or nowhere).
+    pub readiness: Readiness,
 }
 
 #[derive(Debug, Error)]
@@ -57,10 +61,14 @@ type Solvers = Arc<Mutex<HashMap<(Board, String), Arc<Solver>>>>;
 
 type WorkersClient = pb::workers_client::WorkersClient<AuthChannel>;
 
-/// Runs a worker until `shutdown` completes. Connection losses are retried with backoff, and a
-/// coordinator that no longer knows this worker (it restarted, or its sweep gave the worker up)
-/// gets a fresh registration; only a refusal (wrong token, protocol or pattern database
-/// mismatch) ends it with an error.
+/// Runs a worker until `shutdown` completes. Connection losses are retried with backoff (a
+/// worker started before its coordinator waits for it), and a coordinator that no longer knows
+/// this worker (it restarted, or its sweep gave the worker up) gets a fresh registration; only
+/// a refusal (wrong token, protocol or pattern database mismatch) ends it with an error.
+///
+/// At `shutdown` the worker leaves: it reports the results it has, hands every task it holds
+/// back to the coordinator in the same call (so nothing waits out a lease timeout), and
+/// returns within [`LEAVE_TIMEOUT`] however the coordinator answers.
 pub async fn run(
     config: WorkerConfig,
     shutdown: impl Future<Output = ()>,
@@ -129,13 +137,31 @@ pub async fn run(
     tokio::pin!(shutdown);
     const FIRST_RETRY: Duration = Duration::from_millis(100);
     let mut backoff = FIRST_RETRY;
+    // Results taken from the threads but not yet accepted by the coordinator, and the current
+    // registration: both outlive a session, so that leaving can report and hand back.
+    let mut finished = Vec::new();
+    let mut registration = None;
     loop {
         let started = Instant::now();
         let holds = threads * (1 + config.prefetch);
-        let session = session(&config, threads, holds, &running, &job_sender, &mut results);
+        let session = Session {
+            config: &config,
+            threads,
+            holds,
+            running: &running,
+            jobs: &job_sender,
+            results: &mut results,
+            finished: &mut finished,
+            registration: &mut registration,
+        };
         let end = tokio::select! {
-            _ = &mut shutdown => return Ok(()),
-            end = session => end,
+            _ = &mut shutdown => None,
+            end = session.run() => Some(end),
+        };
+        config.readiness.set(false).await;
+        let Some(end) = end else {
+            leave(registration, &running, &mut results, finished).await;
+            return Ok(());
         };
         match end {
             SessionEnd::Refused(reason) => return Err(WorkerError::Refused(reason)),
@@ -160,6 +186,69 @@ enum SessionEnd {
     Lost(String),
 }
 
+/// Longest a stopping worker waits for the coordinator to take back its tasks.
+pub const LEAVE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A registration with the coordinator: what a later call (leaving, too) names itself by.
+struct Registration {
+    client: WorkersClient,
+    worker_id: u64,
+    worker_secret: String,
+}
+
+/// Stops every task this worker holds and tells the coordinator it is leaving, with the
+/// results it has: the coordinator puts the rest back in the queue at once.
+async fn leave(
+    registration: Option<Registration>,
+    running: &Running,
+    results: &mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
+    mut finished: Vec<pb::TaskResult>,
+) {
+    // Results are taken before the searches are stopped: a search stopped now reports a
+    // failure, which must not reach the coordinator as the task's fault.
+    while let Ok(result) = results.try_recv() {
+        finished.push(result);
+    }
+    let held: Vec<u64> = running
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .keys()
+        .copied()
+        .collect();
+    cancel(running, &held);
+    let Some(mut registration) = registration else {
+        tracing::info!("worker stopping (not registered: nothing to hand back)");
+        return;
+    };
+    let reported = finished.len();
+    let call = registration.client.poll(pb::PollRequest {
+        worker_id: registration.worker_id,
+        worker_secret: registration.worker_secret,
+        free_slots: 0,
+        idle: false,
+        results: finished,
+        leaving: true,
+    });
+    match tokio::time::timeout(LEAVE_TIMEOUT, call).await {
+        Ok(Ok(_)) => tracing::info!(
+            worker = registration.worker_id,
+            handed_back = held.len(),
+            reported,
+            "worker left the coordinator"
+        ),
+        Ok(Err(status)) => tracing::warn!(
+            worker = registration.worker_id,
+            error = %status.message(),
+            "could not leave the coordinator: its tasks return when their leases expire"
+        ),
+        Err(_) => tracing::warn!(
+            worker = registration.worker_id,
+            timeout = ?LEAVE_TIMEOUT,
+            "the coordinator did not answer the leave: its tasks return when their leases expire"
+        ),
+    }
+}
+
 /// Whether the coordinator turned this worker away for good (retrying cannot help).
 fn is_refusal(status: &tonic::Status) -> bool {
     matches!(
@@ -173,29 +262,39 @@ fn is_refusal(status: &tonic::Status) -> bool {
 
 /// One registration's life: register, then poll until the connection fails or the coordinator
 /// no longer knows this worker.
-async fn session(
-    config: &WorkerConfig,
+struct Session<'a> {
+    config: &'a WorkerConfig,
     threads: usize,
+    /// Most tasks held at once (running and prefetched).
     holds: usize,
-    running: &Running,
-    jobs: &mpsc::Sender<(pb::Task, Instant)>,
-    results: &mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
-) -> SessionEnd {
-    match registered_session(config, threads, holds, running, jobs, results).await {
-        Ok(never) => match never {},
-        Err(end) => end,
+    running: &'a Running,
+    jobs: &'a mpsc::Sender<(pb::Task, Instant)>,
+    results: &'a mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
+    finished: &'a mut Vec<pb::TaskResult>,
+    registration: &'a mut Option<Registration>,
+}
+
+impl Session<'_> {
+    async fn run(self) -> SessionEnd {
+        *self.registration = None;
+        match registered_session(self).await {
+            Ok(never) => match never {},
+            Err(end) => end,
+        }
     }
 }
 
-/// `holds`: most tasks held at once (running and prefetched).
-async fn registered_session(
-    config: &WorkerConfig,
-    threads: usize,
-    holds: usize,
-    running: &Running,
-    jobs: &mpsc::Sender<(pb::Task, Instant)>,
-    results: &mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
-) -> Result<std::convert::Infallible, SessionEnd> {
+async fn registered_session(session: Session<'_>) -> Result<std::convert::Infallible, SessionEnd> {
+    let Session {
+        config,
+        threads,
+        holds,
+        running,
+        jobs,
+        results,
+        finished,
+        registration,
+    } = session;
     let lost = |e: &dyn std::fmt::Display| SessionEnd::Lost(e.to_string());
     let ended = |status: tonic::Status| {
         if is_refusal(&status) {
@@ -236,6 +335,12 @@ async fn registered_session(
         .into_inner();
     let (worker_id, worker_secret) = (registered.worker_id, registered.worker_secret);
     tracing::info!(worker = worker_id, threads, "registered with coordinator");
+    *registration = Some(Registration {
+        client: client.clone(),
+        worker_id,
+        worker_secret: worker_secret.clone(),
+    });
+    config.readiness.set(true).await;
     let uploader = Uploader::new(
         WorkersClient::new(channel.clone()),
         worker_id,
@@ -251,7 +356,6 @@ async fn registered_session(
         uploader.clone(),
     ));
     let polling = async {
-        let mut finished = Vec::new();
         loop {
             while let Ok(result) = results.try_recv() {
                 finished.push(result);
@@ -273,7 +377,8 @@ async fn registered_session(
                     free_slots: free,
                     // Results sent with this call are applied before it waits.
                     idle: held == 0,
-                    results: std::mem::take(&mut finished),
+                    results: std::mem::take(finished),
+                    leaving: false,
                 })
                 .await
                 .map_err(ended)?

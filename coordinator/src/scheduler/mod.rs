@@ -499,6 +499,16 @@ impl Scheduler {
         Ok((leased, self.workers.take_cancelled(worker)))
     }
 
+    /// `worker` is stopping: every task it holds goes back to the queue now (no lease timeout
+    /// waited out, no attempt counted) and it is forgotten. Returns how many tasks went back.
+    pub fn leave(&mut self, worker: WorkerId) -> Result<usize, SchedulerError> {
+        self.workers.seen(worker, Instant::now())?;
+        let returned = self.tasks.release(worker);
+        self.workers.forget(worker);
+        self.drop_stranded_audits()?;
+        Ok(returned)
+    }
+
     /// Whether some task may be waiting for a worker (withdrawn tasks may still be counted).
     pub fn has_ready_tasks(&self) -> bool {
         self.tasks.has_ready()

@@ -141,9 +141,10 @@ impl Tasks {
         leased
     }
 
-    /// Returns every task `worker` holds to the queue at once, without counting an attempt (it
-    /// was quarantined: its tasks are not at fault).
-    pub(super) fn release(&mut self, worker: WorkerId) {
+    /// Returns every task `worker` holds to the queue at once, ahead of their batch's other
+    /// tasks, without counting an attempt (it was quarantined or is leaving: its tasks are not
+    /// at fault); returns how many.
+    pub(super) fn release(&mut self, worker: WorkerId) -> usize {
         let mut ids: Vec<TaskId> = self
             .entries
             .iter()
@@ -151,13 +152,14 @@ impl Tasks {
             .map(|(&id, _)| id)
             .collect();
         ids.sort_unstable();
-        for id in ids {
+        for &id in &ids {
             if let Some(entry) = self.entries.get_mut(&id) {
                 entry.lease = None;
                 self.ready.push(entry.puzzle.0, entry.wave, u64::MAX, id);
             }
         }
         self.held.remove(&worker);
+        ids.len()
     }
 
     /// Audit tasks waiting in the queue that only the worker they audit could take now

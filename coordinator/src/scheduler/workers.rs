@@ -311,6 +311,12 @@ impl Workers {
         lost
     }
 
+    /// Forgets `worker`, which said it is stopping.
+    pub(super) fn forget(&mut self, worker: WorkerId) {
+        self.workers.remove(&worker);
+        self.cancelled.remove(&worker);
+    }
+
     /// Tells `worker`, at its next poll or heartbeat, that `task` was withdrawn.
     pub(super) fn tell_cancelled(&mut self, worker: WorkerId, task: TaskId) {
         self.cancelled.entry(worker).or_default().push(task);

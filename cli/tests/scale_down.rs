@@ -1,0 +1,207 @@
+//! Stopping and starting as an orchestrator does, as processes: a worker sent SIGTERM mid-batch
+//! hands its tasks back at once (the lease timeout here is an hour, so waiting it out would
+//! stall the batch), a coordinator sent SIGTERM flushes and exits while a client waits, and a
+//! worker started before its coordinator waits for it, its readiness probe saying so.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{
+    assert_optimal, known_boards, lengths, run, status, wait_until, worker, write_batch,
+    Coordinator, Process, BIN,
+};
+
+/// Small budgets, so puzzles are split into many subtree tasks and a worker always holds some;
+/// an hour's lease timeout, so only a hand-back brings them back in time.
+const SERVE: [&str; 6] = [
+    "--split-after",
+    "2000",
+    "--subtree-budget",
+    "1000",
+    "--lease-timeout",
+    "3600",
+];
+
+fn sigterm(process: &Process) {
+    let sent = Command::new("kill")
+        .args(["-TERM", &process.0.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+}
+
+/// Waits for `process` to exit by itself; returns whether it succeeded.
+fn exit_status(mut process: Process, what: &str) -> bool {
+    wait_until(what, Duration::from_secs(30), || {
+        process.0.try_wait().expect("wait").map(|s| s.success())
+    })
+}
+
+fn wait_for_mid_batch(url: &str, batch: &str) {
+    wait_until(
+        "the batch to be under way",
+        Duration::from_secs(120),
+        || {
+            let status = status(url, batch, &[])?;
+            assert_eq!(status["done"], false, "the batch ended before the stop");
+            (status["solved"].as_u64()? >= 2).then_some(())
+        },
+    );
+}
+
+#[test]
+fn a_worker_sent_sigterm_hands_its_tasks_back_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let boards = known_boards(16);
+    let path = dir.path().join("batch.txt");
+    write_batch(&path, &boards, false);
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &SERVE, &[]);
+    let url = server.url();
+    let leaving = worker(&url, &dir.path().join("w1"), &["--prefetch", "2"]);
+    let _staying = worker(&url, &dir.path().join("w2"), &[]);
+    let batch = common::submit(&url, &path);
+
+    wait_for_mid_batch(&url, &batch);
+    sigterm(&leaving);
+    assert!(exit_status(leaving, "the worker to exit after SIGTERM"));
+
+    wait_until("the batch to finish", Duration::from_secs(300), || {
+        (status(&url, &batch, &[])?["done"] == true).then_some(())
+    });
+    let (ok, stdout, _) = run(&["results", "--coordinator", &url, "--json", &batch]);
+    assert!(ok, "every board solved:\n{stdout}");
+    assert_optimal(&lengths(&stdout), &boards);
+    let log = server.log_text();
+    let left = log
+        .lines()
+        .find(|line| line.contains("worker left"))
+        .unwrap_or_else(|| panic!("no hand-back in the coordinator log:\n{log}"));
+    assert!(!left.contains("tasks_returned=0"), "it held tasks: {left}");
+    assert!(!log.contains("expired leases"), "{log}");
+    let worker_log = std::fs::read_to_string(dir.path().join("w1.log")).unwrap();
+    assert!(worker_log.contains("signal=\"SIGTERM\""), "{worker_log}");
+    assert!(
+        worker_log.contains("worker left the coordinator"),
+        "{worker_log}"
+    );
+}
+
+#[test]
+fn a_coordinator_sent_sigterm_flushes_exits_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let boards = known_boards(12);
+    let path = dir.path().join("batch.txt");
+    write_batch(&path, &boards, false);
+    let data = dir.path().join("coordinator");
+    let server = Coordinator::start(&data, "127.0.0.1:0", &SERVE, &[]);
+    let (address, url) = (server.address.clone(), server.url());
+    let _workers = [
+        worker(&url, &dir.path().join("w1"), &[]),
+        worker(&url, &dir.path().join("w2"), &[]),
+    ];
+    // A client watching the batch keeps a stream open through the stop.
+    let client = Process(
+        Command::new(BIN)
+            .args(["submit", "--coordinator", &url, "--heuristic", "pdb:5-5-5"])
+            .args(["--wait", "--json"])
+            .arg(&path)
+            .env_remove("TILESOLVE_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start submit --wait"),
+    );
+    wait_until("the batch to be accepted", Duration::from_secs(60), || {
+        status(&url, "1", &[]).map(drop)
+    });
+    wait_for_mid_batch(&url, "1");
+    let Coordinator { process, log, .. } = server;
+    sigterm(&process);
+    assert!(exit_status(
+        process,
+        "the coordinator to exit after SIGTERM"
+    ));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("coordinator stopped: store flushed"),
+        "{text}"
+    );
+
+    let server = Coordinator::start(&data, &address, &SERVE, &[]);
+    let output = client.wait_with_output();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results = lengths(&String::from_utf8_lossy(&output.stdout));
+    assert_eq!(results.len(), boards.len());
+    assert_optimal(&results, &boards);
+    assert_eq!(server.log_text().matches("coordinator serving").count(), 2);
+}
+
+/// A port nothing listens on now (bound, then released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn health(address: &str, service: &str) -> (bool, String) {
+    let (ok, stdout, stderr) = run(&["health", "--address", address, "--service", service]);
+    (ok, format!("{stdout}{stderr}"))
+}
+
+#[test]
+fn a_worker_started_before_its_coordinator_waits_for_it_and_says_when_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, health_port) = (free_port(), free_port());
+    let (address, url) = (
+        format!("127.0.0.1:{port}"),
+        format!("http://127.0.0.1:{port}"),
+    );
+    let probe = format!("http://127.0.0.1:{health_port}");
+    let _worker = worker(
+        &url,
+        &dir.path().join("w1"),
+        &["--health-listen", &format!("127.0.0.1:{health_port}")],
+    );
+    let alive = wait_until(
+        "the worker's health endpoint",
+        Duration::from_secs(30),
+        || {
+            let (ok, text) = health(&probe, "");
+            ok.then_some(text)
+        },
+    );
+    assert_eq!(alive.trim(), "SERVING");
+    let (ready, text) = health(&probe, "tilesolve.worker.ready");
+    assert!(!ready, "no coordinator yet, so not ready: {text}");
+    assert!(text.contains("NOT_SERVING"), "{text}");
+
+    std::thread::sleep(Duration::from_secs(1));
+    let server = Coordinator::start(&dir.path().join("coordinator"), &address, &[], &[]);
+    wait_until("the worker to be ready", Duration::from_secs(30), || {
+        health(&probe, "tilesolve.worker.ready").0.then_some(())
+    });
+    let (coordinator_ok, _) = health(&server.url(), "");
+    assert!(coordinator_ok);
+
+    let boards = known_boards(2);
+    let path = dir.path().join("batch.txt");
+    write_batch(&path, &boards, false);
+    let batch = common::submit(&url, &path);
+    wait_until("the batch to finish", Duration::from_secs(120), || {
+        (status(&url, &batch, &[])?["done"] == true).then_some(())
+    });
+    let (ok, stdout, _) = run(&["results", "--coordinator", &url, "--json", &batch]);
+    assert!(ok, "{stdout}");
+    assert_optimal(&lengths(&stdout), &boards);
+    let log = std::fs::read_to_string(dir.path().join("w1.log")).unwrap();
+    assert!(log.contains("lost the coordinator"), "it waited: {log}");
+    assert!(log.contains("registered with coordinator"), "{log}");
+}
