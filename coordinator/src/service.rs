@@ -195,7 +195,7 @@ impl Service {
         let expected_size = tilesolve::pdb::file::HEADER_LEN as u64 + spec.entries();
         let (worker, name) = (first.worker_id, first.file_name.clone());
         let path = self.pdbs.dir().join(&name);
-        let partial = path.with_extension("pdb.receiving");
+        let partial = tilesolve::pdb::file::partial_path(&path, "receiving");
         tokio::fs::create_dir_all(self.pdbs.dir())
             .await
             .map_err(|e| e.to_string())?;

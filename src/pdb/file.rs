@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::Mmap;
 use thiserror::Error;
@@ -149,10 +150,20 @@ pub fn is_file_name(name: &str) -> bool {
     !name.contains(['/', '\\']) && !name.starts_with('.') && name.ends_with(".pdb")
 }
 
+/// A temporary name beside `path` for a table on its way in (`doing`: partial, fetching,
+/// receiving), unique to this process and call: processes sharing a table directory (workers
+/// on one host, or the replicas of a pod sharing a volume) never write into each other's file,
+/// and whichever renames last puts the same table in place.
+pub fn partial_path(path: &Path, doing: &str) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let call = NEXT.fetch_add(1, Ordering::Relaxed);
+    path.with_extension(format!("pdb.{doing}.{}.{call}", std::process::id()))
+}
+
 /// Writes a table atomically (a temporary file renamed into place) and returns its checksum.
 pub fn write(path: &Path, spec: &PatternSpec, entries: &[u8]) -> Result<u64, PdbError> {
     let checksum = xxhash_rust::xxh3::xxh3_64(entries);
-    let partial = path.with_extension("pdb.partial");
+    let partial = partial_path(path, "partial");
     let mut file = File::create(&partial).map_err(PdbError::io(&partial))?;
     file.write_all(&header(spec, checksum))
         .map_err(PdbError::io(&partial))?;

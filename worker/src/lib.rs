@@ -639,7 +639,6 @@ async fn fetch(
     name: &str,
     path: &std::path::Path,
 ) -> Result<u64, String> {
-    use std::io::Write;
     let mut client = WorkersClient::new(coordinator.connect().await.map_err(|e| e.to_string())?);
     let mut stream = client
         .fetch_pdb(pb::FetchPdbRequest {
@@ -651,8 +650,25 @@ async fn fetch(
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     }
-    let partial = path.with_extension("pdb.fetching");
-    let mut file = std::fs::File::create(&partial).map_err(|e| e.to_string())?;
+    let partial = tilesolve::pdb::file::partial_path(path, "fetching");
+    let received = receive(&mut stream, &partial).await;
+    let moved = received.and_then(|written| {
+        std::fs::rename(&partial, path).map_err(|e| e.to_string())?;
+        Ok(written)
+    });
+    if moved.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    moved
+}
+
+/// Writes a fetched file's chunks to `partial`; returns its size once it is whole and on disk.
+async fn receive(
+    stream: &mut tonic::Streaming<pb::PdbChunk>,
+    partial: &std::path::Path,
+) -> Result<u64, String> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(partial).map_err(|e| e.to_string())?;
     let (mut written, mut total) = (0u64, 0u64);
     while let Some(chunk) = stream
         .message()
@@ -673,7 +689,6 @@ async fn fetch(
         return Err(format!("received {written} of {total} bytes"));
     }
     file.sync_all().map_err(|e| e.to_string())?;
-    std::fs::rename(&partial, path).map_err(|e| e.to_string())?;
     Ok(written)
 }
 
