@@ -5,12 +5,11 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{
     assert_optimal, known_boards, lengths, run, status, wait_until, worker, write_batch,
-    Coordinator, Process, BIN,
+    Coordinator,
 };
 
 /// Small budgets, so puzzles are split into many subtree tasks and a crash always catches some
@@ -24,19 +23,6 @@ const SERVE: [&str; 6] = [
     "1",
 ];
 
-/// Waits until the batch has some answers but is not done: the moment to crash something.
-fn wait_for_mid_batch(url: &str, batch: &str) {
-    wait_until(
-        "the batch to be under way",
-        Duration::from_secs(120),
-        || {
-            let status = status(url, batch, &[])?;
-            assert_eq!(status["done"], false, "the batch ended before the crash");
-            (status["solved"].as_u64()? >= 2).then_some(())
-        },
-    );
-}
-
 #[test]
 fn a_worker_killed_mid_batch_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -49,7 +35,7 @@ fn a_worker_killed_mid_batch_loses_nothing() {
     let _survivor = worker(&url, &dir.path().join("w2"), &[]);
     let batch = common::submit(&url, &path);
 
-    wait_for_mid_batch(&url, &batch);
+    common::wait_for_mid_batch(&url, &batch);
     doomed.kill();
 
     wait_until("the batch to finish", Duration::from_secs(300), || {
@@ -80,32 +66,16 @@ fn a_coordinator_killed_mid_batch_resumes_on_restart() {
         worker(&url, &dir.path().join("w2"), &[]),
     ];
     // The client waits through the crash: it must reconnect by itself.
-    let client = Process(
-        Command::new(BIN)
-            .args(["submit", "--coordinator", &url, "--heuristic", "pdb:5-5-5"])
-            .args(["--wait", "--json"])
-            .arg(&path)
-            .env_remove("TILESOLVE_TOKEN")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start submit --wait"),
-    );
+    let client = common::watching_client(&url, &path);
     wait_until("the batch to be accepted", Duration::from_secs(60), || {
         status(&url, "1", &[]).map(drop)
     });
-    wait_for_mid_batch(&url, "1");
+    common::wait_for_mid_batch(&url, "1");
     server.process.kill();
     std::thread::sleep(Duration::from_millis(500));
     let server = Coordinator::start(&data, &address, &SERVE, &[]);
 
-    let output = client.wait_with_output();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let results = lengths(&String::from_utf8_lossy(&output.stdout));
+    let results = common::watched_answers(client);
     assert_eq!(results.len(), boards.len());
     assert_optimal(&results, &boards);
     for name in ["w1", "w2"] {

@@ -5,12 +5,12 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use common::{
     assert_optimal, known_boards, lengths, run, status, wait_until, worker, write_batch,
-    Coordinator, Process, BIN,
+    Coordinator, Process,
 };
 
 /// Small budgets, so puzzles are split into many subtree tasks and a worker always holds some;
@@ -39,18 +39,6 @@ fn exit_status(mut process: Process, what: &str) -> bool {
     })
 }
 
-fn wait_for_mid_batch(url: &str, batch: &str) {
-    wait_until(
-        "the batch to be under way",
-        Duration::from_secs(120),
-        || {
-            let status = status(url, batch, &[])?;
-            assert_eq!(status["done"], false, "the batch ended before the stop");
-            (status["solved"].as_u64()? >= 2).then_some(())
-        },
-    );
-}
-
 #[test]
 fn a_worker_sent_sigterm_hands_its_tasks_back_at_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -63,7 +51,7 @@ fn a_worker_sent_sigterm_hands_its_tasks_back_at_once() {
     let _staying = worker(&url, &dir.path().join("w2"), &[]);
     let batch = common::submit(&url, &path);
 
-    wait_for_mid_batch(&url, &batch);
+    common::wait_for_mid_batch(&url, &batch);
     sigterm(&leaving);
     assert!(exit_status(leaving, "the worker to exit after SIGTERM"));
 
@@ -102,21 +90,11 @@ fn a_coordinator_sent_sigterm_flushes_exits_and_resumes() {
         worker(&url, &dir.path().join("w2"), &[]),
     ];
     // A client watching the batch keeps a stream open through the stop.
-    let client = Process(
-        Command::new(BIN)
-            .args(["submit", "--coordinator", &url, "--heuristic", "pdb:5-5-5"])
-            .args(["--wait", "--json"])
-            .arg(&path)
-            .env_remove("TILESOLVE_TOKEN")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start submit --wait"),
-    );
+    let client = common::watching_client(&url, &path);
     wait_until("the batch to be accepted", Duration::from_secs(60), || {
         status(&url, "1", &[]).map(drop)
     });
-    wait_for_mid_batch(&url, "1");
+    common::wait_for_mid_batch(&url, "1");
     let Coordinator { process, log, .. } = server;
     sigterm(&process);
     assert!(exit_status(
@@ -130,13 +108,7 @@ fn a_coordinator_sent_sigterm_flushes_exits_and_resumes() {
     );
 
     let server = Coordinator::start(&data, &address, &SERVE, &[]);
-    let output = client.wait_with_output();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let results = lengths(&String::from_utf8_lossy(&output.stdout));
+    let results = common::watched_answers(client);
     assert_eq!(results.len(), boards.len());
     assert_optimal(&results, &boards);
     assert_eq!(server.log_text().matches("coordinator serving").count(), 2);

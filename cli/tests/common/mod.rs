@@ -246,3 +246,44 @@ pub fn status(url: &str, batch: &str, extra: &[&str]) -> Option<serde_json::Valu
     let (ok, stdout, _) = run(&args);
     ok.then(|| serde_json::from_str(stdout.trim()).ok())?
 }
+
+/// Waits until the batch has some answers but is not done: the moment to crash or stop
+/// something.
+pub fn wait_for_mid_batch(url: &str, batch: &str) {
+    wait_until(
+        "the batch to be under way",
+        Duration::from_secs(120),
+        || {
+            let status = status(url, batch, &[])?;
+            assert_eq!(status["done"], false, "the batch ended before the crash");
+            (status["solved"].as_u64()? >= 2).then_some(())
+        },
+    );
+}
+
+/// `submit --wait --json` of `file` with the small tables, running until the batch is done
+/// (through coordinator restarts: it reconnects by itself).
+pub fn watching_client(url: &str, file: &Path) -> Process {
+    Process(
+        Command::new(BIN)
+            .args(["submit", "--coordinator", url, "--heuristic", "pdb:5-5-5"])
+            .args(["--wait", "--json"])
+            .arg(file)
+            .env_remove("TILESOLVE_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start submit --wait"),
+    )
+}
+
+/// Waits for a `watching_client` to end; asserts it succeeded and returns its answers.
+pub fn watched_answers(client: Process) -> Vec<(String, Option<u64>)> {
+    let output = client.wait_with_output();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    lengths(&String::from_utf8_lossy(&output.stdout))
+}
