@@ -52,10 +52,17 @@ until [ "$(cat "$work"/w*.log | grep -c "pattern database fetched")" -ge $((2 * 
 done
 ended=$(date +%s.%N)
 wait "$load" || true
-bytes=$(cat "$work"/w*.log | grep "pattern database fetched" | sed 's/.*bytes=\([0-9]*\).*/\1/' | paste -sd+ | bc)
+sum() {
+    cat "$work"/w*.log | grep "pattern database fetched" | grep -o " $1=[0-9]*" | cut -d= -f2 \
+        | paste -sd+ | bc || true
+}
+bytes=$(sum bytes)
+transferred=$(sum transferred)
+transferred="${transferred:-$bytes}"   # a build from before compressed transfer
 seconds=$(echo "$ended - $started" | bc -l)
-printf 'workers %d: %.2f GB fetched in %.1f s wall (%.0f MB/s from the coordinator)\n' \
-    "$workers" "$(echo "$bytes / 1000000000" | bc -l)" "$seconds" "$(echo "$bytes / $seconds / 1000000" | bc -l)"
+printf 'workers %d: %.2f GB of tables (%.2f GB sent) in %.1f s wall (%.0f MB/s of tables, %.0f MB/s sent)\n' \
+    "$workers" "$(echo "$bytes / 1000000000" | bc -l)" "$(echo "$transferred / 1000000000" | bc -l)" \
+    "$seconds" "$(echo "$bytes / $seconds / 1000000" | bc -l)" "$(echo "$transferred / $seconds / 1000000" | bc -l)"
 echo "per worker, seconds from the submission to its second table:"
 for i in $(seq 1 "$workers"); do
     last=$(grep "pattern database fetched" "$work/w$i.log" | tail -n 1 | cut -c1-27)

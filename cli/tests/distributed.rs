@@ -59,15 +59,26 @@ fn coordinator_and_two_workers_solve_optimally_and_survive_a_restart() {
     );
     assert_optimal(&results, &boards);
 
-    // The workers had no pattern databases: they fetched the coordinator's, checksums verified.
+    // The workers had no pattern databases: they fetched the coordinator's, zstd-compressed
+    // (fewer bytes than the file), and the checksums verify.
     for name in ["w1", "w2"] {
         let log = std::fs::read_to_string(dir.path().join(format!("{name}.log"))).unwrap();
-        assert_eq!(
-            log.matches("pattern database fetched from the coordinator")
-                .count(),
-            3,
-            "{log}"
-        );
+        let fetched: Vec<&str> = log
+            .lines()
+            .filter(|line| line.contains("pattern database fetched from the coordinator"))
+            .collect();
+        assert_eq!(fetched.len(), 3, "{log}");
+        for line in fetched {
+            let field = |key: &str| -> u64 {
+                line.split_whitespace()
+                    .find_map(|word| word.strip_prefix(key))
+                    .and_then(|value| value.parse().ok())
+                    .unwrap_or_else(|| panic!("{key} in {line}"))
+            };
+            assert!(line.contains("compressed=true"), "{line}");
+            assert_eq!(field("bytes="), 524_288, "{line}");
+            assert!(field("transferred=") < field("bytes="), "{line}");
+        }
         let (ok, stdout, _) = run(&[
             "pdb",
             "verify",

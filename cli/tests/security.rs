@@ -420,6 +420,7 @@ fn malformed_rpcs_are_refused_without_harm() {
         for name in ["", "../store/db", ".hidden.pdb", "x.txt"] {
             let request = pb::FetchPdbRequest {
                 file_name: name.into(),
+                accept_zstd: false,
             };
             assert_eq!(
                 code(workers.fetch_pdb(request).await),
@@ -447,6 +448,7 @@ fn malformed_rpcs_are_refused_without_harm() {
         ] {
             let request = pb::FetchPdbRequest {
                 file_name: name.into(),
+                accept_zstd: false,
             };
             let refused = tokio::time::timeout(
                 std::time::Duration::from_secs(5),
@@ -615,6 +617,7 @@ fn clients_and_workers_hold_different_tokens_and_neither_opens_the_other_api() {
         );
         let fetch = pb::FetchPdbRequest {
             file_name: "3x3-blank-last-1.2.3.4.pdb".into(),
+            accept_zstd: true,
         };
         let fetched = workers.fetch_pdb(with_token(fetch, "client-secret")).await;
         assert_eq!(fetched.err().map(|s| s.code()), Some(Code::Unauthenticated));

@@ -18,6 +18,7 @@
 //! - [`server`]: `run(listener, config, shutdown)`, with TLS when configured.
 
 pub mod auth;
+pub mod compressed_tables;
 pub mod frontier;
 pub mod idle;
 pub mod queue;

@@ -15,6 +15,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
+use crate::compressed_tables::CompressedTables;
 use crate::scheduler::{
     BatchProgress, Flusher, PendingSplit, Scheduler, SchedulerError, Submitted, TaskOutcome,
     TaskReport, TaskSpec,
@@ -81,6 +82,8 @@ pub struct Service {
     watchers: Arc<Semaphore>,
     /// Woken when tasks are queued, for polls waiting for work.
     tasks_queued: Arc<Notify>,
+    /// zstd copies of the tables, for workers that fetch them compressed.
+    compressed: Arc<CompressedTables>,
 }
 
 /// Longest a poll from an idle worker waits for work (well under the lease timeout and any
@@ -130,6 +133,7 @@ impl Service {
             flusher,
             supply,
             scheduler,
+            compressed: Arc::new(CompressedTables::new(pdbs.dir())),
             pdbs,
             heartbeat_interval,
             submissions: Arc::new(Semaphore::new(limits.concurrent_submissions)),
@@ -417,6 +421,46 @@ type ExportStream = Pin<Box<dyn Stream<Item = Result<pb::ExportedSolution, Statu
 
 /// Size of the pieces a pattern database file is streamed in.
 const CHUNK_BYTES: usize = 1 << 20;
+
+/// Streams `file` (`total_size` bytes; a compressed copy when `zstd`) in [`CHUNK_BYTES`] pieces.
+fn stream_file(file: tokio::fs::File, total_size: u64, zstd: bool) -> ChunkStream {
+    let (sender, receiver) = tokio::sync::mpsc::channel(4);
+    tokio::spawn(async move {
+        use tokio::io::AsyncReadExt;
+        let mut file = file;
+        let mut offset = 0u64;
+        loop {
+            let mut data = vec![0u8; CHUNK_BYTES];
+            let read = match file.read(&mut data).await {
+                Ok(0) => return,
+                Ok(read) => read,
+                Err(e) => {
+                    let _ = sender.send(Err(Status::internal(e.to_string()))).await;
+                    return;
+                }
+            };
+            data.truncate(read);
+            // Never past the size the stream announced (a file swapped in meanwhile).
+            if offset + read as u64 > total_size {
+                let _ = sender
+                    .send(Err(Status::aborted("the file changed while it was sent")))
+                    .await;
+                return;
+            }
+            let chunk = pb::PdbChunk {
+                offset,
+                data,
+                total_size,
+                zstd,
+            };
+            if sender.send(Ok(chunk)).await.is_err() {
+                return;
+            }
+            offset += read as u64;
+        }
+    });
+    Box::pin(tokio_stream::wrappers::ReceiverStream::new(receiver))
+}
 
 #[tonic::async_trait]
 impl pb::tilesolve_server::Tilesolve for Service {
@@ -804,7 +848,8 @@ impl pb::workers_server::Workers for Service {
         &self,
         request: Request<pb::FetchPdbRequest>,
     ) -> Result<Response<ChunkStream>, Status> {
-        let name = request.into_inner().file_name;
+        let request = request.into_inner();
+        let name = request.file_name;
         if !tilesolve::pdb::file::is_file_name(&name) {
             return Err(Status::invalid_argument(format!(
                 "'{name}' is not a pattern database file name"
@@ -821,54 +866,32 @@ impl pb::workers_server::Workers for Service {
             return Err(not_served("not a regular file".into()));
         }
         let header_path = path.clone();
-        tokio::task::spawn_blocking(move || tilesolve::pdb::file::inspect(&header_path, false))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?
-            .map_err(|e| not_served(format!("not a pattern database table ({e})")))?;
-        let file = tokio::fs::File::open(&path)
+        let header =
+            tokio::task::spawn_blocking(move || tilesolve::pdb::file::inspect(&header_path, false))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?
+                .map_err(|e| not_served(format!("not a pattern database table ({e})")))?;
+        let compressed = match request.accept_zstd {
+            true => match self.compressed.copy_of(&path, &name, header.checksum).await {
+                Ok(copy) => Some(copy),
+                Err(error) => {
+                    tracing::warn!(file = %name, %error, "no compressed copy: sending the table as it is");
+                    None
+                }
+            },
+            false => None,
+        };
+        let zstd = compressed.is_some();
+        let sent = compressed.unwrap_or(path);
+        let file = tokio::fs::File::open(&sent)
             .await
             .map_err(|e| not_served(e.to_string()))?;
-        let total_size = metadata.len();
-        let (sender, receiver) = tokio::sync::mpsc::channel(4);
-        tokio::spawn(async move {
-            use tokio::io::AsyncReadExt;
-            let mut file = file;
-            let mut offset = 0u64;
-            loop {
-                let mut data = vec![0u8; CHUNK_BYTES];
-                let read = match file.read(&mut data).await {
-                    Ok(0) => return,
-                    Ok(read) => read,
-                    Err(e) => {
-                        let _ = sender.send(Err(Status::internal(e.to_string()))).await;
-                        return;
-                    }
-                };
-                data.truncate(read);
-                // Never past the size the stream announced (a file swapped in meanwhile).
-                if offset + read as u64 > total_size {
-                    let _ = sender
-                        .send(Err(Status::aborted("the file changed while it was sent")))
-                        .await;
-                    return;
-                }
-                if sender
-                    .send(Ok(pb::PdbChunk {
-                        offset,
-                        data,
-                        total_size,
-                    }))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-                offset += read as u64;
-            }
-        });
-        Ok(Response::new(Box::pin(
-            tokio_stream::wrappers::ReceiverStream::new(receiver),
-        )))
+        let total_size = file
+            .metadata()
+            .await
+            .map_err(|e| not_served(e.to_string()))?
+            .len();
+        Ok(Response::new(stream_file(file, total_size, zstd)))
     }
 
     async fn upload_pdb(

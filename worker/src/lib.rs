@@ -621,8 +621,14 @@ impl Fetcher {
                 .handle
                 .block_on(fetch(&self.coordinator, &spec.file_name(), &path))
             {
-                Ok(bytes) => {
-                    tracing::info!(file = %path.display(), bytes, "pattern database fetched from the coordinator")
+                Ok(fetched) => {
+                    tracing::info!(
+                        file = %path.display(),
+                        bytes = fetched.bytes,
+                        transferred = fetched.transferred,
+                        compressed = fetched.compressed,
+                        "pattern database fetched from the coordinator"
+                    )
                 }
                 Err(reason) => {
                     tracing::warn!(file = %path.display(), %reason, "could not fetch the pattern database; building it here")
@@ -632,17 +638,26 @@ impl Fetcher {
     }
 }
 
-/// Streams `name` from the coordinator into `path` (through a temporary file renamed at the
-/// end, so a broken transfer never leaves a half file under the real name).
+/// A table fetched: its size, and the bytes that crossed the network for it.
+struct Fetched {
+    bytes: u64,
+    transferred: u64,
+    compressed: bool,
+}
+
+/// Streams `name` from the coordinator into `path`, compressed if the coordinator can (through
+/// a temporary file renamed at the end, so a broken transfer never leaves a half file under
+/// the real name; the table's checksum is verified when it is loaded).
 async fn fetch(
     coordinator: &ConnectOptions,
     name: &str,
     path: &std::path::Path,
-) -> Result<u64, String> {
+) -> Result<Fetched, String> {
     let mut client = WorkersClient::new(coordinator.connect().await.map_err(|e| e.to_string())?);
     let mut stream = client
         .fetch_pdb(pb::FetchPdbRequest {
             file_name: name.to_string(),
+            accept_zstd: true,
         })
         .await
         .map_err(|s| s.message().to_string())?
@@ -652,9 +667,9 @@ async fn fetch(
     }
     let partial = tilesolve::pdb::file::partial_path(path, "fetching");
     let received = receive(&mut stream, &partial).await;
-    let moved = received.and_then(|written| {
+    let moved = received.and_then(|fetched| {
         std::fs::rename(&partial, path).map_err(|e| e.to_string())?;
-        Ok(written)
+        Ok(fetched)
     });
     if moved.is_err() {
         let _ = std::fs::remove_file(&partial);
@@ -662,34 +677,98 @@ async fn fetch(
     moved
 }
 
-/// Writes a fetched file's chunks to `partial`; returns its size once it is whole and on disk.
+/// Writes a fetched file's chunks to `partial` (decompressing a zstd stream on the way);
+/// returns what was fetched once the file is whole and on disk.
 async fn receive(
     stream: &mut tonic::Streaming<pb::PdbChunk>,
     partial: &std::path::Path,
-) -> Result<u64, String> {
+) -> Result<Fetched, String> {
     use std::io::Write;
-    let mut file = std::fs::File::create(partial).map_err(|e| e.to_string())?;
-    let (mut written, mut total) = (0u64, 0u64);
+    let file = std::fs::File::create(partial).map_err(|e| e.to_string())?;
+    let mut out = TableWriter::Plain(file);
+    let (mut received, mut total, mut compressed) = (0u64, 0u64, None);
     while let Some(chunk) = stream
         .message()
         .await
         .map_err(|s| s.message().to_string())?
     {
-        if chunk.offset != written {
+        if chunk.offset != received {
             return Err(format!(
-                "chunk at offset {} after {written} bytes",
+                "chunk at offset {} after {received} bytes",
                 chunk.offset
             ));
         }
-        file.write_all(&chunk.data).map_err(|e| e.to_string())?;
-        written += chunk.data.len() as u64;
+        match compressed {
+            None => {
+                compressed = Some(chunk.zstd);
+                if chunk.zstd {
+                    out = out.decompressing().map_err(|e| e.to_string())?;
+                }
+            }
+            Some(zstd) if zstd != chunk.zstd => {
+                return Err("the stream changed its compression midway".into())
+            }
+            Some(_) => {}
+        }
+        out.write_all(&chunk.data).map_err(|e| e.to_string())?;
+        received += chunk.data.len() as u64;
         total = chunk.total_size;
     }
-    if written != total {
-        return Err(format!("received {written} of {total} bytes"));
+    if received != total {
+        return Err(format!("received {received} of {total} bytes"));
     }
+    let file = out.finish().map_err(|e| e.to_string())?;
     file.sync_all().map_err(|e| e.to_string())?;
-    Ok(written)
+    Ok(Fetched {
+        bytes: file.metadata().map_err(|e| e.to_string())?.len(),
+        transferred: received,
+        compressed: compressed.unwrap_or(false),
+    })
+}
+
+/// Where a fetched table's bytes go: straight to the file, or through a zstd decoder.
+enum TableWriter {
+    Plain(std::fs::File),
+    Zstd(zstd::stream::write::Decoder<'static, std::fs::File>),
+}
+
+impl TableWriter {
+    fn decompressing(self) -> std::io::Result<TableWriter> {
+        match self {
+            TableWriter::Plain(file) => {
+                Ok(TableWriter::Zstd(zstd::stream::write::Decoder::new(file)?))
+            }
+            zstd => Ok(zstd),
+        }
+    }
+
+    /// The file, with everything written to it.
+    fn finish(self) -> std::io::Result<std::fs::File> {
+        use std::io::Write;
+        match self {
+            TableWriter::Plain(file) => Ok(file),
+            TableWriter::Zstd(mut decoder) => {
+                decoder.flush()?;
+                Ok(decoder.into_inner())
+            }
+        }
+    }
+}
+
+impl std::io::Write for TableWriter {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        match self {
+            TableWriter::Plain(file) => file.write(data),
+            TableWriter::Zstd(decoder) => decoder.write(data),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            TableWriter::Plain(file) => file.flush(),
+            TableWriter::Zstd(decoder) => decoder.flush(),
+        }
+    }
 }
 
 /// The pattern database files in `dir` with the checksums their headers state.
