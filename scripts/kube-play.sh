@@ -38,8 +38,13 @@ down() {
     if [ -f "$state/play.yaml" ]; then
         podman kube down "$state/play.yaml" >/dev/null 2>&1 || true
     fi
+    # Pods another checkout played (its play.yaml is not here) go by their names.
+    for pod in $(podman pod ps --format '{{.Name}}' \
+        | grep -E '^tilesolve-(coordinator|worker-pod-[0-9]+)$' || true); do
+        podman pod rm -f "$pod" >/dev/null 2>&1 || true
+    done
     podman secret rm tilesolve >/dev/null 2>&1 || true
-    podman network rm -f "$network" >/dev/null 2>&1 || true
+    podman network rm "$network" >/dev/null 2>&1 || true
     if [ "${1:-}" = "--volumes" ]; then
         podman volume rm -f "$volume" >/dev/null 2>&1 || true
     fi
