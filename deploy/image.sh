@@ -51,6 +51,8 @@ fi
 mkdir -p "$context/root/etc/ssl/certs" "$context/root/usr/local/bin" "$context/writable"
 strip -o "$context/root/usr/local/bin/tilesolve" "$binary"
 cp "$certificates" "$context/root/etc/ssl/certs/ca-certificates.crt"
+mkdir -p "$context/root/usr/share/doc/tilesolve"
+cp LICENSE-MIT LICENSE-APACHE "$context/root/usr/share/doc/tilesolve/"
 printf 'root:x:0:0:root:/:/sbin/nologin\ntilesolve:x:10001:10001:tilesolve:/data:/sbin/nologin\n' \
     > "$context/root/etc/passwd"
 printf 'root:x:0:\ntilesolve:x:10001:\n' > "$context/root/etc/group"
