@@ -53,6 +53,14 @@ strip -o "$context/root/usr/local/bin/tilesolve" "$binary"
 cp "$certificates" "$context/root/etc/ssl/certs/ca-certificates.crt"
 mkdir -p "$context/root/usr/share/doc/tilesolve"
 cp LICENSE-MIT LICENSE-APACHE "$context/root/usr/share/doc/tilesolve/"
+# Completions and the manual page, for `podman cp` onto a host (the image has no shell).
+share="$context/root/usr/share"
+mkdir -p "$share/bash-completion/completions" "$share/zsh/vendor-completions" \
+    "$share/fish/vendor_completions.d" "$share/man/man1"
+"$binary" completions bash > "$share/bash-completion/completions/tilesolve"
+"$binary" completions zsh > "$share/zsh/vendor-completions/_tilesolve"
+"$binary" completions fish > "$share/fish/vendor_completions.d/tilesolve.fish"
+"$binary" man > "$share/man/man1/tilesolve.1"
 printf 'root:x:0:0:root:/:/sbin/nologin\ntilesolve:x:10001:10001:tilesolve:/data:/sbin/nologin\n' \
     > "$context/root/etc/passwd"
 printf 'root:x:0:\ntilesolve:x:10001:\n' > "$context/root/etc/group"

@@ -15,7 +15,7 @@ mod solve;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// mimalloc rather than glibc's malloc: under a steady load a coordinator on glibc kept
 /// growing (its per-thread arenas fragment under the store's churn) while what it held stayed
@@ -77,6 +77,14 @@ enum Command {
     /// Ask a coordinator, or a worker's health endpoint, whether it is serving (exit 0) or
     /// not (exit 1): for exec probes and scripts.
     Health(health::HealthArgs),
+    /// Print a completion script for a shell, e.g.
+    /// `tilesolve completions bash > /usr/share/bash-completion/completions/tilesolve`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `tilesolve man > /usr/share/man/man1/tilesolve.1`.
+    Man,
     /// Replay a recorded batch (its tasks' sizes and times, kept by the coordinator) with 1 to
     /// 1,024 virtual workers under the scheduler's policy; prints makespan and efficiency.
     Simulate(simulate::SimulateArgs),
@@ -119,6 +127,19 @@ fn main() -> ExitCode {
         Command::Loadtest(args) => load::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Health(args) => health::run(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "tilesolve",
+                &mut std::io::stdout(),
+            );
+            Ok(true)
+        }
+        Command::Man => clap_mangen::Man::new(Cli::command())
+            .render(&mut std::io::stdout())
+            .map(|()| true)
+            .map_err(anyhow::Error::from),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

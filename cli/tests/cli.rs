@@ -308,3 +308,34 @@ fn default_heuristic_on_3x3_is_the_exact_table() {
         "an exact heuristic expands only the solution path"
     );
 }
+
+#[test]
+fn completions_and_the_man_page_come_from_the_command_definitions() {
+    let run = |args: &[&str]| {
+        let output = tilesolve(args, "");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (ok, bash, stderr) = run(&["completions", "bash"]);
+    assert!(ok, "{stderr}");
+    assert!(bash.contains("complete -F _tilesolve") || bash.contains("-F _tilesolve tilesolve"));
+    // Every subcommand is offered, the newest too.
+    for command in ["serve", "worker", "submit", "health", "completions"] {
+        assert!(
+            bash.contains(command),
+            "{command} missing from the bash completions"
+        );
+    }
+    for shell in ["zsh", "fish"] {
+        let (ok, script, stderr) = run(&["completions", shell]);
+        assert!(ok && script.contains("tilesolve"), "{shell}: {stderr}");
+    }
+    let (ok, page, stderr) = run(&["man"]);
+    assert!(ok, "{stderr}");
+    assert!(page.contains(".TH tilesolve 1"), "{page}");
+    let (ok, _, stderr) = run(&["completions", "tcsh"]);
+    assert!(!ok && stderr.contains("tcsh"), "{stderr}");
+}
