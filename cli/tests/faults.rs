@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{
     assert_optimal, known_boards, lengths, run, status, wait_until, worker, write_batch,
-    Coordinator,
+    Coordinator, WatchedBatch,
 };
 
 /// Small budgets, so puzzles are split into many subtree tasks and a crash always catches some
@@ -54,23 +54,16 @@ fn a_worker_killed_mid_batch_loses_nothing() {
 
 #[test]
 fn a_coordinator_killed_mid_batch_resumes_on_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let boards = known_boards(12);
-    let path = dir.path().join("batch.txt");
-    write_batch(&path, &boards, false);
-    let data = dir.path().join("coordinator");
-    let server = Coordinator::start(&data, "127.0.0.1:0", &SERVE, &[]);
-    let (address, url) = (server.address.clone(), server.url());
-    let _workers = [
-        worker(&url, &dir.path().join("w1"), &[]),
-        worker(&url, &dir.path().join("w2"), &[]),
-    ];
     // The client waits through the crash: it must reconnect by itself.
-    let client = common::watching_client(&url, &path);
-    wait_until("the batch to be accepted", Duration::from_secs(60), || {
-        status(&url, "1", &[]).map(drop)
-    });
-    common::wait_for_mid_batch(&url, "1");
+    let WatchedBatch {
+        dir,
+        boards,
+        data,
+        address,
+        server,
+        workers: _workers,
+        client,
+    } = WatchedBatch::start(&SERVE);
     server.process.kill();
     std::thread::sleep(Duration::from_millis(500));
     let server = Coordinator::start(&data, &address, &SERVE, &[]);

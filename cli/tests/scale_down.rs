@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{
     assert_optimal, known_boards, lengths, run, status, wait_until, worker, write_batch,
-    Coordinator, Process,
+    Coordinator, Process, WatchedBatch,
 };
 
 /// Small budgets, so puzzles are split into many subtree tasks and a worker always holds some;
@@ -78,23 +78,16 @@ fn a_worker_sent_sigterm_hands_its_tasks_back_at_once() {
 
 #[test]
 fn a_coordinator_sent_sigterm_flushes_exits_and_resumes() {
-    let dir = tempfile::tempdir().unwrap();
-    let boards = known_boards(12);
-    let path = dir.path().join("batch.txt");
-    write_batch(&path, &boards, false);
-    let data = dir.path().join("coordinator");
-    let server = Coordinator::start(&data, "127.0.0.1:0", &SERVE, &[]);
-    let (address, url) = (server.address.clone(), server.url());
-    let _workers = [
-        worker(&url, &dir.path().join("w1"), &[]),
-        worker(&url, &dir.path().join("w2"), &[]),
-    ];
-    // A client watching the batch keeps a stream open through the stop.
-    let client = common::watching_client(&url, &path);
-    wait_until("the batch to be accepted", Duration::from_secs(60), || {
-        status(&url, "1", &[]).map(drop)
-    });
-    common::wait_for_mid_batch(&url, "1");
+    // The watching client keeps a stream open through the stop.
+    let WatchedBatch {
+        dir: _dir,
+        boards,
+        data,
+        address,
+        server,
+        workers: _workers,
+        client,
+    } = WatchedBatch::start(&SERVE);
     let Coordinator { process, log, .. } = server;
     sigterm(&process);
     assert!(exit_status(

@@ -287,3 +287,46 @@ pub fn watched_answers(client: Process) -> Vec<(String, Option<u64>)> {
     );
     lengths(&String::from_utf8_lossy(&output.stdout))
 }
+
+/// Batch 1 (the ten examples15 boards and two of Korf's) under way on a coordinator started
+/// with `serve` flags, two workers and a `submit --wait` client watching it: for tests that
+/// stop or crash the coordinator mid-batch and restart it on `data` at `address`.
+pub struct WatchedBatch {
+    pub dir: tempfile::TempDir,
+    pub boards: Vec<(String, u64)>,
+    pub data: PathBuf,
+    pub address: String,
+    pub server: Coordinator,
+    pub workers: [Process; 2],
+    pub client: Process,
+}
+
+impl WatchedBatch {
+    pub fn start(serve: &[&str]) -> WatchedBatch {
+        let dir = tempfile::tempdir().unwrap();
+        let boards = known_boards(12);
+        let path = dir.path().join("batch.txt");
+        write_batch(&path, &boards, false);
+        let data = dir.path().join("coordinator");
+        let server = Coordinator::start(&data, "127.0.0.1:0", serve, &[]);
+        let (address, url) = (server.address.clone(), server.url());
+        let workers = [
+            worker(&url, &dir.path().join("w1"), &[]),
+            worker(&url, &dir.path().join("w2"), &[]),
+        ];
+        let client = watching_client(&url, &path);
+        wait_until("the batch to be accepted", Duration::from_secs(60), || {
+            status(&url, "1", &[]).map(drop)
+        });
+        wait_for_mid_batch(&url, "1");
+        WatchedBatch {
+            dir,
+            boards,
+            data,
+            address,
+            server,
+            workers,
+            client,
+        }
+    }
+}
