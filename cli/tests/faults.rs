@@ -31,12 +31,25 @@ fn a_worker_killed_mid_batch_loses_nothing() {
     write_batch(&path, &boards, false);
     let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &SERVE, &[]);
     let url = server.url();
+    // The doomed worker runs alone until it dies, so the tasks it holds then cannot be
+    // withdrawn by another worker finishing their puzzles first: only their leases' expiry
+    // can bring them back, and the survivor starts once they are back.
     let doomed = worker(&url, &dir.path().join("w1"), &[]);
-    let _survivor = worker(&url, &dir.path().join("w2"), &[]);
     let batch = common::submit(&url, &path);
 
     common::wait_for_mid_batch(&url, &batch);
     doomed.kill();
+    wait_until(
+        "the dead worker's leases to expire",
+        Duration::from_secs(30),
+        || {
+            server
+                .log_text()
+                .contains("expired leases returned to the queue")
+                .then_some(())
+        },
+    );
+    let _survivor = worker(&url, &dir.path().join("w2"), &[]);
 
     wait_until("the batch to finish", Duration::from_secs(300), || {
         (status(&url, &batch, &[])?["done"] == true).then_some(())
