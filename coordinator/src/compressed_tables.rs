@@ -59,7 +59,7 @@ impl CompressedTables {
 /// returns the compressed size.
 fn compress(source: &Path, dir: &Path, target: &Path) -> std::io::Result<u64> {
     std::fs::create_dir_all(dir)?;
-    let partial = target.with_extension(format!("zst.partial.{}", std::process::id()));
+    let partial = tilesolve::pdb::file::partial_path(target, "compressing");
     let written = (|| {
         let mut input = std::fs::File::open(source)?;
         let mut encoder =

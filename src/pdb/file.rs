@@ -150,14 +150,17 @@ pub fn is_file_name(name: &str) -> bool {
     !name.contains(['/', '\\']) && !name.starts_with('.') && name.ends_with(".pdb")
 }
 
-/// A temporary name beside `path` for a table on its way in (`doing`: partial, fetching,
-/// receiving), unique to this process and call: processes sharing a table directory (workers
-/// on one host, or the replicas of a pod sharing a volume) never write into each other's file,
-/// and whichever renames last puts the same table in place.
+/// A temporary name beside `path` for a file on its way in (`doing`: partial, fetching,
+/// receiving, compressing): `path`'s name with `.{doing}.{pid}.{call}` appended, unique to
+/// this process and call. Processes sharing a table directory (workers on one host, or the
+/// replicas of a pod sharing a volume) never write into each other's file, and whichever
+/// renames last puts the same table in place.
 pub fn partial_path(path: &Path, doing: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let call = NEXT.fetch_add(1, Ordering::Relaxed);
-    path.with_extension(format!("pdb.{doing}.{}.{call}", std::process::id()))
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{doing}.{}.{call}", std::process::id()));
+    path.with_file_name(name)
 }
 
 /// Writes a table atomically (a temporary file renamed into place) and returns its checksum.

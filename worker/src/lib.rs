@@ -209,12 +209,7 @@ async fn leave(
     while let Ok(result) = results.try_recv() {
         finished.push(result);
     }
-    let held: Vec<u64> = running
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .keys()
-        .copied()
-        .collect();
+    let held = held_tasks(running);
     cancel(running, &held);
     let Some(mut registration) = registration else {
         tracing::info!("worker stopping (not registered: nothing to hand back)");
@@ -304,13 +299,7 @@ async fn registered_session(session: Session<'_>) -> Result<std::convert::Infall
         }
     };
     // Tasks still running belong to an earlier registration whose leases are gone: stop them.
-    let stale: Vec<u64> = running
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .keys()
-        .copied()
-        .collect();
-    cancel(running, &stale);
+    cancel(running, &held_tasks(running));
     let channel = match config.coordinator.connect().await {
         Ok(channel) => channel,
         Err(error @ tilesolve::connect::ConnectError::Unreachable { .. }) => {
@@ -431,12 +420,7 @@ async fn heartbeats(
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
-        let ids: Vec<u64> = running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .copied()
-            .collect();
+        let ids = held_tasks(&running);
         match client
             .heartbeat(pb::HeartbeatRequest {
                 worker_id,
@@ -459,6 +443,16 @@ async fn heartbeats(
             Err(_) => {}
         }
     }
+}
+
+/// The ids of the tasks this worker holds (running or prefetched).
+fn held_tasks(running: &Running) -> Vec<u64> {
+    running
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .keys()
+        .copied()
+        .collect()
 }
 
 fn cancel(running: &Running, ids: &[u64]) {
