@@ -19,9 +19,9 @@ use tilesolve::proto::v1 as pb;
 use tilesolve::{parse_board, Board};
 use tilesolve_coordinator::scheduler::MAX_BATCH_LINES;
 
-use crate::distributed::{
-    client, progress_bar, refused, runtime, submit_lines, wait_until_done, Client, ConnectArgs,
-};
+use crate::calls::{connect, CallError, Client, Coordinator};
+use crate::distributed::{progress_bar, runtime, submit_lines, wait_until_done, ConnectArgs};
+use crate::results::FormatArgs;
 
 #[derive(Args)]
 pub struct ExportArgs {
@@ -45,9 +45,9 @@ pub struct ImportArgs {
     /// Wait for each batch and print its results.
     #[arg(long)]
     wait: bool,
-    /// With --wait, one JSON object per board per line.
-    #[arg(long)]
-    json: bool,
+    /// With --wait: the results' format.
+    #[command(flatten)]
+    output: FormatArgs,
     /// A file `tilesolve export` wrote.
     file: PathBuf,
 }
@@ -111,14 +111,14 @@ pub fn export(args: ExportArgs) -> anyhow::Result<bool> {
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let (answers, batches) = runtime()?.block_on(async {
-        let mut client = client(&args.connect.options()?).await?;
+        let mut client = connect(&args.connect.options()?).await?;
         let mut stream = client
             .export_solutions(pb::ExportSolutionsRequest {})
             .await
-            .map_err(refused)?
+            .map_err(CallError::from)?
             .into_inner();
         let mut answers = 0u64;
-        while let Some(solution) = stream.message().await.map_err(refused)? {
+        while let Some(solution) = stream.message().await.map_err(CallError::from)? {
             let line = Exported {
                 board: solution.board,
                 goal: solution.goal,
@@ -157,7 +157,7 @@ async fn export_batches(client: &mut Client, out: &mut dyn Write) -> anyhow::Res
                 newest_first: false,
             })
             .await
-            .map_err(refused)?
+            .map_err(CallError::from)?
             .into_inner();
         for status in listed.batches {
             export_batch(client, status.batch_id, out).await?;
@@ -185,7 +185,7 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
                 page_token: token.clone(),
             })
             .await
-            .map_err(refused)?
+            .map_err(CallError::from)?
             .into_inner();
         info = info.or(page.info);
         for item in page.items {
@@ -317,18 +317,18 @@ fn batch_lines(items: &[ExportedItem]) -> Vec<String> {
 
 pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
     let file = ExportFile::read(&args.file)?;
-    let connect = args.connect.options()?;
+    let mut coordinator = Coordinator::new(args.connect.options()?);
     runtime()?.block_on(async {
         let mut all_solved = true;
         let mut answer_batches = Vec::new();
         for (goal, lines) in &file.answers {
             for chunk in lines.chunks(MAX_BATCH_LINES) {
                 let submitted = submit_lines(
-                    &connect,
+                    &mut coordinator,
                     chunk.to_vec(),
                     &args.heuristic,
                     goal,
-                    args.json,
+                    args.output.format(),
                     args.wait,
                 )
                 .await?;
@@ -342,23 +342,21 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
         // The batches go in once every answer is proven, so their items come from the store
         // instead of being searched again.
         if !args.wait {
-            let mut waiting = client(&connect).await?;
             for batch in answer_batches {
-                waiting = wait_until_done(&connect, waiting, batch, &progress_bar()).await?;
+                wait_until_done(&mut coordinator, batch, &progress_bar()).await?;
             }
         }
-        let mut control = client(&connect).await?;
         for (batch, items) in &file.batches {
             if items.is_empty() {
                 eprintln!("batch {}: no items, not imported", batch.id);
                 continue;
             }
             let submitted = submit_lines(
-                &connect,
+                &mut coordinator,
                 batch_lines(items),
                 &batch.heuristic,
                 &batch.goal,
-                args.json,
+                args.output.format(),
                 args.wait && !batch.cancelled,
             )
             .await?;
@@ -366,12 +364,12 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
             // A cancelled batch is cancelled again: its items that the store does not answer
             // fail as cancelled, as they did.
             if batch.cancelled {
-                control
-                    .cancel_batch(pb::CancelBatchRequest {
-                        batch_id: submitted.batch,
-                    })
-                    .await
-                    .map_err(refused)?;
+                let request = pb::CancelBatchRequest {
+                    batch_id: submitted.batch,
+                };
+                coordinator
+                    .call(|mut client| async move { client.cancel_batch(request).await })
+                    .await?;
             }
         }
         // Items of the batches end as they did (a bad line fails again): the exit status
@@ -397,17 +395,15 @@ pub fn prune(args: PruneArgs) -> anyhow::Result<bool> {
     if args.older_than_days.is_nan() || args.older_than_days < 0.0 {
         anyhow::bail!("--older-than-days must be 0 or more");
     }
-    let pruned = runtime()?.block_on(async {
-        let mut client = client(&args.connect.options()?).await?;
-        client
-            .prune_batches(pb::PruneBatchesRequest {
-                older_than_seconds: (args.older_than_days * 86_400.0) as u64,
-                solutions: args.solutions,
-            })
-            .await
-            .map_err(refused)
-            .map(|r| r.into_inner())
-    })?;
+    let mut coordinator = Coordinator::new(args.connect.options()?);
+    let request = pb::PruneBatchesRequest {
+        older_than_seconds: (args.older_than_days * 86_400.0) as u64,
+        solutions: args.solutions,
+    };
+    // Pruning twice prunes once: safe to retry.
+    let pruned = runtime()?.block_on(
+        coordinator.call(|mut client| async move { client.prune_batches(request).await }),
+    )?;
     let mb = |bytes: u64| bytes as f64 / 1e6;
     println!(
         "pruned {} batches ({} items, {} stored boards); store {:.1} MB -> {:.1} MB",

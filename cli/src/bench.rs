@@ -26,6 +26,9 @@ pub struct BenchArgs {
     /// Only the boards with these ids (`id=` facts), comma-separated.
     #[arg(long, value_delimiter = ',')]
     ids: Vec<String>,
+    /// One JSON object per board per line, then one for the summary (`"summary": true`).
+    #[arg(long)]
+    json: bool,
     /// A benchmark file: one board per line, then ` # ` and facts.
     file: PathBuf,
 }
@@ -51,6 +54,21 @@ impl Row {
     fn korf_ok(&self) -> Option<bool> {
         self.korf_published
             .map(|published| published == self.korf_count)
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "length": self.length,
+            "optimal": self.optimal,
+            "ok": self.length_ok(),
+            "expanded": self.counters.expanded,
+            "generated": self.counters.generated,
+            "seconds": self.seconds,
+            "korf1985_nodes": self.korf_published.map(|_| self.korf_count),
+            "korf1985_published": self.korf_published,
+            "error": self.error,
+        })
     }
 
     fn line(&self) -> String {
@@ -106,7 +124,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
             format!("{side}x{side} {choice}")
         })
         .collect();
-    println!(
+    let header = format!(
         "bench {}: {} boards, heuristic {} ({}), algorithm {}, pruning {}, goal {}, {threads} thread(s)",
         args.file.display(),
         lines.len(),
@@ -116,6 +134,12 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
         args.search.pruning.name(),
         args.search.goal
     );
+    // With --json, standard output holds JSON lines only.
+    if args.json {
+        eprintln!("{header}");
+    } else {
+        println!("{header}");
+    }
     let korf_comparable = args.search.heuristic
         == HeuristicChoice::Classic(HeuristicKind::Manhattan)
         && args.search.algorithm == Algorithm::Ida
@@ -138,7 +162,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(line) = lines.get(index) else { break };
                     let row = bench_one(line, &mut solvers, &options, korf_comparable);
-                    println!("{}", row.line());
+                    if args.json {
+                        println!("{}", row.json());
+                    } else {
+                        println!("{}", row.line());
+                    }
                     rows.lock()
                         .unwrap_or_else(|poisoned| poisoned.into_inner())
                         .push((index, row));
@@ -151,10 +179,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     rows.sort_by_key(|(index, _)| *index);
-    Ok(summarize(
-        &rows.into_iter().map(|(_, row)| row).collect::<Vec<_>>(),
-        wall,
-    ))
+    let rows: Vec<Row> = rows.into_iter().map(|(_, row)| row).collect();
+    let summary = Summary::of(&rows, wall);
+    if args.json {
+        println!("{}", summary.json());
+    } else {
+        summary.print();
+    }
+    Ok(summary.wrong.is_empty())
 }
 
 /// Korf's 1985 counts are for Manhattan IDA*; with anything else they are not comparable.
@@ -197,56 +229,103 @@ fn bench_one(
     row
 }
 
-/// Prints the summary; returns whether every length matched.
-fn summarize(rows: &[Row], wall: f64) -> bool {
-    let mut total = Counters::default();
-    for row in rows {
-        total += row.counters;
+/// The figures of a whole run.
+struct Summary<'a> {
+    boards: usize,
+    total: Counters,
+    solve_seconds: f64,
+    wall: f64,
+    wrong: Vec<&'a str>,
+    korf_checked: usize,
+    korf_different: Vec<&'a str>,
+}
+
+impl<'a> Summary<'a> {
+    fn of(rows: &'a [Row], wall: f64) -> Summary<'a> {
+        let mut total = Counters::default();
+        for row in rows {
+            total += row.counters;
+        }
+        Summary {
+            boards: rows.len(),
+            total,
+            solve_seconds: rows.iter().map(|r| r.seconds).sum(),
+            wall,
+            wrong: rows
+                .iter()
+                .filter(|r| !r.length_ok())
+                .map(|r| r.id.as_str())
+                .collect(),
+            korf_checked: rows.iter().filter(|r| r.korf_ok().is_some()).count(),
+            korf_different: rows
+                .iter()
+                .filter(|r| r.korf_ok() == Some(false))
+                .map(|r| r.id.as_str())
+                .collect(),
+        }
     }
-    let solve_seconds: f64 = rows.iter().map(|r| r.seconds).sum();
-    let wrong: Vec<&str> = rows
-        .iter()
-        .filter(|r| !r.length_ok())
-        .map(|r| r.id.as_str())
-        .collect();
-    let korf_checked = rows.iter().filter(|r| r.korf_ok().is_some()).count();
-    let korf_different: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.korf_ok() == Some(false))
-        .map(|r| r.id.as_str())
-        .collect();
-    let per_thread = |nodes: u64| nodes as f64 / solve_seconds.max(1e-9) / 1e6;
-    println!("---");
-    println!("boards            {}", rows.len());
-    println!(
-        "lengths optimal   {} of {}{}",
-        rows.len() - wrong.len(),
-        rows.len(),
-        list(" mismatched: ", &wrong)
-    );
-    if korf_checked > 0 {
+
+    /// Nodes per second per thread, in millions.
+    fn rate(&self, nodes: u64) -> f64 {
+        nodes as f64 / self.solve_seconds.max(1e-9) / 1e6
+    }
+
+    fn per_board(&self, nodes: u64) -> u64 {
+        nodes / self.boards.max(1) as u64
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "summary": true,
+            "boards": self.boards,
+            "optimal": self.boards - self.wrong.len(),
+            "mismatched": self.wrong,
+            "korf1985_checked": self.korf_checked,
+            "korf1985_different": self.korf_different,
+            "expanded": self.total.expanded,
+            "generated": self.total.generated,
+            "expanded_per_second_per_thread": self.rate(self.total.expanded) * 1e6,
+            "generated_per_second_per_thread": self.rate(self.total.generated) * 1e6,
+            "solve_seconds": self.solve_seconds,
+            "wall_seconds": self.wall,
+        })
+    }
+
+    fn print(&self) {
+        let (rows, wrong, total) = (self.boards, &self.wrong, self.total);
+        println!("---");
+        println!("boards            {rows}");
         println!(
-            "korf1985 counts   {} of {korf_checked} equal{}",
-            korf_checked - korf_different.len(),
-            list(" different: ", &korf_different)
+            "lengths optimal   {} of {rows}{}",
+            rows - wrong.len(),
+            list(" mismatched: ", wrong)
         );
+        if self.korf_checked > 0 {
+            println!(
+                "korf1985 counts   {} of {} equal{}",
+                self.korf_checked - self.korf_different.len(),
+                self.korf_checked,
+                list(" different: ", &self.korf_different)
+            );
+        }
+        println!(
+            "expanded          {}  ({:.1} M/s per thread, {} per board)",
+            total.expanded,
+            self.rate(total.expanded),
+            self.per_board(total.expanded)
+        );
+        println!(
+            "generated         {}  ({:.1} M/s per thread, {} per board)",
+            total.generated,
+            self.rate(total.generated),
+            self.per_board(total.generated)
+        );
+        println!(
+            "solve seconds     {:.3} (sum over boards)",
+            self.solve_seconds
+        );
+        println!("wall seconds      {:.3}", self.wall);
     }
-    let per_board = |nodes: u64| nodes / rows.len().max(1) as u64;
-    println!(
-        "expanded          {}  ({:.1} M/s per thread, {} per board)",
-        total.expanded,
-        per_thread(total.expanded),
-        per_board(total.expanded)
-    );
-    println!(
-        "generated         {}  ({:.1} M/s per thread, {} per board)",
-        total.generated,
-        per_thread(total.generated),
-        per_board(total.generated)
-    );
-    println!("solve seconds     {solve_seconds:.3} (sum over boards)");
-    println!("wall seconds      {wall:.3}");
-    wrong.is_empty()
 }
 
 fn list(prefix: &str, ids: &[&str]) -> String {

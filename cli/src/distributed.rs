@@ -5,13 +5,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::calls::{backoff, CallError, Client, Coordinator};
 use crate::options::{MemoryArgs, PolicyArgs};
+use crate::results::{status_json, Format, FormatArgs, ResultsOutput};
 use anyhow::{bail, Context};
+use backon::BackoffBuilder;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
 use tilesolve::batch_file::BatchLine;
-use tilesolve::connect::{AuthChannel, ConnectOptions};
+use tilesolve::connect::ConnectOptions;
 use tilesolve::proto::v1 as pb;
 use tilesolve_coordinator::scheduler::{
     Scheduler, SchedulerConfig, DEFAULT_AUDIT_FRACTION, MAX_BATCH_LINES, MAX_PREFETCH,
@@ -61,13 +63,13 @@ async fn stop_signal() {
 #[derive(Args)]
 pub struct ServeArgs {
     /// Address to listen on. 127.0.0.1 unless told otherwise.
-    #[arg(long, default_value = "127.0.0.1:7411")]
+    #[arg(long, env = "TILESOLVE_LISTEN", default_value = "127.0.0.1:7411")]
     listen: String,
     /// Data directory: the sled store and pattern databases.
     #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
     data: PathBuf,
     /// Seconds without a heartbeat after which a worker's tasks return to the queue.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, env = "TILESOLVE_LEASE_TIMEOUT", default_value_t = 10.0)]
     lease_timeout: f64,
     /// Expanded nodes a puzzle may take as one task before its iterations are split into
     /// subtree tasks.
@@ -79,7 +81,7 @@ pub struct ServeArgs {
     memory: MemoryArgs,
     /// Unfinished puzzles held at most (about 4 KB of memory each); batches past it are refused
     /// until some finish.
-    #[arg(long, default_value_t = SchedulerConfig::default().max_pending_puzzles)]
+    #[arg(long, env = "TILESOLVE_MAX_PENDING", default_value_t = SchedulerConfig::default().max_pending_puzzles)]
     max_pending: usize,
     /// Refuse every call (but health checks) without this bearer token. Prefer the
     /// environment variable: a command line is visible to every user of the host.
@@ -90,33 +92,48 @@ pub struct ServeArgs {
     #[arg(long, env = "TILESOLVE_WORKER_TOKEN", hide_env_values = true)]
     worker_token: Option<String>,
     /// Serve TLS with this PEM certificate chain (needs --tls-key).
-    #[arg(long, requires = "tls_key", value_name = "PEM")]
+    #[arg(
+        long,
+        env = "TILESOLVE_TLS_CERT",
+        requires = "tls_key",
+        value_name = "PEM"
+    )]
     tls_cert: Option<PathBuf>,
     /// The certificate's PEM private key.
-    #[arg(long, requires = "tls_cert", value_name = "PEM")]
+    #[arg(
+        long,
+        env = "TILESOLVE_TLS_KEY",
+        requires = "tls_cert",
+        value_name = "PEM"
+    )]
     tls_key: Option<PathBuf>,
     /// Share of a worker's reports re-checked on another worker once its first few passed
     /// (every report of a new worker is checked); a false one quarantines the worker and what
     /// rests on its reports is solved again. 0 trusts every worker.
-    #[arg(long, default_value_t = DEFAULT_AUDIT_FRACTION, value_parser = audit_fraction)]
+    #[arg(long, env = "TILESOLVE_AUDIT_FRACTION", default_value_t = DEFAULT_AUDIT_FRACTION, value_parser = audit_fraction)]
     audit_fraction: f64,
     /// MiB of store pages kept in memory (sled's cache): the coordinator's memory is this plus
     /// its unfinished work.
-    #[arg(long, default_value_t = DEFAULT_CACHE_BYTES >> 20)]
+    #[arg(long, env = "TILESOLVE_STORE_CACHE_MIB", default_value_t = DEFAULT_CACHE_BYTES >> 20)]
     store_cache_mib: u64,
     /// Seconds a connection may move no byte either way before it is closed (live clients
     /// are pinged more often than this, so only silent sockets are dropped).
-    #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
+    #[arg(long, env = "TILESOLVE_IDLE_TIMEOUT", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
     idle_timeout: f64,
     /// Never build a pattern table here: take it from a connected worker that holds it, and
     /// refuse a batch needing a table that no connected worker holds.
-    #[arg(long)]
+    #[arg(long, env = "TILESOLVE_NO_TABLE_BUILDS")]
     no_table_builds: bool,
     /// Remove finished batches (and their items; answers stay, so queries still find them)
     /// once they were submitted this many days ago (fractions allowed), checking every tenth
     /// of that. Without it every batch is kept; `tilesolve prune` removes them by hand.
-    #[arg(long, value_name = "DAYS", value_parser = days)]
+    #[arg(long, env = "TILESOLVE_KEEP_BATCHES_DAYS", value_name = "DAYS", value_parser = days)]
     keep_batches_days: Option<Duration>,
+    /// Largest request in MiB (a submitted batch is one request): larger ones are refused
+    /// (OutOfRange) before they take that memory. At most the default.
+    #[arg(long, env = "TILESOLVE_MAX_MESSAGE_MIB", default_value_t = (server::MAX_MESSAGE_BYTES >> 20) as u32,
+          value_parser = clap::value_parser!(u32).range(1..=(server::MAX_MESSAGE_BYTES >> 20) as i64))]
+    max_message_mib: u32,
 }
 
 fn days(text: &str) -> Result<Duration, String> {
@@ -149,10 +166,10 @@ pub struct ConnectArgs {
     #[arg(long, env = "TILESOLVE_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// PEM certificate of the authority that signed the coordinator's certificate.
-    #[arg(long, value_name = "PEM")]
+    #[arg(long, env = "TILESOLVE_TLS_CA", value_name = "PEM")]
     tls_ca: Option<PathBuf>,
     /// Name the coordinator's certificate carries, if not the address's host.
-    #[arg(long)]
+    #[arg(long, env = "TILESOLVE_TLS_DOMAIN")]
     tls_domain: Option<String>,
 }
 
@@ -221,7 +238,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             token: args.token,
             worker_token: args.worker_token,
             tls,
-            limits: Limits::default(),
+            limits: Limits {
+                max_message_bytes: (args.max_message_mib as usize) << 20,
+                ..Limits::default()
+            },
             idle_timeout: Duration::from_secs_f64(args.idle_timeout.max(1.0)),
             store_cache_bytes: args.store_cache_mib << 20,
             keep_batches: args.keep_batches_days,
@@ -239,11 +259,11 @@ pub struct WorkerArgs {
     #[arg(long, env = "TILESOLVE_WORKER_TOKEN", hide_env_values = true)]
     worker_token: Option<String>,
     /// Search threads (default: every core).
-    #[arg(long)]
+    #[arg(long, env = "TILESOLVE_THREADS", alias = "workers")]
     threads: Option<usize>,
     /// Tasks to hold per thread beyond the one it runs, so a finished thread starts its next
     /// task without waiting a round trip (0: ask only when a thread is free).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=MAX_PREFETCH as i64))]
+    #[arg(long, env = "TILESOLVE_PREFETCH", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=MAX_PREFETCH as i64))]
     prefetch: u32,
     /// Data directory for pattern databases.
     #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
@@ -296,9 +316,8 @@ pub struct BatchOptions {
     /// Goal: `default`, `korf` or a board.
     #[arg(long, default_value = "default")]
     goal: String,
-    /// One JSON object per board per line.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    output: FormatArgs,
     /// A batch file: one board per line.
     file: PathBuf,
 }
@@ -316,9 +335,9 @@ pub struct SubmitArgs {
 
 #[derive(Args)]
 pub struct BatchArgs {
-    /// Worker threads (default: every core).
-    #[arg(long)]
-    workers: Option<usize>,
+    /// Search threads (default: every core).
+    #[arg(long, env = "TILESOLVE_THREADS", alias = "workers")]
+    threads: Option<usize>,
     /// Data directory: the sled store and pattern databases.
     #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
     data: PathBuf,
@@ -329,15 +348,21 @@ pub struct BatchArgs {
 }
 
 #[derive(Args)]
-pub struct BatchIdArgs {
+pub struct StatusArgs {
     #[command(flatten)]
     connect: ConnectArgs,
-    /// One JSON object per board per line.
+    /// The status as one JSON object.
     #[arg(long)]
     json: bool,
-    /// Comma-separated values.
-    #[arg(long, conflicts_with = "json")]
-    csv: bool,
+    batch: u64,
+}
+
+#[derive(Args)]
+pub struct ResultsArgs {
+    #[command(flatten)]
+    connect: ConnectArgs,
+    #[command(flatten)]
+    output: FormatArgs,
     batch: u64,
 }
 
@@ -345,25 +370,13 @@ pub struct BatchIdArgs {
 pub struct QueryArgs {
     #[command(flatten)]
     connect: ConnectArgs,
+    /// Goal: `default`, `korf` or a board.
     #[arg(long, default_value = "default")]
     goal: String,
+    /// The answer (or that there is none) as one JSON object.
     #[arg(long)]
     json: bool,
     board: String,
-}
-
-pub(crate) type Client = pb::tilesolve_client::TilesolveClient<AuthChannel>;
-
-pub(crate) async fn client(options: &ConnectOptions) -> anyhow::Result<Client> {
-    let channel = options.connect().await?;
-    Ok(pb::tilesolve_client::TilesolveClient::new(channel)
-        .max_decoding_message_size(server::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(server::MAX_MESSAGE_BYTES))
-}
-
-/// A refusal from the coordinator, as the user should read it.
-pub(crate) fn refused(status: tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!("{:?}: {}", status.code(), status.message())
 }
 
 /// The lines of a batch file. Invalid UTF-8 stays on its own line (as U+FFFD), where the
@@ -396,17 +409,17 @@ fn read_lines(file: &PathBuf) -> anyhow::Result<Vec<String>> {
 
 /// Submits, optionally waits, prints; returns whether every item was solved.
 async fn submit_and_report(
-    connect: &ConnectOptions,
+    connect: ConnectOptions,
     options: &BatchOptions,
     wait: bool,
 ) -> anyhow::Result<bool> {
     let lines = read_lines(&options.file)?;
     let submitted = submit_lines(
-        connect,
+        &mut Coordinator::new(connect),
         lines,
         &options.heuristic,
         &options.goal,
-        options.json,
+        options.output.format(),
         wait,
     )
     .await?;
@@ -422,23 +435,24 @@ pub(crate) struct Submitted {
 
 /// Submits `lines` as one batch; with `wait`, watches it and prints its results.
 pub(crate) async fn submit_lines(
-    connect: &ConnectOptions,
+    coordinator: &mut Coordinator,
     lines: Vec<String>,
     heuristic: &str,
     goal: &str,
-    json: bool,
+    format: Format,
     wait: bool,
 ) -> anyhow::Result<Submitted> {
-    let mut client = client(connect).await?;
-    let submitted = client
-        .submit_batch(pb::SubmitBatchRequest {
-            lines: lines.clone(),
-            heuristic: heuristic.to_string(),
-            goal: goal.to_string(),
-        })
-        .await
-        .map_err(refused)?
-        .into_inner();
+    // Only reaching the coordinator is retried: a submission that may have arrived is not
+    // sent again (it would be a second batch).
+    coordinator.reach().await?;
+    let request = pb::SubmitBatchRequest {
+        lines: lines.clone(),
+        heuristic: heuristic.to_string(),
+        goal: goal.to_string(),
+    };
+    let submitted = coordinator
+        .once(|mut client| async move { client.submit_batch(request).await })
+        .await?;
     eprintln!(
         "batch {}: {} boards ({} invalid, {} answered from the store)",
         submitted.batch_id, submitted.items, submitted.invalid, submitted.from_store
@@ -451,26 +465,16 @@ pub(crate) async fn submit_lines(
             all_solved: submitted.invalid == 0,
         });
     }
-    let bar = progress_bar();
-    client = wait_until_done(connect, client, batch, &bar).await?;
+    wait_until_done(coordinator, batch, &progress_bar()).await?;
     // Page by page, printing as they come, so memory holds one page however large the batch.
-    let mut output = ResultsOutput::new(json, false);
+    let mut output = ResultsOutput::new(format);
     let mut facts = FactCheck::default();
-    let mut token = String::new();
-    let status = loop {
-        match read_pages(&mut client, batch, &mut token, |items| {
-            facts.add(&lines, items);
-            output.items(items)
-        })
-        .await
-        {
-            Ok(status) => break status,
-            Err(PageError::Refused(status)) if is_lasting(&status) => return Err(refused(status)),
-            Err(PageError::Refused(_)) => client = reconnect(connect, &bar).await?,
-            Err(PageError::Output(error)) => return Err(error),
-        }
-    };
-    output.status(status.as_ref());
+    let status = read_pages(coordinator, batch, Patience::UntilAnswered, |items| {
+        facts.add(&lines, items);
+        output.items(items)
+    })
+    .await?;
+    output.finish(status.as_ref())?;
     facts.report();
     Ok(Submitted {
         batch,
@@ -480,63 +484,78 @@ pub(crate) async fn submit_lines(
 
 /// Watches `batch` until every item has ended, with `bar` showing its progress. The batch is
 /// the coordinator's (flushed to its disk before it was acknowledged): if the coordinator goes
-/// away, this waits for it to come back rather than give up. Returns the client it ended with.
+/// away, this waits for it to come back rather than give up.
 pub(crate) async fn wait_until_done(
-    connect: &ConnectOptions,
-    mut client: Client,
+    coordinator: &mut Coordinator,
     batch: u64,
     bar: &ProgressBar,
-) -> anyhow::Result<Client> {
+) -> anyhow::Result<()> {
+    let mut pauses = backoff(Duration::from_secs(5)).without_max_times().build();
     loop {
-        match watch(&mut client, batch, bar).await {
+        match watch(coordinator, batch, bar).await {
             Ok(()) => break,
-            Err(status) if is_lasting(&status) => return Err(refused(status)),
-            Err(_) => client = reconnect(connect, bar).await?,
+            Err(error) if error.is_transient() => {
+                bar.set_message(format!(
+                    "coordinator at {} unreachable; reconnecting",
+                    coordinator.url()
+                ));
+                tracing::info!(%error, "reconnecting");
+                let pause = pauses.next().unwrap_or(Duration::from_secs(5));
+                tokio::time::sleep(pause).await;
+            }
+            Err(error) => return Err(error.into()),
         }
     }
     bar.finish_and_clear();
-    Ok(client)
+    Ok(())
 }
 
-/// Why reading a batch's pages stopped.
-enum PageError {
-    Refused(tonic::Status),
-    Output(anyhow::Error),
+/// How long reading a batch keeps trying after transport faults.
+#[derive(Clone, Copy)]
+enum Patience {
+    /// A few tries, as any one-shot command.
+    OneShot,
+    /// Until the coordinator answers: the caller is waiting for a batch it submitted.
+    UntilAnswered,
 }
 
-/// Reads a batch's result pages from `token` on (empty: the first), handing each page's items to
-/// `each`; `token` follows the pages read, so a caller that reconnects after an error resumes
-/// where it stopped. Returns the batch's status from the last page.
+/// Reads a batch's result pages, handing each page's items to `each`. A page that fails on a
+/// transport fault is asked for again, so nothing is skipped or printed twice. Returns the
+/// batch's status from the last page.
 async fn read_pages(
-    client: &mut Client,
+    coordinator: &mut Coordinator,
     batch: u64,
-    token: &mut String,
+    patience: Patience,
     mut each: impl FnMut(&[pb::ItemResult]) -> anyhow::Result<()>,
-) -> Result<Option<pb::BatchStatus>, PageError> {
+) -> anyhow::Result<Option<pb::BatchStatus>> {
+    let mut token = String::new();
     loop {
-        let page = client
-            .get_batch(pb::GetBatchRequest {
-                batch_id: batch,
-                page_size: RESULTS_PAGE,
-                page_token: token.clone(),
-            })
-            .await
-            .map_err(PageError::Refused)?
-            .into_inner();
-        each(&page.items).map_err(PageError::Output)?;
+        let request = pb::GetBatchRequest {
+            batch_id: batch,
+            page_size: RESULTS_PAGE,
+            page_token: token.clone(),
+        };
+        let get = |mut client: Client| {
+            let request = request.clone();
+            async move { client.get_batch(request).await }
+        };
+        let page = match patience {
+            Patience::OneShot => coordinator.call(get).await?,
+            Patience::UntilAnswered => coordinator.call_until_answered(get, |_| {}).await?,
+        };
+        each(&page.items)?;
         if page.next_page_token.is_empty() {
             return Ok(page.status);
         }
-        *token = page.next_page_token;
+        token = page.next_page_token;
     }
 }
 
 /// Items a results page asks for (the coordinator's largest page).
 const RESULTS_PAGE: u32 = 10_000;
 
-/// When the batch file states `optimal=` lengths (as the benchmark sets do), says how many
-/// solutions match them and names any that do not.
-/// Solution lengths checked against the submitted file's `optimal=` facts, page by page.
+/// Solution lengths checked against the submitted file's `optimal=` facts (as the benchmark
+/// sets state them), page by page; the report names any that differ.
 #[derive(Default)]
 struct FactCheck {
     checked: usize,
@@ -581,39 +600,6 @@ impl FactCheck {
     }
 }
 
-/// Whether an error will not go away by reconnecting (a refusal, not a lost connection).
-fn is_lasting(status: &tonic::Status) -> bool {
-    use tonic::Code;
-    matches!(
-        status.code(),
-        Code::Unauthenticated
-            | Code::PermissionDenied
-            | Code::NotFound
-            | Code::InvalidArgument
-            | Code::FailedPrecondition
-            | Code::OutOfRange
-    )
-}
-
-/// Connects again, retrying with backoff for as long as it takes (Ctrl-C stops it).
-async fn reconnect(connect: &ConnectOptions, bar: &ProgressBar) -> anyhow::Result<Client> {
-    let mut backoff = Duration::from_millis(200);
-    loop {
-        bar.set_message(format!(
-            "coordinator at {} unreachable; reconnecting",
-            connect.url
-        ));
-        tokio::time::sleep(backoff).await;
-        match client(connect).await {
-            Ok(client) => return Ok(client),
-            Err(error) => {
-                tracing::info!(%error, "reconnecting");
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-            }
-        }
-    }
-}
-
 pub(crate) fn progress_bar() -> ProgressBar {
     let bar = ProgressBar::new(0);
     bar.set_style(
@@ -624,12 +610,21 @@ pub(crate) fn progress_bar() -> ProgressBar {
 }
 
 /// Shows a batch's progress until it is done, or until the stream breaks.
-async fn watch(client: &mut Client, batch: u64, bar: &ProgressBar) -> Result<(), tonic::Status> {
-    let mut stream = client
-        .watch_batch(pb::WatchBatchRequest { batch_id: batch })
-        .await?
-        .into_inner();
-    while let Some(status) = stream.message().await? {
+async fn watch(
+    coordinator: &mut Coordinator,
+    batch: u64,
+    bar: &ProgressBar,
+) -> Result<(), CallError> {
+    let request = pb::WatchBatchRequest { batch_id: batch };
+    let mut stream = coordinator
+        .once(|mut client| async move { client.watch_batch(request).await })
+        .await?;
+    loop {
+        let status = match stream.message().await {
+            Ok(Some(status)) => status,
+            Ok(None) => break,
+            Err(status) => return Err(coordinator.failed(status)),
+        };
         bar.set_length(u64::from(status.total));
         bar.set_position(u64::from(status.solved + status.failed));
         let bounds: Vec<String> = status.bounds.iter().take(6).map(u32::to_string).collect();
@@ -648,129 +643,12 @@ async fn watch(client: &mut Client, batch: u64, bar: &ProgressBar) -> Result<(),
             return Ok(());
         }
     }
-    Err(tonic::Status::unavailable(
-        "the progress stream ended early",
-    ))
-}
-
-#[derive(Serialize)]
-struct ResultJson<'a> {
-    board: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    line: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    length: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    moves: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tiles: Option<&'a [u32]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    nodes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    seconds: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    heuristic: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a str>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pending: bool,
-}
-
-/// Prints a batch's results.
-/// Prints result items as pages arrive, in the chosen format, and notes whether all were solved.
-struct ResultsOutput {
-    json: bool,
-    csv: bool,
-    all_solved: bool,
-}
-
-impl ResultsOutput {
-    fn new(json: bool, csv: bool) -> ResultsOutput {
-        if csv {
-            println!("line,board,length,moves,nodes,seconds,error");
-        }
-        ResultsOutput {
-            json,
-            csv,
-            all_solved: true,
-        }
-    }
-
-    fn items(&mut self, items: &[pb::ItemResult]) -> anyhow::Result<()> {
-        let (json, csv) = (self.json, self.csv);
-        for item in items {
-            self.all_solved &= matches!(item.outcome, Some(pb::item_result::Outcome::Solution(_)));
-            let board = if item.board.is_empty() {
-                item.text.as_str()
-            } else {
-                item.board.as_str()
-            };
-            let line = (item.line > 0).then_some(item.line);
-            let mut object = ResultJson {
-                board,
-                line,
-                length: None,
-                moves: None,
-                tiles: None,
-                nodes: None,
-                seconds: None,
-                heuristic: None,
-                error: None,
-                pending: false,
-            };
-            match &item.outcome {
-                Some(pb::item_result::Outcome::Solution(s)) => {
-                    object.length = Some(s.length);
-                    object.moves = Some(&s.moves);
-                    object.tiles = Some(&s.tiles);
-                    object.nodes = Some(s.nodes);
-                    object.seconds = Some(s.seconds);
-                    object.heuristic = Some(&s.heuristic);
-                }
-                Some(pb::item_result::Outcome::Error(e)) => object.error = Some(e),
-                None => object.pending = true,
-            }
-            if json {
-                println!("{}", serde_json::to_string(&object)?);
-            } else if csv {
-                println!(
-                    "{},\"{}\",{},{},{},{},\"{}\"",
-                    item.line,
-                    board,
-                    object.length.map_or(String::new(), |l| l.to_string()),
-                    object.moves.unwrap_or(""),
-                    object.nodes.unwrap_or(0),
-                    object.seconds.unwrap_or(0.0),
-                    object.error.unwrap_or("").replace('"', "'")
-                );
-            } else {
-                match (object.length, object.error) {
-                    (Some(length), _) => {
-                        println!("{board}  {length} moves  {}", object.moves.unwrap_or(""))
-                    }
-                    (None, Some(error)) => println!("{board}  error: {error}"),
-                    (None, None) => println!("{board}  pending"),
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn status(&self, status: Option<&pb::BatchStatus>) {
-        if let Some(status) = status {
-            if !self.json && !self.csv {
-                eprintln!(
-                    "batch {}: {} of {} solved, {} failed",
-                    status.batch_id, status.solved, status.total, status.failed
-                );
-            }
-        }
-    }
+    Err(CallError::Lost("the progress stream ended early".into()))
 }
 
 pub fn submit(args: SubmitArgs) -> anyhow::Result<bool> {
     let connect = args.connect.options()?;
-    runtime()?.block_on(submit_and_report(&connect, &args.batch, args.wait))
+    runtime()?.block_on(submit_and_report(connect, &args.batch, args.wait))
 }
 
 #[derive(Args)]
@@ -786,44 +664,56 @@ pub struct ListArgs {
     /// Newest first.
     #[arg(long)]
     newest_first: bool,
+    /// One JSON object per batch per line.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
 pub struct CancelArgs {
     #[command(flatten)]
     connect: ConnectArgs,
+    /// The batch's status after cancelling, as one JSON object.
+    #[arg(long)]
+    json: bool,
     batch: u64,
 }
 
-fn status_line(status: &pb::BatchStatus) -> String {
-    format!(
-        "batch {}: {} of {} solved, {} failed, {}",
-        status.batch_id,
-        status.solved,
-        status.total,
-        status.failed,
-        if status.done { "done" } else { "running" }
-    )
+fn print_status_line(status: &pb::BatchStatus, json: bool) {
+    if json {
+        println!("{}", status_json(status));
+    } else {
+        println!(
+            "batch {}: {} of {} solved, {} failed, {}",
+            status.batch_id,
+            status.solved,
+            status.total,
+            status.failed,
+            if status.done { "done" } else { "running" }
+        );
+    }
 }
 
 pub fn list(args: ListArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
-        let mut client = client(&args.connect.options()?).await?;
+        let mut coordinator = Coordinator::new(args.connect.options()?);
         let mut left = args.limit.unwrap_or(usize::MAX);
         let mut token = args.page.map(|id| id.to_string()).unwrap_or_default();
         // Page by page, printed as they come: memory holds one page however many batches.
         while left > 0 {
-            let page = client
-                .list_batches(pb::ListBatchesRequest {
-                    page_size: left.min(1_000) as u32,
-                    page_token: token,
-                    newest_first: args.newest_first,
+            let request = pb::ListBatchesRequest {
+                page_size: left.min(1_000) as u32,
+                page_token: token,
+                newest_first: args.newest_first,
+            };
+            let page = coordinator
+                .call(|mut client| {
+                    let request = request.clone();
+                    async move { client.list_batches(request).await }
                 })
-                .await
-                .map_err(refused)?
-                .into_inner();
+                .await?;
             for status in &page.batches {
-                println!("{}", status_line(status));
+                print_status_line(status, args.json);
             }
             left = left.saturating_sub(page.batches.len());
             if page.next_page_token.is_empty() {
@@ -837,31 +727,39 @@ pub fn list(args: ListArgs) -> anyhow::Result<bool> {
 
 pub fn cancel(args: CancelArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
-        let mut client = client(&args.connect.options()?).await?;
-        let status = client
-            .cancel_batch(pb::CancelBatchRequest {
-                batch_id: args.batch,
-            })
-            .await
-            .map_err(refused)?
-            .into_inner();
-        println!("{}", status_line(&status));
+        let mut coordinator = Coordinator::new(args.connect.options()?);
+        let request = pb::CancelBatchRequest {
+            batch_id: args.batch,
+        };
+        // Cancelling twice is cancelling once: safe to retry.
+        let status = coordinator
+            .call(|mut client| async move { client.cancel_batch(request).await })
+            .await?;
+        print_status_line(&status, args.json);
         Ok(true)
     })
 }
 
-pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
+pub fn status(args: StatusArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
-        let mut client = client(&args.connect.options()?).await?;
+        let mut coordinator = Coordinator::new(args.connect.options()?);
         // One item is the smallest page: only the status is wanted.
-        let request = pb::GetBatchRequest { batch_id: args.batch, page_size: 1, page_token: String::new() };
-        let results = client.get_batch(request).await.map_err(refused)?.into_inner();
-        let Some(status) = results.status else { bail!("the coordinator sent no status") };
+        let request = pb::GetBatchRequest {
+            batch_id: args.batch,
+            page_size: 1,
+            page_token: String::new(),
+        };
+        let page = coordinator
+            .call(|mut client| {
+                let request = request.clone();
+                async move { client.get_batch(request).await }
+            })
+            .await?;
+        let Some(status) = page.status else {
+            bail!("the coordinator sent no status")
+        };
         if args.json {
-            println!(
-                "{}",
-                serde_json::json!({"batch": status.batch_id, "total": status.total, "solved": status.solved, "failed": status.failed, "done": status.done, "bounds": status.bounds, "workers": status.workers, "preparing": status.preparing})
-            );
+            println!("{}", status_json(&status));
         } else {
             println!(
                 "batch {}: {} of {} solved, {} failed, {}; running bounds {:?}; {} workers",
@@ -881,36 +779,39 @@ pub fn status(args: BatchIdArgs) -> anyhow::Result<bool> {
     })
 }
 
-pub fn results(args: BatchIdArgs) -> anyhow::Result<bool> {
+pub fn results(args: ResultsArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
-        let mut client = client(&args.connect.options()?).await?;
-        let mut output = ResultsOutput::new(args.json, args.csv);
-        let mut token = String::new();
-        let status = read_pages(&mut client, args.batch, &mut token, |items| {
+        let mut coordinator = Coordinator::new(args.connect.options()?);
+        let mut output = ResultsOutput::new(args.output.format());
+        let status = read_pages(&mut coordinator, args.batch, Patience::OneShot, |items| {
             output.items(items)
         })
-        .await
-        .map_err(|error| match error {
-            PageError::Refused(status) => refused(status),
-            PageError::Output(error) => error,
-        })?;
-        output.status(status.as_ref());
+        .await?;
+        output.finish(status.as_ref())?;
         Ok(output.all_solved)
     })
 }
 
 pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
-        let mut client = client(&args.connect.options()?).await?;
-        let response = client
-            .query(pb::QueryRequest { board: args.board.clone(), goal: args.goal })
-            .await
-            .map_err(refused)?
-            .into_inner();
+        let mut coordinator = Coordinator::new(args.connect.options()?);
+        let request = pb::QueryRequest {
+            board: args.board.clone(),
+            goal: args.goal,
+        };
+        let response = coordinator
+            .call(|mut client| {
+                let request = request.clone();
+                async move { client.query(request).await }
+            })
+            .await?;
         match (response.found, response.solution) {
             (true, Some(s)) => {
                 if args.json {
-                    println!("{}", serde_json::json!({"board": args.board, "length": s.length, "moves": s.moves, "tiles": s.tiles}));
+                    println!(
+                        "{}",
+                        serde_json::json!({"board": args.board, "length": s.length, "moves": s.moves, "tiles": s.tiles, "heuristic": s.heuristic})
+                    );
                 } else {
                     println!("{}  {} moves  {}", args.board, s.length, s.moves);
                 }
@@ -918,7 +819,10 @@ pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
             }
             _ => {
                 if args.json {
-                    println!("{}", serde_json::json!({"board": args.board, "error": "not in the store"}));
+                    println!(
+                        "{}",
+                        serde_json::json!({"board": args.board, "error": "not in the store"})
+                    );
                 } else {
                     eprintln!("{}: not in the store", args.board);
                 }
@@ -970,7 +874,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
         let connect = ConnectOptions::new(url);
         let worker_config = WorkerConfig {
             coordinator: connect.clone(),
-            threads: args.workers.unwrap_or_else(default_threads),
+            threads: args.threads.unwrap_or_else(default_threads),
             prefetch: 1,
             data: args.data,
             table_budget: args.memory.bytes(),
@@ -979,7 +883,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
         let worker = tokio::spawn(tilesolve_worker::run(worker_config, async {
             let _ = worker_stop.await;
         }));
-        let outcome = submit_and_report(&connect, &args.batch, true).await;
+        let outcome = submit_and_report(connect, &args.batch, true).await;
         let _ = stop_worker.send(());
         let _ = worker.await;
         let _ = stop_coordinator.send(());

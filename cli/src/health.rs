@@ -6,6 +6,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use tilesolve::connect::ConnectOptions;
+
+use crate::calls::CallError;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
@@ -40,18 +42,22 @@ pub fn run(args: HealthArgs) -> anyhow::Result<bool> {
     let timeout = Duration::from_secs_f64(args.timeout.max(0.1));
     crate::distributed::runtime()?.block_on(async {
         let ask = async {
-            let mut client = HealthClient::new(options.connect().await?);
+            let mut client = HealthClient::new(options.connect().await.map_err(CallError::from)?);
             let answer = client
                 .check(HealthCheckRequest {
                     service: args.service.clone(),
                 })
                 .await
+                .map_err(CallError::from)
                 .with_context(|| format!("asking {} about {:?}", args.address, args.service))?;
             anyhow::Ok(answer.into_inner().status())
         };
-        let status = tokio::time::timeout(timeout, ask)
-            .await
-            .with_context(|| format!("{} did not answer within {timeout:?}", args.address))??;
+        let status = tokio::time::timeout(timeout, ask).await.map_err(|_| {
+            CallError::Lost(format!(
+                "{} did not answer within {timeout:?}",
+                args.address
+            ))
+        })??;
         println!("{}", status.as_str_name());
         Ok(status == ServingStatus::Serving)
     })

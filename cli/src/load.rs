@@ -10,7 +10,8 @@ use clap::Args;
 use tilesolve::proto::v1 as pb;
 use tilesolve::{parse_board, Board, Direction, HeuristicKind, SolveOptions, Solver};
 
-use crate::distributed::{client, runtime, ConnectArgs};
+use crate::calls::connect;
+use crate::distributed::{runtime, ConnectArgs};
 
 #[derive(Args)]
 pub struct LoadArgs {
@@ -122,7 +123,7 @@ async fn one_client(args: &LoadArgs, index: usize, deadline: Instant) -> ClientL
             return log;
         }
     };
-    let mut client = match client(&options).await {
+    let mut client = match connect(&options).await {
         Ok(client) => client,
         Err(error) => {
             log.errors.push(format!("{error:#}"));
@@ -240,7 +241,7 @@ struct Checked {
 /// Waits for the batches to finish and checks every answer's length against an in-process
 /// IDA* solve.
 async fn check_answers(args: &LoadArgs, batches: &[(u64, Vec<String>)]) -> anyhow::Result<Checked> {
-    let mut client = client(&args.connect.options()?).await?;
+    let mut client = connect(&args.connect.options()?).await?;
     let deadline = Instant::now() + Duration::from_secs_f64(args.drain_seconds);
     let solvers =
         [3, 4].map(|side| Solver::new(Board::blank_last(side), HeuristicKind::LinearConflict));
@@ -287,7 +288,8 @@ async fn check_answers(args: &LoadArgs, batches: &[(u64, Vec<String>)]) -> anyho
                         board: board.clone(),
                         goal: String::new(),
                     })
-                    .await?
+                    .await
+                    .map_err(crate::calls::CallError::from)?
                     .into_inner();
                 match answer.solution {
                     Some(solution) if answer.found => {

@@ -3,6 +3,7 @@
 
 mod backup;
 mod bench;
+mod calls;
 mod distributed;
 mod health;
 mod load;
@@ -10,11 +11,13 @@ mod options;
 mod pdb;
 mod progress;
 mod report;
+mod results;
 mod simulate;
 mod solve;
 
 use std::process::ExitCode;
 
+use calls::ExitStatus;
 use clap::{CommandFactory, Parser, Subcommand};
 
 /// mimalloc rather than glibc's malloc: under a steady load a coordinator on glibc kept
@@ -25,7 +28,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Optimal solutions to sliding-tile puzzles (8-, 15- and 24-puzzle).
 #[derive(Parser)]
-#[command(name = "tilesolve", version, about)]
+#[command(name = "tilesolve", version, about, after_help = calls::EXIT_STATUS_HELP)]
 struct Cli {
     /// Log lines for people (`human`) or one JSON object per line (`json`); `RUST_LOG`
     /// filters them either way.
@@ -55,9 +58,9 @@ enum Command {
     /// Submit a batch file to a coordinator.
     Submit(distributed::SubmitArgs),
     /// A batch's progress.
-    Status(distributed::BatchIdArgs),
+    Status(distributed::StatusArgs),
     /// A batch's results.
-    Results(distributed::BatchIdArgs),
+    Results(distributed::ResultsArgs),
     /// A stored solution.
     Query(distributed::QueryArgs),
     /// Every batch the coordinator holds.
@@ -141,12 +144,25 @@ fn main() -> ExitCode {
             .map(|()| true)
             .map_err(anyhow::Error::from),
     };
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
+    let status = match outcome {
+        Ok(true) => ExitStatus::Done,
+        Ok(false) => ExitStatus::Unsolved,
         Err(error) => {
             eprintln!("error: {error:#}");
-            ExitCode::from(2)
+            exit_status(&error)
         }
+    };
+    ExitCode::from(status as u8)
+}
+
+/// The exit status an error stands for: a call the coordinator refused, or one that could not
+/// reach it, or anything else.
+fn exit_status(error: &anyhow::Error) -> ExitStatus {
+    if let Some(call) = error.downcast_ref::<calls::CallError>() {
+        return call.exit_status();
+    }
+    match error.downcast_ref::<tilesolve_worker::WorkerError>() {
+        Some(tilesolve_worker::WorkerError::Refused(_)) => ExitStatus::Refused,
+        _ => ExitStatus::Failed,
     }
 }

@@ -583,7 +583,7 @@ fn clients_and_workers_hold_different_tokens_and_neither_opens_the_other_api() {
         &["submit", "--coordinator", &url, path.to_str().unwrap()],
         &[("TILESOLVE_TOKEN", "worker-secret")],
     );
-    assert!(!ok && stderr.contains("Unauthenticated"), "{stderr}");
+    assert!(!ok && stderr.contains("PermissionDenied"), "{stderr}");
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
@@ -612,7 +612,7 @@ fn clients_and_workers_hold_different_tokens_and_neither_opens_the_other_api() {
                     .register(with_token(register.clone(), "client-secret"))
                     .await
             ),
-            Code::Unauthenticated,
+            Code::PermissionDenied,
             "the client token cannot register a worker"
         );
         let fetch = pb::FetchPdbRequest {
@@ -620,7 +620,10 @@ fn clients_and_workers_hold_different_tokens_and_neither_opens_the_other_api() {
             accept_zstd: true,
         };
         let fetched = workers.fetch_pdb(with_token(fetch, "client-secret")).await;
-        assert_eq!(fetched.err().map(|s| s.code()), Some(Code::Unauthenticated));
+        assert_eq!(
+            fetched.err().map(|s| s.code()),
+            Some(Code::PermissionDenied)
+        );
         assert_eq!(
             code(
                 client
@@ -630,7 +633,7 @@ fn clients_and_workers_hold_different_tokens_and_neither_opens_the_other_api() {
                     ))
                     .await
             ),
-            Code::Unauthenticated,
+            Code::PermissionDenied,
             "the worker token cannot list batches"
         );
         assert_eq!(
@@ -645,7 +648,7 @@ fn clients_and_workers_hold_different_tokens_and_neither_opens_the_other_api() {
                     ))
                     .await
             ),
-            Code::Unauthenticated,
+            Code::PermissionDenied,
             "the worker token cannot read batches"
         );
         assert_eq!(

@@ -140,7 +140,7 @@ pub async fn run(
     let retention = config
         .keep_batches
         .map(|keep| tokio::spawn(prune_old_batches(service.clone(), keep)));
-    let client_check = TokenCheck::client(config.token.as_deref());
+    let client_check = TokenCheck::client(config.token.as_deref(), config.worker_token.as_deref());
     let worker_check = TokenCheck::worker(config.worker_token.as_deref(), config.token.as_deref());
     let (health, health_service) = tonic_health::server::health_reporter();
     health
@@ -180,16 +180,17 @@ pub async fn run(
             ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem)),
         )?;
     }
+    let max_message_bytes = config.limits.max_message_bytes.min(MAX_MESSAGE_BYTES);
     let mut routes = tonic::service::Routes::builder();
     routes
         .add_service(InterceptedService::new(
             pb::tilesolve_server::TilesolveServer::new(service.clone())
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+                .max_decoding_message_size(max_message_bytes),
             client_check.clone(),
         ))
         .add_service(InterceptedService::new(
             pb::workers_server::WorkersServer::new(service.clone())
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+                .max_decoding_message_size(max_message_bytes),
             worker_check,
         ))
         .add_service(health_service)

@@ -57,6 +57,9 @@ pub struct Limits {
     pub concurrent_submissions: usize,
     /// Open `WatchBatch` streams.
     pub watchers: usize,
+    /// Largest request message accepted (a batch is one message); larger ones are refused
+    /// with OutOfRange before they are read whole. At most [`crate::server::MAX_MESSAGE_BYTES`].
+    pub max_message_bytes: usize,
 }
 
 impl Default for Limits {
@@ -64,6 +67,7 @@ impl Default for Limits {
         Limits {
             concurrent_submissions: 64,
             watchers: 1024,
+            max_message_bytes: crate::server::MAX_MESSAGE_BYTES,
         }
     }
 }

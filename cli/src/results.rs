@@ -1,0 +1,195 @@
+//! How result items and statuses are printed: for people (the default), as JSON lines
+//! (`--json`: one object per line), or as CSV (`--csv`: a header, then one row per board,
+//! quoted by the `csv` crate where a field needs it).
+
+use clap::Args;
+use serde::Serialize;
+use tilesolve::proto::v1 as pb;
+
+/// The output flags of commands that print result items.
+#[derive(Args, Clone, Copy)]
+pub struct FormatArgs {
+    /// One JSON object per board per line.
+    #[arg(long)]
+    json: bool,
+    /// Comma-separated values: a header, then one row per board.
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Csv,
+}
+
+impl FormatArgs {
+    pub fn format(self) -> Format {
+        match (self.json, self.csv) {
+            (true, _) => Format::Json,
+            (_, true) => Format::Csv,
+            _ => Format::Text,
+        }
+    }
+}
+
+/// One item, as a JSON line or a CSV row (CSV leaves out the tile list: one field per row).
+#[derive(Serialize)]
+struct ItemRecord<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<u32>,
+    board: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    length: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    moves: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tiles: Option<&'a [u32]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nodes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    heuristic: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pending: bool,
+}
+
+/// A CSV row: every column present (empty when it does not apply), so rows line up.
+#[derive(Serialize)]
+struct ItemRow<'a> {
+    line: Option<u32>,
+    board: &'a str,
+    length: Option<u32>,
+    moves: Option<&'a str>,
+    nodes: Option<u64>,
+    seconds: Option<f64>,
+    heuristic: Option<&'a str>,
+    error: Option<&'a str>,
+    pending: bool,
+}
+
+impl<'a> ItemRecord<'a> {
+    fn of(item: &'a pb::ItemResult) -> ItemRecord<'a> {
+        let board = if item.board.is_empty() {
+            item.text.as_str()
+        } else {
+            item.board.as_str()
+        };
+        let mut record = ItemRecord {
+            line: (item.line > 0).then_some(item.line),
+            board,
+            length: None,
+            moves: None,
+            tiles: None,
+            nodes: None,
+            seconds: None,
+            heuristic: None,
+            error: None,
+            pending: false,
+        };
+        match &item.outcome {
+            Some(pb::item_result::Outcome::Solution(s)) => {
+                record.length = Some(s.length);
+                record.moves = Some(&s.moves);
+                record.tiles = Some(&s.tiles);
+                record.nodes = Some(s.nodes);
+                record.seconds = Some(s.seconds);
+                record.heuristic = Some(&s.heuristic);
+            }
+            Some(pb::item_result::Outcome::Error(e)) => record.error = Some(e),
+            None => record.pending = true,
+        }
+        record
+    }
+
+    fn row(&self) -> ItemRow<'a> {
+        ItemRow {
+            line: self.line,
+            board: self.board,
+            length: self.length,
+            moves: self.moves,
+            nodes: self.nodes,
+            seconds: self.seconds,
+            heuristic: self.heuristic,
+            error: self.error,
+            pending: self.pending,
+        }
+    }
+}
+
+/// Prints result items as pages arrive, in the chosen format, and notes whether all were solved.
+pub struct ResultsOutput {
+    format: Format,
+    csv: Option<csv::Writer<std::io::Stdout>>,
+    pub all_solved: bool,
+}
+
+impl ResultsOutput {
+    pub fn new(format: Format) -> ResultsOutput {
+        ResultsOutput {
+            format,
+            csv: (format == Format::Csv).then(|| csv::Writer::from_writer(std::io::stdout())),
+            all_solved: true,
+        }
+    }
+
+    pub fn items(&mut self, items: &[pb::ItemResult]) -> anyhow::Result<()> {
+        for item in items {
+            self.all_solved &= matches!(item.outcome, Some(pb::item_result::Outcome::Solution(_)));
+            let record = ItemRecord::of(item);
+            match (&mut self.csv, self.format) {
+                (Some(writer), _) => writer.serialize(record.row())?,
+                (None, Format::Json) => println!("{}", serde_json::to_string(&record)?),
+                (None, _) => match (record.length, record.error) {
+                    (Some(length), _) => {
+                        println!(
+                            "{}  {length} moves  {}",
+                            record.board,
+                            record.moves.unwrap_or("")
+                        )
+                    }
+                    (None, Some(error)) => println!("{}  error: {error}", record.board),
+                    (None, None) => println!("{}  pending", record.board),
+                },
+            }
+        }
+        if let Some(writer) = &mut self.csv {
+            writer.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Ends the output; people also get the batch's count on standard error.
+    pub fn finish(&mut self, status: Option<&pb::BatchStatus>) -> anyhow::Result<()> {
+        if let Some(writer) = &mut self.csv {
+            writer.flush()?;
+        }
+        if let (Some(status), Format::Text) = (status, self.format) {
+            eprintln!(
+                "batch {}: {} of {} solved, {} failed",
+                status.batch_id, status.solved, status.total, status.failed
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A batch's status as a JSON line (`status --json`, `batches --json`, `cancel --json`).
+pub fn status_json(status: &pb::BatchStatus) -> serde_json::Value {
+    serde_json::json!({
+        "batch": status.batch_id,
+        "total": status.total,
+        "solved": status.solved,
+        "failed": status.failed,
+        "done": status.done,
+        "bounds": status.bounds,
+        "workers": status.workers,
+        "preparing": status.preparing,
+        "nodes": status.nodes,
+        "nodes_per_second": status.nodes_per_second,
+    })
+}

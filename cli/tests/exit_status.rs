@@ -1,0 +1,183 @@
+//! What scripts rely on, against a real coordinator: each refusal ends the command at once with
+//! exit status 4 and a message naming its cause, an unreachable coordinator gives 3 after a few
+//! tries, and `--json` / `--csv` print what they say (the address coming from
+//! `TILESOLVE_COORDINATOR`).
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{known_boards, worker, write_batch, Coordinator, BIN};
+
+/// Runs the binary against `url` (given as TILESOLVE_COORDINATOR) with `token`: exit status,
+/// stdout, stderr, and how long it took.
+fn run_at(url: &str, token: &str, args: &[&str]) -> (Option<i32>, String, String, Duration) {
+    let started = Instant::now();
+    let output = Command::new(BIN)
+        .args(args)
+        .env("TILESOLVE_COORDINATOR", url)
+        .env("TILESOLVE_TOKEN", token)
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("run tilesolve");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        started.elapsed(),
+    )
+}
+
+const RETRYING: &str = "trying the coordinator again";
+
+#[test]
+fn each_refusal_exits_4_at_once_with_its_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        &["--max-message-mib", "1"],
+        &[
+            ("TILESOLVE_TOKEN", "client"),
+            ("TILESOLVE_WORKER_TOKEN", "worker"),
+        ],
+    );
+    let url = server.url();
+    // A batch of 2 MB: past the coordinator's 1 MiB request limit.
+    let big = dir.path().join("big.txt");
+    let line = "1,2,3,4,5,6,7,8,9,10,11,12,13,14,0,15 # some padding to make the file large\n";
+    std::fs::write(&big, line.repeat(2_000_000 / line.len())).unwrap();
+    let big = big.to_str().unwrap();
+    let cases: [(&str, &str, &[&str], &str); 5] = [
+        (
+            "PermissionDenied",
+            "worker",
+            &["batches"],
+            "was made with its worker token",
+        ),
+        (
+            "InvalidArgument",
+            "client",
+            &["query", "1,2,3"],
+            "3 values is not a supported board size",
+        ),
+        (
+            "OutOfRange",
+            "client",
+            &["submit", big],
+            "the limit is: 1048576 bytes",
+        ),
+        ("Unauthenticated", "wrong", &["status", "1"], "wrong token"),
+        ("NotFound", "client", &["results", "99"], "no batch 99"),
+    ];
+    for (code, token, args, cause) in cases {
+        let (status, _, stderr, took) = run_at(&url, token, args);
+        assert_eq!(status, Some(4), "{code}: {stderr}");
+        assert!(
+            stderr.contains(&format!("refused the call: {code}: ")) && stderr.contains(cause),
+            "{code}: {stderr}"
+        );
+        assert!(
+            !stderr.contains(RETRYING),
+            "{code} is not retried: {stderr}"
+        );
+        assert!(took < Duration::from_secs(2), "{code} took {took:?}");
+    }
+}
+
+#[test]
+fn an_unreachable_coordinator_is_retried_then_exits_3() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (status, _, stderr, _) = run_at(&format!("http://127.0.0.1:{port}"), "", &["batches"]);
+    assert_eq!(status, Some(3), "{stderr}");
+    assert!(stderr.matches(RETRYING).count() >= 3, "{stderr}");
+    assert!(stderr.contains("connecting to the coordinator"), "{stderr}");
+}
+
+#[test]
+fn json_and_csv_print_what_they_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let _worker = worker(&url, &dir.path().join("worker"), &[]);
+    let boards = known_boards(0);
+    let path = dir.path().join("examples.txt");
+    write_batch(&path, &boards, true);
+    let path = path.to_str().unwrap();
+
+    // A bad line: done, but not every board solved.
+    let (status, csv_text, stderr, _) = run_at(
+        &url,
+        "",
+        &[
+            "submit",
+            "--heuristic",
+            "pdb:5-5-5",
+            "--wait",
+            "--csv",
+            path,
+        ],
+    );
+    assert_eq!(status, Some(1), "{stderr}");
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    assert_eq!(
+        header.iter().collect::<Vec<_>>(),
+        [
+            "line",
+            "board",
+            "length",
+            "moves",
+            "nodes",
+            "seconds",
+            "heuristic",
+            "error",
+            "pending"
+        ]
+    );
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), boards.len() + 1);
+    for (board, optimal) in &boards {
+        let row = rows
+            .iter()
+            .find(|r| &r[1] == board)
+            .expect("a row per board");
+        assert_eq!(row[2].parse::<u64>().unwrap(), *optimal, "{board}");
+        assert_eq!(row[3].len() as u64, *optimal);
+    }
+    // The bad line's error holds a comma: the csv crate quotes it, and it reads back whole.
+    let bad = rows.iter().find(|r| r[2].is_empty()).expect("the bad line");
+    assert!(!bad[7].is_empty(), "{bad:?}");
+
+    let (status, listed, _, _) = run_at(&url, "", &["batches", "--json"]);
+    assert_eq!(status, Some(0));
+    let batch: serde_json::Value = serde_json::from_str(listed.trim()).unwrap();
+    assert_eq!(batch["total"], boards.len() + 1);
+    assert_eq!(batch["done"], true);
+    let id = batch["batch"].to_string();
+
+    let (status, one, _, _) = run_at(&url, "", &["status", &id, "--json"]);
+    assert_eq!(status, Some(0));
+    let one: serde_json::Value = serde_json::from_str(one.trim()).unwrap();
+    assert_eq!(one["solved"], boards.len());
+    assert_eq!(one["failed"], 1);
+
+    let (status, lines, _, _) = run_at(&url, "", &["results", &id, "--json"]);
+    assert_eq!(status, Some(1));
+    assert_eq!(lines.lines().count(), boards.len() + 1);
+    for line in lines.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("one JSON object per line");
+    }
+
+    let (board, optimal) = &boards[0];
+    let (status, answer, _, _) = run_at(&url, "", &["query", board, "--json"]);
+    assert_eq!(status, Some(0));
+    let answer: serde_json::Value = serde_json::from_str(answer.trim()).unwrap();
+    assert_eq!(answer["length"], *optimal);
+}
