@@ -135,8 +135,7 @@ pub async fn run(
         });
     }
     tokio::pin!(shutdown);
-    const FIRST_RETRY: Duration = Duration::from_millis(100);
-    let mut backoff = FIRST_RETRY;
+    let mut pauses = reconnect_pauses();
     // Results taken from the threads but not yet accepted by the coordinator, and the current
     // registration: both outlive a session, so that leaving can report and hand back.
     let mut finished = Vec::new();
@@ -168,14 +167,14 @@ pub async fn run(
             SessionEnd::Lost(reason) => {
                 // A session that worked for a while was not a failed attempt: start over.
                 if started.elapsed() > Duration::from_secs(30) {
-                    backoff = FIRST_RETRY;
+                    pauses = reconnect_pauses();
                 }
-                tracing::warn!(%reason, retry_in = ?backoff, "lost the coordinator");
+                let pause = pauses.next().unwrap_or(MAX_RETRY);
+                tracing::warn!(%reason, retry_in = ?pause, "lost the coordinator");
                 tokio::select! {
                     _ = &mut shutdown => return Ok(()),
-                    _ = tokio::time::sleep(backoff) => {}
+                    _ = tokio::time::sleep(pause) => {}
                 }
-                backoff = (backoff * 2).min(Duration::from_secs(5));
             }
         }
     }
@@ -184,6 +183,22 @@ pub async fn run(
 enum SessionEnd {
     Refused(String),
     Lost(String),
+}
+
+/// The longest pause before trying a lost coordinator again.
+const MAX_RETRY: Duration = Duration::from_secs(5);
+
+/// Pauses between tries to reach a lost coordinator: from 100 ms doubling to [`MAX_RETRY`], each
+/// plus up to as much again at random, so a hundred workers that lost a restarting coordinator
+/// do not all knock at the same instant.
+fn reconnect_pauses() -> impl Iterator<Item = Duration> {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(MAX_RETRY)
+        .with_jitter()
+        .without_max_times()
+        .build()
 }
 
 /// Longest a stopping worker waits for the coordinator to take back its tasks.
