@@ -28,6 +28,19 @@ pub enum TaskOutcome {
     Failed(String),
 }
 
+impl TaskOutcome {
+    /// The outcome's name, for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TaskOutcome::Found(_) => "found",
+            TaskOutcome::Exceeded(_) => "exceeded",
+            TaskOutcome::BudgetSpent(_) => "budget_spent",
+            TaskOutcome::Split { .. } => "split",
+            TaskOutcome::Failed(_) => "failed",
+        }
+    }
+}
+
 /// Deepest descendants a task measures: 2.4^12 ~ 36,000 parts already fill a large report.
 pub const MAX_PROFILE_DEPTH: u32 = 12;
 

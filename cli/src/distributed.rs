@@ -21,7 +21,7 @@ use tilesolve_coordinator::scheduler::{
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
 use tilesolve_coordinator::store::DEFAULT_CACHE_BYTES;
-use tilesolve_worker::{Readiness, WorkerConfig};
+use tilesolve_worker::{Metrics, Readiness, WorkerConfig};
 use tokio::net::TcpListener;
 
 pub const DEFAULT_COORDINATOR: &str = "http://127.0.0.1:7411";
@@ -274,6 +274,10 @@ pub struct WorkerArgs {
     /// process runs (liveness), "tilesolve.worker.ready" while registered (readiness).
     #[arg(long, env = "TILESOLVE_HEALTH_LISTEN", value_name = "ADDRESS")]
     health_listen: Option<String>,
+    /// Serve Prometheus metrics at http://ADDRESS/metrics: nodes searched and per second,
+    /// tasks done and failed, task seconds (a histogram), pattern table bytes held.
+    #[arg(long, env = "TILESOLVE_METRICS_LISTEN", value_name = "ADDRESS")]
+    metrics_listen: Option<String>,
 }
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
@@ -293,6 +297,13 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
             }
             None => Readiness::default(),
         };
+        let metrics = Metrics::default();
+        if let Some(address) = &args.metrics_listen {
+            let listener = TcpListener::bind(address)
+                .await
+                .with_context(|| format!("serving metrics on {address}"))?;
+            metrics.serve(listener).await;
+        }
         let config = WorkerConfig {
             coordinator,
             threads: args.threads.unwrap_or_else(default_threads),
@@ -300,6 +311,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
             data: args.data,
             table_budget: args.memory.bytes(),
             readiness,
+            metrics,
         };
         tilesolve_worker::run(config, stop_signal()).await?;
         anyhow::Ok(())
@@ -879,6 +891,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             data: args.data,
             table_budget: args.memory.bytes(),
             readiness: Readiness::default(),
+            metrics: Metrics::default(),
         };
         let worker = tokio::spawn(tilesolve_worker::run(worker_config, async {
             let _ = worker_stop.await;

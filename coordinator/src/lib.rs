@@ -15,6 +15,7 @@
 //! - [`auth`]: the bearer-token check in front of the services.
 //! - [`idle`]: closes connections that move no byte for the idle timeout.
 //! - [`web`]: the dashboard page, its JSON API and live events, and `/metrics`, on the same port.
+//! - [`rpc_metrics`]: per-method gRPC latency histograms (a middleware on the gRPC routes).
 //! - [`server`]: `run(listener, config, shutdown)`, with TLS when configured.
 
 pub mod auth;
@@ -22,6 +23,7 @@ pub mod compressed_tables;
 pub mod frontier;
 pub mod idle;
 pub mod queue;
+pub mod rpc_metrics;
 pub mod scheduler;
 pub mod server;
 pub mod service;

@@ -19,6 +19,7 @@ use tonic::transport::{Identity, ServerTlsConfig};
 
 use crate::auth::TokenCheck;
 use crate::idle::{keepalive_interval, IdleTimeout};
+use crate::rpc_metrics::{self, RpcMetrics};
 use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
 use crate::service::{Limits, Service};
 use crate::store::{Store, StoreError};
@@ -197,10 +198,19 @@ pub async fn run(
         .add_service(InterceptedService::new(reflection, client_check.clone()))
         .add_service(InterceptedService::new(reflection_v1alpha, client_check));
     // gRPC paths go to the services; everything else (the dashboard, /metrics) to the web side.
+    let rpc_metrics = RpcMetrics::default();
     let router = routes
         .routes()
         .into_axum_router()
-        .merge(web::router(service.clone(), config.token.as_deref()))
+        .layer(axum::middleware::from_fn_with_state(
+            rpc_metrics.clone(),
+            rpc_metrics::record,
+        ))
+        .merge(web::router(
+            service.clone(),
+            config.token.as_deref(),
+            rpc_metrics,
+        ))
         .fallback(web::unknown_path);
     let (stopping, stop_requested) = tokio::sync::oneshot::channel::<()>();
     let serving = builder

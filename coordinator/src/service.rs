@@ -366,6 +366,8 @@ fn task_message(spec: TaskSpec) -> pb::Task {
         iterate: spec.iterate,
         node_budget: spec.node_budget,
         profile_depth: spec.profile_depth,
+        batch_id: spec.puzzle.0,
+        puzzle: spec.puzzle.1 + 1,
     }
 }
 

@@ -20,10 +20,13 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 use tilesolve::connect::token_matches;
+
+use crate::rpc_metrics::RpcMetrics;
 use tokio_stream::StreamExt;
 
 use crate::scheduler::{BatchProgress, SchedulerError, WorkerView};
@@ -41,13 +44,15 @@ const RECENT_BATCHES: usize = 20;
 struct WebState {
     service: Service,
     token: Option<Arc<str>>,
+    rpc_metrics: RpcMetrics,
 }
 
 /// The dashboard's routes, to be merged with the gRPC services' router.
-pub fn router(service: Service, token: Option<&str>) -> Router {
+pub fn router(service: Service, token: Option<&str>, rpc_metrics: RpcMetrics) -> Router {
     let state = WebState {
         service,
         token: token.map(Arc::from),
+        rpc_metrics,
     };
     Router::new()
         .route(
@@ -526,6 +531,12 @@ async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
         "Bytes the sled store takes on disk",
         store_bytes as f64,
     );
+    state.rpc_metrics.register(&mut registry);
+    let build_info = Family::<Vec<(&str, &str)>, Gauge>::default();
+    build_info
+        .get_or_create(&vec![("version", env!("CARGO_PKG_VERSION"))])
+        .set(1);
+    registry.register("build_info", "The tilesolve version running", build_info);
     let mut text = String::new();
     encode(&mut text, &registry)
         .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;

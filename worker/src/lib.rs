@@ -25,8 +25,10 @@ use tilesolve::task::{run_task, TaskOutcome, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
 mod health;
+mod metrics;
 mod upload;
 pub use health::{Readiness, READY};
+pub use metrics::Metrics;
 use upload::Uploader;
 
 #[derive(Clone, Debug)]
@@ -44,6 +46,8 @@ pub struct WorkerConfig {
     pub table_budget: u64,
     /// Where the worker says whether it is registered (a health endpoint, or nowhere).
     pub readiness: Readiness,
+    /// What it counts (served by [`Metrics::serve`], or not at all).
+    pub metrics: Metrics,
 }
 
 #[derive(Debug, Error)]
@@ -93,19 +97,30 @@ pub async fn run(
     };
     for _ in 0..threads {
         let table_budget = config.table_budget;
-        let (jobs, sender, running, solvers, pdbs, fetcher) = (
+        let (jobs, sender, running, solvers, pdbs, fetcher, metrics) = (
             job_receiver.clone(),
             result_sender.clone(),
             running.clone(),
             solvers.clone(),
             pdbs.clone(),
             fetcher.clone(),
+            config.metrics.clone(),
         );
         std::thread::spawn(move || loop {
             let (task, arrived) = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
                 Ok(job) => job,
                 Err(_) => return,
             };
+            // Every line logged about the task, here and in what it calls (fetching a table,
+            // say), carries the ids the coordinator logs it under.
+            let span = tracing::info_span!(
+                "task",
+                batch = task.batch_id,
+                puzzle = task.puzzle,
+                task = task.task_id
+            );
+            let _in_task = span.enter();
+            tracing::debug!(bound = task.bound, iterate = task.iterate, "task started");
             let queued_seconds = arrived.elapsed().as_secs_f64();
             let cancel = running
                 .lock()
@@ -121,10 +136,23 @@ pub async fn run(
                         pdbs: &pdbs,
                         fetcher: &fetcher,
                         budget: table_budget,
+                        metrics: &metrics,
                     },
                     cancel.as_deref(),
                 )
             };
+            metrics.task_finished(&result);
+            match &result.outcome {
+                Some(pb::task_result::Outcome::Error(reason)) => {
+                    tracing::warn!(%reason, "task failed")
+                }
+                outcome => tracing::debug!(
+                    nodes = result.nodes,
+                    seconds = result.seconds,
+                    outcome = outcome_kind(outcome.as_ref()),
+                    "task finished"
+                ),
+            }
             running
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -479,6 +507,19 @@ fn cancel(running: &Running, ids: &[u64]) {
     }
 }
 
+/// A result's outcome, named as the coordinator logs it.
+fn outcome_kind(outcome: Option<&pb::task_result::Outcome>) -> &'static str {
+    use pb::task_result::Outcome;
+    match outcome {
+        Some(Outcome::Found(_)) => "found",
+        Some(Outcome::NextBound(_)) => "exceeded",
+        Some(Outcome::BudgetSpentAt(_)) => "budget_spent",
+        Some(Outcome::Split(_)) => "split",
+        Some(Outcome::Error(_)) => "failed",
+        None => "none",
+    }
+}
+
 /// Runs one task on the calling thread.
 fn execute(
     task: &pb::Task,
@@ -577,6 +618,9 @@ fn solver_for(
     let built = choice
         .build(goal, tables.budget, tables.pdbs, &quiet)
         .map_err(|e| e.to_string())?;
+    tables
+        .metrics
+        .tables_loaded(choice.preset().map_or(0, |preset| preset.table_bytes(goal)));
     let solver = Arc::new(Solver::with_heuristic(*goal, built, choice.to_string()));
     solvers.insert(key, solver.clone());
     Ok(solver)
@@ -601,6 +645,7 @@ struct Tables<'a> {
     pdbs: &'a PdbStore,
     fetcher: &'a Fetcher,
     budget: u64,
+    metrics: &'a Metrics,
 }
 
 /// Brings pattern database files this worker lacks from the coordinator, which has them (it

@@ -176,7 +176,8 @@ impl Scheduler {
             }
         };
         if let Some(reason) = impossible {
-            tracing::warn!(worker = auditor, task, %reason, "impossible audit report");
+            let (batch, puzzle) = (entry.puzzle.0, entry.puzzle.1 + 1);
+            tracing::warn!(batch, puzzle, task, worker = auditor, %reason, "impossible audit report");
             self.tasks.retry_as_new(entry);
             if self.workers.strike(auditor) {
                 self.quarantine(auditor, format!("impossible reports, the last: {reason}"))?;
@@ -324,7 +325,7 @@ impl Scheduler {
         };
         let (goal, board) = (p.goal, p.board);
         let (batch, index) = puzzle;
-        tracing::warn!(batch, item = index + 1, %reason, "puzzle starts again");
+        tracing::warn!(batch, puzzle = index + 1, %reason, "puzzle starts again");
         self.cancel_tasks(puzzle);
         self.puzzles.remove(&puzzle);
         self.totals.puzzles_restarted += 1;

@@ -266,6 +266,7 @@ impl Scheduler {
         }
         let spec = TaskSpec {
             id: 0,
+            puzzle,
             board,
             goal,
             heuristic: requested,
@@ -283,6 +284,7 @@ impl Scheduler {
     fn add_task(&mut self, puzzle: PuzzleId, mut spec: TaskSpec, wave: u64, predicted: u64) {
         let id = self.next_id();
         spec.id = id;
+        spec.puzzle = puzzle;
         if let Some(p) = self.puzzles.get_mut(&puzzle) {
             p.outstanding.insert(id);
         }
@@ -303,10 +305,21 @@ impl Scheduler {
             return self.apply_audit(worker, entry, report);
         }
         let puzzle_id = entry.puzzle;
+        let (batch, puzzle) = (puzzle_id.0, puzzle_id.1 + 1);
+        tracing::debug!(
+            batch,
+            puzzle,
+            task,
+            worker,
+            nodes,
+            seconds = report.seconds,
+            outcome = report.outcome.kind(),
+            "task reported"
+        );
         let outcome = match judge(&entry.spec, &report.outcome) {
             Verdict::Plausible => report.outcome.clone(),
             Verdict::Impossible(reason) => {
-                tracing::warn!(worker, task, %reason, "impossible report: the task goes back to the queue");
+                tracing::warn!(batch, puzzle, task, worker, %reason, "impossible report: the task goes back to the queue");
                 let struck_out = self.workers.strike(worker);
                 // Not the task's fault: it does not lose an attempt (the worker's strikes bound
                 // how often this can happen).
@@ -516,7 +529,7 @@ impl Scheduler {
         // Every split iteration proves that no solution is shorter than its bound.
         tracing::info!(
             batch = puzzle_id.0,
-            item = puzzle_id.1 + 1,
+            puzzle = puzzle_id.1 + 1,
             bound,
             tasks = frontier.tasks.len(),
             seconds = puzzle.started.elapsed().as_secs_f64(),
@@ -528,6 +541,7 @@ impl Scheduler {
         for task in frontier.tasks {
             let spec = TaskSpec {
                 id: 0,
+                puzzle: puzzle_id,
                 board: task.board,
                 goal,
                 heuristic: heuristic.clone(),

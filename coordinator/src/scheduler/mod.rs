@@ -52,8 +52,8 @@ use workers::Workers;
 
 pub type TaskId = u64;
 pub type WorkerId = u64;
-/// A puzzle: its batch and its index in the batch.
-type PuzzleId = (u64, u32);
+/// A puzzle: its batch and its index in the batch (from 0; logs show the item number, from 1).
+pub type PuzzleId = (u64, u32);
 
 /// Most lines a batch may hold.
 pub const MAX_BATCH_LINES: usize = 100_000;
@@ -158,6 +158,8 @@ pub enum SchedulerError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskSpec {
     pub id: TaskId,
+    /// The puzzle the task works for.
+    pub puzzle: PuzzleId,
     pub board: Board,
     pub goal: Board,
     pub heuristic: String,

@@ -130,6 +130,15 @@ impl Tasks {
                 expires: now + timeout,
                 since: now,
             });
+            tracing::debug!(
+                batch = entry.puzzle.0,
+                puzzle = entry.puzzle.1 + 1,
+                task = id,
+                worker,
+                bound = entry.spec.bound,
+                audit = entry.audit.is_some(),
+                "task leased"
+            );
             leased.push(entry.spec.clone());
         }
         for (batch, wave, predicted, id) in passed_over {
