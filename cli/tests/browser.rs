@@ -229,3 +229,51 @@ fn the_dashboard_solves_a_typed_board_and_animates_it_to_the_goal() {
     browser.wait_for_text("#length", "the stored solution", |t| t == "31");
     assert!(browser.text("#solve-status").starts_with("stored solution"));
 }
+
+#[test]
+fn a_link_with_the_token_opens_the_dashboard_and_leaves_the_address_bar() {
+    if !std::path::Path::new(CHROMIUM).exists() || !std::path::Path::new(CHROMEDRIVER).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install chromium and chromium-driver (.ci/run does)"
+        );
+        eprintln!("skipped: {CHROMIUM} or {CHROMEDRIVER} is missing");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let token = "dashboard-link-token";
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        &[],
+        &[("TILESOLVE_TOKEN", token)],
+    );
+    let url = server.url();
+    let _worker = worker(&url, &dir.path().join("w1"), &["--token", token]);
+
+    let browser = Browser::start();
+    browser.open(&format!(
+        "{url}/?token={token}#board=1%2C2%2C3%2C4%2C5%2C6%2C7%2C0%2C8"
+    ));
+    // The live totals need the token: they arrive only if the link's token was taken.
+    browser.wait_for_text("#totals", "live totals", |t| t.contains("1 worker"));
+    let address = browser.get("/url");
+    let address = address.as_str().expect("the address");
+    assert!(
+        !address.contains(token),
+        "the token stays in the address bar: {address}"
+    );
+    assert!(
+        address.ends_with("/#board=1%2C2%2C3%2C4%2C5%2C6%2C7%2C0%2C8"),
+        "{address}"
+    );
+    // Opened again without it, the page still has the token (kept like a typed one).
+    browser.open(&url);
+    browser.wait_for_text("#totals", "live totals again", |t| t.contains("worker"));
+    let token_box = browser.element("#token-box");
+    assert_eq!(
+        browser.get(&format!("/element/{token_box}/property/hidden")),
+        json!(true),
+        "the page does not ask for the token"
+    );
+}

@@ -6,6 +6,20 @@
 const $ = (id) => document.getElementById(id);
 let token = localStorage.getItem("tilesolve-token") || "";
 
+// A link that carries the token (`/?token=...`, as the deployment notes give it) is honoured
+// once: the token is kept like one typed in, and taken out of the address bar so it does not
+// linger in history, bookmarks or a shared screen.
+{
+  const address = new URL(window.location.href);
+  const given = address.searchParams.get("token");
+  if (given !== null) {
+    token = given;
+    localStorage.setItem("tilesolve-token", token);
+    address.searchParams.delete("token");
+    history.replaceState(null, "", address.pathname + address.search + address.hash);
+  }
+}
+
 async function api(path, options = {}) {
   const headers = Object.assign({ "Content-Type": "application/json" }, options.headers || {});
   if (token) headers.Authorization = "Bearer " + token;
