@@ -278,6 +278,9 @@ pub struct WorkerArgs {
     /// tasks done and failed, task seconds (a histogram), pattern table bytes held.
     #[arg(long, env = "TILESOLVE_METRICS_LISTEN", value_name = "ADDRESS")]
     metrics_listen: Option<String>,
+    /// What the dashboard calls this worker (default: its host and process id).
+    #[arg(long, env = "TILESOLVE_WORKER_NAME")]
+    name: Option<String>,
 }
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
@@ -312,6 +315,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
             table_budget: args.memory.bytes(),
             readiness,
             metrics,
+            name: args.name,
         };
         tilesolve_worker::run(config, stop_signal()).await?;
         anyhow::Ok(())
@@ -892,6 +896,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             table_budget: args.memory.bytes(),
             readiness: Readiness::default(),
             metrics: Metrics::default(),
+            name: Some("embedded".into()),
         };
         let worker = tokio::spawn(tilesolve_worker::run(worker_config, async {
             let _ = worker_stop.await;

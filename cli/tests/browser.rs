@@ -277,3 +277,164 @@ fn a_link_with_the_token_opens_the_dashboard_and_leaves_the_address_bar() {
         "the page does not ask for the token"
     );
 }
+
+/// Chromium's own dump of the page after its scripts ran (`--dump-dom`), as the check.
+/// `--timeout` ends the load: the page's live event stream never does, and a virtual time
+/// budget would wait on it for ever.
+fn dumped_dom(url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let output = Command::new("timeout")
+        .args([
+            "60",
+            CHROMIUM,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--timeout=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(url)
+        .stderr(Stdio::null())
+        .output()
+        .expect("run chromium --dump-dom");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn the_dashboard_submits_opens_cancels_and_looks_up() {
+    if !std::path::Path::new(CHROMIUM).exists() || !std::path::Path::new(CHROMEDRIVER).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install chromium and chromium-driver (.ci/run does)"
+        );
+        eprintln!("skipped: {CHROMIUM} or {CHROMEDRIVER} is missing");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let _worker = worker(&url, &dir.path().join("w1"), &["--name", "test-worker"]);
+    let boards = known_boards(0);
+    let browser = Browser::start();
+    browser.open(&url);
+    browser.wait_for_text("#workers", "the worker by its name", |t| {
+        t.contains("test-worker")
+    });
+
+    // Three boards of examples15 and a bad line, pasted: the bad line is named before sending.
+    let pasted: Vec<&str> = vec![&boards[0].0, &boards[1].0, "1,2,3,x", &boards[2].0];
+    browser.type_into("#batch-input", &pasted.join("\n"));
+    browser.click("#batch-heuristic option[value='pdb:5-5-5']");
+    browser.wait_for_text("#batch-check", "the check of the pasted lines", |t| {
+        t.contains("3 boards") || t.contains("4 boards")
+    });
+    let errors = browser.wait_for_text("#batch-errors", "the bad line", |t| !t.is_empty());
+    assert!(errors.starts_with("line 3: "), "{errors}");
+    browser.click("#batch-submit");
+    let state = browser.wait_for_text("#batch-state", "the batch page, done", |t| {
+        t.contains("done")
+    });
+    assert!(state.starts_with("3 of 4 solved, 1 failed"), "{state}");
+    let address = browser.get("/url");
+    let batch: u64 = address
+        .as_str()
+        .and_then(|a| a.rsplit("#batch=").next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("the batch opens: {address}"));
+    let items = browser.text("#batch-items");
+    for (board, optimal) in &boards[..3] {
+        let row = items
+            .lines()
+            .find(|line| line.contains(board.as_str()))
+            .unwrap_or_else(|| panic!("{board} on the batch page: {items}"));
+        assert!(
+            row.contains(&format!("solved {optimal} ")),
+            "{board} should be {optimal} moves: {row}"
+        );
+    }
+    assert!(items.contains("error: line 3"), "{items}");
+    let csv = browser.element("#batch-csv");
+    let href = browser.get(&format!("/element/{csv}/property/href"));
+    let downloaded = ureq::get(href.as_str().unwrap())
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    assert_eq!(
+        downloaded.lines().count(),
+        5,
+        "a header and four items: {downloaded}"
+    );
+    if let Ok(path) = std::env::var("TILESOLVE_BATCH_SCREENSHOT") {
+        browser.screenshot(&path);
+    }
+
+    // Chromium's --dump-dom of the batch page holds every board with its length.
+    let wanted = |dom: &str| {
+        boards[..3].iter().all(|(board, optimal)| {
+            dom.contains(&format!(
+                "{board}</button></td><td>solved</td><td>{optimal}</td>"
+            ))
+        })
+    };
+    let mut dom = dumped_dom(&format!("{url}/#batch={batch}"));
+    for _ in 0..2 {
+        if wanted(&dom) {
+            break;
+        }
+        dom = dumped_dom(&format!("{url}/#batch={batch}"));
+    }
+    for (board, optimal) in &boards[..3] {
+        assert!(
+            dom.contains(&format!(
+                "{board}</button></td><td>solved</td><td>{optimal}</td>"
+            )),
+            "{board}: {dom}"
+        );
+    }
+
+    // A stored board is looked up without a search; another is not stored.
+    browser.open(&url);
+    browser.type_into("#board-input", &boards[0].0);
+    browser.click("#lookup");
+    browser.wait_for_text("#length", "the stored length", |t| {
+        t == boards[0].1.to_string()
+    });
+    assert!(browser.text("#solve-status").starts_with("stored solution"));
+    browser.type_into("#board-input", &boards[5].0);
+    browser.click("#lookup");
+    browser.wait_for_text("#solve-status", "not stored", |t| {
+        t.starts_with("not stored")
+    });
+
+    // A batch that would take hours (Manhattan on Korf #88, 65 moves) is cancelled from its page.
+    let hard = dir.path().join("hard.txt");
+    std::fs::write(&hard, "15,2,12,11,14,13,9,5,1,3,8,7,0,10,6,4\n").unwrap();
+    let (ok, stdout, stderr) = common::run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--goal",
+        "korf",
+        "--heuristic",
+        "manhattan",
+        hard.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let hard_batch = stdout.trim();
+    browser.open(&format!("{url}/#batch={hard_batch}"));
+    browser.wait_for_text("#batch-state", "the running batch", |t| {
+        t.contains("running")
+    });
+    browser.click("#batch-cancel");
+    browser.post("/alert/accept", json!({}));
+    let state = browser.wait_for_text("#batch-state", "the cancelled batch", |t| {
+        t.contains("done")
+    });
+    assert!(state.starts_with("0 of 1 solved, 1 failed"), "{state}");
+    assert!(browser.text("#batch-items").contains("cancelled"));
+}

@@ -281,6 +281,8 @@ fn malformed_rpcs_are_refused_without_harm() {
             threads,
             protocol_version,
             host: "fuzz".into(),
+            // Cut at 100 characters.
+            name: "n".repeat(10_000),
             pdbs: if pdb.is_empty() {
                 Vec::new()
             } else {

@@ -726,6 +726,7 @@ impl pb::workers_server::Workers for Service {
             let mut scheduler = self.lock();
             let worker_id = scheduler.register(request.threads, &request.host)?;
             scheduler.set_default_heuristics(worker_id, &request.default_heuristics);
+            scheduler.set_worker_name(worker_id, &request.name);
             let tables: Vec<(String, u64)> = request
                 .pdbs
                 .iter()

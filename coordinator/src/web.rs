@@ -29,9 +29,9 @@ use tilesolve::connect::token_matches;
 use crate::rpc_metrics::RpcMetrics;
 use tokio_stream::StreamExt;
 
-use crate::scheduler::{BatchProgress, SchedulerError, WorkerView};
+use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, WorkerView, MAX_BATCH_LINES};
 use crate::service::Service;
-use crate::store::ItemStatus;
+use crate::store::{ItemStatus, StoredItem};
 
 const INDEX_HTML: &str = include_str!("../web/index.html");
 const APP_JS: &str = include_str!("../web/app.js");
@@ -70,7 +70,11 @@ pub fn router(service: Service, token: Option<&str>, rpc_metrics: RpcMetrics) ->
         .route("/api/overview", get(overview))
         .route("/api/events", get(events))
         .route("/api/solve", post(solve))
+        .route("/api/check", post(check_lines))
+        .route("/api/batches", post(submit_batch))
         .route("/api/batches/{id}", get(batch))
+        .route("/api/batches/{id}/cancel", post(cancel_batch))
+        .route("/api/batches/{id}/download", get(download))
         .route("/api/solution", get(solution))
         .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
@@ -217,24 +221,39 @@ impl From<BatchProgress> for BatchJson {
 #[derive(Serialize)]
 struct WorkerJson {
     id: u64,
+    name: String,
     host: String,
     threads: u32,
     default_heuristics: Vec<String>,
     nodes_per_second: f64,
     tasks_done: u64,
     seconds_since_seen: f64,
+    /// Tasks it holds now (running or prefetched).
+    tasks_held: usize,
+    tables: Vec<String>,
+    /// Why it is gone ("left", "lost: ...", "quarantined"), for a worker no longer connected.
+    gone: Option<String>,
+    gone_seconds: Option<f64>,
 }
 
-impl From<WorkerView> for WorkerJson {
-    fn from(w: WorkerView) -> WorkerJson {
+impl WorkerJson {
+    fn of(w: WorkerView, tasks_held: usize) -> WorkerJson {
+        let (gone, gone_seconds) = w
+            .gone
+            .map_or((None, None), |(why, ago)| (Some(why), Some(ago)));
         WorkerJson {
             id: w.id,
+            name: w.name,
             host: w.host,
             threads: w.threads,
             default_heuristics: w.default_heuristics,
             nodes_per_second: w.nodes_per_second,
             tasks_done: w.tasks_done,
             seconds_since_seen: w.seconds_since_seen,
+            tasks_held,
+            tables: w.tables,
+            gone,
+            gone_seconds,
         }
     }
 }
@@ -269,7 +288,16 @@ fn overview_of(service: &Service) -> Result<OverviewJson, WebError> {
         workers: scheduler
             .workers()
             .into_iter()
-            .map(WorkerJson::from)
+            .map(|w| {
+                let held = scheduler.tasks_held(w.id);
+                WorkerJson::of(w, held)
+            })
+            .chain(
+                scheduler
+                    .gone_workers()
+                    .into_iter()
+                    .map(|w| WorkerJson::of(w, 0)),
+            )
             .collect(),
     })
 }
@@ -332,6 +360,33 @@ struct ItemJson {
     error: Option<String>,
 }
 
+fn item_json(item: StoredItem) -> ItemJson {
+    let mut json = ItemJson {
+        line: item.line,
+        text: item.text,
+        board: item.board,
+        goal: item.goal,
+        length: None,
+        moves: None,
+        nodes: None,
+        seconds: None,
+        heuristic: None,
+        error: None,
+    };
+    match item.status {
+        ItemStatus::Solved(s) => {
+            json.length = Some(s.length);
+            json.moves = Some(s.moves);
+            json.nodes = Some(s.nodes);
+            json.seconds = Some(s.seconds);
+            json.heuristic = Some(s.heuristic);
+        }
+        ItemStatus::Failed(reason) => json.error = Some(reason),
+        ItemStatus::Queued => {}
+    }
+    json
+}
+
 /// A page of a batch's items: `?offset=N&limit=M` (at most 1,000, the default).
 #[derive(Deserialize)]
 struct PageQuery {
@@ -349,6 +404,7 @@ async fn batch(
 ) -> Result<Json<serde_json::Value>, WebError> {
     let scheduler = state.service.lock();
     let status = BatchJson::from(scheduler.progress(id)?);
+    let (tasks_queued, tasks_running) = scheduler.batch_tasks(id);
     let limit = page.limit.unwrap_or(WEB_PAGE).min(WEB_PAGE);
     let (_, mut items) = scheduler.items_page(id, page.offset, limit + 1)?;
     drop(scheduler);
@@ -356,38 +412,130 @@ async fn batch(
         items.truncate(limit);
         items.last().map_or(0, |(index, _)| index + 1)
     });
-    let items: Vec<ItemJson> = items
+    let items: Vec<ItemJson> = items.into_iter().map(|(_, item)| item_json(item)).collect();
+    Ok(Json(serde_json::json!({
+        "status": status,
+        "tasks_queued": tasks_queued,
+        "tasks_running": tasks_running,
+        "items": items,
+        "next_offset": next_offset,
+    })))
+}
+
+/// A batch as the page sends it: its lines (a pasted text or a dropped file, split), heuristic
+/// and goal names as the command line takes them.
+#[derive(Deserialize)]
+struct BatchRequest {
+    lines: Vec<String>,
+    #[serde(default)]
+    heuristic: String,
+    #[serde(default)]
+    goal: String,
+}
+
+/// The lines intake would refuse, with why, before anything is submitted.
+async fn check_lines(
+    Json(request): Json<BatchRequest>,
+) -> Result<Json<serde_json::Value>, WebError> {
+    if request.lines.len() > MAX_BATCH_LINES {
+        return Err(WebError(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{} lines; a batch holds at most {MAX_BATCH_LINES}",
+                request.lines.len()
+            ),
+        ));
+    }
+    let errors: Vec<serde_json::Value> = Scheduler::line_errors(&request.lines, &request.goal)?
         .into_iter()
-        .map(|(_, item)| {
-            let mut json = ItemJson {
-                line: item.line,
-                text: item.text,
-                board: item.board,
-                goal: item.goal,
-                length: None,
-                moves: None,
-                nodes: None,
-                seconds: None,
-                heuristic: None,
-                error: None,
-            };
-            match item.status {
-                ItemStatus::Solved(s) => {
-                    json.length = Some(s.length);
-                    json.moves = Some(s.moves);
-                    json.nodes = Some(s.nodes);
-                    json.seconds = Some(s.seconds);
-                    json.heuristic = Some(s.heuristic);
-                }
-                ItemStatus::Failed(reason) => json.error = Some(reason),
-                ItemStatus::Queued => {}
-            }
-            json
-        })
+        .map(|(line, error)| serde_json::json!({ "line": line, "error": error }))
         .collect();
-    Ok(Json(
-        serde_json::json!({ "status": status, "items": items, "next_offset": next_offset }),
-    ))
+    Ok(Json(serde_json::json!({ "errors": errors })))
+}
+
+async fn submit_batch(
+    State(state): State<WebState>,
+    Json(request): Json<BatchRequest>,
+) -> Result<Json<serde_json::Value>, WebError> {
+    let submitted = state
+        .service
+        .accept_batch(request.lines, request.heuristic, request.goal)
+        .await?;
+    Ok(Json(serde_json::json!({
+        "batch": submitted.batch,
+        "invalid": submitted.invalid,
+        "from_store": submitted.from_store,
+    })))
+}
+
+async fn cancel_batch(
+    State(state): State<WebState>,
+    Path(id): Path<u64>,
+) -> Result<Json<BatchJson>, WebError> {
+    let progress = state.service.lock().cancel(id)?;
+    tracing::info!(batch = id, "batch cancelled from the dashboard");
+    Ok(Json(BatchJson::from(progress)))
+}
+
+#[derive(Deserialize)]
+struct DownloadQuery {
+    format: String,
+}
+
+/// Every item of a batch as a file: `?format=csv` (a header, a row per item, quoted by the
+/// `csv` crate) or `?format=jsonl` (a JSON object per line), read a page at a time.
+async fn download(
+    State(state): State<WebState>,
+    Path(id): Path<u64>,
+    Query(query): Query<DownloadQuery>,
+) -> Result<Response, WebError> {
+    let csv = match query.format.as_str() {
+        "csv" => true,
+        "jsonl" => false,
+        other => {
+            return Err(WebError(
+                StatusCode::BAD_REQUEST,
+                format!("format '{other}': csv or jsonl"),
+            ))
+        }
+    };
+    let internal = |e: String| WebError(StatusCode::INTERNAL_SERVER_ERROR, e);
+    let mut body = Vec::new();
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let mut offset = 0;
+    loop {
+        let (_, items) = state.service.lock().items_page(id, offset, WEB_PAGE)?;
+        let Some((last, _)) = items.last() else {
+            break;
+        };
+        offset = last + 1;
+        for (_, item) in items {
+            let json = item_json(item);
+            if csv {
+                writer
+                    .serialize(&json)
+                    .map_err(|e| internal(e.to_string()))?;
+            } else {
+                serde_json::to_writer(&mut body, &json).map_err(|e| internal(e.to_string()))?;
+                body.push(b'\n');
+            }
+        }
+    }
+    let (content_type, extension) = if csv {
+        body = writer.into_inner().map_err(|e| internal(e.to_string()))?;
+        ("text/csv; charset=utf-8", "csv")
+    } else {
+        ("application/jsonl; charset=utf-8", "jsonl")
+    };
+    let disposition = format!("attachment; filename=\"batch-{id}.{extension}\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, content_type.to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+        ],
+        body,
+    )
+        .into_response())
 }
 
 #[derive(Deserialize)]

@@ -1,6 +1,8 @@
-// The tilesolve dashboard: live batches and workers (server-sent events), and a puzzle view that
-// submits a board, waits for its optimal solution and animates it move by move. Plain JS, no
-// build step; served from the coordinator binary.
+// The tilesolve dashboard: live batches and workers (server-sent events) with small charts over
+// time, a batch page (#batch=N: every item, paged, with cancel and downloads), a batch submitter
+// that shows bad lines before sending, and a puzzle view that solves or looks up a board and
+// animates its optimal solution move by move. Plain JS, no build step; served from the
+// coordinator binary. Text from batches only ever goes in through textContent, never as HTML.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -218,8 +220,25 @@ async function follow(batch) {
   }
 }
 
+// The stored answer for the typed board, or "not stored": never starts a search.
+async function lookup() {
+  stop();
+  const text = $("board-input").value.trim();
+  const parsed = parseBoard(text);
+  if (parsed) setBoard(parsed.tiles, parsed.side);
+  try {
+    const found = await api("/api/solution?board=" + encodeURIComponent(text));
+    status(`stored solution (${found.heuristic})`);
+    showSolution(found.board || text, found.length, found.moves);
+  } catch (error) {
+    status("not stored: " + error.message, true);
+  }
+}
+
 // A shared link: #board=... shows that board's stored solution.
 async function openLink() {
+  const batch = location.hash.match(/^#batch=(\d+)$/);
+  openBatch(batch ? Number(batch[1]) : null);
   const match = location.hash.match(/^#board=(.+)$/);
   if (!match) return;
   const board = decodeURIComponent(match[1]);
@@ -244,15 +263,69 @@ function cell(row, text) {
   row.appendChild(td);
 }
 
+// ---- charts: the last HISTORY samples (one a second from the live events), as inline SVG ----
+
+const HISTORY = 300;
+const timeline = { solved: [], rate: [] };
+const batchHistory = new Map();
+
+function remember(series, value) {
+  series.push(value);
+  if (series.length > HISTORY) series.shift();
+}
+
+function sparkline(svg, values, describe) {
+  while (svg.firstChild) svg.removeChild(svg.firstChild);
+  const last = values.length ? values[values.length - 1] : 0;
+  svg.setAttribute("aria-label", describe(last));
+  const title = document.createElementNS("http://www.w3.org/2000/svg", "title");
+  title.textContent = describe(last);
+  svg.appendChild(title);
+  if (values.length < 2) return;
+  const top = Math.max(...values, 1), bottom = Math.min(...values, 0);
+  const points = values.map((v, i) => {
+    const x = (i / (HISTORY - 1)) * 300;
+    const y = 58 - ((v - bottom) / (top - bottom || 1)) * 56;
+    return `${x.toFixed(1)},${y.toFixed(1)}`;
+  });
+  const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+  line.setAttribute("points", points.join(" "));
+  svg.appendChild(line);
+}
+
+function drawBatchCharts(id) {
+  const h = batchHistory.get(id) || { solved: [], rate: [] };
+  sparkline($("batch-chart-solved"), h.solved, (v) => `${v} solved`);
+  sparkline($("batch-chart-rate"), h.rate, (v) => `${rate(v)} nodes/s`);
+}
+
+function rememberBatch(b) {
+  if (!batchHistory.has(b.batch)) batchHistory.set(b.batch, { solved: [], rate: [] });
+  const h = batchHistory.get(b.batch);
+  remember(h.solved, b.solved);
+  remember(h.rate, b.nodes_per_second);
+}
+
 function render(o) {
   if (o.error) return;
-  $("totals").textContent = `${o.workers.length} workers · ${rate(o.nodes_per_second)} nodes/s · ` +
+  const connected = o.workers.filter((w) => !w.gone);
+  remember(timeline.solved, o.puzzles_solved);
+  remember(timeline.rate, o.nodes_per_second);
+  sparkline($("chart-solved"), timeline.solved, (v) => `${v} puzzles solved`);
+  sparkline($("chart-rate"), timeline.rate, (v) => `${rate(v)} nodes/s`);
+  $("totals").textContent = `${connected.length} workers · ${rate(o.nodes_per_second)} nodes/s · ` +
     `${o.puzzles_solved} solved · ${o.puzzles_pending} pending · ${o.tasks_running} tasks running, ${o.tasks_queued} queued`;
   const batches = $("batches");
   batches.innerHTML = "";
   for (const b of o.batches) {
+    if (b.batch !== page.batch) rememberBatch(b);
     const row = document.createElement("tr");
-    cell(row, b.batch);
+    const link = document.createElement("a");
+    link.href = "#batch=" + b.batch;
+    link.textContent = b.batch;
+    const first = document.createElement("td");
+    first.appendChild(link);
+    row.appendChild(first);
     cell(row, `${b.solved} / ${b.total}`);
     cell(row, b.failed);
     cell(row, b.done ? "done" : b.preparing ? "preparing tables: " + b.preparing : b.bounds.slice(0, 8).join(" "));
@@ -265,13 +338,15 @@ function render(o) {
   workers.innerHTML = "";
   for (const w of o.workers) {
     const row = document.createElement("tr");
-    cell(row, w.id);
+    if (w.gone) row.className = "gone";
+    cell(row, w.name || String(w.id));
     cell(row, w.host || "–");
     cell(row, w.threads);
-    cell(row, (w.default_heuristics || []).join(", ") || "–");
-    cell(row, rate(w.nodes_per_second));
+    cell(row, w.gone ? "–" : w.tasks_held);
+    cell(row, (w.tables || []).join(", ") || (w.default_heuristics || []).join(", ") || "–");
+    cell(row, w.gone ? "–" : rate(w.nodes_per_second));
     cell(row, w.tasks_done);
-    cell(row, secs(w.seconds_since_seen) + " ago");
+    cell(row, w.gone ? `gone (${w.gone}) ${secs(w.gone_seconds)} ago` : secs(w.seconds_since_seen) + " ago");
     workers.appendChild(row);
   }
 }
@@ -285,11 +360,166 @@ function connect() {
   };
 }
 
+// ---- the batch page: #batch=N -------------------------------------------------------------
+
+const ITEMS_PER_PAGE = 100;
+const page = { batch: null, offsets: [0], timer: null };
+
+function withToken(path) {
+  return token ? path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token) : path;
+}
+
+function openBatch(id) {
+  clearTimeout(page.timer);
+  page.batch = id;
+  page.offsets = [0];
+  $("batch-page").hidden = id === null;
+  if (id === null) return;
+  $("batch-title").textContent = `Batch ${id}`;
+  $("batch-csv").href = withToken(`/api/batches/${id}/download?format=csv`);
+  $("batch-jsonl").href = withToken(`/api/batches/${id}/download?format=jsonl`);
+  $("batch-page").scrollIntoView();
+  loadBatch();
+}
+
+async function loadBatch() {
+  clearTimeout(page.timer);
+  const id = page.batch;
+  if (id === null) return;
+  const offset = page.offsets[page.offsets.length - 1];
+  let result;
+  try {
+    result = await api(`/api/batches/${id}?offset=${offset}&limit=${ITEMS_PER_PAGE}`);
+  } catch (error) {
+    $("batch-state").textContent = error.message;
+    $("batch-state").className = "status error";
+    return;
+  }
+  if (id !== page.batch) return;
+  const s = result.status;
+  rememberBatch(s);
+  drawBatchCharts(id);
+  $("batch-state").className = "status";
+  $("batch-state").textContent = `${s.solved} of ${s.total} solved, ${s.failed} failed, ` +
+    (s.done ? "done" : `running: bounds ${s.bounds.slice(0, 8).join(" ") || "–"} (no solution is shorter), ` +
+      `${result.tasks_running} tasks running, ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s`) +
+    (s.preparing ? ` · preparing tables: ${s.preparing}` : "");
+  $("batch-cancel").disabled = s.done;
+  const body = $("batch-items");
+  while (body.firstChild) body.removeChild(body.firstChild);
+  for (const item of result.items) {
+    const row = document.createElement("tr");
+    cell(row, item.line == null ? "" : item.line);
+    const board = document.createElement("td");
+    if (item.length != null) {
+      const replay = document.createElement("button");
+      replay.className = "link";
+      replay.textContent = item.board;
+      replay.title = "replay it on the board";
+      replay.onclick = () => {
+        showSolution(item.board, item.length, item.moves);
+        status(`batch ${id}, line ${item.line}: ${item.length} moves`);
+        $("puzzle").scrollIntoView();
+      };
+      board.appendChild(replay);
+    } else {
+      board.textContent = item.board || item.text;
+    }
+    row.appendChild(board);
+    cell(row, item.length != null ? "solved" : item.error ? "error: " + item.error : "pending");
+    cell(row, item.length != null ? item.length : "");
+    cell(row, item.nodes != null ? item.nodes.toLocaleString() : "");
+    cell(row, item.seconds != null ? item.seconds.toFixed(3) : "");
+    cell(row, item.moves || "");
+    body.appendChild(row);
+  }
+  const shown = result.items.length;
+  $("items-range").textContent = shown ? `items ${offset + 1} to ${offset + shown} of ${s.total}` : "no items";
+  $("items-prev").disabled = page.offsets.length === 1;
+  $("items-next").disabled = result.next_offset == null;
+  page.next = result.next_offset;
+  if (!s.done) page.timer = setTimeout(loadBatch, 2000);
+}
+
+async function cancelBatch() {
+  const id = page.batch;
+  if (id === null || !confirm(`Cancel batch ${id}? Its unfinished puzzles fail as cancelled; answers found stay.`)) return;
+  try {
+    await api(`/api/batches/${id}/cancel`, { method: "POST", body: "{}" });
+  } catch (error) {
+    $("batch-state").textContent = error.message;
+  }
+  loadBatch();
+}
+
+// ---- submitting a batch: bad lines shown before anything is sent --------------------------
+
+let checkTimer = null;
+
+function batchRequest() {
+  return {
+    lines: $("batch-input").value.split(/\r?\n/),
+    heuristic: $("batch-heuristic").value,
+    goal: $("batch-goal").value.trim(),
+  };
+}
+
+async function checkBatch() {
+  const request = batchRequest();
+  const list = $("batch-errors");
+  while (list.firstChild) list.removeChild(list.firstChild);
+  const boards = request.lines.filter((l) => l.trim() && !l.trim().startsWith("#")).length;
+  try {
+    const checked = await api("/api/check", { method: "POST", body: JSON.stringify(request) });
+    for (const e of checked.errors) {
+      const li = document.createElement("li");
+      li.textContent = `line ${e.line}: ${e.error}`;
+      list.appendChild(li);
+    }
+    $("batch-check").className = checked.errors.length ? "status error" : "status";
+    $("batch-check").textContent = `${boards} boards, ${checked.errors.length} invalid` +
+      (checked.errors.length ? " (they fail with these reasons; the rest are solved)" : "");
+  } catch (error) {
+    $("batch-check").className = "status error";
+    $("batch-check").textContent = error.message;
+  }
+}
+
+async function submitBatch() {
+  try {
+    const submitted = await api("/api/batches", { method: "POST", body: JSON.stringify(batchRequest()) });
+    location.hash = "#batch=" + submitted.batch;
+  } catch (error) {
+    $("batch-check").className = "status error";
+    $("batch-check").textContent = error.message;
+  }
+}
+
+function scheduleCheck() {
+  clearTimeout(checkTimer);
+  checkTimer = setTimeout(checkBatch, 300);
+}
+
+function readFile(file) {
+  if (!file) return;
+  file.text().then((text) => { $("batch-input").value = text; checkBatch(); });
+}
+
 // ---- wiring -------------------------------------------------------------------------------
 
 $("shuffle").onclick = () => { const side = Number($("size").value); setBoard(uniformBoard(side), side); };
 $("walk").onclick = () => { const side = Number($("size").value); setBoard(walkBoard(side, Number($("walk-moves").value)), side); };
 $("solve").onclick = solve;
+$("lookup").onclick = lookup;
+$("batch-cancel").onclick = cancelBatch;
+$("items-prev").onclick = () => { if (page.offsets.length > 1) { page.offsets.pop(); loadBatch(); } };
+$("items-next").onclick = () => { if (page.next != null) { page.offsets.push(page.next); loadBatch(); } };
+$("batch-input").addEventListener("input", scheduleCheck);
+$("batch-goal").addEventListener("input", scheduleCheck);
+$("batch-file").addEventListener("change", (e) => readFile(e.target.files[0]));
+$("batch-input").addEventListener("dragover", (e) => e.preventDefault());
+$("batch-input").addEventListener("drop", (e) => { e.preventDefault(); readFile(e.dataTransfer.files[0]); });
+$("batch-submit").onclick = submitBatch;
 $("board-input").addEventListener("keydown", (e) => { if (e.key === "Enter") solve(); });
 $("prev").onclick = () => { stop(); show(view.step - 1); };
 $("next").onclick = () => { stop(); show(view.step + 1); };

@@ -48,6 +48,8 @@ pub struct WorkerConfig {
     pub readiness: Readiness,
     /// What it counts (served by [`Metrics::serve`], or not at all).
     pub metrics: Metrics,
+    /// What the dashboard calls it (default: its host and process id).
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Error)]
@@ -354,6 +356,10 @@ async fn registered_session(session: Session<'_>) -> Result<std::convert::Infall
     let host = std::env::var("HOSTNAME")
         .or_else(|_| std::fs::read_to_string("/etc/hostname").map(|name| name.trim().to_string()))
         .unwrap_or_default();
+    let name = config
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{host} (pid {})", std::process::id()));
     let registered = client
         .register(pb::RegisterRequest {
             threads: threads as u32,
@@ -361,6 +367,7 @@ async fn registered_session(session: Session<'_>) -> Result<std::convert::Infall
             host,
             pdbs: held_pdbs(&config.data),
             default_heuristics: default_heuristics(config.table_budget),
+            name,
         })
         .await
         .map_err(ended)?

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tilesolve::batch_file::BatchLine;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
-use tilesolve::{parse_board, Board, Direction, Goal};
+use tilesolve::{parse_board, Board, BoardError, Direction, Goal};
 
 use super::SchedulerError;
 use crate::store::{ItemStatus, Store, StoredItem};
@@ -40,6 +40,36 @@ pub(super) struct Items {
     pub(super) from_store: u32,
 }
 
+/// A line's board and the goal it is solved towards, or why the line is invalid.
+fn board_and_goal(line: &BatchLine<'_>, goal: Goal) -> Result<(Board, Board), BoardError> {
+    parse_board(line.board).and_then(|board| {
+        let goal = goal.for_side(board.side());
+        board.check_solvable(&goal).map(|()| (board, goal))
+    })
+}
+
+/// What intake would refuse in `lines`, line by line (number, reason), without submitting:
+/// the same checks as [`read_items`], so a page can show them before the batch is sent.
+pub(super) fn line_errors(lines: &[String], goal: Goal) -> Vec<(u32, String)> {
+    let mut errors = Vec::new();
+    for (number, raw) in lines.iter().enumerate() {
+        let Some(line) = BatchLine::read(number + 1, raw) else {
+            continue;
+        };
+        let reason = match board_and_goal(&line, goal) {
+            Err(error) => Some(error.to_string()),
+            Ok((board, goal)) => line
+                .fact("moves")
+                .and_then(|text| claimed_moves(&board, &goal, text).err())
+                .map(|reason| format!("moves=: {reason}")),
+        };
+        if let Some(reason) = reason {
+            errors.push((line.number as u32, reason));
+        }
+    }
+    errors
+}
+
 /// Reads every board line of a batch (blank and comment lines are skipped).
 pub(super) fn read_items(
     lines: &[String],
@@ -63,11 +93,7 @@ pub(super) fn read_items(
             status: ItemStatus::Queued,
             claimed: None,
         };
-        let parsed = parse_board(line.board).and_then(|board| {
-            let goal = goal.for_side(board.side());
-            board.check_solvable(&goal).map(|()| (board, goal))
-        });
-        match parsed {
+        match board_and_goal(&line, goal) {
             Ok((board, goal)) => {
                 item.board = Some(board.to_string());
                 item.goal = Some(goal.to_string());

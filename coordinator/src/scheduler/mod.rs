@@ -626,6 +626,32 @@ impl Scheduler {
         self.workers.views()
     }
 
+    /// Workers that left, were lost or were quarantined lately (see `GONE_SHOWN`), newest first.
+    pub fn gone_workers(&self) -> Vec<WorkerView> {
+        self.workers.gone_views()
+    }
+
+    /// The lines of a batch that intake would refuse, with why, for `goal` (a request's goal
+    /// text): checked without submitting anything.
+    pub fn line_errors(lines: &[String], goal: &str) -> Result<Vec<(u32, String)>, SchedulerError> {
+        Ok(intake::line_errors(lines, intake::parse_goal(goal)?))
+    }
+
+    /// (queued, running) tasks of `batch` now: for the dashboard's batch page.
+    pub fn batch_tasks(&self, batch: u64) -> (u64, u64) {
+        self.tasks.batch_counts(batch)
+    }
+
+    /// Tasks `worker` holds now (running or prefetched).
+    pub fn tasks_held(&self, worker: WorkerId) -> usize {
+        self.tasks.held(worker)
+    }
+
+    /// Records the name a worker gave when registering.
+    pub fn set_worker_name(&mut self, worker: WorkerId, name: &str) {
+        self.workers.set_name(worker, name);
+    }
+
     /// Totals since start and the queue now.
     pub fn totals(&self) -> SchedulerTotals {
         let (queued, running) = self.tasks.counts();

@@ -327,4 +327,15 @@ impl Tasks {
         let running = self.entries.values().filter(|t| t.lease.is_some()).count() as u64;
         (self.entries.len() as u64 - running, running)
     }
+
+    /// (queued, running) tasks of one batch's puzzles.
+    pub(super) fn batch_counts(&self, batch: u64) -> (u64, u64) {
+        self.entries.values().filter(|t| t.puzzle.0 == batch).fold(
+            (0, 0),
+            |(queued, running), t| match t.lease {
+                Some(_) => (queued, running + 1),
+                None => (queued + 1, running),
+            },
+        )
+    }
 }

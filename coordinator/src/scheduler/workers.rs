@@ -31,6 +31,8 @@ const MAX_TABLES: usize = 64;
 const MAX_TABLE_NAME: usize = 200;
 
 struct WorkerInfo {
+    /// What the dashboard calls it: `worker --name`, or host and process id.
+    name: String,
     threads: u32,
     /// Proves a call comes from the process that registered (128 random bits, hex).
     secret: String,
@@ -84,6 +86,7 @@ impl WorkerInfo {
 #[derive(Clone, Debug, PartialEq)]
 pub struct WorkerView {
     pub id: WorkerId,
+    pub name: String,
     pub host: String,
     pub threads: u32,
     /// What `default` means on the worker, e.g. "5x5 pdb:6-6-6-6-max".
@@ -92,7 +95,17 @@ pub struct WorkerView {
     pub nodes_per_second: f64,
     pub tasks_done: u64,
     pub seconds_since_seen: f64,
+    /// The pattern table files it holds.
+    pub tables: Vec<String>,
+    /// Why it is gone and how long ago, for a worker that left or was lost (shown for
+    /// [`GONE_SHOWN`]); None while connected.
+    pub gone: Option<(String, f64)>,
 }
+
+/// How long a worker that left, was lost or was quarantined still shows (as gone), and how many
+/// such are kept.
+pub const GONE_SHOWN: Duration = Duration::from_secs(600);
+const MAX_GONE: usize = 64;
 
 #[derive(Default)]
 pub(super) struct Workers {
@@ -101,6 +114,8 @@ pub(super) struct Workers {
     cancelled: HashMap<WorkerId, Vec<TaskId>>,
     /// Workers caught lying or faulty, with why: every call of theirs is refused.
     quarantined: HashMap<WorkerId, String>,
+    /// Workers gone lately, as they last were, with why and when (newest last).
+    gone: VecDeque<(WorkerView, String, Instant)>,
 }
 
 impl Workers {
@@ -125,6 +140,7 @@ impl Workers {
         self.workers.insert(
             id,
             WorkerInfo {
+                name: host.chars().take(MAX_HOST).collect(),
                 threads,
                 secret,
                 host: host.chars().take(MAX_HOST).collect(),
@@ -151,6 +167,15 @@ impl Workers {
                 .take(MAX_DEFAULT_HEURISTICS)
                 .map(|name| name.chars().take(MAX_HEURISTIC_NAME).collect())
                 .collect();
+        }
+    }
+
+    /// Records the name a worker gave (`worker --name`, or its host and process id), cut short.
+    pub(super) fn set_name(&mut self, worker: WorkerId, name: &str) {
+        if let Some(info) = self.workers.get_mut(&worker) {
+            if !name.is_empty() {
+                info.name = name.chars().take(MAX_HOST).collect();
+            }
         }
     }
 
@@ -242,6 +267,7 @@ impl Workers {
 
     /// Refuses every further call of `worker`, with `reason`.
     pub(super) fn quarantine(&mut self, worker: WorkerId, reason: String) {
+        self.remember_gone(worker, "quarantined");
         self.workers.remove(&worker);
         self.cancelled.remove(&worker);
         if self.quarantined.len() >= MAX_QUARANTINED {
@@ -297,22 +323,23 @@ impl Workers {
 
     /// Forgets the workers silent for `timeout` or longer; returns them.
     pub(super) fn forget_silent(&mut self, now: Instant, timeout: Duration) -> Vec<WorkerId> {
-        let mut lost = Vec::new();
-        self.workers.retain(|&id, info| {
-            let alive = now.duration_since(info.last_seen) < timeout;
-            if !alive {
-                lost.push(id);
-            }
-            alive
-        });
-        for id in &lost {
-            self.cancelled.remove(id);
+        let lost: Vec<WorkerId> = self
+            .workers
+            .iter()
+            .filter(|(_, info)| now.duration_since(info.last_seen) >= timeout)
+            .map(|(&id, _)| id)
+            .collect();
+        for &id in &lost {
+            self.remember_gone(id, "lost: silent past the lease timeout");
+            self.workers.remove(&id);
+            self.cancelled.remove(&id);
         }
         lost
     }
 
     /// Forgets `worker`, which said it is stopping.
     pub(super) fn forget(&mut self, worker: WorkerId) {
+        self.remember_gone(worker, "left");
         self.workers.remove(&worker);
         self.cancelled.remove(&worker);
     }
@@ -342,17 +369,50 @@ impl Workers {
         let mut views: Vec<WorkerView> = self
             .workers
             .iter()
-            .map(|(&id, info)| WorkerView {
-                id,
-                host: info.host.clone(),
-                threads: info.threads,
-                default_heuristics: info.default_heuristics.clone(),
-                nodes_per_second: info.nodes_per_second(now),
-                tasks_done: info.tasks_done,
-                seconds_since_seen: now.duration_since(info.last_seen).as_secs_f64(),
-            })
+            .map(|(&id, info)| view(id, info, now))
             .collect();
         views.sort_by_key(|w| w.id);
         views
+    }
+
+    /// The workers gone within [`GONE_SHOWN`], newest first.
+    pub(super) fn gone_views(&self) -> Vec<WorkerView> {
+        let now = Instant::now();
+        self.gone
+            .iter()
+            .rev()
+            .filter(|(_, _, when)| now.duration_since(*when) < GONE_SHOWN)
+            .map(|(view, why, when)| WorkerView {
+                gone: Some((why.clone(), now.duration_since(*when).as_secs_f64())),
+                nodes_per_second: 0.0,
+                ..view.clone()
+            })
+            .collect()
+    }
+
+    fn remember_gone(&mut self, worker: WorkerId, why: &str) {
+        let now = Instant::now();
+        if let Some(info) = self.workers.get(&worker) {
+            if self.gone.len() >= MAX_GONE {
+                self.gone.pop_front();
+            }
+            self.gone
+                .push_back((view(worker, info, now), why.to_string(), now));
+        }
+    }
+}
+
+fn view(id: WorkerId, info: &WorkerInfo, now: Instant) -> WorkerView {
+    WorkerView {
+        id,
+        name: info.name.clone(),
+        host: info.host.clone(),
+        threads: info.threads,
+        default_heuristics: info.default_heuristics.clone(),
+        nodes_per_second: info.nodes_per_second(now),
+        tasks_done: info.tasks_done,
+        seconds_since_seen: now.duration_since(info.last_seen).as_secs_f64(),
+        tables: info.tables.iter().map(|(name, _)| name.clone()).collect(),
+        gone: None,
     }
 }
