@@ -1,20 +1,17 @@
 //! The web side of the coordinator, on the gRPC port (plain HTTP/1.1 requests are routed here,
-//! gRPC's HTTP/2 requests to the services): the dashboard page and its JSON API, live updates
-//! as server-sent events, and `/metrics` in Prometheus text format.
+//! gRPC's HTTP/2 requests to the services): the dashboard page and its JSON API (the page asks
+//! for the overview once a second), and `/metrics` in Prometheus text format.
 //!
 //! The page is three embedded files (no build step); it reads the same scheduler the gRPC
 //! services use, and submits puzzles through the same path (`Service::accept_batch`). With a
 //! token configured every route needs it: as `Authorization: Bearer`, or as `?token=` where a
-//! browser cannot set headers (EventSource).
+//! browser cannot set headers (a download link).
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -27,7 +24,6 @@ use serde::{Deserialize, Serialize};
 use tilesolve::connect::token_matches;
 
 use crate::rpc_metrics::RpcMetrics;
-use tokio_stream::StreamExt;
 
 use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, WorkerView, MAX_BATCH_LINES};
 use crate::service::Service;
@@ -68,7 +64,6 @@ pub fn router(service: Service, token: Option<&str>, rpc_metrics: RpcMetrics) ->
             get(|| async { page(STYLE_CSS, "text/css; charset=utf-8") }),
         )
         .route("/api/overview", get(overview))
-        .route("/api/events", get(events))
         .route("/api/solve", post(solve))
         .route("/api/check", post(check_lines))
         .route("/api/batches", post(submit_batch))
@@ -304,22 +299,6 @@ fn overview_of(service: &Service) -> Result<OverviewJson, WebError> {
 
 async fn overview(State(state): State<WebState>) -> Result<Json<OverviewJson>, WebError> {
     Ok(Json(overview_of(&state.service)?))
-}
-
-/// The overview once a second, as server-sent events, for as long as the page is open.
-async fn events(
-    State(state): State<WebState>,
-) -> Sse<impl tokio_stream::Stream<Item = Result<Event, Infallible>>> {
-    let ticks =
-        tokio_stream::wrappers::IntervalStream::new(tokio::time::interval(Duration::from_secs(1)));
-    let stream = ticks.map(move |_| {
-        let data = match overview_of(&state.service) {
-            Ok(overview) => serde_json::to_string(&overview).unwrap_or_default(),
-            Err(WebError(_, error)) => serde_json::json!({ "error": error }).to_string(),
-        };
-        Ok(Event::default().event("overview").data(data))
-    });
-    Sse::new(stream)
 }
 
 #[derive(Deserialize)]

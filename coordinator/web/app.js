@@ -351,13 +351,19 @@ function render(o) {
   }
 }
 
-function connect() {
-  const source = new EventSource("/api/events" + (token ? "?token=" + encodeURIComponent(token) : ""));
-  source.addEventListener("overview", (event) => render(JSON.parse(event.data)));
-  source.onerror = () => {
+// The overview once a second, asked for again only after each answer (a slow coordinator is
+// never asked twice at once). Short requests rather than one endless stream, so a headless
+// browser's --dump-dom with a virtual time budget sees the page settle.
+let overviewTimer = null;
+
+async function connect() {
+  clearTimeout(overviewTimer);
+  try {
+    render(await api("/api/overview"));
+  } catch (error) {
     $("totals").textContent = "reconnecting…";
-    api("/api/overview").catch(() => {});
-  };
+  }
+  overviewTimer = setTimeout(connect, 1000);
 }
 
 // ---- the batch page: #batch=N -------------------------------------------------------------
