@@ -41,6 +41,52 @@ impl TaskOutcome {
     }
 }
 
+/// Most tasks a worker holds per search thread when its tasks are short (see [`TaskTimes`]).
+pub const MAX_PACKED: u32 = 256;
+/// About how much work, in seconds of one thread, the tasks a worker holds per thread add up to
+/// when they are short: enough that a poll carries many puzzles, little enough that a batch's
+/// last tasks are not stuck behind one worker's queue while another is idle.
+pub const PACKED_WORK_SECONDS: f64 = 0.05;
+
+/// Tasks a worker must have finished before their times say anything about packing.
+pub const PACK_AFTER_TASKS: u64 = 256;
+
+/// The recent times of a worker's tasks, as both sides keep them to decide how many it holds
+/// per search thread: `floor` (one running, the rest waiting) for tasks of ordinary length;
+/// once [`PACK_AFTER_TASKS`] have finished and their exponential average is short, as many as
+/// make about [`PACKED_WORK_SECONDS`] of work, up to [`MAX_PACKED`]. An easy board is solved in
+/// a tenth of a millisecond, far less than a poll costs both sides, so that a poll then
+/// carries many puzzles each way.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TaskTimes {
+    average: Option<f64>,
+    finished: u64,
+}
+
+impl TaskTimes {
+    /// Adds `count` finished tasks that took `seconds` in all: their mean moves the average a
+    /// third of the way. Times that are not a number of seconds are left out.
+    pub fn add(&mut self, count: u64, seconds: f64) {
+        if count == 0 || !seconds.is_finite() || seconds < 0.0 {
+            return;
+        }
+        let mean = seconds / count as f64;
+        self.average = Some(self.average.map_or(mean, |old| old + (mean - old) / 3.0));
+        self.finished = self.finished.saturating_add(count);
+    }
+
+    /// How many tasks to hold per search thread.
+    pub fn tasks_per_thread(&self, floor: u32) -> u32 {
+        match self.average {
+            Some(mean) if self.finished >= PACK_AFTER_TASKS => {
+                let packed = (PACKED_WORK_SECONDS / mean.max(1e-6)).min(f64::from(MAX_PACKED));
+                (packed as u32).max(floor)
+            }
+            _ => floor,
+        }
+    }
+}
+
 /// Deepest descendants a task measures: 2.4^12 ~ 36,000 parts already fill a large report.
 pub const MAX_PROFILE_DEPTH: u32 = 12;
 
@@ -160,6 +206,34 @@ mod tests {
     use super::*;
     use crate::heuristic::HeuristicKind;
     use crate::parse_board;
+
+    #[test]
+    fn short_tasks_are_packed_once_enough_have_finished_and_long_ones_never() {
+        let mut times = TaskTimes::default();
+        assert_eq!(times.tasks_per_thread(2), 2, "nothing known yet");
+        times.add(PACK_AFTER_TASKS - 1, 0.001 * (PACK_AFTER_TASKS - 1) as f64);
+        assert_eq!(times.tasks_per_thread(2), 2, "too few to go on");
+        times.add(1, 0.001);
+        assert_eq!(times.tasks_per_thread(2), 50);
+        assert_eq!(times.tasks_per_thread(64), 64);
+        times.add(1, f64::NAN);
+        assert_eq!(
+            times.tasks_per_thread(2),
+            50,
+            "a nonsense time changes nothing"
+        );
+        times.add(1, 0.004);
+        assert_eq!(
+            times.tasks_per_thread(2),
+            25,
+            "a third of the way to 4 ms: 2 ms"
+        );
+        times.add(100, 100.0);
+        assert_eq!(times.tasks_per_thread(2), 2, "long tasks are not packed");
+        let mut instant = TaskTimes::default();
+        instant.add(PACK_AFTER_TASKS, 0.0);
+        assert_eq!(instant.tasks_per_thread(2), MAX_PACKED);
+    }
 
     /// Profiling must not change what a subtree search finds or what it counts.
     #[test]

@@ -137,7 +137,9 @@ pub async fn run(
 
     let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits);
     // Batches resumed from the store, or submitted from now on, may wait for pattern tables.
-    let supply = tokio::spawn(service.table_supply().run());
+    let table_supply = service.table_supply();
+    table_supply.preload_present();
+    let supply = tokio::spawn(table_supply.run());
     let retention = config
         .keep_batches
         .map(|keep| tokio::spawn(prune_old_batches(service.clone(), keep)));

@@ -3,7 +3,8 @@
 //! Trees and keys (every key starts with a format version byte; integers are big-endian so keys
 //! sort numerically):
 //! - `solutions`: version, side, goal tiles, board tiles -> [`StoredSolution`] (JSON). Every
-//!   board on a solved optimal path is stored with its exact distance.
+//!   solved board, and every board on the optimal path of an answer that took a real search
+//!   (see [`PathBoards`]), is stored with its exact distance.
 //! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON).
 //! - `items`: version, batch id (u64), item index (u32) -> [`StoredItem`] (JSON).
 //! - `search`: version, side, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
@@ -24,6 +25,15 @@ use tilesolve::moves::{moves_to_string, replay};
 use tilesolve::{Board, Direction, Solution};
 
 const KEY_VERSION: u8 = 1;
+
+/// Whether [`Store::put_solution`] stores the boards on a solution's path besides its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathBoards {
+    Stored,
+    /// Only the solved board (and the goal): for answers found so cheaply that searching a
+    /// path board again costs less than writing 40 to 80 entries for every answer.
+    Skipped,
+}
 
 /// The store's page cache unless told otherwise: lookups of recent answers and batches hit it;
 /// everything else is a read from the page cache of the kernel.
@@ -285,18 +295,25 @@ impl Store {
         })
     }
 
-    /// Stores a replayed optimal solution and, with their exact distances, every board on its
-    /// path (each suffix of an optimal path is optimal), each marked with the `workers` whose
-    /// reports it rests on.
+    /// Stores a replayed optimal solution, marked with the `workers` whose reports it rests on;
+    /// with [`PathBoards::Stored`] also every board on its path with its exact distance (each
+    /// suffix of an optimal path is optimal).
     pub fn put_solution(
         &self,
         solution: &Solution,
         heuristic: &str,
         workers: &[u64],
+        path_boards: PathBoards,
     ) -> Result<(), StoreError> {
+        // Plain inserts, not a sled batch: every entry is a whole answer on its own, so a crash
+        // between them loses nothing that matters, and sled writes its log out twice for every
+        // batch (that was most of the coordinator's time on a batch of easy boards).
         let mut board = solution.board;
-        let mut batch = sled::Batch::default();
-        for (step, &direction) in solution.moves.iter().enumerate() {
+        let stored_steps = match path_boards {
+            PathBoards::Stored => solution.moves.len(),
+            PathBoards::Skipped => 1,
+        };
+        for (step, &direction) in solution.moves.iter().enumerate().take(stored_steps) {
             let stored = StoredSolution {
                 length: (solution.moves.len() - step) as u32,
                 moves: moves_to_string(&solution.moves[step..]),
@@ -310,22 +327,25 @@ impl Store {
                 heuristic: heuristic.to_string(),
                 workers: workers.to_vec(),
             };
-            batch.insert(board_key(&solution.goal, &board), encode(&stored));
+            self.solutions
+                .insert(board_key(&solution.goal, &board), encode(&stored))?;
             board = board.apply(direction).map_or(board, |(next, _)| next);
         }
-        batch.insert(
-            board_key(&solution.goal, &solution.goal),
-            encode(&StoredSolution {
-                length: 0,
-                moves: String::new(),
-                tiles: Vec::new(),
-                nodes: 0,
-                seconds: 0.0,
-                heuristic: heuristic.into(),
-                workers: Vec::new(),
-            }),
-        );
-        self.solutions.apply_batch(batch)?;
+        let goal_key = board_key(&solution.goal, &solution.goal);
+        if !self.solutions.contains_key(&goal_key)? {
+            self.solutions.insert(
+                goal_key,
+                encode(&StoredSolution {
+                    length: 0,
+                    moves: String::new(),
+                    tiles: Vec::new(),
+                    nodes: 0,
+                    seconds: 0.0,
+                    heuristic: heuristic.into(),
+                    workers: Vec::new(),
+                }),
+            )?;
+        }
         self.search
             .remove(board_key(&solution.goal, &solution.board))?;
         Ok(())
@@ -761,16 +781,39 @@ mod tests {
         assert!(store.batch(id + 1).unwrap().is_none());
     }
 
-    #[test]
-    fn every_board_on_a_solution_path_is_stored_with_its_distance() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+    /// A 31-move 8-puzzle, its goal and its solution.
+    fn solved_eight_puzzle() -> (Board, Board, Solution) {
         let goal = Board::blank_last(3);
         let board = tilesolve::parse_board("8,6,7,2,5,4,3,0,1").unwrap();
         let solution = Solver::new(goal, HeuristicKind::Manhattan)
             .solve(&board, &SolveOptions::default(), None)
             .unwrap();
-        store.put_solution(&solution, "manhattan", &[]).unwrap();
+        (goal, board, solution)
+    }
+
+    #[test]
+    fn a_cheap_answer_stores_its_board_and_not_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (goal, board, solution) = solved_eight_puzzle();
+        store
+            .put_solution(&solution, "manhattan", &[], PathBoards::Skipped)
+            .unwrap();
+        let stored = store.solution(&goal, &board).unwrap().expect("stored");
+        assert_eq!(stored.length, 31);
+        assert!(Store::verified(&goal, &board, &stored).is_some());
+        let next = board.apply(solution.moves[0]).unwrap().0;
+        assert!(store.solution(&goal, &next).unwrap().is_none());
+    }
+
+    #[test]
+    fn every_board_on_a_solution_path_is_stored_with_its_distance() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (goal, board, solution) = solved_eight_puzzle();
+        store
+            .put_solution(&solution, "manhattan", &[], PathBoards::Stored)
+            .unwrap();
         let mut current = board;
         for (step, &direction) in solution.moves.iter().enumerate() {
             let stored = store.solution(&goal, &current).unwrap().expect("stored");
@@ -866,7 +909,9 @@ mod tests {
         let solution = Solver::new(goal, HeuristicKind::Manhattan)
             .solve(&board, &SolveOptions::default(), None)
             .unwrap();
-        store.put_solution(&solution, "manhattan", &[]).unwrap();
+        store
+            .put_solution(&solution, "manhattan", &[], PathBoards::Stored)
+            .unwrap();
         assert_eq!(store.search_state(&goal, &board).unwrap(), None);
     }
 }

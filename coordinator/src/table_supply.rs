@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::file::PatternSpec;
 use tilesolve::pdb::{PdbEvent, PdbStore};
-use tilesolve::Solver;
+use tilesolve::{Board, Solver};
 
 use crate::scheduler::{Flusher, Scheduler, SchedulerError, SolverKey, WorkerId};
 
@@ -94,6 +94,32 @@ impl TableSupply {
             state: Arc::new(Mutex::new(SupplyState::default())),
             wake: Arc::new(tokio::sync::Notify::new()),
             tasks_queued,
+        }
+    }
+
+    /// Loads, in the background, the solver of the default heuristic for the blank-last goal of
+    /// every size whose tables are all in the data directory already, so that the first batch
+    /// needing them starts at once instead of waiting while they are mapped and checked.
+    /// Fetches and builds nothing: tables that are not here are still only obtained for a batch.
+    pub fn preload_present(&self) {
+        for side in 3..=5 {
+            let key: SolverKey = (
+                Board::blank_last(side),
+                HeuristicChoice::Default.to_string(),
+            );
+            let present = {
+                let scheduler = locked(&self.scheduler);
+                !scheduler.has_solver(&key)
+                    && scheduler
+                        .missing_tables(&key)
+                        .is_ok_and(|missing| missing.is_empty())
+            };
+            if present && !locked(&self.state).working.contains_key(&key) {
+                locked(&self.state)
+                    .working
+                    .insert(key.clone(), Work::Loading);
+                self.spawn_work(key, false);
+            }
         }
     }
 

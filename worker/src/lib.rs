@@ -21,7 +21,7 @@ use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
-use tilesolve::task::{run_task, TaskOutcome, Work};
+use tilesolve::task::{run_task, TaskOutcome, TaskTimes, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
 mod health;
@@ -97,6 +97,13 @@ pub async fn run(
         handle: tokio::runtime::Handle::current(),
         coordinator: config.coordinator.clone(),
     };
+    preload_present(
+        solvers.clone(),
+        pdbs.clone(),
+        fetcher.clone(),
+        config.table_budget,
+        config.metrics.clone(),
+    );
     for _ in 0..threads {
         let table_budget = config.table_budget;
         let (jobs, sender, running, solvers, pdbs, fetcher, metrics) = (
@@ -172,11 +179,11 @@ pub async fn run(
     let mut registration = None;
     loop {
         let started = Instant::now();
-        let holds = threads * (1 + config.prefetch);
+        let holds_unpacked = 1 + config.prefetch as u32;
         let session = Session {
             config: &config,
             threads,
-            holds,
+            holds_unpacked,
             running: &running,
             jobs: &job_sender,
             results: &mut results,
@@ -214,6 +221,10 @@ enum SessionEnd {
     Refused(String),
     Lost(String),
 }
+
+/// How long a finished short task's result may wait to travel with others (see
+/// [`TaskTimes`]).
+const REPORT_AFTER: Duration = Duration::from_millis(10);
 
 /// The longest pause before trying a lost coordinator again.
 const MAX_RETRY: Duration = Duration::from_secs(5);
@@ -305,8 +316,9 @@ fn is_refusal(status: &tonic::Status) -> bool {
 struct Session<'a> {
     config: &'a WorkerConfig,
     threads: usize,
-    /// Most tasks held at once (running and prefetched).
-    holds: usize,
+    /// Tasks held per thread (running and prefetched) while tasks are not short enough to pack
+    /// ([`TaskTimes`]).
+    holds_unpacked: u32,
     running: &'a Running,
     jobs: &'a mpsc::Sender<(pb::Task, Instant)>,
     results: &'a mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
@@ -328,7 +340,7 @@ async fn registered_session(session: Session<'_>) -> Result<std::convert::Infall
     let Session {
         config,
         threads,
-        holds,
+        holds_unpacked,
         running,
         jobs,
         results,
@@ -395,20 +407,62 @@ async fn registered_session(session: Session<'_>) -> Result<std::convert::Infall
         uploader.clone(),
     ));
     let polling = async {
+        let mut task_times = TaskTimes::default();
+        // When the oldest result not yet sent finished.
+        let mut unreported_since = None;
         loop {
+            let (mut count, mut seconds) = (0, 0.0);
             while let Ok(result) = results.try_recv() {
+                count += 1;
+                seconds += result.seconds;
                 finished.push(result);
             }
+            task_times.add(count, seconds);
+            if finished.is_empty() {
+                unreported_since = None;
+            } else {
+                unreported_since.get_or_insert_with(Instant::now);
+            }
+            let per_thread = task_times.tasks_per_thread(holds_unpacked);
+            let holds = threads * per_thread as usize;
             let held = running.lock().unwrap_or_else(|p| p.into_inner()).len();
-            let free = holds.saturating_sub(held) as u32;
-            if free == 0 && finished.is_empty() {
-                // Every thread is busy and the prefetched tasks wait for them: wait for one to
-                // finish (heartbeats keep the leases).
-                if let Some(result) = results.recv().await {
+            // Short tasks are packed: the worker asks again once half its tasks are done, and
+            // sends results at most REPORT_AFTER late, so that a poll carries many each way.
+            let packing = per_thread > holds_unpacked;
+            let ask = if packing {
+                held <= holds / 2
+            } else {
+                held < holds
+            };
+            let report_in = unreported_since.map(|since: Instant| {
+                if packing && held > 0 {
+                    REPORT_AFTER.saturating_sub(since.elapsed())
+                } else {
+                    Duration::ZERO
+                }
+            });
+            if !ask && report_in.is_none_or(|wait| !wait.is_zero()) {
+                // Every thread is busy and the waiting tasks are enough: wait for one to finish,
+                // or for the results to be due (heartbeats keep the leases).
+                let next = match report_in {
+                    Some(wait) => tokio::time::timeout(wait, results.recv())
+                        .await
+                        .ok()
+                        .flatten(),
+                    None => results.recv().await,
+                };
+                if let Some(result) = next {
+                    task_times.add(1, result.seconds);
                     finished.push(result);
                 }
                 continue;
             }
+            let free = if ask {
+                holds.saturating_sub(held) as u32
+            } else {
+                0
+            };
+            unreported_since = None;
             let response = client
                 .poll(pb::PollRequest {
                     worker_id,
@@ -631,6 +685,45 @@ fn solver_for(
     let solver = Arc::new(Solver::with_heuristic(*goal, built, choice.to_string()));
     solvers.insert(key, solver.clone());
     Ok(solver)
+}
+
+/// Loads, on a thread of its own, the solver of the default heuristic for the blank-last goal of
+/// every size whose tables are all in the data directory already, so that the first task does
+/// not wait while they are mapped and checked (one that comes sooner waits on the solvers' lock
+/// for the same load). Fetches and builds nothing.
+fn preload_present(
+    solvers: Solvers,
+    pdbs: PdbStore,
+    fetcher: Fetcher,
+    budget: u64,
+    metrics: Metrics,
+) {
+    std::thread::spawn(move || {
+        let default = HeuristicChoice::Default.to_string();
+        for side in 3..=5 {
+            let goal = Board::blank_last(side);
+            let Some(preset) = HeuristicChoice::Default.resolve(&goal, budget).preset() else {
+                continue;
+            };
+            let present = PdbStore::specs(preset, &goal)
+                .is_ok_and(|specs| specs.iter().all(|spec| pdbs.path_of(spec).exists()));
+            if !present {
+                continue;
+            }
+            let tables = Tables {
+                pdbs: &pdbs,
+                fetcher: &fetcher,
+                budget,
+                metrics: &metrics,
+            };
+            match solver_for(&solvers, tables, &goal, &default) {
+                Ok(_) => tracing::info!(side, %preset, "pattern tables loaded ahead of tasks"),
+                Err(reason) => {
+                    tracing::warn!(side, %preset, %reason, "pattern tables not loaded ahead")
+                }
+            }
+        }
+    });
 }
 
 /// What `default` means on this worker for each board size (blank-last goal), as it tells

@@ -64,8 +64,16 @@ pub const MAX_ATTEMPTS: u32 = 3;
 /// server has a few hundred hardware threads), so that one registration cannot claim a share
 /// of the queue no machine could run.
 pub const MAX_WORKER_THREADS: u32 = 1024;
-/// Most tasks a worker may hold per thread beyond the one it runs (prefetched).
+/// Most tasks a worker may hold per thread beyond the one it runs (prefetched), unless its
+/// tasks are short (see [`MAX_PACKED_HELD`]).
 pub const MAX_PREFETCH: u32 = 4;
+/// Most tasks one worker may hold when its tasks are short and packed
+/// ([`tilesolve::task::TaskTimes`]), whatever thread count it declared: a worker that
+/// hoards cannot take more of the queue than this.
+pub const MAX_PACKED_HELD: usize = 4096;
+/// Expanded nodes a second no search thread reaches (ten times the Manhattan kernel's rate): a
+/// report claiming more says nothing true about its time.
+pub const MAX_NODE_RATE: f64 = 1e9;
 
 #[derive(Clone, Debug)]
 pub struct SchedulerConfig {
@@ -462,8 +470,9 @@ impl Scheduler {
     }
 
     /// A worker reports results and asks for up to `free_slots` tasks (it holds at most
-    /// 1 + [`MAX_PREFETCH`] per thread, counting those it has). Returns its new tasks and the tasks it holds that were
-    /// cancelled.
+    /// 1 + [`MAX_PREFETCH`] per thread, counting those it has, or more while its tasks are short:
+    /// [`tilesolve::task::TaskTimes`]). Returns its new tasks and the tasks it holds that
+    /// were cancelled.
     pub fn poll(
         &mut self,
         worker: WorkerId,
@@ -476,9 +485,21 @@ impl Scheduler {
         let nodes = results
             .iter()
             .fold(0u64, |sum, report| sum.saturating_add(report.nodes));
-        let threads = self
-            .workers
-            .reported(worker, now, results.len() as u64, nodes)?;
+        // Only times that could be true count toward packing (see `Workers::reported`): a
+        // worker claiming impossible speed holds no more than one that reports nothing.
+        let timed: Vec<f64> = results
+            .iter()
+            .filter(|report| {
+                report.seconds > 0.0 && report.nodes as f64 <= report.seconds * MAX_NODE_RATE
+            })
+            .map(|report| report.seconds)
+            .collect();
+        let most = self.workers.reported(
+            worker,
+            now,
+            (results.len() as u64, nodes),
+            (timed.len() as u64, timed.iter().sum()),
+        )?;
         for report in results {
             self.apply(worker, report)?;
             // A worker quarantined by one of its reports gets nothing more: the rest of its
@@ -488,9 +509,9 @@ impl Scheduler {
                 return Ok((Vec::new(), Vec::new()));
             }
         }
-        // A worker holds at most one running and MAX_PREFETCH waiting tasks per thread, however
-        // often it asks: one that asks for everything and never reports cannot starve the rest.
-        let most = threads.saturating_mul(1 + MAX_PREFETCH) as usize;
+        // A worker holds at most one running and MAX_PREFETCH waiting tasks per thread (more
+        // only while its tasks are short), however often it asks: one that asks for everything
+        // and never reports cannot starve the rest.
         let leased = self.tasks.lease(
             worker,
             free_slots as usize,

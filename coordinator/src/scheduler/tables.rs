@@ -277,6 +277,11 @@ impl Scheduler {
     }
 
     /// A solver the supply loaded (outside the lock).
+    /// Whether the solver of `key` is loaded.
+    pub fn has_solver(&self, key: &SolverKey) -> bool {
+        self.solvers.contains_key(key)
+    }
+
     pub fn install_solver(&mut self, key: SolverKey, solver: Solver) {
         self.solvers.insert(key, solver);
     }

@@ -367,16 +367,14 @@ fn no_pattern_database_is_built_for_a_batch_that_will_be_refused_or_has_no_valid
     );
 }
 
-#[test]
-fn a_worker_holds_at_most_its_threads_times_prefetch_however_often_it_asks() {
-    let data = tempfile::tempdir().unwrap();
-    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
-    // 60 distinct 8-puzzles: 60 whole-puzzle tasks in the queue.
+/// `count` distinct 8-puzzles other than the goal, met on a random walk from it (`seed` picks
+/// the walk).
+fn distinct_eight_puzzles(count: usize, seed: u64) -> Vec<String> {
     let mut lines = Vec::new();
     let mut board = tilesolve::Board::blank_last(3);
     let mut seen = std::collections::HashSet::new();
-    let mut state = 7u64;
-    while lines.len() < 60 {
+    let mut state = seed;
+    while lines.len() < count {
         state = state
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
@@ -387,6 +385,15 @@ fn a_worker_holds_at_most_its_threads_times_prefetch_however_often_it_asks() {
             }
         }
     }
+    lines
+}
+
+#[test]
+fn a_worker_holds_at_most_its_threads_times_prefetch_however_often_it_asks() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    // 60 distinct 8-puzzles: 60 whole-puzzle tasks in the queue.
+    let lines = distinct_eight_puzzles(60, 7);
     scheduler.submit(&lines, "manhattan", "").unwrap();
     assert!(
         matches!(
@@ -413,6 +420,54 @@ fn a_worker_holds_at_most_its_threads_times_prefetch_however_often_it_asks() {
     let honest = scheduler.register(1, "honest").unwrap();
     let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
     assert_eq!(tasks.len(), 1, "the queue is not all leased to one worker");
+}
+
+#[test]
+fn a_worker_whose_tasks_are_short_holds_many_unless_its_times_are_impossible() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let lines = distinct_eight_puzzles(3000, 11);
+    scheduler.submit(&lines, "manhattan", "").unwrap();
+    let unpacked = 1 + MAX_PREFETCH as usize;
+    // Each worker runs what it is given and reports it with the time it claims, asking for all
+    // it may hold; returns the most it ever held.
+    let mut run = |name: &str, seconds: f64| {
+        let worker = scheduler.register(1, name).unwrap();
+        let (mut held, mut most, mut results) = (Vec::new(), 0, Vec::new());
+        for _ in 0..80 {
+            let (tasks, _) = scheduler.poll(worker, u32::MAX, results).unwrap();
+            held.extend(tasks);
+            most = most.max(held.len());
+            results = held
+                .drain(..)
+                .map(|task: TaskSpec| {
+                    let solver = Solver::new(task.goal, tilesolve::HeuristicKind::Manhattan);
+                    let run = run_task(&solver, task.work(), None);
+                    TaskReport {
+                        seconds,
+                        ..TaskReport::new(task.id, run.outcome, run.nodes.max(1))
+                    }
+                })
+                .collect();
+        }
+        most
+    };
+    assert_eq!(
+        run("instant", 0.0),
+        unpacked,
+        "no time is no reason to pack"
+    );
+    assert_eq!(
+        run("faster than light", 1e-12),
+        unpacked,
+        "nor an impossible one"
+    );
+    assert_eq!(run("slow", 1.0), unpacked);
+    let packed = run("quick", 0.001);
+    assert!(
+        packed > unpacked && packed <= MAX_PACKED_HELD,
+        "0.05 s of 1 ms tasks: {packed}"
+    );
 }
 
 /// How a lying worker answers a task it ran for real: longer paths for whole puzzles, raised

@@ -5,7 +5,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use super::{SchedulerError, TaskId, WorkerId, MAX_WORKER_THREADS};
+use tilesolve::task::TaskTimes;
+
+use super::{SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS};
 
 /// The span a worker's nodes/s is measured over: long enough to smooth out tasks finishing in
 /// bursts, short enough to show a worker that has gone idle.
@@ -53,6 +55,8 @@ struct WorkerInfo {
     strikes: u32,
     /// (when, nodes reported so far) at each poll within the last [`RATE_WINDOW`].
     reports: VecDeque<(Instant, u64)>,
+    /// Its recent tasks' times: how many tasks it may hold (see [`Workers::reported`]).
+    task_times: TaskTimes,
 }
 
 impl WorkerInfo {
@@ -153,6 +157,7 @@ impl Workers {
                 audits_passed: 0,
                 strikes: 0,
                 reports: VecDeque::new(),
+                task_times: TaskTimes::default(),
             },
         );
         Ok(())
@@ -304,21 +309,27 @@ impl Workers {
         Ok(())
     }
 
-    /// A worker polled with `tasks` finished tasks of `nodes` expanded nodes in all; returns its
-    /// thread count.
+    /// A worker polled with finished tasks, (how many, expanded nodes in all), of which (how
+    /// many, seconds in all) had believable times; returns how many tasks it may hold: per
+    /// thread one running and [`MAX_PREFETCH`] waiting, or more when its tasks are short
+    /// ([`TaskTimes`]), but then never more than [`MAX_PACKED_HELD`].
     pub(super) fn reported(
         &mut self,
         worker: WorkerId,
         now: Instant,
-        tasks: u64,
-        nodes: u64,
-    ) -> Result<u32, SchedulerError> {
+        (tasks, nodes): (u64, u64),
+        (timed, seconds): (u64, f64),
+    ) -> Result<usize, SchedulerError> {
         let info = self.info_mut(worker)?;
         info.last_seen = now;
         info.tasks_done = info.tasks_done.saturating_add(tasks);
         info.nodes = info.nodes.saturating_add(nodes);
+        info.task_times.add(timed, seconds);
         info.record(now);
-        Ok(info.threads)
+        let unpacked = info.threads as usize * (1 + MAX_PREFETCH) as usize;
+        let per_thread = info.task_times.tasks_per_thread(1 + MAX_PREFETCH);
+        let packed = (info.threads as usize * per_thread as usize).min(MAX_PACKED_HELD);
+        Ok(packed.max(unpacked))
     }
 
     /// Forgets the workers silent for `timeout` or longer; returns them.
