@@ -30,7 +30,7 @@ done
 sleep 1.5
 /usr/bin/time -f "submit --wait: %e s wall, client CPU %U s user + %S s system" \
     "$bin" submit --coordinator "$url" --wait "$batch" > "$work/answers.txt"
-tail -n 1 "$work/answers.txt"
+echo "$(grep -c " moves " "$work/answers.txt") answers"
 for pid in "${pids[@]}"; do
     awk '{printf "%s CPU %.2f s\n", $2, ($14 + $15) / 100}' "/proc/$pid/stat"
 done

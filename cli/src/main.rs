@@ -147,12 +147,31 @@ fn main() -> ExitCode {
     let status = match outcome {
         Ok(true) => ExitStatus::Done,
         Ok(false) => ExitStatus::Unsolved,
+        // The reader of our output stopped reading (`tilesolve results 1 | head`): nothing
+        // went wrong here, and there is nobody left to tell.
+        Err(error) if reader_went_away(&error) => ExitStatus::Done,
         Err(error) => {
             eprintln!("error: {error:#}");
             exit_status(&error)
         }
     };
     ExitCode::from(status as u8)
+}
+
+/// Whether `error` is a write to a pipe whose reader has gone (directly, or inside a CSV
+/// writer's error).
+fn reader_went_away(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        let io = cause.downcast_ref::<std::io::Error>().or_else(|| {
+            cause
+                .downcast_ref::<csv::Error>()
+                .and_then(|csv| match csv.kind() {
+                    csv::ErrorKind::Io(io) => Some(io),
+                    _ => None,
+                })
+        });
+        io.is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The exit status an error stands for: a call the coordinator refused, or one that could not

@@ -2,6 +2,8 @@
 //! (`--json`: one object per line), or as CSV (`--csv`: a header, then one row per board,
 //! quoted by the `csv` crate where a field needs it).
 
+use std::io::Write as _;
+
 use clap::Args;
 use serde::Serialize;
 use tilesolve::proto::v1 as pb;
@@ -137,23 +139,25 @@ impl ResultsOutput {
         }
     }
 
+    /// Prints `items`; a write that fails (the reader went away: `| head`) is an error, never a
+    /// panic.
     pub fn items(&mut self, items: &[pb::ItemResult]) -> anyhow::Result<()> {
+        let mut out = std::io::stdout().lock();
         for item in items {
             self.all_solved &= matches!(item.outcome, Some(pb::item_result::Outcome::Solution(_)));
             let record = ItemRecord::of(item);
             match (&mut self.csv, self.format) {
                 (Some(writer), _) => writer.serialize(record.row())?,
-                (None, Format::Json) => println!("{}", serde_json::to_string(&record)?),
+                (None, Format::Json) => writeln!(out, "{}", serde_json::to_string(&record)?)?,
                 (None, _) => match (record.length, record.error) {
-                    (Some(length), _) => {
-                        println!(
-                            "{}  {length} moves  {}",
-                            record.board,
-                            record.moves.unwrap_or("")
-                        )
-                    }
-                    (None, Some(error)) => println!("{}  error: {error}", record.board),
-                    (None, None) => println!("{}  pending", record.board),
+                    (Some(length), _) => writeln!(
+                        out,
+                        "{}  {length} moves  {}",
+                        record.board,
+                        record.moves.unwrap_or("")
+                    )?,
+                    (None, Some(error)) => writeln!(out, "{}  error: {error}", record.board)?,
+                    (None, None) => writeln!(out, "{}  pending", record.board)?,
                 },
             }
         }

@@ -339,3 +339,26 @@ fn completions_and_the_man_page_come_from_the_command_definitions() {
     let (ok, _, stderr) = run(&["completions", "tcsh"]);
     assert!(!ok && stderr.contains("tcsh"), "{stderr}");
 }
+
+#[test]
+fn a_reader_that_stops_reading_is_no_error() {
+    let data = tempfile::tempdir().expect("temporary data directory");
+    let batch = data.path().join("batch.txt");
+    let boards = ["8,6,7,2,5,4,3,0,1", "6,4,7,8,5,0,3,2,1", "1,2,3,4,5,6,0,7,8"];
+    let lines: Vec<&str> = boards.iter().cycle().take(300).copied().collect();
+    std::fs::write(&batch, lines.join("\n")).expect("batch file");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tilesolve"))
+        .env("TILESOLVE_DATA", data.path())
+        .args(["batch", "--heuristic", "manhattan"])
+        .arg(&batch)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tilesolve");
+    // As `tilesolve batch ... | head -0` would: the reader is gone before the first answer.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("run tilesolve");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+}
