@@ -262,7 +262,9 @@ pub struct WorkerArgs {
     #[arg(long, env = "TILESOLVE_THREADS", alias = "workers")]
     threads: Option<usize>,
     /// Tasks to hold per thread beyond the one it runs, so a finished thread starts its next
-    /// task without waiting a round trip (0: ask only when a thread is free).
+    /// task without waiting a round trip (0: ask only when a thread is free). Once 256 tasks
+    /// have finished, short ones are held many at a time: about 50 ms of them a thread, up to
+    /// 256.
     #[arg(long, env = "TILESOLVE_PREFETCH", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=MAX_PREFETCH as i64))]
     prefetch: u32,
     /// Data directory for pattern databases.

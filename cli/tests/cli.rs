@@ -344,7 +344,11 @@ fn completions_and_the_man_page_come_from_the_command_definitions() {
 fn a_reader_that_stops_reading_is_no_error() {
     let data = tempfile::tempdir().expect("temporary data directory");
     let batch = data.path().join("batch.txt");
-    let boards = ["8,6,7,2,5,4,3,0,1", "6,4,7,8,5,0,3,2,1", "1,2,3,4,5,6,0,7,8"];
+    let boards = [
+        "8,6,7,2,5,4,3,0,1",
+        "6,4,7,8,5,0,3,2,1",
+        "1,2,3,4,5,6,0,7,8",
+    ];
     let lines: Vec<&str> = boards.iter().cycle().take(300).copied().collect();
     std::fs::write(&batch, lines.join("\n")).expect("batch file");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tilesolve"))
