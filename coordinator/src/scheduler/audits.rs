@@ -6,7 +6,9 @@
 //! than the claim, so it disproves the claim whoever found it; finding none upholds it. An audit
 //! therefore needs no trust in the auditor: a lying auditor can only fail to find (which upholds
 //! the claim, as an honest auditor would unless the audited worker lied too) or send moves that
-//! do not replay, which count against it.
+//! do not replay, which count against it. An audit that spends its node budget has learned
+//! nothing: like a subtree task, it goes on as one audit per child, and the answer waits for
+//! them all.
 //!
 //! Every report of a new worker is audited until [`PROBATION_AUDITS`] were upheld, then a
 //! fraction drawn with a secret seed, so a worker cannot tell which of its reports are checked.
@@ -169,7 +171,14 @@ impl Scheduler {
                 self.tasks.retry(entry);
                 return Ok(());
             }
-            // Spent its budget or failed for good: nothing learned either way.
+            // The audit spent its budget: its children are audited instead, under the same
+            // bound and claim, and the answer waits for them all. (Taking a spent budget as
+            // "nothing found" let a lie stand whose audit was larger than the task it checked.)
+            TaskOutcome::Split { children, .. } => {
+                self.audit_children(puzzle, spec, audit, children);
+                None
+            }
+            // Failed for good: nothing learned either way.
             _ => {
                 self.totals.audits_skipped += 1;
                 None
@@ -185,6 +194,41 @@ impl Scheduler {
             return Ok(());
         }
         self.audit_resolved(puzzle, task)
+    }
+
+    /// Queues an audit of each of `children` (moves from `spec`'s board within its bound) in
+    /// place of the audit `spec` that spent its budget.
+    fn audit_children(
+        &mut self,
+        puzzle: PuzzleId,
+        spec: &TaskSpec,
+        audit: Audit,
+        children: &[Direction],
+    ) {
+        if !self.puzzles.contains_key(&puzzle) {
+            return;
+        }
+        for &direction in children {
+            let Some((board, _)) = spec.board.apply(direction) else {
+                continue;
+            };
+            let mut path = spec.path.clone();
+            path.push(direction);
+            let id = self.next_id();
+            if let Some(p) = self.puzzles.get_mut(&puzzle) {
+                p.audits.insert(id);
+            }
+            self.tasks.add_audit(
+                puzzle,
+                TaskSpec {
+                    id,
+                    board,
+                    path,
+                    ..spec.clone()
+                },
+                audit,
+            );
+        }
     }
 
     /// An audit found a `length`-move path below a board whose report said nothing shorter

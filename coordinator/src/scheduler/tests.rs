@@ -819,3 +819,71 @@ fn an_audit_disproves_a_path_two_moves_too_long_and_quarantines_its_worker() {
     };
     assert_eq!(solution.length, 31);
 }
+
+#[test]
+fn an_audit_that_spends_its_budget_goes_on_in_its_children_and_disproves_the_lie() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    );
+    // A 15-puzzle: searching it again under one move short of a lie takes more nodes than the
+    // kernel runs between looks at its budget (4096).
+    let (board, optimal) = examples().swap_remove(0);
+    let batch = scheduler
+        .submit(&[board], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let run = |task: &TaskSpec| {
+        let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
+        run_task(&solver, task.work(), None)
+    };
+    let liar = scheduler.register(1, "liar").unwrap();
+    let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
+    let truth = run(&tasks[0]);
+    let lied = lie(&tasks[0], truth.outcome, 1);
+    assert!(matches!(&lied, TaskOutcome::Found(moves) if moves.len() as u32 == optimal + 2));
+    let honest = scheduler.register(1, "honest").unwrap();
+    let reports = vec![TaskReport::new(tasks[0].id, lied, truth.nodes)];
+    assert!(scheduler.poll(liar, 0, reports).is_ok());
+    // The honest worker's first task is the audit, and it runs out of nodes (as a real one
+    // does on a larger board): it comes back as its children, not as "nothing found".
+    let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    let starved = run(&TaskSpec {
+        node_budget: 1,
+        ..tasks[0].clone()
+    });
+    assert!(
+        matches!(starved.outcome, TaskOutcome::Split { .. }),
+        "{starved:?}"
+    );
+    let mut results = vec![TaskReport::new(tasks[0].id, starved.outcome, starved.nodes)];
+    for _ in 0..1_000 {
+        if scheduler.progress(batch).unwrap().done {
+            break;
+        }
+        let (tasks, _) = scheduler
+            .poll(honest, 4, std::mem::take(&mut results))
+            .unwrap();
+        scheduler.split_pending().unwrap();
+        for task in tasks {
+            let truth = run(&task);
+            results.push(TaskReport {
+                parts: truth.parts,
+                ..TaskReport::new(task.id, truth.outcome, truth.nodes)
+            });
+        }
+    }
+    let totals = scheduler.totals();
+    assert_eq!(totals.audits_disproved, 1, "{totals:?}");
+    assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
+    let items = scheduler.items(batch).unwrap();
+    let ItemStatus::Solved(solution) = &items[0].status else {
+        panic!("{:?}", items[0].status);
+    };
+    assert_eq!(solution.length, optimal, "the lie never stands");
+}
