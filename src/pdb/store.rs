@@ -167,6 +167,14 @@ impl PdbStore {
             .collect())
     }
 
+    /// The specs of `preset`'s tables for `goal` whose files are not in this directory.
+    pub fn missing(&self, preset: Preset, goal: &Board) -> Result<Vec<PatternSpec>, PdbError> {
+        Ok(PdbStore::specs(preset, goal)?
+            .into_iter()
+            .filter(|spec| !self.path_of(spec).exists())
+            .collect())
+    }
+
     /// The heuristic of `preset` for `goal`, building missing tables, with `SLOTS` term slots
     /// (more than the preset's table count: see [`Preset::tables`]).
     pub fn heuristic<const SLOTS: usize>(

@@ -705,9 +705,10 @@ fn preload_present(
             let Some(preset) = HeuristicChoice::Default.resolve(&goal, budget).preset() else {
                 continue;
             };
-            let present = PdbStore::specs(preset, &goal)
-                .is_ok_and(|specs| specs.iter().all(|spec| pdbs.path_of(spec).exists()));
-            if !present {
+            if !pdbs
+                .missing(preset, &goal)
+                .is_ok_and(|missing| missing.is_empty())
+            {
                 continue;
             }
             let tables = Tables {

@@ -487,19 +487,17 @@ impl Scheduler {
             .fold(0u64, |sum, report| sum.saturating_add(report.nodes));
         // Only times that could be true count toward packing (see `Workers::reported`): a
         // worker claiming impossible speed holds no more than one that reports nothing.
-        let timed: Vec<f64> = results
+        let timed = results
             .iter()
             .filter(|report| {
                 report.seconds > 0.0 && report.nodes as f64 <= report.seconds * MAX_NODE_RATE
             })
-            .map(|report| report.seconds)
-            .collect();
-        let most = self.workers.reported(
-            worker,
-            now,
-            (results.len() as u64, nodes),
-            (timed.len() as u64, timed.iter().sum()),
-        )?;
+            .fold((0u64, 0.0), |(count, sum), report| {
+                (count + 1, sum + report.seconds)
+            });
+        let most = self
+            .workers
+            .reported(worker, now, (results.len() as u64, nodes), timed)?;
         for report in results {
             self.apply(worker, report)?;
             // A worker quarantined by one of its reports gets nothing more: the rest of its

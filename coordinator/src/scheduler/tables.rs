@@ -125,12 +125,9 @@ impl Scheduler {
         let Some(preset) = choice.preset() else {
             return Ok(Vec::new());
         };
-        let specs =
-            PdbStore::specs(preset, &key.0).map_err(|e| SchedulerError::Pdb(e.to_string()))?;
-        Ok(specs
-            .into_iter()
-            .filter(|spec| !self.pdbs.path_of(spec).exists())
-            .collect())
+        self.pdbs
+            .missing(preset, &key.0)
+            .map_err(|e| SchedulerError::Pdb(e.to_string()))
     }
 
     /// Refuses a batch whose tables nobody can supply: missing here, held by no connected

@@ -13,13 +13,24 @@ fn scheduler_in(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {
 /// Drives a scheduler with `threads` simulated worker threads running the real kernel.
 fn run_to_completion(scheduler: &mut Scheduler, batch: u64, threads: u32) {
     let worker = scheduler.register(threads, "test").unwrap();
-    let mut results = Vec::new();
+    work_until_done(scheduler, worker, threads, batch, Vec::new());
+}
+
+/// Has `worker` run up to `slots` tasks a poll truthfully with the real kernel (linear
+/// conflict), reporting `results` first, until `batch` is done.
+fn work_until_done(
+    scheduler: &mut Scheduler,
+    worker: WorkerId,
+    slots: u32,
+    batch: u64,
+    mut results: Vec<TaskReport>,
+) {
     for _ in 0..1_000_000 {
         if scheduler.progress(batch).unwrap().done {
             return;
         }
         let (tasks, _) = scheduler
-            .poll(worker, threads, std::mem::take(&mut results))
+            .poll(worker, slots, std::mem::take(&mut results))
             .unwrap();
         scheduler.split_pending().unwrap();
         for task in tasks {
@@ -789,23 +800,7 @@ fn an_audit_disproves_a_path_two_moves_too_long_and_quarantines_its_worker() {
         "the answer waits for its audit"
     );
 
-    let mut results = Vec::new();
-    for _ in 0..1_000 {
-        if scheduler.progress(batch).unwrap().done {
-            break;
-        }
-        let (tasks, _) = scheduler
-            .poll(honest, 1, std::mem::take(&mut results))
-            .unwrap();
-        scheduler.split_pending().unwrap();
-        for task in tasks {
-            let truth = run(&task);
-            results.push(TaskReport {
-                parts: truth.parts,
-                ..TaskReport::new(task.id, truth.outcome, truth.nodes)
-            });
-        }
-    }
+    work_until_done(&mut scheduler, honest, 1, batch, Vec::new());
     let totals = scheduler.totals();
     assert_eq!(totals.audits_disproved, 1, "{totals:?}");
     assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
@@ -861,23 +856,8 @@ fn an_audit_that_spends_its_budget_goes_on_in_its_children_and_disproves_the_lie
         matches!(starved.outcome, TaskOutcome::Split { .. }),
         "{starved:?}"
     );
-    let mut results = vec![TaskReport::new(tasks[0].id, starved.outcome, starved.nodes)];
-    for _ in 0..1_000 {
-        if scheduler.progress(batch).unwrap().done {
-            break;
-        }
-        let (tasks, _) = scheduler
-            .poll(honest, 4, std::mem::take(&mut results))
-            .unwrap();
-        scheduler.split_pending().unwrap();
-        for task in tasks {
-            let truth = run(&task);
-            results.push(TaskReport {
-                parts: truth.parts,
-                ..TaskReport::new(task.id, truth.outcome, truth.nodes)
-            });
-        }
-    }
+    let starved = vec![TaskReport::new(tasks[0].id, starved.outcome, starved.nodes)];
+    work_until_done(&mut scheduler, honest, 4, batch, starved);
     let totals = scheduler.totals();
     assert_eq!(totals.audits_disproved, 1, "{totals:?}");
     assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
