@@ -149,16 +149,21 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
                 let (from, to) = (child.blank(), board.blank());
                 let full = pdb.value(pdb.after_move(&position, state, tile, from, to));
                 assert_eq!(full, pdb.estimate(&position), "{child}");
-                for limit in full.saturating_sub(2)..=full + 1 {
-                    match pdb.after_move_within(&position, state, tile, from, to, limit) {
-                        Ok((within, h)) => {
-                            assert!(full <= limit && h == full, "{child} limit {limit}");
-                            assert_eq!(pdb.value(within), full, "{child}");
-                            kept += 1;
-                        }
-                        Err(bound) => {
-                            assert!(limit < bound && bound <= full, "{child} limit {limit}");
-                            cut += 1;
+                // The first read located by the prefetch, and located by the check itself.
+                let located = pdb.prefetch_child(&position, state, tile);
+                for probe in [located, Default::default()] {
+                    for limit in full.saturating_sub(2)..=full + 1 {
+                        match pdb.after_move_within(&position, state, tile, from, to, limit, probe)
+                        {
+                            Ok((within, h)) => {
+                                assert!(full <= limit && h == full, "{child} limit {limit}");
+                                assert_eq!(pdb.value(within), full, "{child}");
+                                kept += 1;
+                            }
+                            Err(bound) => {
+                                assert!(limit < bound && bound <= full, "{child} limit {limit}");
+                                cut += 1;
+                            }
                         }
                     }
                 }

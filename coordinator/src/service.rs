@@ -238,6 +238,7 @@ impl Service {
                 return Err(format!("received {written} of {expected_size} bytes"));
             }
             file.sync_all().await.map_err(|e| e.to_string())?;
+            tilesolve::pdb::file::drop_cached_pages(&file);
             let (check_path, spec) = (partial.clone(), spec.clone());
             let table = tokio::task::spawn_blocking(move || {
                 tilesolve::pdb::file::load(&check_path, &spec, true)

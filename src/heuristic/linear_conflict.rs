@@ -109,6 +109,7 @@ fn conflicts_in_key(mut key: usize, side: usize) -> u8 {
 
 impl Heuristic for LinearConflict {
     type State = u32;
+    type Probe = ();
 
     fn init(&self, position: &Position) -> u32 {
         let tiles = &position.tiles;

@@ -40,20 +40,28 @@ pub trait Heuristic: Send + Sync {
         to: usize,
     ) -> Self::State;
 
+    /// What [`Heuristic::prefetch_child`] worked out for a child and hands on to its
+    /// [`Heuristic::after_move_within`], so that a read is located once (`()` when nothing is).
+    type Probe: Copy + Default;
+
     /// Whether [`Heuristic::prefetch_child`] does anything (the kernel skips the calls if not).
     const PREFETCHES: bool = false;
 
     /// Asks for the memory the child's first check in [`Heuristic::after_move_within`] will read,
-    /// without waiting for it, so that the reads of a node's children overlap. `position`
-    /// shows the child; `state` is the parent's.
+    /// without waiting for it, so that the reads of a node's children overlap, and returns where
+    /// that read is. `position` shows the child; `state` is the parent's.
     #[inline(always)]
-    fn prefetch_child(&self, _position: &Position, _state: Self::State, _tile: u8) {}
+    fn prefetch_child(&self, _position: &Position, _state: Self::State, _tile: u8) -> Self::Probe {
+        Self::Probe::default()
+    }
 
     /// [`Heuristic::after_move`] for a search that keeps the child only when its estimate is at
     /// most `limit`: the child's state and estimate when it is, else a lower bound over `limit`
     /// on the estimate. A heuristic that is a maximum of several terms may stop at the first
-    /// term over the limit, so the bound can fall short of the estimate itself.
+    /// term over the limit, so the bound can fall short of the estimate itself. `probe` is what
+    /// [`Heuristic::prefetch_child`] returned for this child (the default when it was not called).
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn after_move_within(
         &self,
         position: &Position,
@@ -62,6 +70,7 @@ pub trait Heuristic: Send + Sync {
         from: usize,
         to: usize,
         limit: u32,
+        _probe: Self::Probe,
     ) -> Result<(Self::State, u32), u32> {
         let child = self.after_move(position, state, tile, from, to);
         let h = self.value(child);

@@ -44,6 +44,7 @@ impl TileCost {
 
 impl Heuristic for TileCost {
     type State = u32;
+    type Probe = ();
 
     fn init(&self, position: &Position) -> u32 {
         position

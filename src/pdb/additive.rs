@@ -300,9 +300,10 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// Asks for every read the move of `tile` needs (every read is asked for before any is
     /// waited on: the tables are far larger than the caches, so the reads miss, and their misses
     /// overlap instead of following each other).
+    /// `read` holds the tables already read, as bit masks on the board and on the mirror image.
     #[inline(always)]
-    fn probe_moved(&self, position: &Position, tile: u8) -> Probes<SLOTS> {
-        let tables = self.tables_of[usize::from(tile) & 31];
+    fn probe_moved(&self, position: &Position, tile: u8, read: (u32, u32)) -> Probes<SLOTS> {
+        let tables = self.tables_of[usize::from(tile) & 31] & !read.0;
         let mut probes = Probes {
             tables,
             index: [0; SLOTS],
@@ -313,7 +314,8 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
             probes.index[i % SLOTS] = self.probe(i, self.cells(i, position));
         }
         if let Some(mirror) = &self.mirror {
-            let tables = self.tables_of[usize::from(mirror.tile[usize::from(tile) & 31]) & 31];
+            let tables =
+                self.tables_of[usize::from(mirror.tile[usize::from(tile) & 31]) & 31] & !read.1;
             probes.mirrored_tables = tables;
             for i in Bits(tables) {
                 probes.mirrored_index[i % SLOTS] =
@@ -367,8 +369,18 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         }
     }
 
+    /// Where the read of the term that the move of `tile` changes in set `set` (numbered as in
+    /// [`PdbState::best`]) is, asking for its cache line.
+    #[inline(always)]
+    fn locate_moved(&self, set: usize, position: &Position, tile: u8) -> u32 {
+        match self.moved_table(set, tile) {
+            (Some(mirror), _, i) => self.probe(i, self.mirrored_cells(mirror, i, position)),
+            (None, _, i) => self.probe(i, self.cells(i, position)),
+        }
+    }
+
     /// The sum of set `set` (numbered as in [`PdbState::best`]) after the move of `tile`, reading
-    /// the one term of it that the move changed.
+    /// the one term of it that the move changed, at `index` (from [`Self::locate_moved`]).
     #[inline(always)]
     fn moved_sum(
         &self,
@@ -376,17 +388,34 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         position: &Position,
         state: &mut PdbState<SLOTS>,
         tile: u8,
+        index: u32,
     ) -> u32 {
         match self.moved_table(set, tile) {
             (Some(mirror), set, i) => {
-                state.mirrored[i % SLOTS] = self.mirror_term(mirror, i, position);
+                let blank = mirror.cell[usize::from(position.cells[0]) & 31];
+                let cells = self.mirrored_cells(mirror, i, position);
+                state.mirrored[i % SLOTS] = self.read(i, index, cells, blank);
                 self.sum(set, &state.mirrored)
             }
             (None, set, i) => {
-                state.board[i % SLOTS] = self.term(i, position);
+                let cells = self.cells(i, position);
+                state.board[i % SLOTS] = self.read(i, index, cells, position.cells[0]);
                 self.sum(set, &state.board)
             }
         }
+    }
+}
+
+/// Where a child's first read is, as [`AdditivePdb::prefetch_child`] found it: `NOT_LOCATED`
+/// when the caller did not ask, and [`AdditivePdb::after_move_within`] locates it itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FirstRead(u32);
+
+const NOT_LOCATED: u32 = u32::MAX;
+
+impl Default for FirstRead {
+    fn default() -> Self {
+        FirstRead(NOT_LOCATED)
     }
 }
 
@@ -423,19 +452,18 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         _from: usize,
         _to: usize,
     ) -> PdbState<SLOTS> {
-        let probes = self.probe_moved(position, tile);
+        let probes = self.probe_moved(position, tile, (0, 0));
         self.read_moved(&probes, position, &mut state);
         state
     }
 
+    type Probe = FirstRead;
+
     const PREFETCHES: bool = true;
 
     #[inline(always)]
-    fn prefetch_child(&self, position: &Position, state: PdbState<SLOTS>, tile: u8) {
-        match self.moved_table(usize::from(state.best), tile) {
-            (Some(mirror), _, i) => self.probe(i, self.mirrored_cells(mirror, i, position)),
-            (None, _, i) => self.probe(i, self.cells(i, position)),
-        };
+    fn prefetch_child(&self, position: &Position, state: PdbState<SLOTS>, tile: u8) -> FirstRead {
+        FirstRead(self.locate_moved(usize::from(state.best), position, tile))
     }
 
     /// Reads first the term of the set that was largest before the move: when that set alone
@@ -450,12 +478,22 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         _from: usize,
         _to: usize,
         limit: u32,
+        first: FirstRead,
     ) -> Result<(PdbState<SLOTS>, u32), u32> {
-        let first = self.moved_sum(usize::from(state.best), position, &mut state, tile);
+        let best = usize::from(state.best);
+        let index = match first {
+            FirstRead(NOT_LOCATED) => self.locate_moved(best, position, tile),
+            FirstRead(index) => index,
+        };
+        let first = self.moved_sum(best, position, &mut state, tile, index);
         if first > limit {
             return Err(first);
         }
-        let probes = self.probe_moved(position, tile);
+        let read = match self.moved_table(best, tile) {
+            (Some(_), _, i) => (0, 1 << i),
+            (None, _, i) => (1 << i, 0),
+        };
+        let probes = self.probe_moved(position, tile, read);
         self.read_moved(&probes, position, &mut state);
         let (h, best) = self.best_set(&state);
         state.best = best;

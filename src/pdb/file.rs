@@ -172,9 +172,25 @@ pub fn write(path: &Path, spec: &PatternSpec, entries: &[u8]) -> Result<u64, Pdb
         .map_err(PdbError::io(&partial))?;
     file.write_all(entries).map_err(PdbError::io(&partial))?;
     file.sync_all().map_err(PdbError::io(&partial))?;
+    drop_cached_pages(&file);
     std::fs::rename(&partial, path).map_err(PdbError::io(path))?;
     Ok(checksum)
 }
+
+/// Drops the page cache of a table file just written and synced, so that its first mapping reads
+/// it back from disk into the 2 MiB folios [`huge_pages`] asks for: pages cached by the writes are
+/// small and would stay so for as long as they stay cached. Costs one read of the file from disk.
+#[cfg(target_os = "linux")]
+pub fn drop_cached_pages(file: &impl std::os::fd::AsFd) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: posix_fadvise reads only its integer arguments; the descriptor is borrowed, so it
+    // stays open for the call. Synced pages are clean, and the kernel drops only clean ones.
+    unsafe { libc::posix_fadvise(file.as_fd().as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
+/// Elsewhere the page cache is left as it is.
+#[cfg(not(target_os = "linux"))]
+pub fn drop_cached_pages<F>(_file: &F) {}
 
 /// What a file's header says.
 #[derive(Clone, Debug)]
@@ -187,7 +203,22 @@ fn map_file(path: &Path) -> Result<Mmap, PdbError> {
     let file = File::open(path).map_err(PdbError::io(path))?;
     // SAFETY: tables are only ever replaced by rename, never written in place, so the mapped
     // bytes cannot change under us while this process holds the mapping.
-    unsafe { Mmap::map(&file) }.map_err(PdbError::io(path))
+    let map = unsafe { Mmap::map(&file) }.map_err(PdbError::io(path))?;
+    huge_pages(&map);
+    Ok(map)
+}
+
+/// Asks for the mapping to be backed by 2 MiB pages, before it is first read. The search reads
+/// the tables at random, so with 4 KiB pages nearly every read also missed the TLB; with 2 MiB
+/// pages a whole 7-8 preset (577 MB) fits the second-level TLB, and the Korf-100 and hard80 runs
+/// got about 15% faster (BENCHMARKS.md). Linux maps a file's pages this way when its page cache
+/// holds 2 MiB folios, which it allocates when the file is read through such a mapping (ext4 and
+/// xfs on Linux 6.16 and later); elsewhere the advice is ignored, and so is its failure.
+fn huge_pages(map: &Mmap) {
+    #[cfg(target_os = "linux")]
+    let _ = map.advise(memmap2::Advice::HugePage);
+    #[cfg(not(target_os = "linux"))]
+    let _ = map;
 }
 
 /// Parses and checks the header of a mapped file (everything but the checksum of the entries).

@@ -178,6 +178,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
                 machines[direction] = self.pruning.next(machine, direction);
             }
         }
+        let mut probes = [H::Probe::default(); 4];
         if H::PREFETCHES {
             for (direction, &next) in neighbors.iter().enumerate() {
                 if machines[direction] == DEAD {
@@ -185,7 +186,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
                 }
                 let next = usize::from(next);
                 let tile = self.position.slide(next, blank);
-                self.heuristic.prefetch_child(&self.position, state, tile);
+                probes[direction] = self.heuristic.prefetch_child(&self.position, state, tile);
                 self.position.slide(blank, next);
             }
         }
@@ -197,10 +198,15 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             self.counters.generated += 1;
             let next = usize::from(next);
             let tile = self.position.slide(next, blank);
-            match self
-                .heuristic
-                .after_move_within(&self.position, state, tile, next, blank, limit)
-            {
+            match self.heuristic.after_move_within(
+                &self.position,
+                state,
+                tile,
+                next,
+                blank,
+                limit,
+                probes[direction],
+            ) {
                 Ok((child, h)) => {
                     self.path[g as usize & (MAX_DEPTH - 1)] = direction as u8;
                     if self.dfs(next, g + 1, child, h, direction, child_machine) {

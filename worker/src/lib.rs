@@ -874,6 +874,7 @@ async fn receive(
     }
     let file = out.finish().map_err(|e| e.to_string())?;
     file.sync_all().map_err(|e| e.to_string())?;
+    tilesolve::pdb::file::drop_cached_pages(&file);
     Ok(Fetched {
         bytes: file.metadata().map_err(|e| e.to_string())?.len(),
         transferred: received,
