@@ -112,7 +112,8 @@ fn partitioned_3x3_tables_are_admissible() {
 /// The kernel's question, "is this child within the limit?", answered lazily (the largest set at
 /// the parent read first, the rest only for a kept child), agrees with evaluating every term:
 /// a kept child gets the full estimate, a cut one a bound over the limit and never over the
-/// estimate. Checked on every 3x3 move, for placement-only and zero-aware tables.
+/// estimate. Checked on every 3x3 move, for placement-only and zero-aware tables, with the first
+/// read located by the prefetch and without it.
 #[test]
 fn lazy_limit_checks_agree_with_full_evaluation() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,8 +126,20 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
         vec![1, 2, 3, 4],
         vec![5, 6, 7, 8],
     ];
-    for zero_aware in [false, true] {
-        let tables = patterns
+    // Two sets on the board and its mirror image (each move changes several tables: the rest
+    // located after the first read), one set (each move changes one table on each side: the
+    // other read located with the first) and one set without the mirror (nothing else to read).
+    // Given as the patterns used, then the sets as indices into them.
+    let layouts: [(usize, &[Vec<usize>], bool); 3] = [
+        (5, &[vec![0, 1, 2], vec![3, 4]], true),
+        (3, &[vec![0, 1, 2]], true),
+        (3, &[vec![0, 1, 2]], false),
+    ];
+    for (zero_aware, (used, sets, reflect)) in [false, true]
+        .into_iter()
+        .flat_map(|zero_aware| layouts.map(|layout| (zero_aware, layout)))
+    {
+        let tables = patterns[..used]
             .iter()
             .map(|tiles| {
                 let spec = PatternSpec {
@@ -137,7 +150,7 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
                 store.table(&spec, &quiet).unwrap()
             })
             .collect();
-        let pdb = AdditivePdb::<8>::new(&goal, tables, &[vec![0, 1, 2], vec![3, 4]], true);
+        let pdb = AdditivePdb::<8>::new(&goal, tables, sets, reflect);
         let (mut kept, mut cut) = (0, 0);
         for board in bfs(&goal).keys() {
             let state = pdb.init(&Position::new(board));

@@ -160,6 +160,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                 slots
             })
             .collect();
+        let mirror = if reflect { Mirror::of(goal) } else { None };
         // One index per pattern size, shared: its region masks are read at every off-main
         // lookup, so one copy stays in cache where one per table would not.
         let mut zero_indices: Vec<Arc<ZeroIndex>> = Vec::new();
@@ -188,7 +189,6 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                 }
             })
             .collect();
-        let mirror = if reflect { Mirror::of(goal) } else { None };
         AdditivePdb {
             cells: goal.cells(),
             lookups,
@@ -300,10 +300,10 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// Asks for every read the move of `tile` needs (every read is asked for before any is
     /// waited on: the tables are far larger than the caches, so the reads miss, and their misses
     /// overlap instead of following each other).
-    /// `read` holds the tables already read, as bit masks on the board and on the mirror image.
+    /// `tables` are the tables to read, as bit masks on the board and on the mirror image.
     #[inline(always)]
-    fn probe_moved(&self, position: &Position, tile: u8, read: (u32, u32)) -> Probes<SLOTS> {
-        let tables = self.tables_of[usize::from(tile) & 31] & !read.0;
+    fn probe_moved(&self, position: &Position, tables: (u32, u32)) -> Probes<SLOTS> {
+        let (tables, mirrored_tables) = tables;
         let mut probes = Probes {
             tables,
             index: [0; SLOTS],
@@ -314,10 +314,8 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
             probes.index[i % SLOTS] = self.probe(i, self.cells(i, position));
         }
         if let Some(mirror) = &self.mirror {
-            let tables =
-                self.tables_of[usize::from(mirror.tile[usize::from(tile) & 31]) & 31] & !read.1;
-            probes.mirrored_tables = tables;
-            for i in Bits(tables) {
+            probes.mirrored_tables = mirrored_tables;
+            for i in Bits(mirrored_tables) {
                 probes.mirrored_index[i % SLOTS] =
                     self.probe(i, self.mirrored_cells(mirror, i, position));
             }
@@ -379,6 +377,82 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         }
     }
 
+    /// The tables the move of `tile` changes, as bit masks on the board and on the mirror image.
+    #[inline(always)]
+    fn tables_moved(&self, tile: u8) -> (u32, u32) {
+        let board = self.tables_of[usize::from(tile) & 31];
+        let mirrored = match &self.mirror {
+            Some(mirror) => self.tables_of[usize::from(mirror.tile[usize::from(tile) & 31]) & 31],
+            None => 0,
+        };
+        (board, mirrored)
+    }
+
+    /// The tables the move of `tile` changes besides the one of set `set` (numbered as in
+    /// [`PdbState::best`]), as bit masks on the board and on the mirror image.
+    #[inline(always)]
+    fn others_moved(&self, set: usize, tile: u8) -> (u32, u32) {
+        let (board, mirrored) = self.tables_moved(tile);
+        match self.moved_table(set, tile) {
+            (Some(_), _, i) => (board, mirrored & !(1 << i)),
+            (None, _, i) => (board & !(1 << i), mirrored),
+        }
+    }
+
+    /// Where the reads of the move of `tile` are, the one of set `set` first, asking for them.
+    #[inline(always)]
+    fn locate(&self, set: usize, position: &Position, tile: u8) -> ChildReads {
+        let first = self.locate_moved(set, position, tile);
+        let (board, mirrored) = self.others_moved(set, tile);
+        let (other, other_index) = match (board.count_ones(), mirrored.count_ones(), &self.mirror) {
+            (0, 0, _) => (NO_OTHER, 0),
+            (1, 0, _) => {
+                let i = board.trailing_zeros() as usize;
+                (i as u8, self.probe(i, self.cells(i, position)))
+            }
+            (0, 1, Some(mirror)) => {
+                let i = mirrored.trailing_zeros() as usize;
+                let index = self.probe(i, self.mirrored_cells(mirror, i, position));
+                (i as u8 | MIRRORED, index)
+            }
+            _ => (OTHERS, 0),
+        };
+        ChildReads {
+            first,
+            other,
+            other_index,
+        }
+    }
+
+    /// Reads the terms of the move of `tile` other than set `set`'s, located by [`Self::locate`].
+    #[inline(always)]
+    fn read_others(
+        &self,
+        set: usize,
+        reads: ChildReads,
+        position: &Position,
+        tile: u8,
+        state: &mut PdbState<SLOTS>,
+    ) {
+        let i = usize::from(reads.other & !MIRRORED);
+        match (reads.other, &self.mirror) {
+            (NO_OTHER, _) => {}
+            (OTHERS, _) => {
+                let probes = self.probe_moved(position, self.others_moved(set, tile));
+                self.read_moved(&probes, position, state);
+            }
+            (other, Some(mirror)) if other & MIRRORED != 0 => {
+                let blank = mirror.cell[usize::from(position.cells[0]) & 31];
+                let cells = self.mirrored_cells(mirror, i, position);
+                state.mirrored[i % SLOTS] = self.read(i, reads.other_index, cells, blank);
+            }
+            _ => {
+                let cells = self.cells(i, position);
+                state.board[i % SLOTS] = self.read(i, reads.other_index, cells, position.cells[0]);
+            }
+        }
+    }
+
     /// The sum of set `set` (numbered as in [`PdbState::best`]) after the move of `tile`, reading
     /// the one term of it that the move changed, at `index` (from [`Self::locate_moved`]).
     #[inline(always)]
@@ -406,16 +480,32 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     }
 }
 
-/// Where a child's first read is, as [`AdditivePdb::prefetch_child`] found it: `NOT_LOCATED`
-/// when the caller did not ask, and [`AdditivePdb::after_move_within`] locates it itself.
+/// Where a child's reads are, as [`AdditivePdb::prefetch_child`] found them: the first one and,
+/// when the move needs exactly one more (as with 7-8 and 6-6-6-6, whose tiles are each in one
+/// table), that one. Kept this small because the kernel holds one per child on its stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FirstRead(u32);
+pub struct ChildReads {
+    /// [`NOT_LOCATED`] when the caller did not ask: [`AdditivePdb::after_move_within`] then
+    /// locates every read itself.
+    first: u32,
+    /// The other read's table, with [`MIRRORED`] set for a lookup on the mirror image; or
+    /// [`NO_OTHER`], or [`OTHERS`] when there are several (located after the first read).
+    other: u8,
+    other_index: u32,
+}
 
 const NOT_LOCATED: u32 = u32::MAX;
+const MIRRORED: u8 = 0x40;
+const NO_OTHER: u8 = 0x80;
+const OTHERS: u8 = 0x81;
 
-impl Default for FirstRead {
+impl Default for ChildReads {
     fn default() -> Self {
-        FirstRead(NOT_LOCATED)
+        ChildReads {
+            first: NOT_LOCATED,
+            other: OTHERS,
+            other_index: 0,
+        }
     }
 }
 
@@ -452,18 +542,19 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         _from: usize,
         _to: usize,
     ) -> PdbState<SLOTS> {
-        let probes = self.probe_moved(position, tile, (0, 0));
+        let probes = self.probe_moved(position, self.tables_moved(tile));
         self.read_moved(&probes, position, &mut state);
         state
     }
 
-    type Probe = FirstRead;
+    type Probe = ChildReads;
 
     const PREFETCHES: bool = true;
 
+    /// Asks for every read of the child, the first one first.
     #[inline(always)]
-    fn prefetch_child(&self, position: &Position, state: PdbState<SLOTS>, tile: u8) -> FirstRead {
-        FirstRead(self.locate_moved(usize::from(state.best), position, tile))
+    fn prefetch_child(&self, position: &Position, state: PdbState<SLOTS>, tile: u8) -> ChildReads {
+        self.locate(usize::from(state.best), position, tile)
     }
 
     /// Reads first the term of the set that was largest before the move: when that set alone
@@ -478,23 +569,18 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         _from: usize,
         _to: usize,
         limit: u32,
-        first: FirstRead,
+        reads: ChildReads,
     ) -> Result<(PdbState<SLOTS>, u32), u32> {
         let best = usize::from(state.best);
-        let index = match first {
-            FirstRead(NOT_LOCATED) => self.locate_moved(best, position, tile),
-            FirstRead(index) => index,
+        let reads = match reads.first {
+            NOT_LOCATED => self.locate(best, position, tile),
+            _ => reads,
         };
-        let first = self.moved_sum(best, position, &mut state, tile, index);
+        let first = self.moved_sum(best, position, &mut state, tile, reads.first);
         if first > limit {
             return Err(first);
         }
-        let read = match self.moved_table(best, tile) {
-            (Some(_), _, i) => (0, 1 << i),
-            (None, _, i) => (1 << i, 0),
-        };
-        let probes = self.probe_moved(position, tile, read);
-        self.read_moved(&probes, position, &mut state);
+        self.read_others(best, reads, position, tile, &mut state);
         let (h, best) = self.best_set(&state);
         state.best = best;
         if h <= limit {
