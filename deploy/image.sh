@@ -32,7 +32,11 @@ else
     esac
     # With --target, RUSTFLAGS reach only the target's crates: build scripts and proc macros
     # stay dynamic, as they must. The output goes to target/$target/, beside target/release.
-    RUSTFLAGS="-C target-feature=+crt-static" \
+    # RUSTFLAGS replaces .cargo/config.toml's flags, so its x86-64-v2 (POPCNT for every ranking)
+    # is repeated here: without it the image's search ran on emulated popcounts.
+    cpu=""
+    case "$target" in x86_64-*) cpu="-C target-cpu=x86-64-v2" ;; esac
+    RUSTFLAGS="-C target-feature=+crt-static $cpu" \
         cargo build --release --locked -p tilesolve-cli --target "$target"
     binary="target/$target/release/tilesolve"
     if ldd "$binary" 2>&1 | grep -q "=>"; then

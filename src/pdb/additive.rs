@@ -21,6 +21,7 @@ use crate::heuristic::Heuristic;
 use crate::pdb::file::PatternTable;
 use crate::pdb::index::rank;
 use crate::pdb::prefetch;
+use crate::pdb::shuffle_rank::ShuffleRank;
 use crate::pdb::zero_index::ZeroIndex;
 
 /// At most this many tables in one additive set.
@@ -89,6 +90,8 @@ struct Probes<const SLOTS: usize> {
 struct Lookup {
     tiles: [u8; 8],
     len: usize,
+    /// The vector ranking, on boards and builds that have it.
+    shuffle: Option<ShuffleRank>,
     zero: Option<Arc<ZeroIndex>>,
     table: Arc<PatternTable>,
 }
@@ -181,9 +184,13 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                         }
                     }
                 });
+                let mirror_maps = mirror
+                    .as_ref()
+                    .map(|mirror| (&mirror.tile[..], &mirror.cell[..]));
                 Lookup {
                     tiles,
                     len: k,
+                    shuffle: ShuffleRank::new(goal.cells(), &spec.tiles, mirror_maps),
                     zero,
                     table,
                 }
@@ -231,13 +238,30 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         })
     }
 
-    /// Where table `i`'s entry for `cells` is read first (its placement rank), asking for that
+    /// Where table `i`'s entry for the board is read first (its placement rank), asking for that
     /// byte's cache line at once so that the reads of several tables overlap.
     #[inline(always)]
-    fn probe(&self, i: usize, cells: impl Iterator<Item = u8>) -> u32 {
-        let index = rank(self.cells, cells);
-        let entries = self.lookups[i].table.entries();
-        if let Some(entry) = entries.get(index as usize) {
+    fn probe(&self, i: usize, position: &Position) -> u32 {
+        let index = match &self.lookups[i].shuffle {
+            Some(shuffle) => shuffle.rank(&position.cells),
+            None => rank(self.cells, self.cells(i, position)),
+        };
+        self.prefetch(i, index)
+    }
+
+    /// [`Self::probe`] for table `i` on the mirror image.
+    #[inline(always)]
+    fn probe_mirrored(&self, mirror: &Mirror, i: usize, position: &Position) -> u32 {
+        let index = match &self.lookups[i].shuffle {
+            Some(shuffle) => shuffle.rank_mirrored(&position.cells),
+            None => rank(self.cells, self.mirrored_cells(mirror, i, position)),
+        };
+        self.prefetch(i, index)
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, i: usize, index: u32) -> u32 {
+        if let Some(entry) = self.lookups[i].table.entries().get(index as usize) {
             prefetch(entry);
         }
         index
@@ -257,13 +281,13 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
 
     #[inline(always)]
     fn term(&self, i: usize, position: &Position) -> u8 {
-        let index = self.probe(i, self.cells(i, position));
+        let index = self.probe(i, position);
         self.read(i, index, self.cells(i, position), position.cells[0])
     }
 
     #[inline(always)]
     fn mirror_term(&self, mirror: &Mirror, i: usize, position: &Position) -> u8 {
-        let index = self.probe(i, self.mirrored_cells(mirror, i, position));
+        let index = self.probe_mirrored(mirror, i, position);
         let blank = mirror.cell[usize::from(position.cells[0]) & 31];
         self.read(i, index, self.mirrored_cells(mirror, i, position), blank)
     }
@@ -311,13 +335,12 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
             mirrored_index: [0; SLOTS],
         };
         for i in Bits(tables) {
-            probes.index[i % SLOTS] = self.probe(i, self.cells(i, position));
+            probes.index[i % SLOTS] = self.probe(i, position);
         }
         if let Some(mirror) = &self.mirror {
             probes.mirrored_tables = mirrored_tables;
             for i in Bits(mirrored_tables) {
-                probes.mirrored_index[i % SLOTS] =
-                    self.probe(i, self.mirrored_cells(mirror, i, position));
+                probes.mirrored_index[i % SLOTS] = self.probe_mirrored(mirror, i, position);
             }
         }
         probes
@@ -372,8 +395,8 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     #[inline(always)]
     fn locate_moved(&self, set: usize, position: &Position, tile: u8) -> u32 {
         match self.moved_table(set, tile) {
-            (Some(mirror), _, i) => self.probe(i, self.mirrored_cells(mirror, i, position)),
-            (None, _, i) => self.probe(i, self.cells(i, position)),
+            (Some(mirror), _, i) => self.probe_mirrored(mirror, i, position),
+            (None, _, i) => self.probe(i, position),
         }
     }
 
@@ -408,11 +431,11 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
             (0, 0, _) => (NO_OTHER, 0),
             (1, 0, _) => {
                 let i = board.trailing_zeros() as usize;
-                (i as u8, self.probe(i, self.cells(i, position)))
+                (i as u8, self.probe(i, position))
             }
             (0, 1, Some(mirror)) => {
                 let i = mirrored.trailing_zeros() as usize;
-                let index = self.probe(i, self.mirrored_cells(mirror, i, position));
+                let index = self.probe_mirrored(mirror, i, position);
                 (i as u8 | MIRRORED, index)
             }
             _ => (OTHERS, 0),

@@ -8,6 +8,7 @@ pub mod builder;
 pub mod file;
 pub mod index;
 mod preset;
+mod shuffle_rank;
 mod store;
 pub mod zero_index;
 
