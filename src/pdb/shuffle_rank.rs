@@ -1,14 +1,14 @@
-//! Placement ranks on 16-cell boards in a few vector instructions, for the search kernel.
+//! Placement ranks in a few vector instructions, for the search kernel.
 //!
 //! [`index::rank`](crate::pdb::index::rank) costs about 18 instructions a pattern tile (a load
 //! chain, a popcount and a multiply that waits on the previous one), and the kernel ranks two
 //! patterns for every child it generates: on the 7-8 preset that was half of all instructions.
-//! On a 4x4 board every cell and tile number fits in 4 bits, so one 16-byte register holds the
-//! cells of all tiles, and the byte shuffle (`pshufb`) both gathers the pattern tiles' cells in
-//! pattern order and maps them through the mirror image's cell table. Each digit (the tile's cell
-//! less the earlier tiles on lower cells) is then counted for all tiles at once by comparing the
-//! cells with themselves shifted by one to seven lanes, and the digits are weighted and summed
-//! with 32-bit vector multiplies.
+//! On boards of up to 32 cells every cell and tile number fits in a byte lane, so two 16-byte
+//! registers hold the cells of all tiles, and the byte shuffle (`pshufb`, on each half, blended)
+//! both gathers the pattern tiles' cells in pattern order and maps them through the mirror
+//! image's cell table. Each digit (the tile's cell less the earlier tiles on lower cells) is then
+//! counted for all tiles at once by comparing the cells with themselves shifted by one to seven
+//! lanes, and the digits are weighted and summed with 32-bit vector multiplies.
 //!
 //! Needs SSSE3 and SSE4.1, which the x86-64-v2 target this crate is built for has
 //! (`.cargo/config.toml`); elsewhere [`ShuffleRank::new`] returns `None` and the kernel ranks as
@@ -16,39 +16,41 @@
 
 use crate::pdb::index::placements;
 
-/// Cells on a board this ranks on.
-const CELLS: usize = 16;
+/// Most cells on a board this ranks on (two registers of byte lanes).
+const MAX_CELLS: usize = 32;
+/// Byte lanes in a register.
+const LANES: usize = 16;
 /// Most pattern tiles this ranks (two vectors of four 32-bit weights).
 pub const MAX_RANKED: usize = 8;
 
-/// How one pattern of at most [`MAX_RANKED`] tiles is ranked on a 4x4 board, on it and on its
-/// mirror image.
+/// How one pattern of at most [`MAX_RANKED`] tiles is ranked, on the board and on its mirror
+/// image.
 #[derive(Clone, Copy, Debug)]
 pub struct ShuffleRank {
     /// Lane i holds the i-th pattern tile (whose cell is picked from the board's cells); lanes
     /// past the pattern pick the blank, whose digit has weight 0.
-    order: [u8; CELLS],
+    order: [u8; LANES],
     /// Lane i holds the tile whose cell, mirrored, is the i-th pattern tile's cell on the mirror
     /// image.
-    mirror_order: [u8; CELLS],
+    mirror_order: [u8; LANES],
     /// Cell -> its mirror image.
-    mirror_cell: [u8; CELLS],
+    mirror_cell: [u8; MAX_CELLS],
     /// Each digit's weight: the product of the later digits' radices (0 past the pattern).
     weights: [u32; MAX_RANKED],
 }
 
 impl ShuffleRank {
     /// The ranking of `tiles` on a board of `cells` cells, with the mirror image given as its
-    /// tile and cell maps; `None` unless the board has 16 cells, the pattern at most
+    /// tile and cell maps; `None` unless the board has at most 32 cells, the pattern at most
     /// [`MAX_RANKED`] tiles, and the build the vector instructions this needs.
     pub fn new(cells: usize, tiles: &[u8], mirror: Option<(&[u8], &[u8])>) -> Option<Self> {
-        if !SUPPORTED || cells != CELLS || tiles.len() > MAX_RANKED {
+        if !SUPPORTED || cells > MAX_CELLS || tiles.len() > MAX_RANKED {
             return None;
         }
         let k = tiles.len();
         let mut rank = ShuffleRank {
-            order: [0; CELLS],
-            mirror_order: [0; CELLS],
+            order: [0; LANES],
+            mirror_order: [0; LANES],
             mirror_cell: std::array::from_fn(|cell| cell as u8),
             weights: [0; MAX_RANKED],
         };
@@ -57,10 +59,10 @@ impl ShuffleRank {
             for (lane, &tile) in rank.mirror_order.iter_mut().zip(tiles) {
                 *lane = mirror_tile[usize::from(tile)];
             }
-            rank.mirror_cell.copy_from_slice(&mirror_cell[..CELLS]);
+            rank.mirror_cell[..cells].copy_from_slice(&mirror_cell[..cells]);
         }
         for (i, weight) in rank.weights.iter_mut().enumerate().take(k) {
-            *weight = placements(CELLS - i - 1, k - i - 1) as u32;
+            *weight = placements(cells - i - 1, k - i - 1) as u32;
         }
         Some(rank)
     }
@@ -103,18 +105,40 @@ mod simd {
 
     use super::ShuffleRank;
 
+    /// Lane i of the result is `table[lane i of index]`, for a 32-byte table and indices below
+    /// 32: each half looked up with `pshufb` (which reads an index's low four bits), and the high
+    /// half's answer taken where the index is 16 or more.
+    #[inline(always)]
+    unsafe fn lookup(low: __m128i, high: __m128i, index: __m128i) -> __m128i {
+        let from_high = _mm_cmpgt_epi8(index, _mm_set1_epi8(15));
+        _mm_blendv_epi8(
+            _mm_shuffle_epi8(low, index),
+            _mm_shuffle_epi8(high, index),
+            from_high,
+        )
+    }
+
     #[inline(always)]
     pub(super) fn rank(rank: &ShuffleRank, cells: &[u8; 32], mirrored: bool) -> u32 {
-        // SAFETY: the loads read 16 bytes from arrays of at least 16 (unaligned loads), and the
-        // instructions are all SSE2, SSSE3 or SSE4.1, which this module is compiled only with.
+        // SAFETY: the loads read 16 bytes at offsets 0 and 16 of 32-byte arrays, or of arrays of
+        // at least 16 (unaligned loads), and the instructions are all SSE2, SSSE3 or SSE4.1,
+        // which this module is compiled only with.
         unsafe {
-            let board = _mm_loadu_si128(cells.as_ptr().cast());
+            let low = _mm_loadu_si128(cells.as_ptr().cast());
+            let high = _mm_loadu_si128(cells[16..].as_ptr().cast());
             let v = if mirrored {
-                let sources =
-                    _mm_shuffle_epi8(board, _mm_loadu_si128(rank.mirror_order.as_ptr().cast()));
-                _mm_shuffle_epi8(_mm_loadu_si128(rank.mirror_cell.as_ptr().cast()), sources)
+                let sources = lookup(
+                    low,
+                    high,
+                    _mm_loadu_si128(rank.mirror_order.as_ptr().cast()),
+                );
+                lookup(
+                    _mm_loadu_si128(rank.mirror_cell.as_ptr().cast()),
+                    _mm_loadu_si128(rank.mirror_cell[16..].as_ptr().cast()),
+                    sources,
+                )
             } else {
-                _mm_shuffle_epi8(board, _mm_loadu_si128(rank.order.as_ptr().cast()))
+                lookup(low, high, _mm_loadu_si128(rank.order.as_ptr().cast()))
             };
             // Lane i compared with lane i - s: 127 fills the lanes with no earlier tile, and is
             // never below a cell. Each earlier tile on a lower cell subtracts one.
@@ -163,44 +187,48 @@ mod tests {
     use crate::board::{Board, Position};
     use crate::pdb::index::rank;
 
-    /// Agrees with the scalar rank on random boards, for every pattern size up to eight, on the
-    /// board and on its mirror image.
+    /// Agrees with the scalar rank on random 4x4 and 5x5 boards, for every pattern size up to
+    /// eight, on the board and on its mirror image.
     #[test]
     fn agrees_with_the_scalar_rank() {
         if !SUPPORTED {
             return;
         }
-        let transpose = |cell: usize| ((cell % 4) * 4 + cell / 4) as u8;
-        let goal = Board::blank_last(4);
-        let mirror_cell: Vec<u8> = (0..16).map(transpose).collect();
-        let mirror_tile: Vec<u8> = (0..16)
-            .map(|tile| {
-                let cell = goal.positions()[tile];
-                goal.tiles()[usize::from(transpose(usize::from(cell)))]
-            })
-            .collect();
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..2000 {
-            let mut tiles: Vec<u8> = (0..16).collect();
-            for i in (1..16).rev() {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                tiles.swap(i, (seed >> 33) as usize % (i + 1));
-            }
-            let values: Vec<u64> = tiles.iter().map(|&t| u64::from(t)).collect();
-            let position = Position::new(&Board::from_tiles(&values).unwrap());
-            for k in 1..=MAX_RANKED {
-                let pattern: Vec<u8> = (1..=k as u8).map(|t| (t * 7) % 15 + 1).collect();
-                let shuffle =
-                    ShuffleRank::new(16, &pattern, Some((&mirror_tile, &mirror_cell))).unwrap();
-                let on_board = pattern.iter().map(|&t| position.cells[usize::from(t)]);
-                assert_eq!(shuffle.rank(&position.cells), rank(16, on_board));
-                let mirrored = pattern.iter().map(|&t| {
-                    let source = position.cells[usize::from(mirror_tile[usize::from(t)])];
-                    mirror_cell[usize::from(source)]
-                });
-                assert_eq!(shuffle.rank_mirrored(&position.cells), rank(16, mirrored));
+        for side in [4usize, 5] {
+            let n = side * side;
+            let transpose = |cell: usize| ((cell % side) * side + cell / side) as u8;
+            let goal = Board::blank_last(side);
+            let mirror_cell: Vec<u8> = (0..n).map(transpose).collect();
+            let mirror_tile: Vec<u8> = (0..n)
+                .map(|tile| {
+                    let cell = goal.positions()[tile];
+                    goal.tiles()[usize::from(transpose(usize::from(cell)))]
+                })
+                .collect();
+            for _ in 0..2000 {
+                let mut tiles: Vec<u8> = (0..n as u8).collect();
+                for i in (1..n).rev() {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    tiles.swap(i, (seed >> 33) as usize % (i + 1));
+                }
+                let values: Vec<u64> = tiles.iter().map(|&t| u64::from(t)).collect();
+                let position = Position::new(&Board::from_tiles(&values).unwrap());
+                for k in 1..=MAX_RANKED {
+                    // Distinct tiles spread over the board (7 is prime to 15 and to 24).
+                    let pattern: Vec<u8> = (1..=k).map(|t| ((t * 7) % (n - 1) + 1) as u8).collect();
+                    let maps = Some((&mirror_tile[..], &mirror_cell[..]));
+                    let shuffle = ShuffleRank::new(n, &pattern, maps).unwrap();
+                    let on_board = pattern.iter().map(|&t| position.cells[usize::from(t)]);
+                    assert_eq!(shuffle.rank(&position.cells), rank(n, on_board));
+                    let mirrored = pattern.iter().map(|&t| {
+                        let source = position.cells[usize::from(mirror_tile[usize::from(t)])];
+                        mirror_cell[usize::from(source)]
+                    });
+                    assert_eq!(shuffle.rank_mirrored(&position.cells), rank(n, mirrored));
+                }
             }
         }
     }
