@@ -163,7 +163,8 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
                 let full = pdb.value(pdb.after_move(&position, state, tile, from, to));
                 assert_eq!(full, pdb.estimate(&position), "{child}");
                 // The first read located by the prefetch, and located by the check itself.
-                let located = pdb.prefetch_child(&position, state, tile);
+                let parent = Position::new(board);
+                let located = pdb.prefetch_child(&parent, state, tile, from, to);
                 for probe in [located, Default::default()] {
                     for limit in full.saturating_sub(2)..=full + 1 {
                         match pdb.after_move_within(&position, state, tile, from, to, limit, probe)

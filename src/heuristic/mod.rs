@@ -49,9 +49,17 @@ pub trait Heuristic: Send + Sync {
 
     /// Asks for the memory the child's first check in [`Heuristic::after_move_within`] will read,
     /// without waiting for it, so that the reads of a node's children overlap, and returns where
-    /// that read is. `position` shows the child; `state` is the parent's.
+    /// that read is. `position` and `state` are the parent's; the child is `tile` slid from cell
+    /// `from` onto the blank's cell `to`.
     #[inline(always)]
-    fn prefetch_child(&self, _position: &Position, _state: Self::State, _tile: u8) -> Self::Probe {
+    fn prefetch_child(
+        &self,
+        _position: &Position,
+        _state: Self::State,
+        _tile: u8,
+        _from: usize,
+        _to: usize,
+    ) -> Self::Probe {
         Self::Probe::default()
     }
 

@@ -21,7 +21,7 @@ use crate::heuristic::Heuristic;
 use crate::pdb::file::PatternTable;
 use crate::pdb::index::rank;
 use crate::pdb::prefetch;
-use crate::pdb::shuffle_rank::ShuffleRank;
+use crate::pdb::shuffle_rank::{Cells, ShuffleRank};
 use crate::pdb::zero_index::ZeroIndex;
 
 /// At most this many tables in one additive set.
@@ -90,8 +90,6 @@ struct Probes<const SLOTS: usize> {
 struct Lookup {
     tiles: [u8; 8],
     len: usize,
-    /// The vector ranking, on boards and builds that have it.
-    shuffle: Option<ShuffleRank>,
     zero: Option<Arc<ZeroIndex>>,
     table: Arc<PatternTable>,
 }
@@ -107,6 +105,9 @@ impl Lookup {
 pub struct AdditivePdb<const SLOTS: usize = NARROW> {
     cells: usize,
     lookups: Vec<Lookup>,
+    /// Each table's vector ranking, when every table has one (boards of at most 32 cells, on
+    /// builds with the instructions); else empty, and tables are ranked one tile at a time.
+    shuffles: Vec<ShuffleRank>,
     /// Each set's tables, padded with the zero slot `SLOTS - 1`.
     sets: Vec<[u8; MAX_GROUPS]>,
     /// Tile -> the tables holding it, as a bit mask.
@@ -167,7 +168,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         // One index per pattern size, shared: its region masks are read at every off-main
         // lookup, so one copy stays in cache where one per table would not.
         let mut zero_indices: Vec<Arc<ZeroIndex>> = Vec::new();
-        let lookups = tables
+        let lookups: Vec<Lookup> = tables
             .into_iter()
             .map(|table| {
                 let spec = &table.spec;
@@ -184,21 +185,26 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                         }
                     }
                 });
-                let mirror_maps = mirror
-                    .as_ref()
-                    .map(|mirror| (&mirror.tile[..], &mirror.cell[..]));
                 Lookup {
                     tiles,
                     len: k,
-                    shuffle: ShuffleRank::new(goal.cells(), &spec.tiles, mirror_maps),
                     zero,
                     table,
                 }
             })
             .collect();
+        let mirror_maps = mirror
+            .as_ref()
+            .map(|mirror| (&mirror.tile[..], &mirror.cell[..]));
+        let shuffles = lookups
+            .iter()
+            .map(|lookup| ShuffleRank::new(goal.cells(), lookup.tiles(), mirror_maps))
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default();
         AdditivePdb {
             cells: goal.cells(),
             lookups,
+            shuffles,
             sets,
             tables_of,
             holder,
@@ -242,8 +248,8 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// byte's cache line at once so that the reads of several tables overlap.
     #[inline(always)]
     fn probe(&self, i: usize, position: &Position) -> u32 {
-        let index = match &self.lookups[i].shuffle {
-            Some(shuffle) => shuffle.rank(&position.cells),
+        let index = match self.shuffles.get(i) {
+            Some(shuffle) => shuffle.rank(Cells::of(&position.cells)),
             None => rank(self.cells, self.cells(i, position)),
         };
         self.prefetch(i, index)
@@ -252,8 +258,8 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// [`Self::probe`] for table `i` on the mirror image.
     #[inline(always)]
     fn probe_mirrored(&self, mirror: &Mirror, i: usize, position: &Position) -> u32 {
-        let index = match &self.lookups[i].shuffle {
-            Some(shuffle) => shuffle.rank_mirrored(&position.cells),
+        let index = match self.shuffles.get(i) {
+            Some(shuffle) => shuffle.rank_mirrored(Cells::of(&position.cells)),
             None => rank(self.cells, self.mirrored_cells(mirror, i, position)),
         };
         self.prefetch(i, index)
@@ -390,16 +396,6 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         }
     }
 
-    /// Where the read of the term that the move of `tile` changes in set `set` (numbered as in
-    /// [`PdbState::best`]) is, asking for its cache line.
-    #[inline(always)]
-    fn locate_moved(&self, set: usize, position: &Position, tile: u8) -> u32 {
-        match self.moved_table(set, tile) {
-            (Some(mirror), _, i) => self.probe_mirrored(mirror, i, position),
-            (None, _, i) => self.probe(i, position),
-        }
-    }
-
     /// The tables the move of `tile` changes, as bit masks on the board and on the mirror image.
     #[inline(always)]
     fn tables_moved(&self, tile: u8) -> (u32, u32) {
@@ -425,18 +421,33 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// Where the reads of the move of `tile` are, the one of set `set` first, asking for them.
     #[inline(always)]
     fn locate(&self, set: usize, position: &Position, tile: u8) -> ChildReads {
-        let first = self.locate_moved(set, position, tile);
+        self.locate_with(set, tile, |i, mirror| match mirror {
+            Some(mirror) => self.probe_mirrored(mirror, i, position),
+            None => self.probe(i, position),
+        })
+    }
+
+    /// [`Self::locate`] with `probe(i, mirror)` asking for table `i`'s read on the board, or on
+    /// the mirror image given.
+    #[inline(always)]
+    fn locate_with(
+        &self,
+        set: usize,
+        tile: u8,
+        probe: impl Fn(usize, Option<&Mirror>) -> u32,
+    ) -> ChildReads {
+        let (mirror, _, i) = self.moved_table(set, tile);
+        let first = probe(i, mirror);
         let (board, mirrored) = self.others_moved(set, tile);
         let (other, other_index) = match (board.count_ones(), mirrored.count_ones(), &self.mirror) {
             (0, 0, _) => (NO_OTHER, 0),
             (1, 0, _) => {
                 let i = board.trailing_zeros() as usize;
-                (i as u8, self.probe(i, position))
+                (i as u8, probe(i, None))
             }
             (0, 1, Some(mirror)) => {
                 let i = mirrored.trailing_zeros() as usize;
-                let index = self.probe_mirrored(mirror, i, position);
-                (i as u8 | MIRRORED, index)
+                (i as u8 | MIRRORED, probe(i, Some(mirror)))
             }
             _ => (OTHERS, 0),
         };
@@ -477,7 +488,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     }
 
     /// The sum of set `set` (numbered as in [`PdbState::best`]) after the move of `tile`, reading
-    /// the one term of it that the move changed, at `index` (from [`Self::locate_moved`]).
+    /// the one term of it that the move changed, at `index` (from [`Self::locate`]).
     #[inline(always)]
     fn moved_sum(
         &self,
@@ -574,10 +585,32 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
 
     const PREFETCHES: bool = true;
 
-    /// Asks for every read of the child, the first one first.
+    /// Asks for every read of the child, the first one first. With vector ranks the child's cells
+    /// are built in registers from the parent's; else on a copy of the board.
     #[inline(always)]
-    fn prefetch_child(&self, position: &Position, state: PdbState<SLOTS>, tile: u8) -> ChildReads {
-        self.locate(usize::from(state.best), position, tile)
+    fn prefetch_child(
+        &self,
+        position: &Position,
+        state: PdbState<SLOTS>,
+        tile: u8,
+        from: usize,
+        to: usize,
+    ) -> ChildReads {
+        let set = usize::from(state.best);
+        if self.shuffles.is_empty() {
+            let mut child = *position;
+            child.slide(from, to);
+            return self.locate(set, &child, tile);
+        }
+        let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
+        self.locate_with(set, tile, |i, mirror| {
+            let shuffle = &self.shuffles[i % self.shuffles.len()];
+            let index = match mirror {
+                Some(_) => shuffle.rank_mirrored(cells),
+                None => shuffle.rank(cells),
+            };
+            self.prefetch(i, index)
+        })
     }
 
     /// Reads first the term of the set that was largest before the move: when that set alone

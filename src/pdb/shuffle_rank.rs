@@ -39,6 +39,24 @@ pub struct ShuffleRank {
     weights: [u32; MAX_RANKED],
 }
 
+/// The cells of a board's tiles (tile -> cell, the blank being tile 0), held in registers.
+#[derive(Clone, Copy, Debug)]
+pub struct Cells(simd::Cells);
+
+impl Cells {
+    #[inline(always)]
+    pub fn of(cells: &[u8; 32]) -> Cells {
+        Cells(simd::load(cells))
+    }
+
+    /// The cells after `tile` slid onto the blank's cell `to` from `from`: built in registers,
+    /// so the child's ranks do not wait for the board's bytes to be stored and read back.
+    #[inline(always)]
+    pub fn moved(self, tile: u8, from: u8, to: u8) -> Cells {
+        Cells(simd::moved(self.0, tile, from, to))
+    }
+}
+
 impl ShuffleRank {
     /// The ranking of `tiles` on a board of `cells` cells, with the mirror image given as its
     /// tile and cell maps; `None` unless the board has at most 32 cells, the pattern at most
@@ -70,14 +88,14 @@ impl ShuffleRank {
     /// The rank of the placement on the board whose tiles are on `cells` (tile -> cell; the
     /// blank is tile 0).
     #[inline(always)]
-    pub fn rank(&self, cells: &[u8; 32]) -> u32 {
-        simd::rank(self, cells, false)
+    pub fn rank(&self, cells: Cells) -> u32 {
+        simd::rank(self, cells.0, false)
     }
 
     /// The rank of the placement on the mirror image of the board whose tiles are on `cells`.
     #[inline(always)]
-    pub fn rank_mirrored(&self, cells: &[u8; 32]) -> u32 {
-        simd::rank(self, cells, true)
+    pub fn rank_mirrored(&self, cells: Cells) -> u32 {
+        simd::rank(self, cells.0, true)
     }
 }
 
@@ -118,14 +136,43 @@ mod simd {
         )
     }
 
+    /// A 32-byte array in two registers: bytes 0-15, then 16-31.
+    pub(super) type Cells = (__m128i, __m128i);
+
     #[inline(always)]
-    pub(super) fn rank(rank: &ShuffleRank, cells: &[u8; 32], mirrored: bool) -> u32 {
+    pub(super) fn load(cells: &[u8; 32]) -> Cells {
+        // SAFETY: two unaligned 16-byte loads at offsets 0 and 16 of a 32-byte array.
+        unsafe {
+            (
+                _mm_loadu_si128(cells.as_ptr().cast()),
+                _mm_loadu_si128(cells[16..].as_ptr().cast()),
+            )
+        }
+    }
+
+    /// `cells` with lane `tile` set to `to` and lane 0 (the blank's) to `from`.
+    #[inline(always)]
+    pub(super) fn moved((low, high): Cells, tile: u8, from: u8, to: u8) -> Cells {
+        // SAFETY: SSE2 and SSE4.1 register operations only.
+        unsafe {
+            let lanes = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+            let tile = tile as i8;
+            let at_low = _mm_cmpeq_epi8(lanes, _mm_set1_epi8(tile));
+            let at_high = _mm_cmpeq_epi8(lanes, _mm_set1_epi8(tile.wrapping_sub(16)));
+            let to = _mm_set1_epi8(to as i8);
+            let low = _mm_blendv_epi8(low, to, at_low);
+            let high = _mm_blendv_epi8(high, to, at_high);
+            let blank = _mm_cmpeq_epi8(lanes, _mm_setzero_si128());
+            (_mm_blendv_epi8(low, _mm_set1_epi8(from as i8), blank), high)
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn rank(rank: &ShuffleRank, (low, high): Cells, mirrored: bool) -> u32 {
         // SAFETY: the loads read 16 bytes at offsets 0 and 16 of 32-byte arrays, or of arrays of
         // at least 16 (unaligned loads), and the instructions are all SSE2, SSSE3 or SSE4.1,
         // which this module is compiled only with.
         unsafe {
-            let low = _mm_loadu_si128(cells.as_ptr().cast());
-            let high = _mm_loadu_si128(cells[16..].as_ptr().cast());
             let v = if mirrored {
                 let sources = lookup(
                     low,
@@ -175,8 +222,20 @@ mod simd {
 mod simd {
     use super::ShuffleRank;
 
+    pub(super) type Cells = [u8; 32];
+
+    pub(super) fn load(cells: &[u8; 32]) -> Cells {
+        *cells
+    }
+
+    pub(super) fn moved(mut cells: Cells, tile: u8, from: u8, to: u8) -> Cells {
+        cells[usize::from(tile) & 31] = to;
+        cells[0] = from;
+        cells
+    }
+
     /// Never called: [`ShuffleRank::new`] returns `None` on builds without the instructions.
-    pub(super) fn rank(_rank: &ShuffleRank, _cells: &[u8; 32], _mirrored: bool) -> u32 {
+    pub(super) fn rank(_rank: &ShuffleRank, _cells: Cells, _mirrored: bool) -> u32 {
         unreachable!("ShuffleRank is only made where it is supported")
     }
 }
@@ -185,10 +244,11 @@ mod simd {
 mod tests {
     use super::*;
     use crate::board::{Board, Position};
+    use crate::direction::Direction;
     use crate::pdb::index::rank;
 
     /// Agrees with the scalar rank on random 4x4 and 5x5 boards, for every pattern size up to
-    /// eight, on the board and on its mirror image.
+    /// eight, on the board and on its mirror image, and on children built in registers.
     #[test]
     fn agrees_with_the_scalar_rank() {
         if !SUPPORTED {
@@ -215,19 +275,38 @@ mod tests {
                     tiles.swap(i, (seed >> 33) as usize % (i + 1));
                 }
                 let values: Vec<u64> = tiles.iter().map(|&t| u64::from(t)).collect();
-                let position = Position::new(&Board::from_tiles(&values).unwrap());
+                let board = Board::from_tiles(&values).unwrap();
+                let position = Position::new(&board);
+                // A child's cells built in registers from its parent's are the child's.
+                for direction in Direction::ALL {
+                    if let Some((child, tile)) = board.apply(direction) {
+                        let (from, to) = (child.blank() as u8, board.blank() as u8);
+                        let built = Cells::of(&position.cells).moved(tile, from, to);
+                        let on_child = Position::new(&child);
+                        // Tiles over both halves, and the blank with two others.
+                        let spread: Vec<u8> = (1..n as u8).step_by(3).take(8).collect();
+                        for pattern in [spread, vec![2, 0, 1]] {
+                            let shuffle = ShuffleRank::new(n, &pattern, None).unwrap();
+                            let cells = pattern.iter().map(|&t| on_child.cells[usize::from(t)]);
+                            assert_eq!(shuffle.rank(built), rank(n, cells));
+                        }
+                    }
+                }
                 for k in 1..=MAX_RANKED {
                     // Distinct tiles spread over the board (7 is prime to 15 and to 24).
                     let pattern: Vec<u8> = (1..=k).map(|t| ((t * 7) % (n - 1) + 1) as u8).collect();
                     let maps = Some((&mirror_tile[..], &mirror_cell[..]));
                     let shuffle = ShuffleRank::new(n, &pattern, maps).unwrap();
                     let on_board = pattern.iter().map(|&t| position.cells[usize::from(t)]);
-                    assert_eq!(shuffle.rank(&position.cells), rank(n, on_board));
+                    assert_eq!(shuffle.rank(Cells::of(&position.cells)), rank(n, on_board));
                     let mirrored = pattern.iter().map(|&t| {
                         let source = position.cells[usize::from(mirror_tile[usize::from(t)])];
                         mirror_cell[usize::from(source)]
                     });
-                    assert_eq!(shuffle.rank_mirrored(&position.cells), rank(n, mirrored));
+                    assert_eq!(
+                        shuffle.rank_mirrored(Cells::of(&position.cells)),
+                        rank(n, mirrored)
+                    );
                 }
             }
         }

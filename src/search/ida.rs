@@ -185,9 +185,10 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
                     continue;
                 }
                 let next = usize::from(next);
-                let tile = self.position.slide(next, blank);
-                probes[direction] = self.heuristic.prefetch_child(&self.position, state, tile);
-                self.position.slide(blank, next);
+                let tile = self.position.tiles[next & 31];
+                probes[direction] =
+                    self.heuristic
+                        .prefetch_child(&self.position, state, tile, next, blank);
             }
         }
         for (direction, &next) in neighbors.iter().enumerate() {
