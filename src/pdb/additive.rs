@@ -105,9 +105,11 @@ impl Lookup {
 pub struct AdditivePdb<const SLOTS: usize = NARROW> {
     cells: usize,
     lookups: Vec<Lookup>,
-    /// Each table's vector ranking, when every table has one (boards of at most 32 cells, on
-    /// builds with the instructions); else empty, and tables are ranked one tile at a time.
-    shuffles: Vec<ShuffleRank>,
+    /// Each table's vector ranking, when `vector` says every table has one (boards of at most 32
+    /// cells, on builds with the instructions); else tables are ranked one tile at a time. A
+    /// fixed array, so the kernel indexes it with a mask and no bounds check.
+    shuffles: [ShuffleRank; SLOTS],
+    vector: bool,
     /// Each set's tables, padded with the zero slot `SLOTS - 1`.
     sets: Vec<[u8; MAX_GROUPS]>,
     /// Tile -> the tables holding it, as a bit mask.
@@ -196,15 +198,19 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         let mirror_maps = mirror
             .as_ref()
             .map(|mirror| (&mirror.tile[..], &mirror.cell[..]));
-        let shuffles = lookups
-            .iter()
-            .map(|lookup| ShuffleRank::new(goal.cells(), lookup.tiles(), mirror_maps))
-            .collect::<Option<Vec<_>>>()
-            .unwrap_or_default();
+        let mut shuffles = [ShuffleRank::UNUSED; SLOTS];
+        let mut vector = true;
+        for (shuffle, lookup) in shuffles.iter_mut().zip(&lookups) {
+            match ShuffleRank::new(goal.cells(), lookup.tiles(), mirror_maps) {
+                Some(rank) => *shuffle = rank,
+                None => vector = false,
+            }
+        }
         AdditivePdb {
             cells: goal.cells(),
             lookups,
             shuffles,
+            vector,
             sets,
             tables_of,
             holder,
@@ -248,9 +254,10 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// byte's cache line at once so that the reads of several tables overlap.
     #[inline(always)]
     fn probe(&self, i: usize, position: &Position) -> u32 {
-        let index = match self.shuffles.get(i) {
-            Some(shuffle) => shuffle.rank(Cells::of(&position.cells)),
-            None => rank(self.cells, self.cells(i, position)),
+        let index = if self.vector {
+            self.shuffles[i % SLOTS].rank(Cells::of(&position.cells))
+        } else {
+            rank(self.cells, self.cells(i, position))
         };
         self.prefetch(i, index)
     }
@@ -258,9 +265,10 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// [`Self::probe`] for table `i` on the mirror image.
     #[inline(always)]
     fn probe_mirrored(&self, mirror: &Mirror, i: usize, position: &Position) -> u32 {
-        let index = match self.shuffles.get(i) {
-            Some(shuffle) => shuffle.rank_mirrored(Cells::of(&position.cells)),
-            None => rank(self.cells, self.mirrored_cells(mirror, i, position)),
+        let index = if self.vector {
+            self.shuffles[i % SLOTS].rank_mirrored(Cells::of(&position.cells))
+        } else {
+            rank(self.cells, self.mirrored_cells(mirror, i, position))
         };
         self.prefetch(i, index)
     }
@@ -597,14 +605,14 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         to: usize,
     ) -> ChildReads {
         let set = usize::from(state.best);
-        if self.shuffles.is_empty() {
+        if !self.vector {
             let mut child = *position;
             child.slide(from, to);
             return self.locate(set, &child, tile);
         }
         let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
         self.locate_with(set, tile, |i, mirror| {
-            let shuffle = &self.shuffles[i % self.shuffles.len()];
+            let shuffle = &self.shuffles[i % SLOTS];
             let index = match mirror {
                 Some(_) => shuffle.rank_mirrored(cells),
                 None => shuffle.rank(cells),

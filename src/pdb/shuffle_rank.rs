@@ -58,6 +58,14 @@ impl Cells {
 }
 
 impl ShuffleRank {
+    /// A placeholder for an array slot no table uses (it ranks every placement 0).
+    pub const UNUSED: ShuffleRank = ShuffleRank {
+        order: [0; LANES],
+        mirror_order: [0; LANES],
+        mirror_cell: [0; MAX_CELLS],
+        weights: [0; MAX_RANKED],
+    };
+
     /// The ranking of `tiles` on a board of `cells` cells, with the mirror image given as its
     /// tile and cell maps; `None` unless the board has at most 32 cells, the pattern at most
     /// [`MAX_RANKED`] tiles, and the build the vector instructions this needs.
