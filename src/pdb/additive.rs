@@ -385,22 +385,22 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// within its half.
     #[inline(always)]
     fn moved_table(&self, set: usize, tile: u8) -> (Option<&Mirror>, usize, usize) {
+        // Numbers come from `best_set`, so they are below twice the set count (below it without
+        // the mirror), and the indexing below never fails; no `%`, which is a division here, on
+        // every child.
         let sets = self.sets.len();
         match &self.mirror {
             Some(mirror) if set >= sets => {
-                let set = (set - sets) % sets;
+                let set = set - sets;
                 let mirrored = mirror.tile[usize::from(tile) & 31];
                 let table = usize::from(self.holder[set][usize::from(mirrored) & 31]);
                 (Some(mirror), set, table)
             }
-            _ => {
-                let set = set % sets;
-                (
-                    None,
-                    set,
-                    usize::from(self.holder[set][usize::from(tile) & 31]),
-                )
-            }
+            _ => (
+                None,
+                set,
+                usize::from(self.holder[set][usize::from(tile) & 31]),
+            ),
         }
     }
 
