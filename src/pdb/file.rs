@@ -212,8 +212,9 @@ fn map_file(path: &Path) -> Result<Mmap, PdbError> {
 /// the tables at random, so with 4 KiB pages nearly every read also missed the TLB; with 2 MiB
 /// pages a whole 7-8 preset (577 MB) fits the second-level TLB, and the Korf-100 and hard80 runs
 /// got about 15% faster (BENCHMARKS.md). Linux maps a file's pages this way when its page cache
-/// holds 2 MiB folios, which it allocates when the file is read through such a mapping (ext4 and
-/// xfs on Linux 6.16 and later); elsewhere the advice is ignored, and so is its failure.
+/// holds 2 MiB folios, which it allocates when the file is read through such a mapping (seen on
+/// Linux 6.18 with ext4: file systems with large folios); elsewhere the advice is ignored, and so
+/// is its failure.
 fn huge_pages(map: &Mmap) {
     #[cfg(target_os = "linux")]
     let _ = map.advise(memmap2::Advice::HugePage);
