@@ -295,15 +295,42 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
 
     #[inline(always)]
     fn term(&self, i: usize, position: &Position) -> u8 {
-        let index = self.probe(i, position);
-        self.read(i, index, self.cells(i, position), position.cells[0])
+        self.read_term(i, self.probe(i, position), None, position)
     }
 
     #[inline(always)]
     fn mirror_term(&self, mirror: &Mirror, i: usize, position: &Position) -> u8 {
         let index = self.probe_mirrored(mirror, i, position);
-        let blank = mirror.cell[usize::from(position.cells[0]) & 31];
-        self.read(i, index, self.mirrored_cells(mirror, i, position), blank)
+        self.read_term(i, index, Some(mirror), position)
+    }
+
+    /// Table `i`'s term at `index`, on the board, or on the mirror image given.
+    #[inline(always)]
+    fn read_term(&self, i: usize, index: u32, mirror: Option<&Mirror>, position: &Position) -> u8 {
+        match mirror {
+            Some(mirror) => {
+                let blank = mirror.cell[usize::from(position.cells[0]) & 31];
+                self.read(i, index, self.mirrored_cells(mirror, i, position), blank)
+            }
+            None => self.read(i, index, self.cells(i, position), position.cells[0]),
+        }
+    }
+
+    /// [`Self::read_term`] into `state`'s term of table `i` on that side.
+    #[inline(always)]
+    fn read_into(
+        &self,
+        i: usize,
+        index: u32,
+        mirror: Option<&Mirror>,
+        position: &Position,
+        state: &mut PdbState<SLOTS>,
+    ) {
+        let term = self.read_term(i, index, mirror, position);
+        match mirror {
+            Some(_) => state.mirrored[i % SLOTS] = term,
+            None => state.board[i % SLOTS] = term,
+        }
     }
 
     #[inline(always)]
@@ -364,18 +391,12 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     #[inline(always)]
     fn read_moved(&self, probes: &Probes<SLOTS>, position: &Position, state: &mut PdbState<SLOTS>) {
         for i in Bits(probes.tables) {
-            let index = probes.index[i % SLOTS];
-            state.board[i % SLOTS] =
-                self.read(i, index, self.cells(i, position), position.cells[0]);
+            self.read_into(i, probes.index[i % SLOTS], None, position, state);
         }
         if let Some(mirror) = &self.mirror {
-            let blank = mirror.cell[usize::from(position.cells[0]) & 31];
             for i in Bits(probes.mirrored_tables) {
-                let (index, cells) = (
-                    probes.mirrored_index[i % SLOTS],
-                    self.mirrored_cells(mirror, i, position),
-                );
-                state.mirrored[i % SLOTS] = self.read(i, index, cells, blank);
+                let index = probes.mirrored_index[i % SLOTS];
+                self.read_into(i, index, Some(mirror), position, state);
             }
         }
     }
@@ -476,21 +497,16 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         tile: u8,
         state: &mut PdbState<SLOTS>,
     ) {
-        let i = usize::from(reads.other & !MIRRORED);
-        match (reads.other, &self.mirror) {
-            (NO_OTHER, _) => {}
-            (OTHERS, _) => {
+        match reads.other {
+            NO_OTHER => {}
+            OTHERS => {
                 let probes = self.probe_moved(position, self.others_moved(set, tile));
                 self.read_moved(&probes, position, state);
             }
-            (other, Some(mirror)) if other & MIRRORED != 0 => {
-                let blank = mirror.cell[usize::from(position.cells[0]) & 31];
-                let cells = self.mirrored_cells(mirror, i, position);
-                state.mirrored[i % SLOTS] = self.read(i, reads.other_index, cells, blank);
-            }
-            _ => {
-                let cells = self.cells(i, position);
-                state.board[i % SLOTS] = self.read(i, reads.other_index, cells, position.cells[0]);
+            other => {
+                let mirror = self.mirror.as_ref().filter(|_| other & MIRRORED != 0);
+                let i = usize::from(other & !MIRRORED);
+                self.read_into(i, reads.other_index, mirror, position, state);
             }
         }
     }
@@ -506,18 +522,11 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         tile: u8,
         index: u32,
     ) -> u32 {
-        match self.moved_table(set, tile) {
-            (Some(mirror), set, i) => {
-                let blank = mirror.cell[usize::from(position.cells[0]) & 31];
-                let cells = self.mirrored_cells(mirror, i, position);
-                state.mirrored[i % SLOTS] = self.read(i, index, cells, blank);
-                self.sum(set, &state.mirrored)
-            }
-            (None, set, i) => {
-                let cells = self.cells(i, position);
-                state.board[i % SLOTS] = self.read(i, index, cells, position.cells[0]);
-                self.sum(set, &state.board)
-            }
+        let (mirror, set, i) = self.moved_table(set, tile);
+        self.read_into(i, index, mirror, position, state);
+        match mirror {
+            Some(_) => self.sum(set, &state.mirrored),
+            None => self.sum(set, &state.board),
         }
     }
 }
