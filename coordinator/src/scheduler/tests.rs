@@ -34,8 +34,7 @@ fn work_until_done(
             .unwrap();
         scheduler.split_pending().unwrap();
         for task in tasks {
-            let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
-            let run = run_task(&solver, task.work(), None);
+            let run = run_linear_conflict(&task);
             results.push(TaskReport {
                 parts: run.parts,
                 ..TaskReport::new(task.id, run.outcome, run.nodes)
@@ -528,10 +527,6 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
         .submit(&lines, "linear-conflict", "")
         .unwrap()
         .batch;
-    let run = |task: &TaskSpec| {
-        let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
-        run_task(&solver, task.work(), None)
-    };
     let honest = scheduler.register(2, "honest").unwrap();
     let mut liar = scheduler.register(2, "liar").unwrap();
     let (mut honest_results, mut liar_results) = (Vec::new(), Vec::new());
@@ -543,7 +538,7 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
         match scheduler.poll(liar, 2, std::mem::take(&mut liar_results)) {
             Ok((tasks, _)) => {
                 for task in tasks {
-                    let truth = run(&task);
+                    let truth = run_linear_conflict(&task);
                     told += 1;
                     let outcome = lie(&task, truth.outcome, told);
                     liar_results.push(TaskReport::new(task.id, outcome, truth.nodes));
@@ -562,7 +557,7 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
             .unwrap();
         scheduler.split_pending().unwrap();
         for task in tasks {
-            let truth = run(&task);
+            let truth = run_linear_conflict(&task);
             honest_results.push(TaskReport {
                 parts: truth.parts,
                 ..TaskReport::new(task.id, truth.outcome, truth.nodes)
@@ -762,38 +757,67 @@ fn a_cancelled_batch_that_waits_for_tables_ends_at_once() {
     assert_eq!(scheduler.totals().puzzles_pending, 0);
 }
 
-#[test]
-fn an_audit_disproves_a_path_two_moves_too_long_and_quarantines_its_worker() {
-    let data = tempfile::tempdir().unwrap();
-    let mut scheduler = scheduler_in(
-        data.path(),
-        SchedulerConfig {
-            whole_task_budget: u64::MAX / 4,
-            ..SchedulerConfig::default()
-        },
-    );
-    // 31 moves, far past its linear-conflict estimate: the whole task iterates, so its answer
-    // claims that nothing shorter exists below the board.
+/// The kernel's truthful run of `task`, with linear conflict.
+fn run_linear_conflict(task: &TaskSpec) -> tilesolve::task::TaskRun {
+    let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
+    run_task(&solver, task.work(), None)
+}
+
+/// A lie told: `board` (optimal in `optimal` moves) submitted as one whole task, which a liar
+/// answers two moves too long while an honest worker stands by to audit it.
+struct ToldLie {
+    scheduler: Scheduler,
+    batch: u64,
+    liar: WorkerId,
+    honest: WorkerId,
+    /// How the scheduler took the liar's poll with the lie.
+    reported: Result<(), SchedulerError>,
+}
+
+fn tell_a_lie(dir: &std::path::Path, board: &str, optimal: usize) -> ToldLie {
+    let config = SchedulerConfig {
+        whole_task_budget: u64::MAX / 4,
+        ..SchedulerConfig::default()
+    };
+    let mut scheduler = scheduler_in(dir, config);
     let batch = scheduler
-        .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
+        .submit(&[board.to_string()], "linear-conflict", "")
         .unwrap()
         .batch;
-    let run = |task: &TaskSpec| {
-        let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
-        run_task(&solver, task.work(), None)
-    };
     let liar = scheduler.register(1, "liar").unwrap();
     let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
     assert_eq!(tasks.len(), 1);
-    let truth = run(&tasks[0]);
+    let truth = run_linear_conflict(&tasks[0]);
     let lied = lie(&tasks[0], truth.outcome, 1);
-    assert!(matches!(&lied, TaskOutcome::Found(moves) if moves.len() == 33));
+    assert!(matches!(&lied, TaskOutcome::Found(moves) if moves.len() == optimal + 2));
     // Another worker is there to audit (with none, an audit is skipped).
     let honest = scheduler.register(1, "honest").unwrap();
     let reports = vec![TaskReport::new(tasks[0].id, lied, truth.nodes)];
+    let reported = scheduler.poll(liar, 0, reports).map(|_| ());
+    ToldLie {
+        scheduler,
+        batch,
+        liar,
+        honest,
+        reported,
+    }
+}
+
+#[test]
+fn an_audit_disproves_a_path_two_moves_too_long_and_quarantines_its_worker() {
+    let data = tempfile::tempdir().unwrap();
+    // 31 moves, far past its linear-conflict estimate: the whole task iterates, so its answer
+    // claims that nothing shorter exists below the board.
+    let ToldLie {
+        mut scheduler,
+        batch,
+        liar,
+        honest,
+        reported,
+    } = tell_a_lie(data.path(), "8,6,7,2,5,4,3,0,1", 31);
     assert!(matches!(
-        scheduler.poll(liar, 0, reports),
-        Ok(_) | Err(SchedulerError::PermissionDenied(_))
+        reported,
+        Ok(()) | Err(SchedulerError::PermissionDenied(_))
     ));
     assert!(
         !scheduler.progress(batch).unwrap().done,
@@ -818,37 +842,22 @@ fn an_audit_disproves_a_path_two_moves_too_long_and_quarantines_its_worker() {
 #[test]
 fn an_audit_that_spends_its_budget_goes_on_in_its_children_and_disproves_the_lie() {
     let data = tempfile::tempdir().unwrap();
-    let mut scheduler = scheduler_in(
-        data.path(),
-        SchedulerConfig {
-            whole_task_budget: u64::MAX / 4,
-            ..SchedulerConfig::default()
-        },
-    );
     // A 15-puzzle: searching it again under one move short of a lie takes more nodes than the
     // kernel runs between looks at its budget (4096).
     let (board, optimal) = examples().swap_remove(0);
-    let batch = scheduler
-        .submit(&[board], "linear-conflict", "")
-        .unwrap()
-        .batch;
-    let run = |task: &TaskSpec| {
-        let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
-        run_task(&solver, task.work(), None)
-    };
-    let liar = scheduler.register(1, "liar").unwrap();
-    let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
-    let truth = run(&tasks[0]);
-    let lied = lie(&tasks[0], truth.outcome, 1);
-    assert!(matches!(&lied, TaskOutcome::Found(moves) if moves.len() as u32 == optimal + 2));
-    let honest = scheduler.register(1, "honest").unwrap();
-    let reports = vec![TaskReport::new(tasks[0].id, lied, truth.nodes)];
-    assert!(scheduler.poll(liar, 0, reports).is_ok());
+    let ToldLie {
+        mut scheduler,
+        batch,
+        honest,
+        reported,
+        ..
+    } = tell_a_lie(data.path(), &board, optimal as usize);
+    assert!(reported.is_ok());
     // The honest worker's first task is the audit, and it runs out of nodes (as a real one
     // does on a larger board): it comes back as its children, not as "nothing found".
     let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
     assert_eq!(tasks.len(), 1);
-    let starved = run(&TaskSpec {
+    let starved = run_linear_conflict(&TaskSpec {
         node_budget: 1,
         ..tasks[0].clone()
     });
