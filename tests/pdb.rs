@@ -187,6 +187,83 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
     }
 }
 
+/// A heuristic whose one set partitions the tiles keeps each side's sum as its terms change: over
+/// a long walk of kept children (located by the prefetch or not) and plain moves, its value stays
+/// the value of the same tables given as two equal sets (which takes the general path).
+#[test]
+fn partitioned_sums_agree_with_the_general_path_over_a_walk() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PdbStore::new(dir.path(), 2);
+    let goal = Board::blank_last(3);
+    let patterns = [vec![1, 2, 4], vec![3, 5, 6], vec![7, 8]];
+    for (zero_aware, reflect) in [(false, true), (false, false), (true, true)] {
+        let tables: Vec<_> = patterns
+            .iter()
+            .map(|tiles| {
+                let spec = PatternSpec {
+                    goal,
+                    tiles: tiles.clone(),
+                    zero_aware,
+                };
+                store.table(&spec, &quiet).unwrap()
+            })
+            .collect();
+        let set = vec![0, 1, 2];
+        let partitioned =
+            AdditivePdb::<8>::new(&goal, tables.clone(), std::slice::from_ref(&set), reflect);
+        let general = AdditivePdb::<8>::new(&goal, tables, &[set.clone(), set], reflect);
+        let mut board = goal;
+        let mut state = partitioned.init(&Position::new(&board));
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for step in 0..5_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let Some((child, tile)) = board.apply(Direction::ALL[(seed % 4) as usize]) else {
+                continue;
+            };
+            let (parent, position) = (Position::new(&board), Position::new(&child));
+            let (from, to) = (child.blank(), board.blank());
+            state = match step % 3 {
+                0 => partitioned.after_move(&position, state, tile, from, to),
+                1 => {
+                    let probe = partitioned.prefetch_child(&parent, state, tile, from, to);
+                    let within = partitioned.after_move_within(
+                        &position,
+                        state,
+                        tile,
+                        from,
+                        to,
+                        u32::MAX,
+                        probe,
+                    );
+                    within.unwrap().0
+                }
+                _ => {
+                    let within = partitioned.after_move_within(
+                        &position,
+                        state,
+                        tile,
+                        from,
+                        to,
+                        u32::MAX,
+                        Default::default(),
+                    );
+                    within.unwrap().0
+                }
+            };
+            board = child;
+            let expected = general.estimate(&position);
+            assert_eq!(partitioned.value(state), expected, "step {step}: {board}");
+            assert_eq!(
+                partitioned.estimate(&position),
+                expected,
+                "step {step}: {board}"
+            );
+        }
+    }
+}
+
 /// A zero-aware table refines a placement-only one: over a placement's blank regions, the least
 /// zero-aware entry is the placement's entry.
 #[test]

@@ -73,6 +73,19 @@ pub struct PdbState<const SLOTS: usize> {
     /// The set with the largest sum when the terms were last all read (sets on the mirror image
     /// numbered after the board's): the first one a child checks against its limit.
     best: u8,
+    /// With a [`Partition`], the sums of the terms on the board and on the mirror image, kept
+    /// as the terms change; else zero.
+    sums: [u16; 2],
+}
+
+/// Which table holds each tile, on the board and on the mirror image, when the heuristic is one
+/// set whose tables partition the tiles (7-8, 6-6-6-6, 5-5-5-5-4: every default preset). A move
+/// then changes exactly one term on each side, and each side's sum changes by that term's
+/// change: the kernel's path reads two tables and adds, with no set or mask to walk.
+#[derive(Clone, Copy, Debug)]
+struct Partition {
+    board: [u8; 32],
+    mirrored: [u8; 32],
 }
 
 /// The reads a move needs, asked for and not yet waited on: the tables holding the moved tile
@@ -117,6 +130,7 @@ pub struct AdditivePdb<const SLOTS: usize = NARROW> {
     /// Per set, tile -> the set's table holding it.
     holder: Vec<[u8; 32]>,
     mirror: Option<Mirror>,
+    partition: Option<Partition>,
 }
 
 impl<const SLOTS: usize> AdditivePdb<SLOTS> {
@@ -155,7 +169,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                 holder
             })
             .collect();
-        let sets = sets
+        let sets: Vec<[u8; MAX_GROUPS]> = sets
             .iter()
             .map(|set| {
                 assert!(set.len() <= MAX_GROUPS, "at most {MAX_GROUPS} tables a set");
@@ -206,6 +220,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                 None => vector = false,
             }
         }
+        let partition = Partition::of(goal, &tables_of, &sets, mirror.as_ref());
         AdditivePdb {
             cells: goal.cells(),
             lookups,
@@ -215,6 +230,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
             tables_of,
             holder,
             mirror,
+            partition,
         }
     }
 
@@ -531,6 +547,158 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     }
 }
 
+impl Partition {
+    /// The partition, if `sets` is one set whose tables hold every tile exactly once.
+    fn of(
+        goal: &Board,
+        tables_of: &[u32; 32],
+        sets: &[[u8; MAX_GROUPS]],
+        mirror: Option<&Mirror>,
+    ) -> Option<Partition> {
+        let [set] = sets else { return None };
+        let in_set = set
+            .iter()
+            .fold(0u32, |mask, &table| mask | 1 << (table & 31));
+        let mut partition = Partition {
+            board: [0; 32],
+            mirrored: [0; 32],
+        };
+        let tiles = 1..goal.cells();
+        for (table, &tables) in partition.board[tiles.clone()]
+            .iter_mut()
+            .zip(&tables_of[tiles])
+        {
+            if tables.count_ones() != 1 || tables & in_set == 0 {
+                return None;
+            }
+            *table = tables.trailing_zeros() as u8;
+        }
+        if let Some(mirror) = mirror {
+            for tile in 1..goal.cells() {
+                partition.mirrored[tile] = partition.board[usize::from(mirror.tile[tile]) & 31];
+            }
+        }
+        Some(partition)
+    }
+}
+
+/// The kernel's path for a [`Partition`]: the child's one read on the board goes in
+/// [`ChildReads::first`] and its one read on the mirror image in [`ChildReads::other_index`].
+impl<const SLOTS: usize> AdditivePdb<SLOTS> {
+    /// Asks for the two reads of the move of `tile`, on the child's cells, or (without vector
+    /// ranks) on `child`, the board after the move.
+    #[inline(always)]
+    fn locate_partitioned(
+        &self,
+        partition: &Partition,
+        tile: u8,
+        cells: Option<Cells>,
+        child: &Position,
+    ) -> ChildReads {
+        let board = usize::from(partition.board[usize::from(tile) & 31]);
+        let first = match cells {
+            Some(cells) => self.prefetch(board, self.shuffles[board % SLOTS].rank(cells)),
+            None => self.probe(board, child),
+        };
+        let other_index = match &self.mirror {
+            Some(mirror) => {
+                let mirrored = usize::from(partition.mirrored[usize::from(tile) & 31]);
+                match cells {
+                    Some(cells) => self.prefetch(
+                        mirrored,
+                        self.shuffles[mirrored % SLOTS].rank_mirrored(cells),
+                    ),
+                    None => self.probe_mirrored(mirror, mirrored, child),
+                }
+            }
+            None => 0,
+        };
+        ChildReads {
+            first,
+            other: NO_OTHER,
+            other_index,
+        }
+    }
+
+    /// The sum on one side after its term of table `i` becomes the one read at `index`.
+    #[inline(always)]
+    fn partitioned_sum(
+        &self,
+        i: usize,
+        index: u32,
+        mirror: Option<&Mirror>,
+        position: &Position,
+        state: &mut PdbState<SLOTS>,
+    ) -> u32 {
+        let term = self.read_term(i, index, mirror, position);
+        let (terms, side) = match mirror {
+            Some(_) => (&mut state.mirrored, 1),
+            None => (&mut state.board, 0),
+        };
+        let sum = state.sums[side] - u16::from(terms[i % SLOTS]) + u16::from(term);
+        terms[i % SLOTS] = term;
+        state.sums[side] = sum;
+        u32::from(sum)
+    }
+
+    /// [`Heuristic::after_move_within`] for a partition: the side that was larger is read first,
+    /// and a child it alone puts over `limit` is cut without waiting on the other read.
+    #[inline(always)]
+    fn after_partitioned_move(
+        &self,
+        partition: &Partition,
+        position: &Position,
+        mut state: PdbState<SLOTS>,
+        tile: u8,
+        limit: u32,
+        reads: ChildReads,
+    ) -> Result<(PdbState<SLOTS>, u32), u32> {
+        let reads = match reads.first {
+            NOT_LOCATED => self.locate_partitioned(partition, tile, None, position),
+            _ => reads,
+        };
+        let board = usize::from(partition.board[usize::from(tile) & 31]);
+        let Some(mirror) = &self.mirror else {
+            let h = self.partitioned_sum(board, reads.first, None, position, &mut state);
+            return if h <= limit { Ok((state, h)) } else { Err(h) };
+        };
+        let mirrored = usize::from(partition.mirrored[usize::from(tile) & 31]);
+        let (first, second) = if state.best == 0 {
+            let first = self.partitioned_sum(board, reads.first, None, position, &mut state);
+            if first > limit {
+                return Err(first);
+            }
+            let second = self.partitioned_sum(
+                mirrored,
+                reads.other_index,
+                Some(mirror),
+                position,
+                &mut state,
+            );
+            (first, second)
+        } else {
+            let first = self.partitioned_sum(
+                mirrored,
+                reads.other_index,
+                Some(mirror),
+                position,
+                &mut state,
+            );
+            if first > limit {
+                return Err(first);
+            }
+            let second = self.partitioned_sum(board, reads.first, None, position, &mut state);
+            (first, second)
+        };
+        let h = first.max(second);
+        if h > limit {
+            return Err(h);
+        }
+        state.best = u8::from((state.best == 0) == (second > first));
+        Ok((state, h))
+    }
+}
+
 /// Where a child's reads are, as [`AdditivePdb::prefetch_child`] found them: the first one and,
 /// when the move needs exactly one more (as with 7-8 and 6-6-6-6, whose tiles are each in one
 /// table), that one. Kept this small because the kernel holds one per child on its stack.
@@ -568,6 +736,7 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
             board: [0; SLOTS],
             mirrored: [0; SLOTS],
             best: 0,
+            sums: [0; 2],
         };
         for i in 0..self.lookups.len() {
             state.board[i] = self.term(i, position);
@@ -576,12 +745,19 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
             }
         }
         state.best = self.best_set(&state).1;
+        if self.partition.is_some() {
+            let sum = |terms: &[u8; SLOTS]| terms.iter().map(|&term| u16::from(term)).sum();
+            state.sums = [sum(&state.board), sum(&state.mirrored)];
+        }
         state
     }
 
     #[inline(always)]
     fn value(&self, state: PdbState<SLOTS>) -> u32 {
-        self.best_set(&state).0
+        match self.partition {
+            Some(_) => u32::from(state.sums[0].max(state.sums[1])),
+            None => self.best_set(&state).0,
+        }
     }
 
     #[inline(always)]
@@ -593,6 +769,18 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         _from: usize,
         _to: usize,
     ) -> PdbState<SLOTS> {
+        if let Some(partition) = &self.partition {
+            let reads = self.locate_partitioned(partition, tile, None, position);
+            let board = usize::from(partition.board[usize::from(tile) & 31]);
+            self.partitioned_sum(board, reads.first, None, position, &mut state);
+            if let Some(mirror) = &self.mirror {
+                let mirrored = usize::from(partition.mirrored[usize::from(tile) & 31]);
+                let index = reads.other_index;
+                self.partitioned_sum(mirrored, index, Some(mirror), position, &mut state);
+            }
+            state.best = u8::from(state.sums[1] > state.sums[0]);
+            return state;
+        }
         let probes = self.probe_moved(position, self.tables_moved(tile));
         self.read_moved(&probes, position, &mut state);
         state
@@ -617,9 +805,15 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         if !self.vector {
             let mut child = *position;
             child.slide(from, to);
-            return self.locate(set, &child, tile);
+            return match &self.partition {
+                Some(partition) => self.locate_partitioned(partition, tile, None, &child),
+                None => self.locate(set, &child, tile),
+            };
         }
         let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
+        if let Some(partition) = &self.partition {
+            return self.locate_partitioned(partition, tile, Some(cells), position);
+        }
         self.locate_with(set, tile, |i, mirror| {
             let shuffle = &self.shuffles[i % SLOTS];
             let index = match mirror {
@@ -644,6 +838,9 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         limit: u32,
         reads: ChildReads,
     ) -> Result<(PdbState<SLOTS>, u32), u32> {
+        if let Some(partition) = &self.partition {
+            return self.after_partitioned_move(partition, position, state, tile, limit, reads);
+        }
         let best = usize::from(state.best);
         let reads = match reads.first {
             NOT_LOCATED => self.locate(best, position, tile),
