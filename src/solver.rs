@@ -31,10 +31,16 @@ macro_rules! dispatch {
                 let $h = boxed.as_ref();
                 $body
             }
-            AnyHeuristic::Pdb(shared) => {
-                let $h = shared.as_ref();
-                $body
-            }
+            AnyHeuristic::Pdb(shared) => match shared.partitioned() {
+                Some(partitioned) => {
+                    let $h = &partitioned;
+                    $body
+                }
+                None => {
+                    let $h = shared.as_ref();
+                    $body
+                }
+            },
             AnyHeuristic::WidePdb(shared) => {
                 let $h = shared.as_ref();
                 $body

@@ -188,8 +188,9 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
 }
 
 /// A heuristic whose one set partitions the tiles keeps each side's sum as its terms change: over
-/// a long walk of kept children (located by the prefetch or not) and plain moves, its value stays
-/// the value of the same tables given as two equal sets (which takes the general path).
+/// a long walk of kept children (located by the prefetch or not, through the heuristic or its
+/// `Partitioned` form the solver runs) and plain moves, its value stays the value of the same
+/// tables given as two equal sets (which takes the general path).
 #[test]
 fn partitioned_sums_agree_with_the_general_path_over_a_walk() {
     let dir = tempfile::tempdir().unwrap();
@@ -212,6 +213,12 @@ fn partitioned_sums_agree_with_the_general_path_over_a_walk() {
         let partitioned =
             AdditivePdb::<8>::new(&goal, tables.clone(), std::slice::from_ref(&set), reflect);
         let general = AdditivePdb::<8>::new(&goal, tables, &[set.clone(), set], reflect);
+        assert!(
+            general.partitioned().is_none(),
+            "two sets are not a partition"
+        );
+        // The heuristic the solver's kernel runs for a partition.
+        let lean = partitioned.partitioned().expect("one set over every tile");
         let mut board = goal;
         let mut state = partitioned.init(&Position::new(&board));
         let mut seed = 0x2545_f491_4f6c_dd1d_u64;
@@ -224,8 +231,14 @@ fn partitioned_sums_agree_with_the_general_path_over_a_walk() {
             };
             let (parent, position) = (Position::new(&board), Position::new(&child));
             let (from, to) = (child.blank(), board.blank());
-            state = match step % 3 {
+            state = match step % 4 {
                 0 => partitioned.after_move(&position, state, tile, from, to),
+                3 => {
+                    let probe = lean.prefetch_child(&parent, state, tile, from, to);
+                    let within =
+                        lean.after_move_within(&position, state, tile, from, to, u32::MAX, probe);
+                    within.unwrap().0
+                }
                 1 => {
                     let probe = partitioned.prefetch_child(&parent, state, tile, from, to);
                     let within = partitioned.after_move_within(
@@ -255,6 +268,7 @@ fn partitioned_sums_agree_with_the_general_path_over_a_walk() {
             board = child;
             let expected = general.estimate(&position);
             assert_eq!(partitioned.value(state), expected, "step {step}: {board}");
+            assert_eq!(lean.value(state), expected, "step {step}: {board}");
             assert_eq!(
                 partitioned.estimate(&position),
                 expected,

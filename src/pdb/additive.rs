@@ -620,6 +620,26 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         }
     }
 
+    /// [`Heuristic::prefetch_child`] for a partition. With vector ranks the child's cells are
+    /// built in registers from the parent's; else on a copy of the board.
+    #[inline(always)]
+    fn prefetch_partitioned(
+        &self,
+        partition: &Partition,
+        position: &Position,
+        tile: u8,
+        from: usize,
+        to: usize,
+    ) -> ChildReads {
+        if !self.vector {
+            let mut child = *position;
+            child.slide(from, to);
+            return self.locate_partitioned(partition, tile, None, &child);
+        }
+        let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
+        self.locate_partitioned(partition, tile, Some(cells), position)
+    }
+
     /// The sum on one side after its term of table `i` becomes the one read at `index`.
     #[inline(always)]
     fn partitioned_sum(
@@ -801,19 +821,16 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         from: usize,
         to: usize,
     ) -> ChildReads {
+        if let Some(partition) = &self.partition {
+            return self.prefetch_partitioned(partition, position, tile, from, to);
+        }
         let set = usize::from(state.best);
         if !self.vector {
             let mut child = *position;
             child.slide(from, to);
-            return match &self.partition {
-                Some(partition) => self.locate_partitioned(partition, tile, None, &child),
-                None => self.locate(set, &child, tile),
-            };
+            return self.locate(set, &child, tile);
         }
         let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
-        if let Some(partition) = &self.partition {
-            return self.locate_partitioned(partition, tile, Some(cells), position);
-        }
         self.locate_with(set, tile, |i, mirror| {
             let shuffle = &self.shuffles[i % SLOTS];
             let index = match mirror {
@@ -858,6 +875,81 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         } else {
             Err(h)
         }
+    }
+}
+
+/// An [`AdditivePdb`] whose one set partitions the tiles, as its own heuristic: the kernel
+/// compiled for it holds only the partition's path, none of the general one's code.
+#[derive(Clone, Copy, Debug)]
+pub struct Partitioned<'a, const SLOTS: usize = NARROW> {
+    pdb: &'a AdditivePdb<SLOTS>,
+    partition: Partition,
+}
+
+impl<const SLOTS: usize> AdditivePdb<SLOTS> {
+    /// This heuristic as a [`Partitioned`] one, if its one set partitions the tiles.
+    pub fn partitioned(&self) -> Option<Partitioned<'_, SLOTS>> {
+        self.partition.map(|partition| Partitioned {
+            pdb: self,
+            partition,
+        })
+    }
+}
+
+impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
+    type State = PdbState<SLOTS>;
+
+    fn init(&self, position: &Position) -> PdbState<SLOTS> {
+        self.pdb.init(position)
+    }
+
+    #[inline(always)]
+    fn value(&self, state: PdbState<SLOTS>) -> u32 {
+        u32::from(state.sums[0].max(state.sums[1]))
+    }
+
+    #[inline(always)]
+    fn after_move(
+        &self,
+        position: &Position,
+        state: PdbState<SLOTS>,
+        tile: u8,
+        from: usize,
+        to: usize,
+    ) -> PdbState<SLOTS> {
+        self.pdb.after_move(position, state, tile, from, to)
+    }
+
+    type Probe = ChildReads;
+
+    const PREFETCHES: bool = true;
+
+    #[inline(always)]
+    fn prefetch_child(
+        &self,
+        position: &Position,
+        _state: PdbState<SLOTS>,
+        tile: u8,
+        from: usize,
+        to: usize,
+    ) -> ChildReads {
+        self.pdb
+            .prefetch_partitioned(&self.partition, position, tile, from, to)
+    }
+
+    #[inline(always)]
+    fn after_move_within(
+        &self,
+        position: &Position,
+        state: PdbState<SLOTS>,
+        tile: u8,
+        _from: usize,
+        _to: usize,
+        limit: u32,
+        reads: ChildReads,
+    ) -> Result<(PdbState<SLOTS>, u32), u32> {
+        self.pdb
+            .after_partitioned_move(&self.partition, position, state, tile, limit, reads)
     }
 }
 

@@ -12,7 +12,7 @@ mod shuffle_rank;
 mod store;
 pub mod zero_index;
 
-pub use additive::{AdditivePdb, PdbState, NARROW, WIDE};
+pub use additive::{AdditivePdb, Partitioned, PdbState, NARROW, WIDE};
 pub use file::{PatternSpec, PatternTable, PdbError};
 pub use preset::{default_memory_budget, Preset, UnknownPreset};
 pub use store::{PdbEvent, PdbStore};
