@@ -151,131 +151,144 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
             })
             .collect();
         let pdb = AdditivePdb::<8>::new(&goal, tables, sets, reflect);
-        let (mut kept, mut cut) = (0, 0);
-        for board in bfs(&goal).keys() {
-            let state = pdb.init(&Position::new(board));
-            for direction in Direction::ALL {
-                let Some((child, tile)) = board.apply(direction) else {
-                    continue;
-                };
-                let position = Position::new(&child);
-                let (from, to) = (child.blank(), board.blank());
-                let full = pdb.value(pdb.after_move(&position, state, tile, from, to));
-                assert_eq!(full, pdb.estimate(&position), "{child}");
-                // The first read located by the prefetch, and located by the check itself.
-                let parent = Position::new(board);
-                let located = pdb.prefetch_child(&parent, state, tile, from, to);
-                for probe in [located, Default::default()] {
-                    for limit in full.saturating_sub(2)..=full + 1 {
-                        match pdb.after_move_within(&position, state, tile, from, to, limit, probe)
-                        {
-                            Ok((within, h)) => {
-                                assert!(full <= limit && h == full, "{child} limit {limit}");
-                                assert_eq!(pdb.value(within), full, "{child}");
-                                kept += 1;
-                            }
-                            Err(bound) => {
-                                assert!(limit < bound && bound <= full, "{child} limit {limit}");
-                                cut += 1;
-                            }
-                        }
-                    }
-                }
-            }
+        let (mut kept, mut cut) = check_lazy_limits(&pdb, &goal);
+        // A partition (the one-set layouts) is solved through its own form: checked the same.
+        if let Some(partitioned) = pdb.partitioned() {
+            let (more_kept, more_cut) = check_lazy_limits(&partitioned, &goal);
+            kept += more_kept;
+            cut += more_cut;
         }
         assert!(kept > 0 && cut > 0);
     }
 }
 
-/// A heuristic whose one set partitions the tiles keeps each side's sum as its terms change: over
-/// a long walk of kept children (located by the prefetch or not, through the heuristic or its
-/// `Partitioned` form the solver runs) and plain moves, its value stays the value of the same
-/// tables given as two equal sets (which takes the general path).
-#[test]
-fn partitioned_sums_agree_with_the_general_path_over_a_walk() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = PdbStore::new(dir.path(), 2);
-    let goal = Board::blank_last(3);
-    let patterns = [vec![1, 2, 4], vec![3, 5, 6], vec![7, 8]];
-    for (zero_aware, reflect) in [(false, true), (false, false), (true, true)] {
-        let tables: Vec<_> = patterns
-            .iter()
-            .map(|tiles| {
-                let spec = PatternSpec {
-                    goal,
-                    tiles: tiles.clone(),
-                    zero_aware,
-                };
-                store.table(&spec, &quiet).unwrap()
-            })
-            .collect();
-        let set = vec![0, 1, 2];
-        let partitioned =
-            AdditivePdb::<8>::new(&goal, tables.clone(), std::slice::from_ref(&set), reflect);
-        let general = AdditivePdb::<8>::new(&goal, tables, &[set.clone(), set], reflect);
-        assert!(
-            general.partitioned().is_none(),
-            "two sets are not a partition"
-        );
-        // The heuristic the solver's kernel runs for a partition.
-        let lean = partitioned.partitioned().expect("one set over every tile");
-        let mut board = goal;
-        let mut state = partitioned.init(&Position::new(&board));
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        for step in 0..5_000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let Some((child, tile)) = board.apply(Direction::ALL[(seed % 4) as usize]) else {
+/// Checks `heuristic`'s lazy limit check against its full evaluation on every move of every
+/// 3x3 board; returns how many checks kept the child and how many cut it.
+fn check_lazy_limits<H: Heuristic>(heuristic: &H, goal: &Board) -> (u32, u32) {
+    let (mut kept, mut cut) = (0, 0);
+    for board in bfs(goal).keys() {
+        let state = heuristic.init(&Position::new(board));
+        for direction in Direction::ALL {
+            let Some((child, tile)) = board.apply(direction) else {
                 continue;
             };
-            let (parent, position) = (Position::new(&board), Position::new(&child));
+            let position = Position::new(&child);
             let (from, to) = (child.blank(), board.blank());
-            state = match step % 4 {
-                0 => partitioned.after_move(&position, state, tile, from, to),
-                3 => {
-                    let probe = lean.prefetch_child(&parent, state, tile, from, to);
-                    let within =
-                        lean.after_move_within(&position, state, tile, from, to, u32::MAX, probe);
-                    within.unwrap().0
+            let full = heuristic.value(heuristic.after_move(&position, state, tile, from, to));
+            assert_eq!(full, heuristic.estimate(&position), "{child}");
+            // The first read located by the prefetch, and located by the check itself.
+            let parent = Position::new(board);
+            let located = heuristic.prefetch_child(&parent, state, tile, from, to);
+            for probe in [located, Default::default()] {
+                for limit in full.saturating_sub(2)..=full + 1 {
+                    match heuristic
+                        .after_move_within(&position, state, tile, from, to, limit, probe)
+                    {
+                        Ok((within, h)) => {
+                            assert!(full <= limit && h == full, "{child} limit {limit}");
+                            assert_eq!(heuristic.value(within), full, "{child}");
+                            kept += 1;
+                        }
+                        Err(bound) => {
+                            assert!(limit < bound && bound <= full, "{child} limit {limit}");
+                            cut += 1;
+                        }
+                    }
                 }
-                1 => {
-                    let probe = partitioned.prefetch_child(&parent, state, tile, from, to);
-                    let within = partitioned.after_move_within(
-                        &position,
-                        state,
-                        tile,
-                        from,
-                        to,
-                        u32::MAX,
-                        probe,
-                    );
-                    within.unwrap().0
-                }
-                _ => {
-                    let within = partitioned.after_move_within(
-                        &position,
-                        state,
-                        tile,
-                        from,
-                        to,
-                        u32::MAX,
-                        Default::default(),
-                    );
-                    within.unwrap().0
-                }
-            };
-            board = child;
-            let expected = general.estimate(&position);
-            assert_eq!(partitioned.value(state), expected, "step {step}: {board}");
-            assert_eq!(lean.value(state), expected, "step {step}: {board}");
-            assert_eq!(
-                partitioned.estimate(&position),
-                expected,
-                "step {step}: {board}"
-            );
+            }
         }
     }
+    (kept, cut)
+}
+
+/// The form a partition is solved through keeps each side's sum and each table's rank as a walk
+/// goes on (ranks stepped on the side the move is horizontal on, ranked on the other; children
+/// located by the prefetch or not, and plain moves), and its value stays the general path's.
+#[test]
+fn partitioned_state_agrees_with_the_general_path_over_a_walk() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PdbStore::new(dir.path(), 2);
+    for (side, patterns) in [
+        (3, vec![vec![1, 2, 4], vec![3, 5, 6], vec![7, 8]]),
+        (
+            4,
+            vec![
+                vec![1, 2, 5, 6, 9],
+                vec![3, 4, 7, 8],
+                vec![10, 11, 12, 13, 14, 15],
+            ],
+        ),
+    ] {
+        let goal = Board::blank_last(side);
+        for (zero_aware, reflect) in [(false, true), (false, false), (true, true)] {
+            if zero_aware && side == 4 {
+                continue;
+            }
+            let tables: Vec<_> = patterns
+                .iter()
+                .map(|tiles| {
+                    let spec = PatternSpec {
+                        goal,
+                        tiles: tiles.clone(),
+                        zero_aware,
+                    };
+                    store.table(&spec, &quiet).unwrap()
+                })
+                .collect();
+            let set: Vec<usize> = (0..patterns.len()).collect();
+            let general = AdditivePdb::<8>::new(&goal, tables, std::slice::from_ref(&set), reflect);
+            let lean = general.partitioned().expect("one set over every tile");
+            let mut board = goal;
+            let mut state = lean.init(&Position::new(&board));
+            let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+            for step in 0..5_000 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let Some((child, tile)) = board.apply(Direction::ALL[(seed % 4) as usize]) else {
+                    continue;
+                };
+                let (parent, position) = (Position::new(&board), Position::new(&child));
+                let (from, to) = (child.blank(), board.blank());
+                let probe = match step % 3 {
+                    0 => lean.prefetch_child(&parent, state, tile, from, to),
+                    _ => Default::default(),
+                };
+                state = match step % 3 {
+                    2 => lean.after_move(&position, state, tile, from, to),
+                    _ => {
+                        let within = lean.after_move_within(
+                            &position,
+                            state,
+                            tile,
+                            from,
+                            to,
+                            u32::MAX,
+                            probe,
+                        );
+                        within.unwrap().0
+                    }
+                };
+                board = child;
+                let expected = general.estimate(&position);
+                assert_eq!(lean.value(state), expected, "step {step}: {board}");
+                assert_eq!(state, lean.init(&position), "step {step}: {board}");
+            }
+        }
+    }
+    // Two sets are no partition: solved through the general path.
+    let goal = Board::blank_last(3);
+    let spec = |tiles: Vec<u8>| PatternSpec {
+        goal,
+        tiles,
+        zero_aware: false,
+    };
+    let tables = vec![
+        store.table(&spec(vec![1, 2, 3, 4]), &quiet).unwrap(),
+        store.table(&spec(vec![5, 6, 7, 8]), &quiet).unwrap(),
+    ];
+    let two_sets = AdditivePdb::<8>::new(&goal, tables, &[vec![0, 1], vec![1, 0]], true);
+    assert!(two_sets.partitioned().is_none());
 }
 
 /// A zero-aware table refines a placement-only one: over a placement's blank regions, the least

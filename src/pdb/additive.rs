@@ -20,6 +20,7 @@ use crate::board::{Board, Position};
 use crate::heuristic::Heuristic;
 use crate::pdb::file::PatternTable;
 use crate::pdb::index::rank;
+use crate::pdb::partitioned::{Partition, Partitioned};
 use crate::pdb::prefetch;
 use crate::pdb::shuffle_rank::{Cells, ShuffleRank};
 use crate::pdb::zero_index::ZeroIndex;
@@ -35,9 +36,9 @@ pub const WIDE: usize = 16;
 /// The mirror image about the main diagonal: the board's tile `t` on cell `c` becomes tile
 /// `tile[t]` on cell `cell[c]`. Both maps are involutions.
 #[derive(Clone, Debug)]
-struct Mirror {
-    tile: [u8; 32],
-    cell: [u8; 32],
+pub(super) struct Mirror {
+    pub(super) tile: [u8; 32],
+    pub(super) cell: [u8; 32],
 }
 
 impl Mirror {
@@ -73,19 +74,6 @@ pub struct PdbState<const SLOTS: usize> {
     /// The set with the largest sum when the terms were last all read (sets on the mirror image
     /// numbered after the board's): the first one a child checks against its limit.
     best: u8,
-    /// With a [`Partition`], the sums of the terms on the board and on the mirror image, kept
-    /// as the terms change; else zero.
-    sums: [u16; 2],
-}
-
-/// Which table holds each tile, on the board and on the mirror image, when the heuristic is one
-/// set whose tables partition the tiles (7-8, 6-6-6-6, 5-5-5-5-4: every default preset). A move
-/// then changes exactly one term on each side, and each side's sum changes by that term's
-/// change: the kernel's path reads two tables and adds, with no set or mask to walk.
-#[derive(Clone, Copy, Debug)]
-struct Partition {
-    board: [u8; 32],
-    mirrored: [u8; 32],
 }
 
 /// The reads a move needs, asked for and not yet waited on: the tables holding the moved tile
@@ -100,7 +88,7 @@ struct Probes<const SLOTS: usize> {
 /// What a lookup needs of one table, kept together so the kernel reads one place: the pattern
 /// tiles, how entries are indexed, and the entries.
 #[derive(Debug)]
-struct Lookup {
+pub(super) struct Lookup {
     tiles: [u8; 8],
     len: usize,
     zero: Option<Arc<ZeroIndex>>,
@@ -108,7 +96,7 @@ struct Lookup {
 }
 
 impl Lookup {
-    fn tiles(&self) -> &[u8] {
+    pub(super) fn tiles(&self) -> &[u8] {
         &self.tiles[..self.len.min(8)]
     }
 }
@@ -117,20 +105,22 @@ impl Lookup {
 #[derive(Debug)]
 pub struct AdditivePdb<const SLOTS: usize = NARROW> {
     cells: usize,
-    lookups: Vec<Lookup>,
+    pub(super) lookups: Vec<Lookup>,
     /// Each table's vector ranking, when `vector` says every table has one (boards of at most 32
     /// cells, on builds with the instructions); else tables are ranked one tile at a time. A
     /// fixed array, so the kernel indexes it with a mask and no bounds check.
-    shuffles: [ShuffleRank; SLOTS],
-    vector: bool,
+    pub(super) shuffles: [ShuffleRank; SLOTS],
+    pub(super) vector: bool,
     /// Each set's tables, padded with the zero slot `SLOTS - 1`.
     sets: Vec<[u8; MAX_GROUPS]>,
     /// Tile -> the tables holding it, as a bit mask.
     tables_of: [u32; 32],
     /// Per set, tile -> the set's table holding it.
     holder: Vec<[u8; 32]>,
-    mirror: Option<Mirror>,
-    partition: Option<Partition>,
+    pub(super) mirror: Option<Mirror>,
+    /// Set when the one set's tables partition the tiles: the solver's kernel then runs
+    /// [`Partitioned`].
+    pub(super) partition: Option<Partition>,
 }
 
 impl<const SLOTS: usize> AdditivePdb<SLOTS> {
@@ -220,7 +210,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                 None => vector = false,
             }
         }
-        let partition = Partition::of(goal, &tables_of, &sets, mirror.as_ref());
+        let partition = Partition::of(goal, &tables_of, &sets, &lookups, mirror.as_ref());
         AdditivePdb {
             cells: goal.cells(),
             lookups,
@@ -237,6 +227,14 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// Whether the mirror lookup is in use.
     pub fn reflects(&self) -> bool {
         self.mirror.is_some()
+    }
+
+    /// This heuristic in the form the solver's kernel runs when its one set's tables partition
+    /// the tiles (every preset but 6-6-6-6-max); `None` otherwise.
+    pub fn partitioned(&self) -> Option<Partitioned<'_, SLOTS>> {
+        self.partition
+            .as_ref()
+            .map(|partition| Partitioned::new(self, partition))
     }
 
     /// The pattern tiles' cells on the board, in table `i`'s pattern order.
@@ -269,7 +267,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// Where table `i`'s entry for the board is read first (its placement rank), asking for that
     /// byte's cache line at once so that the reads of several tables overlap.
     #[inline(always)]
-    fn probe(&self, i: usize, position: &Position) -> u32 {
+    pub(super) fn probe(&self, i: usize, position: &Position) -> u32 {
         let index = if self.vector {
             self.shuffles[i % SLOTS].rank(Cells::of(&position.cells))
         } else {
@@ -280,7 +278,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
 
     /// [`Self::probe`] for table `i` on the mirror image.
     #[inline(always)]
-    fn probe_mirrored(&self, mirror: &Mirror, i: usize, position: &Position) -> u32 {
+    pub(super) fn probe_mirrored(&self, mirror: &Mirror, i: usize, position: &Position) -> u32 {
         let index = if self.vector {
             self.shuffles[i % SLOTS].rank_mirrored(Cells::of(&position.cells))
         } else {
@@ -290,7 +288,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     }
 
     #[inline(always)]
-    fn prefetch(&self, i: usize, index: u32) -> u32 {
+    pub(super) fn prefetch(&self, i: usize, index: u32) -> u32 {
         if let Some(entry) = self.lookups[i].table.entries().get(index as usize) {
             prefetch(entry);
         }
@@ -322,7 +320,13 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
 
     /// Table `i`'s term at `index`, on the board, or on the mirror image given.
     #[inline(always)]
-    fn read_term(&self, i: usize, index: u32, mirror: Option<&Mirror>, position: &Position) -> u8 {
+    pub(super) fn read_term(
+        &self,
+        i: usize,
+        index: u32,
+        mirror: Option<&Mirror>,
+        position: &Position,
+    ) -> u8 {
         match mirror {
             Some(mirror) => {
                 let blank = mirror.cell[usize::from(position.cells[0]) & 31];
@@ -547,178 +551,6 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     }
 }
 
-impl Partition {
-    /// The partition, if `sets` is one set whose tables hold every tile exactly once.
-    fn of(
-        goal: &Board,
-        tables_of: &[u32; 32],
-        sets: &[[u8; MAX_GROUPS]],
-        mirror: Option<&Mirror>,
-    ) -> Option<Partition> {
-        let [set] = sets else { return None };
-        let in_set = set
-            .iter()
-            .fold(0u32, |mask, &table| mask | 1 << (table & 31));
-        let mut partition = Partition {
-            board: [0; 32],
-            mirrored: [0; 32],
-        };
-        let tiles = 1..goal.cells();
-        for (table, &tables) in partition.board[tiles.clone()]
-            .iter_mut()
-            .zip(&tables_of[tiles])
-        {
-            if tables.count_ones() != 1 || tables & in_set == 0 {
-                return None;
-            }
-            *table = tables.trailing_zeros() as u8;
-        }
-        if let Some(mirror) = mirror {
-            for tile in 1..goal.cells() {
-                partition.mirrored[tile] = partition.board[usize::from(mirror.tile[tile]) & 31];
-            }
-        }
-        Some(partition)
-    }
-}
-
-/// The kernel's path for a [`Partition`]: the child's one read on the board goes in
-/// [`ChildReads::first`] and its one read on the mirror image in [`ChildReads::other_index`].
-impl<const SLOTS: usize> AdditivePdb<SLOTS> {
-    /// Asks for the two reads of the move of `tile`, on the child's cells, or (without vector
-    /// ranks) on `child`, the board after the move.
-    #[inline(always)]
-    fn locate_partitioned(
-        &self,
-        partition: &Partition,
-        tile: u8,
-        cells: Option<Cells>,
-        child: &Position,
-    ) -> ChildReads {
-        let board = usize::from(partition.board[usize::from(tile) & 31]);
-        let first = match cells {
-            Some(cells) => self.prefetch(board, self.shuffles[board % SLOTS].rank(cells)),
-            None => self.probe(board, child),
-        };
-        let other_index = match &self.mirror {
-            Some(mirror) => {
-                let mirrored = usize::from(partition.mirrored[usize::from(tile) & 31]);
-                match cells {
-                    Some(cells) => self.prefetch(
-                        mirrored,
-                        self.shuffles[mirrored % SLOTS].rank_mirrored(cells),
-                    ),
-                    None => self.probe_mirrored(mirror, mirrored, child),
-                }
-            }
-            None => 0,
-        };
-        ChildReads {
-            first,
-            other: NO_OTHER,
-            other_index,
-        }
-    }
-
-    /// [`Heuristic::prefetch_child`] for a partition. With vector ranks the child's cells are
-    /// built in registers from the parent's; else on a copy of the board.
-    #[inline(always)]
-    fn prefetch_partitioned(
-        &self,
-        partition: &Partition,
-        position: &Position,
-        tile: u8,
-        from: usize,
-        to: usize,
-    ) -> ChildReads {
-        if !self.vector {
-            let mut child = *position;
-            child.slide(from, to);
-            return self.locate_partitioned(partition, tile, None, &child);
-        }
-        let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
-        self.locate_partitioned(partition, tile, Some(cells), position)
-    }
-
-    /// The sum on one side after its term of table `i` becomes the one read at `index`.
-    #[inline(always)]
-    fn partitioned_sum(
-        &self,
-        i: usize,
-        index: u32,
-        mirror: Option<&Mirror>,
-        position: &Position,
-        state: &mut PdbState<SLOTS>,
-    ) -> u32 {
-        let term = self.read_term(i, index, mirror, position);
-        let (terms, side) = match mirror {
-            Some(_) => (&mut state.mirrored, 1),
-            None => (&mut state.board, 0),
-        };
-        let sum = state.sums[side] - u16::from(terms[i % SLOTS]) + u16::from(term);
-        terms[i % SLOTS] = term;
-        state.sums[side] = sum;
-        u32::from(sum)
-    }
-
-    /// [`Heuristic::after_move_within`] for a partition: the side that was larger is read first,
-    /// and a child it alone puts over `limit` is cut without waiting on the other read.
-    #[inline(always)]
-    fn after_partitioned_move(
-        &self,
-        partition: &Partition,
-        position: &Position,
-        mut state: PdbState<SLOTS>,
-        tile: u8,
-        limit: u32,
-        reads: ChildReads,
-    ) -> Result<(PdbState<SLOTS>, u32), u32> {
-        let reads = match reads.first {
-            NOT_LOCATED => self.locate_partitioned(partition, tile, None, position),
-            _ => reads,
-        };
-        let board = usize::from(partition.board[usize::from(tile) & 31]);
-        let Some(mirror) = &self.mirror else {
-            let h = self.partitioned_sum(board, reads.first, None, position, &mut state);
-            return if h <= limit { Ok((state, h)) } else { Err(h) };
-        };
-        let mirrored = usize::from(partition.mirrored[usize::from(tile) & 31]);
-        let (first, second) = if state.best == 0 {
-            let first = self.partitioned_sum(board, reads.first, None, position, &mut state);
-            if first > limit {
-                return Err(first);
-            }
-            let second = self.partitioned_sum(
-                mirrored,
-                reads.other_index,
-                Some(mirror),
-                position,
-                &mut state,
-            );
-            (first, second)
-        } else {
-            let first = self.partitioned_sum(
-                mirrored,
-                reads.other_index,
-                Some(mirror),
-                position,
-                &mut state,
-            );
-            if first > limit {
-                return Err(first);
-            }
-            let second = self.partitioned_sum(board, reads.first, None, position, &mut state);
-            (first, second)
-        };
-        let h = first.max(second);
-        if h > limit {
-            return Err(h);
-        }
-        state.best = u8::from((state.best == 0) == (second > first));
-        Ok((state, h))
-    }
-}
-
 /// Where a child's reads are, as [`AdditivePdb::prefetch_child`] found them: the first one and,
 /// when the move needs exactly one more (as with 7-8 and 6-6-6-6, whose tiles are each in one
 /// table), that one. Kept this small because the kernel holds one per child on its stack.
@@ -756,7 +588,6 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
             board: [0; SLOTS],
             mirrored: [0; SLOTS],
             best: 0,
-            sums: [0; 2],
         };
         for i in 0..self.lookups.len() {
             state.board[i] = self.term(i, position);
@@ -765,19 +596,12 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
             }
         }
         state.best = self.best_set(&state).1;
-        if self.partition.is_some() {
-            let sum = |terms: &[u8; SLOTS]| terms.iter().map(|&term| u16::from(term)).sum();
-            state.sums = [sum(&state.board), sum(&state.mirrored)];
-        }
         state
     }
 
     #[inline(always)]
     fn value(&self, state: PdbState<SLOTS>) -> u32 {
-        match self.partition {
-            Some(_) => u32::from(state.sums[0].max(state.sums[1])),
-            None => self.best_set(&state).0,
-        }
+        self.best_set(&state).0
     }
 
     #[inline(always)]
@@ -789,18 +613,6 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         _from: usize,
         _to: usize,
     ) -> PdbState<SLOTS> {
-        if let Some(partition) = &self.partition {
-            let reads = self.locate_partitioned(partition, tile, None, position);
-            let board = usize::from(partition.board[usize::from(tile) & 31]);
-            self.partitioned_sum(board, reads.first, None, position, &mut state);
-            if let Some(mirror) = &self.mirror {
-                let mirrored = usize::from(partition.mirrored[usize::from(tile) & 31]);
-                let index = reads.other_index;
-                self.partitioned_sum(mirrored, index, Some(mirror), position, &mut state);
-            }
-            state.best = u8::from(state.sums[1] > state.sums[0]);
-            return state;
-        }
         let probes = self.probe_moved(position, self.tables_moved(tile));
         self.read_moved(&probes, position, &mut state);
         state
@@ -821,9 +633,6 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         from: usize,
         to: usize,
     ) -> ChildReads {
-        if let Some(partition) = &self.partition {
-            return self.prefetch_partitioned(partition, position, tile, from, to);
-        }
         let set = usize::from(state.best);
         if !self.vector {
             let mut child = *position;
@@ -855,9 +664,6 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         limit: u32,
         reads: ChildReads,
     ) -> Result<(PdbState<SLOTS>, u32), u32> {
-        if let Some(partition) = &self.partition {
-            return self.after_partitioned_move(partition, position, state, tile, limit, reads);
-        }
         let best = usize::from(state.best);
         let reads = match reads.first {
             NOT_LOCATED => self.locate(best, position, tile),
@@ -875,81 +681,6 @@ impl<const SLOTS: usize> Heuristic for AdditivePdb<SLOTS> {
         } else {
             Err(h)
         }
-    }
-}
-
-/// An [`AdditivePdb`] whose one set partitions the tiles, as its own heuristic: the kernel
-/// compiled for it holds only the partition's path, none of the general one's code.
-#[derive(Clone, Copy, Debug)]
-pub struct Partitioned<'a, const SLOTS: usize = NARROW> {
-    pdb: &'a AdditivePdb<SLOTS>,
-    partition: Partition,
-}
-
-impl<const SLOTS: usize> AdditivePdb<SLOTS> {
-    /// This heuristic as a [`Partitioned`] one, if its one set partitions the tiles.
-    pub fn partitioned(&self) -> Option<Partitioned<'_, SLOTS>> {
-        self.partition.map(|partition| Partitioned {
-            pdb: self,
-            partition,
-        })
-    }
-}
-
-impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
-    type State = PdbState<SLOTS>;
-
-    fn init(&self, position: &Position) -> PdbState<SLOTS> {
-        self.pdb.init(position)
-    }
-
-    #[inline(always)]
-    fn value(&self, state: PdbState<SLOTS>) -> u32 {
-        u32::from(state.sums[0].max(state.sums[1]))
-    }
-
-    #[inline(always)]
-    fn after_move(
-        &self,
-        position: &Position,
-        state: PdbState<SLOTS>,
-        tile: u8,
-        from: usize,
-        to: usize,
-    ) -> PdbState<SLOTS> {
-        self.pdb.after_move(position, state, tile, from, to)
-    }
-
-    type Probe = ChildReads;
-
-    const PREFETCHES: bool = true;
-
-    #[inline(always)]
-    fn prefetch_child(
-        &self,
-        position: &Position,
-        _state: PdbState<SLOTS>,
-        tile: u8,
-        from: usize,
-        to: usize,
-    ) -> ChildReads {
-        self.pdb
-            .prefetch_partitioned(&self.partition, position, tile, from, to)
-    }
-
-    #[inline(always)]
-    fn after_move_within(
-        &self,
-        position: &Position,
-        state: PdbState<SLOTS>,
-        tile: u8,
-        _from: usize,
-        _to: usize,
-        limit: u32,
-        reads: ChildReads,
-    ) -> Result<(PdbState<SLOTS>, u32), u32> {
-        self.pdb
-            .after_partitioned_move(&self.partition, position, state, tile, limit, reads)
     }
 }
 

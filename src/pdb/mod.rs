@@ -7,13 +7,15 @@ mod additive;
 pub mod builder;
 pub mod file;
 pub mod index;
+mod partitioned;
 mod preset;
 mod shuffle_rank;
 mod store;
 pub mod zero_index;
 
-pub use additive::{AdditivePdb, Partitioned, PdbState, NARROW, WIDE};
+pub use additive::{AdditivePdb, PdbState, NARROW, WIDE};
 pub use file::{PatternSpec, PatternTable, PdbError};
+pub use partitioned::{ChildRanks, PartitionState, Partitioned};
 pub use preset::{default_memory_budget, Preset, UnknownPreset};
 pub use store::{PdbEvent, PdbStore};
 

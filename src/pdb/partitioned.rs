@@ -1,0 +1,326 @@
+//! The kernel's form of an [`AdditivePdb`] whose one set of tables partitions the tiles (every
+//! preset but 6-6-6-6-max): a heuristic type of its own, so the kernel compiled for it holds none
+//! of the general path's code, with a state that keeps what a move needs.
+//!
+//! A move changes exactly one term on each side (the board and its mirror image), so the state
+//! keeps each side's sum and a child's sum is the parent's less the old term plus the new one.
+//! The state also keeps every table's placement rank on each side: a move is horizontal on one
+//! side (on the board, or on the mirror image, which transposes a vertical move into a
+//! horizontal one), and a horizontal move changes only the moved tile's digit, by one (the
+//! tile's cell goes up or down by one and passes no other tile), so the child's rank there is
+//! the parent's plus or minus that digit's weight. Only the other side is ranked.
+
+use crate::board::{Board, Position};
+use crate::heuristic::Heuristic;
+use crate::pdb::additive::{AdditivePdb, Lookup, Mirror, MAX_GROUPS, NARROW};
+use crate::pdb::index::placements;
+use crate::pdb::shuffle_rank::Cells;
+
+const BOARD: usize = 0;
+const MIRRORED: usize = 1;
+
+/// Which table holds each tile on each side, and the weight of the tile's digit in that table's
+/// rank.
+#[derive(Clone, Debug)]
+pub(super) struct Partition {
+    /// Side -> tile -> the table holding it there (on the mirror image: holding its image).
+    table: [[u8; 32]; 2],
+    /// Side -> tile -> the weight of its digit (of its image's, on the mirror image).
+    weight: [[u32; 32]; 2],
+    tables: usize,
+}
+
+impl Partition {
+    /// The partition, if `sets` is one set whose tables hold every tile exactly once.
+    pub(super) fn of(
+        goal: &Board,
+        tables_of: &[u32; 32],
+        sets: &[[u8; MAX_GROUPS]],
+        lookups: &[Lookup],
+        mirror: Option<&Mirror>,
+    ) -> Option<Partition> {
+        let [set] = sets else { return None };
+        let in_set = set
+            .iter()
+            .fold(0u32, |mask, &table| mask | 1 << (table & 31));
+        let mut partition = Partition {
+            table: [[0; 32]; 2],
+            weight: [[0; 32]; 2],
+            tables: lookups.len(),
+        };
+        if lookups.len() > MAX_GROUPS {
+            return None;
+        }
+        for (tile, &tables) in tables_of.iter().enumerate().take(goal.cells()).skip(1) {
+            if tables.count_ones() != 1 || tables & in_set == 0 {
+                return None;
+            }
+            let table = tables.trailing_zeros() as usize;
+            let pattern = lookups[table].tiles();
+            let digit = pattern.iter().position(|&t| usize::from(t) == tile)?;
+            partition.table[BOARD][tile] = table as u8;
+            partition.weight[BOARD][tile] =
+                placements(goal.cells() - digit - 1, pattern.len() - digit - 1) as u32;
+        }
+        if let Some(mirror) = mirror {
+            for tile in 1..goal.cells() {
+                let image = usize::from(mirror.tile[tile]) & 31;
+                partition.table[MIRRORED][tile] = partition.table[BOARD][image];
+                partition.weight[MIRRORED][tile] = partition.weight[BOARD][image];
+            }
+        }
+        Some(partition)
+    }
+}
+
+/// Each table's term and placement rank on each side, and each side's sum. Two states are equal
+/// when these are: which side is read first depends on the path taken, not on the board.
+#[derive(Clone, Copy, Debug)]
+pub struct PartitionState {
+    terms: [[u8; MAX_GROUPS]; 2],
+    sums: [u16; 2],
+    /// The side whose sum was the larger: the one a child reads first.
+    best: u8,
+    ranks: [[u32; MAX_GROUPS]; 2],
+}
+
+impl PartialEq for PartitionState {
+    fn eq(&self, other: &Self) -> bool {
+        (self.terms, self.sums, self.ranks) == (other.terms, other.sums, other.ranks)
+    }
+}
+
+impl Eq for PartitionState {}
+
+/// A child's ranks on each side, as [`Partitioned::prefetch_child`] worked them out (and asked
+/// for their entries).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChildRanks(Option<[u32; 2]>);
+
+/// An [`AdditivePdb`] whose one set partitions the tiles, from [`AdditivePdb::partitioned`].
+#[derive(Clone, Copy, Debug)]
+pub struct Partitioned<'a, const SLOTS: usize = NARROW> {
+    pdb: &'a AdditivePdb<SLOTS>,
+    partition: &'a Partition,
+}
+
+impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
+    pub(super) fn new(pdb: &'a AdditivePdb<SLOTS>, partition: &'a Partition) -> Self {
+        Partitioned { pdb, partition }
+    }
+
+    /// The mirror map of `side`: `None` on the board.
+    #[inline(always)]
+    fn mirror(&self, side: usize) -> Option<&'a Mirror> {
+        self.pdb.mirror.as_ref().filter(|_| side == MIRRORED)
+    }
+
+    /// The rank of table `i` on `side` of `position`, its entry asked for.
+    #[inline(always)]
+    fn rank(&self, side: usize, i: usize, position: &Position) -> u32 {
+        match self.mirror(side) {
+            Some(mirror) => self.pdb.probe_mirrored(mirror, i, position),
+            None => self.pdb.probe(i, position),
+        }
+    }
+
+    /// The ranks after the move of `tile` on `position` (the board after the move), computed
+    /// whole.
+    #[inline(always)]
+    fn ranks_of(&self, position: &Position, tile: u8) -> [u32; 2] {
+        let tile = usize::from(tile) & 31;
+        let board = self.rank(
+            BOARD,
+            usize::from(self.partition.table[BOARD][tile]),
+            position,
+        );
+        match self.pdb.mirror {
+            Some(_) => {
+                let i = usize::from(self.partition.table[MIRRORED][tile]);
+                [board, self.rank(MIRRORED, i, position)]
+            }
+            None => [board, 0],
+        }
+    }
+
+    /// Reads table `i`'s term on `side` of `position` at `rank` into `state`, and returns the
+    /// side's new sum.
+    #[inline(always)]
+    fn update(
+        &self,
+        state: &mut PartitionState,
+        side: usize,
+        i: usize,
+        rank: u32,
+        mirror: Option<&Mirror>,
+        position: &Position,
+    ) -> u32 {
+        let term = self.pdb.read_term(i, rank, mirror, position);
+        let slot = i % MAX_GROUPS;
+        let side = side & 1;
+        let sum = state.sums[side] - u16::from(state.terms[side][slot]) + u16::from(term);
+        state.terms[side][slot] = term;
+        state.ranks[side][slot] = rank;
+        state.sums[side] = sum;
+        u32::from(sum)
+    }
+}
+
+impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
+    type State = PartitionState;
+
+    fn init(&self, position: &Position) -> PartitionState {
+        let mut state = PartitionState {
+            terms: [[0; MAX_GROUPS]; 2],
+            sums: [0; 2],
+            best: 0,
+            ranks: [[0; MAX_GROUPS]; 2],
+        };
+        let sides = if self.pdb.mirror.is_some() { 2 } else { 1 };
+        for side in 0..sides {
+            for i in 0..self.partition.tables {
+                let rank = self.rank(side, i, position);
+                self.update(&mut state, side, i, rank, self.mirror(side), position);
+            }
+        }
+        state.best = u8::from(state.sums[MIRRORED] > state.sums[BOARD]);
+        state
+    }
+
+    #[inline(always)]
+    fn value(&self, state: PartitionState) -> u32 {
+        u32::from(state.sums[BOARD].max(state.sums[MIRRORED]))
+    }
+
+    fn after_move(
+        &self,
+        position: &Position,
+        state: PartitionState,
+        tile: u8,
+        from: usize,
+        to: usize,
+    ) -> PartitionState {
+        let (state, _) = self
+            .after_move_within(position, state, tile, from, to, u32::MAX, ChildRanks(None))
+            .unwrap_or((state, 0));
+        state
+    }
+
+    type Probe = ChildRanks;
+
+    const PREFETCHES: bool = true;
+
+    /// Steps the parent's rank on the side the move is horizontal on, ranks the child on the
+    /// other (with vector ranks, on the child's cells built in registers), and asks for both
+    /// entries.
+    #[inline(always)]
+    fn prefetch_child(
+        &self,
+        position: &Position,
+        state: PartitionState,
+        tile: u8,
+        from: usize,
+        to: usize,
+    ) -> ChildRanks {
+        let t = usize::from(tile) & 31;
+        let board = usize::from(self.partition.table[BOARD][t]);
+        let mirrored = usize::from(self.partition.table[MIRRORED][t]);
+        // The tile's cell (its image's, on the mirror image) rises with `to > from`.
+        let step = |side: usize, i: usize| {
+            let parent = state.ranks[side][i % MAX_GROUPS];
+            let weight = self.partition.weight[side][t];
+            let rank = if to > from {
+                parent.wrapping_add(weight)
+            } else {
+                parent.wrapping_sub(weight)
+            };
+            self.pdb.prefetch(i, rank)
+        };
+        let ranked = |side: usize, i: usize| {
+            if !self.pdb.vector {
+                let mut child = *position;
+                child.slide(from, to);
+                return self.rank(side, i, &child);
+            }
+            let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
+            let shuffle = &self.pdb.shuffles[i % SLOTS];
+            let rank = match side {
+                MIRRORED => shuffle.rank_mirrored(cells),
+                _ => shuffle.rank(cells),
+            };
+            self.pdb.prefetch(i, rank)
+        };
+        // A move by one cell is horizontal on the board, and on the mirror image otherwise.
+        let ranks = match (&self.pdb.mirror, from.abs_diff(to) == 1) {
+            (None, true) => [step(BOARD, board), 0],
+            (None, false) => [ranked(BOARD, board), 0],
+            (Some(_), true) => [step(BOARD, board), ranked(MIRRORED, mirrored)],
+            (Some(_), false) => [ranked(BOARD, board), step(MIRRORED, mirrored)],
+        };
+        ChildRanks(Some(ranks))
+    }
+
+    /// Reads first the side that was larger before the move: when it alone puts the child over
+    /// `limit`, the child is cut without waiting on the other read.
+    #[inline(always)]
+    fn after_move_within(
+        &self,
+        position: &Position,
+        mut state: PartitionState,
+        tile: u8,
+        _from: usize,
+        _to: usize,
+        limit: u32,
+        ranks: ChildRanks,
+    ) -> Result<(PartitionState, u32), u32> {
+        let ranks = match ranks.0 {
+            Some(ranks) => ranks,
+            None => self.ranks_of(position, tile),
+        };
+        let t = usize::from(tile) & 31;
+        let board = usize::from(self.partition.table[BOARD][t]);
+        let Some(mirror) = &self.pdb.mirror else {
+            let h = self.update(&mut state, BOARD, board, ranks[BOARD], None, position);
+            return if h <= limit { Ok((state, h)) } else { Err(h) };
+        };
+        let mirrored = usize::from(self.partition.table[MIRRORED][t]);
+        let read_board = |state: &mut PartitionState| {
+            self.update(state, BOARD, board, ranks[BOARD], None, position)
+        };
+        let read_mirrored = |state: &mut PartitionState| {
+            self.update(
+                state,
+                MIRRORED,
+                mirrored,
+                ranks[MIRRORED],
+                Some(mirror),
+                position,
+            )
+        };
+        let first_side = usize::from(state.best);
+        let (first, second) = if first_side == BOARD {
+            let first = read_board(&mut state);
+            if first > limit {
+                return Err(first);
+            }
+            (first, read_mirrored(&mut state))
+        } else {
+            let first = read_mirrored(&mut state);
+            if first > limit {
+                return Err(first);
+            }
+            (first, read_board(&mut state))
+        };
+        let h = first.max(second);
+        if h > limit {
+            return Err(h);
+        }
+        let second_side = 1 - first_side;
+        state.best = if second > first {
+            second_side as u8
+        } else {
+            first_side as u8
+        };
+        Ok((state, h))
+    }
+}
