@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use tilesolve::board::Position;
 use tilesolve::heuristic::Heuristic;
 use tilesolve::heuristic_choice::AnyHeuristic;
-use tilesolve::pdb::{AdditivePdb, PatternSpec, PdbEvent, PdbStore, Preset};
+use tilesolve::pdb::{AdditivePdb, PatternSpec, PatternTable, PdbEvent, PdbStore, Preset};
 use tilesolve::{Board, Direction, SolveOptions, Solver};
 
 fn quiet(_: PdbEvent<'_>) {}
@@ -139,17 +139,7 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
         .into_iter()
         .flat_map(|zero_aware| layouts.map(|layout| (zero_aware, layout)))
     {
-        let tables = patterns[..used]
-            .iter()
-            .map(|tiles| {
-                let spec = PatternSpec {
-                    goal,
-                    tiles: tiles.clone(),
-                    zero_aware,
-                };
-                store.table(&spec, &quiet).unwrap()
-            })
-            .collect();
+        let tables = tables_for(&store, &goal, &patterns[..used], zero_aware);
         let pdb = AdditivePdb::<8>::new(&goal, tables, sets, reflect);
         let (mut kept, mut cut) = check_lazy_limits(&pdb, &goal);
         // A partition (the one-set layouts) is solved through its own form: checked the same.
@@ -160,6 +150,26 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
         }
         assert!(kept > 0 && cut > 0);
     }
+}
+
+/// The tables of `patterns` for `goal`, built into `store` the first time.
+fn tables_for(
+    store: &PdbStore,
+    goal: &Board,
+    patterns: &[Vec<u8>],
+    zero_aware: bool,
+) -> Vec<Arc<PatternTable>> {
+    patterns
+        .iter()
+        .map(|tiles| {
+            let spec = PatternSpec {
+                goal: *goal,
+                tiles: tiles.clone(),
+                zero_aware,
+            };
+            store.table(&spec, &quiet).unwrap()
+        })
+        .collect()
 }
 
 /// Checks `heuristic`'s lazy limit check against its full evaluation on every move of every
@@ -224,17 +234,7 @@ fn partitioned_state_agrees_with_the_general_path_over_a_walk() {
             if zero_aware && side == 4 {
                 continue;
             }
-            let tables: Vec<_> = patterns
-                .iter()
-                .map(|tiles| {
-                    let spec = PatternSpec {
-                        goal,
-                        tiles: tiles.clone(),
-                        zero_aware,
-                    };
-                    store.table(&spec, &quiet).unwrap()
-                })
-                .collect();
+            let tables = tables_for(&store, &goal, &patterns, zero_aware);
             let set: Vec<usize> = (0..patterns.len()).collect();
             let general = AdditivePdb::<8>::new(&goal, tables, std::slice::from_ref(&set), reflect);
             let lean = general.partitioned().expect("one set over every tile");
@@ -278,15 +278,7 @@ fn partitioned_state_agrees_with_the_general_path_over_a_walk() {
     }
     // Two sets are no partition: solved through the general path.
     let goal = Board::blank_last(3);
-    let spec = |tiles: Vec<u8>| PatternSpec {
-        goal,
-        tiles,
-        zero_aware: false,
-    };
-    let tables = vec![
-        store.table(&spec(vec![1, 2, 3, 4]), &quiet).unwrap(),
-        store.table(&spec(vec![5, 6, 7, 8]), &quiet).unwrap(),
-    ];
+    let tables = tables_for(&store, &goal, &[vec![1, 2, 3, 4], vec![5, 6, 7, 8]], false);
     let two_sets = AdditivePdb::<8>::new(&goal, tables, &[vec![0, 1], vec![1, 0]], true);
     assert!(two_sets.partitioned().is_none());
 }
