@@ -164,17 +164,32 @@ pub fn partial_path(path: &Path, doing: &str) -> PathBuf {
 }
 
 /// Writes a table atomically (a temporary file renamed into place) and returns its checksum.
+/// A temporary file that fails part way (a full disk) is removed, not left beside the tables:
+/// it is as large as the table.
 pub fn write(path: &Path, spec: &PatternSpec, entries: &[u8]) -> Result<u64, PdbError> {
     let checksum = xxhash_rust::xxh3::xxh3_64(entries);
     let partial = partial_path(path, "partial");
-    let mut file = File::create(&partial).map_err(PdbError::io(&partial))?;
+    let written = write_partial(&partial, spec, checksum, entries)
+        .and_then(|()| std::fs::rename(&partial, path).map_err(PdbError::io(path)));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written.map(|()| checksum)
+}
+
+fn write_partial(
+    partial: &Path,
+    spec: &PatternSpec,
+    checksum: u64,
+    entries: &[u8],
+) -> Result<(), PdbError> {
+    let mut file = File::create(partial).map_err(PdbError::io(partial))?;
     file.write_all(&header(spec, checksum))
-        .map_err(PdbError::io(&partial))?;
-    file.write_all(entries).map_err(PdbError::io(&partial))?;
-    file.sync_all().map_err(PdbError::io(&partial))?;
+        .map_err(PdbError::io(partial))?;
+    file.write_all(entries).map_err(PdbError::io(partial))?;
+    file.sync_all().map_err(PdbError::io(partial))?;
     drop_cached_pages(&file);
-    std::fs::rename(&partial, path).map_err(PdbError::io(path))?;
-    Ok(checksum)
+    Ok(())
 }
 
 /// Drops the page cache of a table file just written and synced, so that its first mapping reads
@@ -338,4 +353,34 @@ pub fn inspect(path: &Path, verify: bool) -> Result<Header, PdbError> {
         check_entries(path, &map, &header)?;
     }
     Ok(header)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write that fails at its last step (here the rename: a directory holds the table's
+    /// name) returns the error and leaves no temporary file behind.
+    #[test]
+    fn a_failed_write_leaves_no_partial_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = PatternSpec {
+            goal: Board::blank_last(3),
+            tiles: vec![1, 2],
+            zero_aware: false,
+        };
+        let path = dir.path().join(spec.file_name());
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("keeps the directory non-empty"), b"x").unwrap();
+        let entries = vec![0u8; spec.entries() as usize];
+        assert!(matches!(
+            write(&path, &spec, &entries),
+            Err(PdbError::Io { .. })
+        ));
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![path.file_name().unwrap().to_os_string()]);
+    }
 }
