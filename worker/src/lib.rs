@@ -151,16 +151,8 @@ pub async fn run(
                 )
             };
             metrics.task_finished(&result);
-            match &result.outcome {
-                Some(pb::task_result::Outcome::Error(reason)) => {
-                    tracing::warn!(%reason, "task failed")
-                }
-                outcome => tracing::debug!(
-                    nodes = result.nodes,
-                    seconds = result.seconds,
-                    outcome = outcome_kind(outcome.as_ref()),
-                    "task finished"
-                ),
+            if let Some(pb::task_result::Outcome::Error(reason)) = &result.outcome {
+                tracing::warn!(%reason, "task failed");
             }
             running
                 .lock()
@@ -568,19 +560,6 @@ fn cancel(running: &Running, ids: &[u64]) {
     }
 }
 
-/// A result's outcome, named as the coordinator logs it.
-fn outcome_kind(outcome: Option<&pb::task_result::Outcome>) -> &'static str {
-    use pb::task_result::Outcome;
-    match outcome {
-        Some(Outcome::Found(_)) => "found",
-        Some(Outcome::NextBound(_)) => "exceeded",
-        Some(Outcome::BudgetSpentAt(_)) => "budget_spent",
-        Some(Outcome::Split(_)) => "split",
-        Some(Outcome::Error(_)) => "failed",
-        None => "none",
-    }
-}
-
 /// Runs one task on the calling thread.
 fn execute(
     task: &pb::Task,
@@ -628,6 +607,13 @@ fn execute(
         },
         cancel,
     );
+    let seconds = started.elapsed().as_secs_f64();
+    tracing::debug!(
+        nodes = run.nodes,
+        seconds,
+        outcome = run.outcome.kind(),
+        "task finished"
+    );
     let outcome = match run.outcome {
         TaskOutcome::Found(moves) => Outcome::Found(moves_to_string(&moves)),
         TaskOutcome::Exceeded(bound) => Outcome::NextBound(bound),
@@ -644,7 +630,7 @@ fn execute(
     pb::TaskResult {
         task_id: task.task_id,
         nodes: run.nodes,
-        seconds: started.elapsed().as_secs_f64(),
+        seconds,
         queued_seconds: 0.0,
         outcome: Some(outcome),
         parts: run
