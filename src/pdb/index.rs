@@ -8,6 +8,12 @@ pub fn placements(n: usize, k: usize) -> u64 {
     (0..k).map(|i| (n - i) as u64).product()
 }
 
+/// The weight of digit `i` in the rank of a placement of `k` tiles on `n` cells: the product of
+/// the later digits' radices, so a change of one in that digit changes the rank by this.
+pub fn digit_weight(n: usize, k: usize, i: usize) -> u32 {
+    placements(n - i - 1, k - i - 1) as u32
+}
+
 /// The rank of a placement given as the pattern tiles' cells, in pattern order.
 #[inline(always)]
 pub fn rank(n: usize, cells: impl Iterator<Item = u8>) -> u32 {
@@ -61,7 +67,7 @@ impl Unranker {
 
     /// The weight of digit `i` in an index: the product of the later digits' radices.
     pub fn weight(&self, i: usize) -> u32 {
-        ((i + 1)..self.k).map(|j| (self.n - j) as u32).product()
+        digit_weight(self.n, self.k, i)
     }
 }
 

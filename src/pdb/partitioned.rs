@@ -13,7 +13,7 @@
 use crate::board::{Board, Position};
 use crate::heuristic::Heuristic;
 use crate::pdb::additive::{AdditivePdb, Lookup, Mirror, MAX_GROUPS, NARROW};
-use crate::pdb::index::placements;
+use crate::pdb::index::digit_weight;
 use crate::pdb::shuffle_rank::Cells;
 
 const BOARD: usize = 0;
@@ -40,6 +40,9 @@ impl Partition {
         mirror: Option<&Mirror>,
     ) -> Option<Partition> {
         let [set] = sets else { return None };
+        if lookups.len() > MAX_GROUPS {
+            return None;
+        }
         let in_set = set
             .iter()
             .fold(0u32, |mask, &table| mask | 1 << (table & 31));
@@ -48,9 +51,6 @@ impl Partition {
             weight: [[0; 32]; 2],
             tables: lookups.len(),
         };
-        if lookups.len() > MAX_GROUPS {
-            return None;
-        }
         for (tile, &tables) in tables_of.iter().enumerate().take(goal.cells()).skip(1) {
             if tables.count_ones() != 1 || tables & in_set == 0 {
                 return None;
@@ -59,8 +59,7 @@ impl Partition {
             let pattern = lookups[table].tiles();
             let digit = pattern.iter().position(|&t| usize::from(t) == tile)?;
             partition.table[BOARD][tile] = table as u8;
-            partition.weight[BOARD][tile] =
-                placements(goal.cells() - digit - 1, pattern.len() - digit - 1) as u32;
+            partition.weight[BOARD][tile] = digit_weight(goal.cells(), pattern.len(), digit);
         }
         if let Some(mirror) = mirror {
             for tile in 1..goal.cells() {
@@ -143,13 +142,12 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
         }
     }
 
-    /// Reads table `i`'s term on `side` of `position` at `rank` into `state`, and returns the
-    /// side's new sum.
+    /// Reads table `i`'s term at `rank` on `position`, or on its mirror image when `mirror` is
+    /// given, into `state`, and returns that side's new sum.
     #[inline(always)]
     fn update(
         &self,
         state: &mut PartitionState,
-        side: usize,
         i: usize,
         rank: u32,
         mirror: Option<&Mirror>,
@@ -157,7 +155,7 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
     ) -> u32 {
         let term = self.pdb.read_term(i, rank, mirror, position);
         let slot = i % MAX_GROUPS;
-        let side = side & 1;
+        let side = usize::from(mirror.is_some());
         let sum = state.sums[side] - u16::from(state.terms[side][slot]) + u16::from(term);
         state.terms[side][slot] = term;
         state.ranks[side][slot] = rank;
@@ -180,7 +178,7 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
         for side in 0..sides {
             for i in 0..self.partition.tables {
                 let rank = self.rank(side, i, position);
-                self.update(&mut state, side, i, rank, self.mirror(side), position);
+                self.update(&mut state, i, rank, self.mirror(side), position);
             }
         }
         state.best = u8::from(state.sums[MIRRORED] > state.sums[BOARD]);
@@ -280,22 +278,14 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
         let t = usize::from(tile) & 31;
         let board = usize::from(self.partition.table[BOARD][t]);
         let Some(mirror) = &self.pdb.mirror else {
-            let h = self.update(&mut state, BOARD, board, ranks[BOARD], None, position);
+            let h = self.update(&mut state, board, ranks[BOARD], None, position);
             return if h <= limit { Ok((state, h)) } else { Err(h) };
         };
         let mirrored = usize::from(self.partition.table[MIRRORED][t]);
-        let read_board = |state: &mut PartitionState| {
-            self.update(state, BOARD, board, ranks[BOARD], None, position)
-        };
+        let read_board =
+            |state: &mut PartitionState| self.update(state, board, ranks[BOARD], None, position);
         let read_mirrored = |state: &mut PartitionState| {
-            self.update(
-                state,
-                MIRRORED,
-                mirrored,
-                ranks[MIRRORED],
-                Some(mirror),
-                position,
-            )
+            self.update(state, mirrored, ranks[MIRRORED], Some(mirror), position)
         };
         let first_side = usize::from(state.best);
         let (first, second) = if first_side == BOARD {

@@ -14,7 +14,7 @@
 //! (`.cargo/config.toml`); elsewhere [`ShuffleRank::new`] returns `None` and the kernel ranks as
 //! before.
 
-use crate::pdb::index::placements;
+use crate::pdb::index::digit_weight;
 
 /// Most cells on a board this ranks on (two registers of byte lanes).
 const MAX_CELLS: usize = 32;
@@ -88,7 +88,7 @@ impl ShuffleRank {
             rank.mirror_cell[..cells].copy_from_slice(&mirror_cell[..cells]);
         }
         for (i, weight) in rank.weights.iter_mut().enumerate().take(k) {
-            *weight = placements(cells - i - 1, k - i - 1) as u32;
+            *weight = digit_weight(cells, k, i);
         }
         Some(rank)
     }
