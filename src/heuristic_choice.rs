@@ -33,6 +33,15 @@ impl AnyHeuristic {
         }
     }
 
+    /// Bytes of pattern tables this heuristic reads (what a process holds of them in memory).
+    pub fn table_bytes(&self) -> u64 {
+        match self {
+            AnyHeuristic::Pdb(pdb) => pdb.table_bytes(),
+            AnyHeuristic::WidePdb(pdb) => pdb.table_bytes(),
+            AnyHeuristic::TileCost(_) | AnyHeuristic::LinearConflict(_) => 0,
+        }
+    }
+
     pub fn estimate(&self, board: &Board) -> u32 {
         let position = Position::new(board);
         match self {

@@ -112,8 +112,8 @@ fn partitioned_3x3_tables_are_admissible() {
 /// The kernel's question, "is this child within the limit?", answered lazily (the largest set at
 /// the parent read first, the rest only for a kept child), agrees with evaluating every term:
 /// a kept child gets the full estimate, a cut one a bound over the limit and never over the
-/// estimate. Checked on every 3x3 move, for placement-only and zero-aware tables, with the first
-/// read located by the prefetch and without it.
+/// estimate. Checked on every 3x3 move, for placement-only tables (packed and at a byte an
+/// entry) and zero-aware ones, with the first read located by the prefetch and without it.
 #[test]
 fn lazy_limit_checks_agree_with_full_evaluation() {
     let dir = tempfile::tempdir().unwrap();
@@ -135,11 +135,13 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
         (3, &[vec![0, 1, 2]], true),
         (3, &[vec![0, 1, 2]], false),
     ];
-    for (zero_aware, (used, sets, reflect)) in [false, true]
-        .into_iter()
-        .flat_map(|zero_aware| layouts.map(|layout| (zero_aware, layout)))
+    let copies = tempfile::tempdir().unwrap();
+    for (encoding, (used, sets, reflect)) in
+        [Encoding::Packed, Encoding::Bytes, Encoding::ZeroAware]
+            .into_iter()
+            .flat_map(|encoding| layouts.map(|layout| (encoding, layout)))
     {
-        let tables = tables_for(&store, &goal, &patterns[..used], zero_aware);
+        let tables = encoding.tables(&store, &goal, &patterns[..used], copies.path());
         let pdb = AdditivePdb::<8>::new(&goal, tables, sets, reflect);
         let (mut kept, mut cut) = check_lazy_limits(&pdb, &goal);
         // A partition (the one-set layouts) is solved through its own form: checked the same.
@@ -150,6 +152,50 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
         }
         assert!(kept > 0 && cut > 0);
     }
+}
+
+/// How a test's tables hold their entries.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Encoding {
+    /// Half a byte a placement, as the store builds placement tables.
+    Packed,
+    /// A byte a placement, as earlier versions built them: copies of the packed tables.
+    Bytes,
+    ZeroAware,
+}
+
+impl Encoding {
+    /// The tables of `patterns` for `goal` in this encoding (byte copies are written to `copies`).
+    fn tables(
+        self,
+        store: &PdbStore,
+        goal: &Board,
+        patterns: &[Vec<u8>],
+        copies: &std::path::Path,
+    ) -> Vec<Arc<PatternTable>> {
+        let tables = tables_for(store, goal, patterns, self == Encoding::ZeroAware);
+        match self {
+            Encoding::Bytes => tables
+                .iter()
+                .map(|table| byte_copy(table, copies))
+                .collect(),
+            Encoding::Packed | Encoding::ZeroAware => tables,
+        }
+    }
+}
+
+/// `table` (packed) written at a byte a placement into `dir`, and loaded from there.
+fn byte_copy(table: &PatternTable, dir: &std::path::Path) -> Arc<PatternTable> {
+    assert!(table.packed);
+    let spec = &table.spec;
+    let values: Vec<u8> = (0..spec.entries() as u32)
+        .map(|index| table.value(index))
+        .collect();
+    let path = dir.join(spec.file_name());
+    tilesolve::pdb::file::write(&path, spec, &values, false).unwrap();
+    let copy = tilesolve::pdb::file::load(&path, spec, true).unwrap();
+    assert!(!copy.packed);
+    Arc::new(copy)
 }
 
 /// The tables of `patterns` for `goal`, built into `store` the first time.
@@ -230,11 +276,17 @@ fn partitioned_state_agrees_with_the_general_path_over_a_walk() {
         ),
     ] {
         let goal = Board::blank_last(side);
-        for (zero_aware, reflect) in [(false, true), (false, false), (true, true)] {
-            if zero_aware && side == 4 {
+        let copies = tempfile::tempdir().unwrap();
+        for (encoding, reflect) in [
+            (Encoding::Packed, true),
+            (Encoding::Packed, false),
+            (Encoding::Bytes, true),
+            (Encoding::ZeroAware, true),
+        ] {
+            if encoding == Encoding::ZeroAware && side == 4 {
                 continue;
             }
-            let tables = tables_for(&store, &goal, &patterns, zero_aware);
+            let tables = encoding.tables(&store, &goal, &patterns, copies.path());
             let set: Vec<usize> = (0..patterns.len()).collect();
             let general = AdditivePdb::<8>::new(&goal, tables, std::slice::from_ref(&set), reflect);
             let lean = general.partitioned().expect("one set over every tile");
@@ -283,6 +335,53 @@ fn partitioned_state_agrees_with_the_general_path_over_a_walk() {
     assert!(two_sets.partitioned().is_none());
 }
 
+/// A table at a byte a placement (as earlier versions built them) gives the estimates its packed
+/// form gives, and a store that finds one rewrites it packed (the same file a build writes), when
+/// it loads it or, for every such table in its directory, when a process starts.
+#[test]
+fn byte_tables_agree_with_packed_ones_and_are_repacked_on_load() {
+    let (built, copies) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = PdbStore::new(built.path(), 2);
+    let goal = Board::blank_last(3);
+    let patterns = [vec![1, 2, 4], vec![3, 5, 6], vec![7, 8]];
+    let packed = Encoding::Packed.tables(&store, &goal, &patterns, copies.path());
+    let bytes = Encoding::Bytes.tables(&store, &goal, &patterns, copies.path());
+    let set = [vec![0, 1, 2]];
+    let from_packed = AdditivePdb::<8>::new(&goal, packed.clone(), &set, true);
+    let from_bytes = AdditivePdb::<8>::new(&goal, bytes, &set, true);
+    for board in bfs(&goal).keys() {
+        let position = Position::new(board);
+        assert_eq!(
+            from_packed.estimate(&position),
+            from_bytes.estimate(&position),
+            "{board}"
+        );
+    }
+    let repacked = Mutex::new(0);
+    let count = |event: PdbEvent<'_>| {
+        if let PdbEvent::Packed { .. } = event {
+            *repacked.lock().unwrap() += 1;
+        }
+    };
+    let copied = PdbStore::new(copies.path(), 2);
+    for table in &packed {
+        let again = copied.table(&table.spec, &count).unwrap();
+        assert!(again.packed);
+        assert_eq!(again.checksum, table.checksum, "{:?}", table.spec.tiles);
+        let size = std::fs::metadata(copied.path_of(&table.spec))
+            .unwrap()
+            .len();
+        assert_eq!(size, 128 + table.spec.entries().div_ceil(2));
+    }
+    assert_eq!(*repacked.lock().unwrap(), patterns.len());
+    // As a worker or coordinator starts: every byte table in the directory, once.
+    let older = tempfile::tempdir().unwrap();
+    Encoding::Bytes.tables(&store, &goal, &patterns, older.path());
+    let older = PdbStore::new(older.path(), 2);
+    assert_eq!(older.repack_present(&quiet).unwrap(), patterns.len());
+    assert_eq!(older.repack_present(&quiet).unwrap(), 0);
+}
+
 /// A zero-aware table refines a placement-only one: over a placement's blank regions, the least
 /// zero-aware entry is the placement's entry.
 #[test]
@@ -316,10 +415,10 @@ fn zero_aware_entries_refine_placement_entries() {
             rest &= !region;
             let blank = region.trailing_zeros() as u8;
             let value = index.value(zero.entries(), cells.iter().copied(), blank);
-            stronger += usize::from(value > placement.entries()[rank as usize]);
+            stronger += usize::from(value > placement.value(rank));
             least = least.min(value);
         }
-        assert_eq!(least, placement.entries()[rank as usize], "{cells:?}");
+        assert_eq!(least, placement.value(rank), "{cells:?}");
     }
     assert!(stronger > 0);
 }

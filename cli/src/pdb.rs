@@ -120,13 +120,14 @@ fn list(data: &DataArgs, verify: bool) -> anyhow::Result<bool> {
                     String::new()
                 };
                 println!(
-                    "{}  {}x{} goal {}  tiles {:?}  {} entries  checksum {:016x}{verdict}",
+                    "{}  {}x{} goal {}  tiles {:?}  {} entries{}  checksum {:016x}{verdict}",
                     path.display(),
                     header.spec.goal.side(),
                     header.spec.goal.side(),
                     header.spec.goal,
                     header.spec.tiles,
                     header.spec.entries(),
+                    if header.packed { " (packed)" } else { "" },
                     header.checksum
                 );
             }

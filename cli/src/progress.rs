@@ -46,6 +46,10 @@ pub fn pdb_events(event: PdbEvent<'_>) {
             }
             eprintln!("built {} in {seconds:.1} s", path.display());
         }
+        PdbEvent::Packed { path, seconds } => eprintln!(
+            "packed {} to half a byte an entry in {seconds:.1} s (once: it was built by an earlier version)",
+            path.display()
+        ),
     }
 }
 

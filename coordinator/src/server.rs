@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use thiserror::Error;
-use tilesolve::pdb::PdbStore;
+use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::FILE_DESCRIPTOR_SET;
 use tokio::net::TcpListener;
@@ -95,6 +95,19 @@ pub async fn run(
 ) -> Result<(), ServeError> {
     let store = Store::open_with_cache(&config.data.join("store"), config.store_cache_bytes)?;
     let pdbs = PdbStore::new(&config.data, config.build_threads);
+    // Before any worker registers: the checksums it is compared with are then those of the
+    // packed files, which is what upgraded workers hold.
+    let repacking = pdbs.clone();
+    let log = |event: PdbEvent<'_>| {
+        if let PdbEvent::Packed { path, seconds } = event {
+            tracing::info!(file = %path.display(), seconds, "packed a pattern table to half a byte an entry");
+        }
+    };
+    match tokio::task::spawn_blocking(move || repacking.repack_present(&log)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "could not pack a pattern table"),
+        Err(error) => tracing::warn!(%error, "packing pattern tables stopped"),
+    }
     let lease_timeout = config.scheduler.lease_timeout;
     let scheduler = Arc::new(Mutex::new(Scheduler::new(
         store,

@@ -200,7 +200,13 @@ impl Service {
         stated_checksum: u64,
     ) -> Result<u64, String> {
         use tokio::io::AsyncWriteExt;
-        let expected_size = tilesolve::pdb::file::HEADER_LEN as u64 + spec.entries();
+        // A byte or half a byte per entry: which is the worker's table's to say (its header is
+        // checked against its size before the rename).
+        let expected_size = [false, true]
+            .map(|packed| tilesolve::pdb::file::HEADER_LEN as u64 + spec.entry_bytes(packed))
+            .into_iter()
+            .find(|&size| size == first.total_size)
+            .unwrap_or(tilesolve::pdb::file::HEADER_LEN as u64 + spec.entries());
         let (worker, name) = (first.worker_id, first.file_name.clone());
         let path = self.pdbs.dir().join(&name);
         let partial = tilesolve::pdb::file::partial_path(&path, "receiving");

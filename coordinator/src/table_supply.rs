@@ -326,6 +326,9 @@ impl TableSupply {
             PdbEvent::Refused { error } => {
                 tracing::warn!(%error, "refused a pattern table file")
             }
+            PdbEvent::Packed { path, seconds } => {
+                tracing::info!(file = %path.display(), seconds, "packed a pattern table to half a byte an entry")
+            }
             PdbEvent::Loaded { .. } | PdbEvent::Progress(_) => {}
         };
         let heuristic = choice

@@ -20,6 +20,7 @@ use crate::board::{Board, Position};
 use crate::heuristic::Heuristic;
 use crate::pdb::file::PatternTable;
 use crate::pdb::index::rank;
+use crate::pdb::packed::{self, Distances};
 use crate::pdb::partitioned::{Partition, Partitioned};
 use crate::pdb::prefetch;
 use crate::pdb::shuffle_rank::{Cells, ShuffleRank};
@@ -92,12 +93,20 @@ pub(super) struct Lookup {
     tiles: [u8; 8],
     len: usize,
     zero: Option<Arc<ZeroIndex>>,
+    /// The pattern tiles' distances home, for a packed table: its entries hold only the excess.
+    distances: Option<Distances>,
+    /// How far a placement's rank shifts right to give its entry's byte: 1 for a packed table.
+    shift: u32,
     table: Arc<PatternTable>,
 }
 
 impl Lookup {
     pub(super) fn tiles(&self) -> &[u8] {
         &self.tiles[..self.len.min(8)]
+    }
+
+    pub(super) fn packed(&self) -> bool {
+        self.distances.is_some()
     }
 }
 
@@ -195,6 +204,8 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                     tiles,
                     len: k,
                     zero,
+                    distances: table.packed.then(|| Distances::new(goal, &spec.tiles)),
+                    shift: u32::from(table.packed),
                     table,
                 }
             })
@@ -222,6 +233,14 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
             mirror,
             partition,
         }
+    }
+
+    /// Bytes of entries in the tables read.
+    pub fn table_bytes(&self) -> u64 {
+        self.lookups
+            .iter()
+            .map(|lookup| lookup.table.len() as u64)
+            .sum()
     }
 
     /// Whether the mirror lookup is in use.
@@ -289,7 +308,8 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
 
     #[inline(always)]
     pub(super) fn prefetch(&self, i: usize, index: u32) -> u32 {
-        if let Some(entry) = self.lookups[i].table.entries().get(index as usize) {
+        let lookup = &self.lookups[i];
+        if let Some(entry) = lookup.table.entries().get((index >> lookup.shift) as usize) {
             prefetch(entry);
         }
         index
@@ -300,11 +320,20 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     fn read(&self, i: usize, index: u32, cells: impl Iterator<Item = u8> + Clone, blank: u8) -> u8 {
         let lookup = &self.lookups[i];
         let entries = lookup.table.entries();
+        if let Some(distances) = &lookup.distances {
+            return distances.of(cells) + 2 * packed::half_excess(entries, index);
+        }
         let first = entries[index as usize];
         match &lookup.zero {
             None => first,
             Some(zero) => zero.resolve(entries, first, cells, blank),
         }
+    }
+
+    /// Table `i`'s halved excess at `index`, when it is packed.
+    #[inline(always)]
+    pub(super) fn half_excess(&self, i: usize, index: u32) -> u8 {
+        packed::half_excess(self.lookups[i].table.entries(), index)
     }
 
     #[inline(always)]

@@ -1,11 +1,12 @@
-//! Pattern database files: a 128-byte header, then one byte per placement. The header names what
+//! Pattern database files: a 128-byte header, then the entries: a byte per placement, or half a
+//! byte (see `packed`) when the table's values allow. The header names what
 //! the table is for (board size, goal, pattern tiles, entry encoding) and carries an xxh3 checksum
 //! of the entries, so a file that is corrupt, truncated or built for something else is refused
 //! rather than used. Tables are memory-mapped, so processes on one host share their pages.
 //!
 //! Layout (little-endian): magic `TILEPDB\n` (0..8), format version u32 (8..12), side (12),
-//! pattern size (13), entry encoding (14: 1 for one entry per placement, 3 for one per zero-aware
-//! state, see `zero_index`), goal tiles (16..41), pattern tiles (41..66), entry count u64
+//! pattern size (13), entry encoding (14: 1 for one byte per placement, 4 for half a byte per
+//! placement as `packed` says, 3 for a byte per zero-aware state, see `zero_index`), goal tiles (16..41), pattern tiles (41..66), entry count u64
 //! (72..80), checksum u64 (80..88), zeros to 128.
 
 use std::fs::File;
@@ -17,7 +18,8 @@ use memmap2::Mmap;
 use thiserror::Error;
 
 use crate::board::{Board, MAX_SIDE};
-use crate::pdb::index::placements;
+use crate::pdb::index::{placements, Unranker};
+use crate::pdb::packed::{half_excess, packed_len, Distances};
 use crate::pdb::zero_index::{ZeroIndex, MAX_ZERO_AWARE_TILES};
 
 pub const MAGIC: &[u8; 8] = b"TILEPDB\n";
@@ -27,6 +29,8 @@ pub const ENCODING_BYTE_MOVES: u8 = 1;
 /// One byte per (placement, blank region) state, laid out placement-major as `zero_index` says
 /// (2 was an earlier, map-major layout, refused and rebuilt).
 pub const ENCODING_ZERO_AWARE: u8 = 3;
+/// Half a byte per placement: the halved excess over the pattern's Manhattan distance (`packed`).
+pub const ENCODING_PACKED: u8 = 4;
 pub const HEADER_LEN: usize = 128;
 
 /// What a table is for. Two tables with equal specs are interchangeable.
@@ -48,11 +52,20 @@ impl PatternSpec {
         }
     }
 
-    fn encoding(&self) -> u8 {
-        if self.zero_aware {
-            ENCODING_ZERO_AWARE
+    /// Bytes of entries in a file of this table, packed or not (a zero-aware table never is).
+    pub fn entry_bytes(&self, packed: bool) -> u64 {
+        if packed && !self.zero_aware {
+            packed_len(self.entries())
         } else {
-            ENCODING_BYTE_MOVES
+            self.entries()
+        }
+    }
+
+    fn encoding(&self, packed: bool) -> u8 {
+        match (self.zero_aware, packed) {
+            (true, _) => ENCODING_ZERO_AWARE,
+            (false, true) => ENCODING_PACKED,
+            (false, false) => ENCODING_BYTE_MOVES,
         }
     }
 
@@ -109,14 +122,29 @@ impl PdbError {
 pub struct PatternTable {
     pub spec: PatternSpec,
     pub checksum: u64,
+    /// Half a byte per placement (see `packed`) rather than a byte.
+    pub packed: bool,
     entries: Mmap,
 }
 
 impl PatternTable {
-    /// The entries, one byte per placement.
+    /// The entries as stored: a byte per placement (or zero-aware state), or packed.
     #[inline(always)]
     pub fn entries(&self) -> &[u8] {
         &self.entries[HEADER_LEN..]
+    }
+
+    /// The value of placement `index` (not of a zero-aware table's state): for tools and tests,
+    /// as it unranks a packed table's placement to add its Manhattan distance back.
+    pub fn value(&self, index: u32) -> u8 {
+        if !self.packed {
+            return self.entries()[index as usize];
+        }
+        let goal = &self.spec.goal;
+        let (mut cells, mut digits) = ([0u8; 32], [0u8; 32]);
+        Unranker::new(goal.cells(), self.spec.tiles.len()).unrank(index, &mut cells, &mut digits);
+        let distance = Distances::new(goal, &self.spec.tiles).of(cells.iter().copied());
+        distance + 2 * half_excess(self.entries(), index)
     }
 
     /// Bytes of the entries (what a worker holds in memory).
@@ -129,13 +157,13 @@ impl PatternTable {
     }
 }
 
-fn header(spec: &PatternSpec, checksum: u64) -> [u8; HEADER_LEN] {
+fn header(spec: &PatternSpec, packed: bool, checksum: u64) -> [u8; HEADER_LEN] {
     let mut header = [0u8; HEADER_LEN];
     header[..8].copy_from_slice(MAGIC);
     header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
     header[12] = spec.goal.side() as u8;
     header[13] = spec.tiles.len() as u8;
-    header[14] = spec.encoding();
+    header[14] = spec.encoding(packed);
     header[16..16 + spec.goal.cells()].copy_from_slice(spec.goal.tiles());
     header[41..41 + spec.tiles.len()].copy_from_slice(&spec.tiles);
     header[72..80].copy_from_slice(&spec.entries().to_le_bytes());
@@ -163,13 +191,18 @@ pub fn partial_path(path: &Path, doing: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Writes a table atomically (a temporary file renamed into place) and returns its checksum.
-/// A temporary file that fails part way (a full disk) is removed, not left beside the tables:
-/// it is as large as the table.
-pub fn write(path: &Path, spec: &PatternSpec, entries: &[u8]) -> Result<u64, PdbError> {
+/// Writes a table atomically (a temporary file renamed into place) and returns its checksum;
+/// `packed` says the entries are packed. A temporary file that fails part way (a full disk) is
+/// removed, not left beside the tables: it is as large as the table.
+pub fn write(
+    path: &Path,
+    spec: &PatternSpec,
+    entries: &[u8],
+    packed: bool,
+) -> Result<u64, PdbError> {
     let checksum = xxhash_rust::xxh3::xxh3_64(entries);
     let partial = partial_path(path, "partial");
-    let written = write_partial(&partial, spec, checksum, entries)
+    let written = write_partial(&partial, spec, packed, checksum, entries)
         .and_then(|()| std::fs::rename(&partial, path).map_err(PdbError::io(path)));
     if written.is_err() {
         let _ = std::fs::remove_file(&partial);
@@ -180,11 +213,12 @@ pub fn write(path: &Path, spec: &PatternSpec, entries: &[u8]) -> Result<u64, Pdb
 fn write_partial(
     partial: &Path,
     spec: &PatternSpec,
+    packed: bool,
     checksum: u64,
     entries: &[u8],
 ) -> Result<(), PdbError> {
     let mut file = File::create(partial).map_err(PdbError::io(partial))?;
-    file.write_all(&header(spec, checksum))
+    file.write_all(&header(spec, packed, checksum))
         .map_err(PdbError::io(partial))?;
     file.write_all(entries).map_err(PdbError::io(partial))?;
     file.sync_all().map_err(PdbError::io(partial))?;
@@ -212,6 +246,7 @@ pub fn drop_cached_pages<F>(_file: &F) {}
 pub struct Header {
     pub spec: PatternSpec,
     pub checksum: u64,
+    pub packed: bool,
 }
 
 fn map_file(path: &Path) -> Result<Mmap, PdbError> {
@@ -256,9 +291,10 @@ fn read_header(path: &Path, map: &[u8]) -> Result<Header, PdbError> {
             "format version {version}, this build reads {FORMAT_VERSION}"
         )));
     }
-    if ![ENCODING_BYTE_MOVES, ENCODING_ZERO_AWARE].contains(&map[14]) {
+    let encodings = [ENCODING_BYTE_MOVES, ENCODING_ZERO_AWARE, ENCODING_PACKED];
+    if !encodings.contains(&map[14]) {
         return Err(mismatch(format!(
-            "entry encoding {}, this build reads {ENCODING_BYTE_MOVES} and {ENCODING_ZERO_AWARE}",
+            "entry encoding {}, this build reads {encodings:?}",
             map[14]
         )));
     }
@@ -282,16 +318,21 @@ fn read_header(path: &Path, map: &[u8]) -> Result<Header, PdbError> {
         tiles: map[41..41 + k].to_vec(),
         zero_aware: map[14] == ENCODING_ZERO_AWARE,
     };
+    let packed = map[14] == ENCODING_PACKED;
     let entries = u64::from_le_bytes(map[72..80].try_into().unwrap_or_default());
-    if entries != spec.entries() || map.len() as u64 != HEADER_LEN as u64 + entries {
+    let bytes = spec.entry_bytes(packed);
+    if entries != spec.entries() || map.len() as u64 != HEADER_LEN as u64 + bytes {
         return Err(corrupt(format!(
-            "{} bytes of entries, expected {}",
+            "{} bytes of entries, expected {bytes}",
             map.len().saturating_sub(HEADER_LEN),
-            spec.entries()
         )));
     }
     let checksum = u64::from_le_bytes(map[80..88].try_into().unwrap_or_default());
-    Ok(Header { spec, checksum })
+    Ok(Header {
+        spec,
+        checksum,
+        packed,
+    })
 }
 
 fn check_entries(path: &Path, map: &[u8], header: &Header) -> Result<(), PdbError> {
@@ -341,6 +382,7 @@ pub fn load(
     Ok(PatternTable {
         spec: header.spec,
         checksum: header.checksum,
+        packed: header.packed,
         entries: map,
     })
 }
@@ -374,7 +416,7 @@ mod tests {
         std::fs::write(path.join("keeps the directory non-empty"), b"x").unwrap();
         let entries = vec![0u8; spec.entries() as usize];
         assert!(matches!(
-            write(&path, &spec, &entries),
+            write(&path, &spec, &entries, false),
             Err(PdbError::Io { .. })
         ));
         let names: Vec<_> = std::fs::read_dir(dir.path())

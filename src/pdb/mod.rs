@@ -7,6 +7,7 @@ mod additive;
 pub mod builder;
 pub mod file;
 pub mod index;
+pub mod packed;
 mod partitioned;
 mod preset;
 mod shuffle_rank;

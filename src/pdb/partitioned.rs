@@ -9,11 +9,16 @@
 //! horizontal one), and a horizontal move changes only the moved tile's digit, by one (the
 //! tile's cell goes up or down by one and passes no other tile), so the child's rank there is
 //! the parent's plus or minus that digit's weight. Only the other side is ranked.
+//!
+//! With packed tables (see `packed`) the state keeps each table's halved excess rather than its
+//! term, and a move adds to a side's sum the change in the moved tile's distance home there
+//! plus twice the change in its table's excess.
 
 use crate::board::{Board, Position};
 use crate::heuristic::Heuristic;
 use crate::pdb::additive::{AdditivePdb, Lookup, Mirror, MAX_GROUPS, NARROW};
 use crate::pdb::index::digit_weight;
+use crate::pdb::packed::cell_distances;
 use crate::pdb::shuffle_rank::Cells;
 
 const BOARD: usize = 0;
@@ -28,6 +33,11 @@ pub(super) struct Partition {
     /// Side -> tile -> the weight of its digit (of its image's, on the mirror image).
     weight: [[u32; 32]; 2],
     tables: usize,
+    /// Every table is packed (a partition of packed and unpacked tables takes the general path).
+    packed: bool,
+    /// Side -> tile -> cell -> the distance home of the tile on that cell (of its image on the
+    /// image cell, on the mirror image), for packed tables.
+    distance: [[[u8; 32]; 32]; 2],
 }
 
 impl Partition {
@@ -46,11 +56,25 @@ impl Partition {
         let in_set = set
             .iter()
             .fold(0u32, |mask, &table| mask | 1 << (table & 31));
+        let packed = lookups.iter().all(Lookup::packed);
+        if !packed && lookups.iter().any(Lookup::packed) {
+            return None;
+        }
         let mut partition = Partition {
             table: [[0; 32]; 2],
             weight: [[0; 32]; 2],
             tables: lookups.len(),
+            packed,
+            distance: [[[0; 32]; 32]; 2],
         };
+        let (side, home) = (goal.side(), goal.positions());
+        for (distance, &cell) in partition.distance[BOARD]
+            .iter_mut()
+            .zip(&home)
+            .take(goal.cells())
+        {
+            *distance = cell_distances(side, usize::from(cell));
+        }
         for (tile, &tables) in tables_of.iter().enumerate().take(goal.cells()).skip(1) {
             if tables.count_ones() != 1 || tables & in_set == 0 {
                 return None;
@@ -66,14 +90,20 @@ impl Partition {
                 let image = usize::from(mirror.tile[tile]) & 31;
                 partition.table[MIRRORED][tile] = partition.table[BOARD][image];
                 partition.weight[MIRRORED][tile] = partition.weight[BOARD][image];
+                let to_home = cell_distances(side, usize::from(home[image]));
+                for cell in 0..goal.cells() {
+                    partition.distance[MIRRORED][tile][cell] =
+                        to_home[usize::from(mirror.cell[cell]) & 31];
+                }
             }
         }
         Some(partition)
     }
 }
 
-/// Each table's term and placement rank on each side, and each side's sum. Two states are equal
-/// when these are: which side is read first depends on the path taken, not on the board.
+/// Each table's term (its halved excess, for packed tables) and placement rank on each side, and
+/// each side's sum. Two states are equal when these are: which side is read first depends on the
+/// path taken, not on the board.
 #[derive(Clone, Copy, Debug)]
 pub struct PartitionState {
     terms: [[u8; MAX_GROUPS]; 2],
@@ -142,9 +172,11 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
         }
     }
 
-    /// Reads table `i`'s term at `rank` on `position`, or on its mirror image when `mirror` is
-    /// given, into `state`, and returns that side's new sum.
+    /// Reads table `i`'s entry at `rank` on `position` (the board after `tile` moved from cell
+    /// `from` to `to`), or on its mirror image when `mirror` is given, into `state`, and returns
+    /// that side's new sum.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn update(
         &self,
         state: &mut PartitionState,
@@ -152,11 +184,21 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
         rank: u32,
         mirror: Option<&Mirror>,
         position: &Position,
+        (tile, from, to): (u8, usize, usize),
     ) -> u32 {
-        let term = self.pdb.read_term(i, rank, mirror, position);
         let slot = i % MAX_GROUPS;
         let side = usize::from(mirror.is_some());
-        let sum = state.sums[side] - u16::from(state.terms[side][slot]) + u16::from(term);
+        let old = i32::from(state.terms[side][slot]);
+        let (term, change) = if self.partition.packed {
+            let excess = self.pdb.half_excess(i, rank);
+            let distance = &self.partition.distance[side][usize::from(tile) & 31];
+            let moved = i32::from(distance[to & 31]) - i32::from(distance[from & 31]);
+            (excess, 2 * (i32::from(excess) - old) + moved)
+        } else {
+            let term = self.pdb.read_term(i, rank, mirror, position);
+            (term, i32::from(term) - old)
+        };
+        let sum = (i32::from(state.sums[side]) + change) as u16;
         state.terms[side][slot] = term;
         state.ranks[side][slot] = rank;
         state.sums[side] = sum;
@@ -178,7 +220,15 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
         for side in 0..sides {
             for i in 0..self.partition.tables {
                 let rank = self.rank(side, i, position);
-                self.update(&mut state, i, rank, self.mirror(side), position);
+                let term = self.pdb.read_term(i, rank, self.mirror(side), position);
+                let slot = i % MAX_GROUPS;
+                state.terms[side][slot] = if self.partition.packed {
+                    self.pdb.half_excess(i, rank)
+                } else {
+                    term
+                };
+                state.ranks[side][slot] = rank;
+                state.sums[side] += u16::from(term);
             }
         }
         state.best = u8::from(state.sums[MIRRORED] > state.sums[BOARD]);
@@ -266,8 +316,8 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
         position: &Position,
         mut state: PartitionState,
         tile: u8,
-        _from: usize,
-        _to: usize,
+        from: usize,
+        to: usize,
         limit: u32,
         ranks: ChildRanks,
     ) -> Result<(PartitionState, u32), u32> {
@@ -277,15 +327,24 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
         };
         let t = usize::from(tile) & 31;
         let board = usize::from(self.partition.table[BOARD][t]);
+        let moved = (tile, from, to);
         let Some(mirror) = &self.pdb.mirror else {
-            let h = self.update(&mut state, board, ranks[BOARD], None, position);
+            let h = self.update(&mut state, board, ranks[BOARD], None, position, moved);
             return if h <= limit { Ok((state, h)) } else { Err(h) };
         };
         let mirrored = usize::from(self.partition.table[MIRRORED][t]);
-        let read_board =
-            |state: &mut PartitionState| self.update(state, board, ranks[BOARD], None, position);
+        let read_board = |state: &mut PartitionState| {
+            self.update(state, board, ranks[BOARD], None, position, moved)
+        };
         let read_mirrored = |state: &mut PartitionState| {
-            self.update(state, mirrored, ranks[MIRRORED], Some(mirror), position)
+            self.update(
+                state,
+                mirrored,
+                ranks[MIRRORED],
+                Some(mirror),
+                position,
+                moved,
+            )
         };
         let first_side = usize::from(state.best);
         let (first, second) = if first_side == BOARD {

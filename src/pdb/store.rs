@@ -9,6 +9,7 @@ use crate::board::Board;
 use crate::pdb::additive::AdditivePdb;
 use crate::pdb::builder::{self, BuildProgress};
 use crate::pdb::file::{self, PatternSpec, PatternTable, PdbError};
+use crate::pdb::packed;
 use crate::pdb::preset::Preset;
 
 /// Placements the builder settles per second on this project's 2-core reference machine, for
@@ -32,6 +33,11 @@ pub enum PdbEvent<'a> {
     },
     Progress(BuildProgress),
     Built {
+        path: &'a Path,
+        seconds: f64,
+    },
+    /// A table kept at a byte an entry (built by an earlier version) rewritten packed.
+    Packed {
         path: &'a Path,
         seconds: f64,
     },
@@ -88,6 +94,9 @@ impl PdbStore {
         let path = self.path_of(spec);
         let started = Instant::now();
         match file::load(&path, spec, true) {
+            Ok(table) if self.builds && !table.packed && !spec.zero_aware => {
+                self.repack(table, &path, events)
+            }
             Ok(table) => {
                 events(PdbEvent::Loaded {
                     path: &path,
@@ -106,6 +115,62 @@ impl PdbStore {
             }
             Err(error) => Err(error),
         }
+    }
+
+    /// Rewrites packed every table in the directory that an earlier version built at a byte an
+    /// entry (see [`Self::repack`]); returns how many. A process calls it as it starts, before
+    /// it states its tables' checksums to another: so a coordinator and its workers, upgraded
+    /// together, hold the same files. Files that do not read as tables are left to be refused
+    /// when they are needed.
+    pub fn repack_present(
+        &self,
+        events: &(dyn Fn(PdbEvent<'_>) + Sync),
+    ) -> Result<usize, PdbError> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Ok(0);
+        };
+        let mut repacked = 0;
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let named = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(file::is_file_name);
+            let Some(header) = named.then(|| file::inspect(&path, false).ok()).flatten() else {
+                continue;
+            };
+            if header.packed || header.spec.zero_aware || path != self.path_of(&header.spec) {
+                continue;
+            }
+            if self.table(&header.spec, events)?.packed {
+                repacked += 1;
+            }
+        }
+        Ok(repacked)
+    }
+
+    /// `table`, at a byte an entry in the file at `path`, rewritten packed and loaded again if
+    /// its values allow; else as it is. Once per table: tables built before packing existed
+    /// take half the memory from then on.
+    fn repack(
+        &self,
+        table: PatternTable,
+        path: &Path,
+        events: &(dyn Fn(PdbEvent<'_>) + Sync),
+    ) -> Result<Arc<PatternTable>, PdbError> {
+        let started = Instant::now();
+        let spec = &table.spec;
+        let Some(packed) = packed::pack(&spec.goal, &spec.tiles, table.entries(), self.threads)
+        else {
+            return Ok(Arc::new(table));
+        };
+        file::write(path, spec, &packed, true)?;
+        let repacked = file::load(path, spec, true)?;
+        events(PdbEvent::Packed {
+            path,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+        Ok(Arc::new(repacked))
     }
 
     /// Builds `spec`, replacing any file there, and loads the result.
@@ -137,8 +202,15 @@ impl PdbStore {
             path: path.clone(),
             source,
         })?;
-        file::write(&path, spec, &values)?;
-        drop(values);
+        // Packed when the values allow (every non-zero-aware preset's do): half the memory.
+        let packed = (!spec.zero_aware)
+            .then(|| packed::pack(&spec.goal, &spec.tiles, &values, self.threads))
+            .flatten();
+        match &packed {
+            Some(packed) => file::write(&path, spec, packed, true)?,
+            None => file::write(&path, spec, &values, false)?,
+        };
+        drop((values, packed));
         events(PdbEvent::Built {
             path: &path,
             seconds: started.elapsed().as_secs_f64(),

@@ -93,6 +93,15 @@ pub async fn run(
     let job_receiver = Arc::new(Mutex::new(job_receiver));
     let solvers: Solvers = Arc::default();
     let pdbs = PdbStore::new(&config.data, threads);
+    // Before registering: the checksums stated there are then those of the packed files, which
+    // is what an upgraded coordinator holds.
+    let repacking = pdbs.clone();
+    match tokio::task::spawn_blocking(move || repacking.repack_present(&log_table_event)).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(repacked)) => tracing::info!(repacked, "pattern tables packed"),
+        Ok(Err(error)) => tracing::warn!(%error, "could not pack a pattern table"),
+        Err(error) => tracing::warn!(%error, "packing pattern tables stopped"),
+    }
     let fetcher = Fetcher {
         handle: tokio::runtime::Handle::current(),
         coordinator: config.coordinator.clone(),
@@ -661,16 +670,26 @@ fn solver_for(
     let requested: HeuristicChoice = heuristic.parse().map_err(|e| format!("{e}"))?;
     let choice = requested.resolve(goal, tables.budget);
     tables.fetcher.fetch_missing(tables.pdbs, choice, goal);
-    let quiet = |_: PdbEvent<'_>| {};
     let built = choice
-        .build(goal, tables.budget, tables.pdbs, &quiet)
+        .build(goal, tables.budget, tables.pdbs, &log_table_event)
         .map_err(|e| e.to_string())?;
-    tables
-        .metrics
-        .tables_loaded(choice.preset().map_or(0, |preset| preset.table_bytes(goal)));
+    tables.metrics.tables_loaded(built.table_bytes());
     let solver = Arc::new(Solver::with_heuristic(*goal, built, choice.to_string()));
     solvers.insert(key, solver.clone());
     Ok(solver)
+}
+
+/// Log lines for what the pattern database store did that took time.
+fn log_table_event(event: PdbEvent<'_>) {
+    match event {
+        PdbEvent::Built { path, seconds } => {
+            tracing::info!(file = %path.display(), seconds, "built pattern table")
+        }
+        PdbEvent::Packed { path, seconds } => {
+            tracing::info!(file = %path.display(), seconds, "packed a pattern table to half a byte an entry")
+        }
+        _ => {}
+    }
 }
 
 /// Loads, on a thread of its own, the solver of the default heuristic for the blank-last goal of
