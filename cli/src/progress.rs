@@ -46,10 +46,13 @@ pub fn pdb_events(event: PdbEvent<'_>) {
             }
             eprintln!("built {} in {seconds:.1} s", path.display());
         }
-        PdbEvent::Packed { path, seconds } => eprintln!(
-            "packed {} to half a byte an entry in {seconds:.1} s (once: it was built by an earlier version)",
+        PdbEvent::Packing { path, entries } => eprintln!(
+            "packing pattern database {} ({entries} entries) to half a byte an entry: it was built by an earlier version (once)",
             path.display()
         ),
+        PdbEvent::Packed { path, seconds } => {
+            eprintln!("packed {} in {seconds:.1} s", path.display())
+        }
     }
 }
 

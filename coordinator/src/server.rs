@@ -98,10 +98,14 @@ pub async fn run(
     // Before any worker registers: the checksums it is compared with are then those of the
     // packed files, which is what upgraded workers hold.
     let repacking = pdbs.clone();
-    let log = |event: PdbEvent<'_>| {
-        if let PdbEvent::Packed { path, seconds } = event {
-            tracing::info!(file = %path.display(), seconds, "packed a pattern table to half a byte an entry");
+    let log = |event: PdbEvent<'_>| match event {
+        PdbEvent::Packing { path, entries } => {
+            tracing::info!(file = %path.display(), entries, "packing a pattern table an earlier version built (once; the coordinator answers when it is done)")
         }
+        PdbEvent::Packed { path, seconds } => {
+            tracing::info!(file = %path.display(), seconds, "packed a pattern table to half a byte an entry")
+        }
+        _ => {}
     };
     match tokio::task::spawn_blocking(move || repacking.repack_present(&log)).await {
         Ok(Ok(_)) => {}

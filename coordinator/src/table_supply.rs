@@ -329,7 +329,7 @@ impl TableSupply {
             PdbEvent::Packed { path, seconds } => {
                 tracing::info!(file = %path.display(), seconds, "packed a pattern table to half a byte an entry")
             }
-            PdbEvent::Loaded { .. } | PdbEvent::Progress(_) => {}
+            PdbEvent::Loaded { .. } | PdbEvent::Progress(_) | PdbEvent::Packing { .. } => {}
         };
         let heuristic = choice
             .build(&key.0, self.table_budget, &pdbs, &progress)

@@ -36,7 +36,13 @@ pub enum PdbEvent<'a> {
         path: &'a Path,
         seconds: f64,
     },
-    /// A table kept at a byte an entry (built by an earlier version) rewritten packed.
+    /// A table kept at a byte an entry (built by an earlier version) about to be rewritten
+    /// packed: seconds of work, once.
+    Packing {
+        path: &'a Path,
+        entries: u64,
+    },
+    /// That table rewritten packed.
     Packed {
         path: &'a Path,
         seconds: f64,
@@ -160,6 +166,10 @@ impl PdbStore {
     ) -> Result<Arc<PatternTable>, PdbError> {
         let started = Instant::now();
         let spec = &table.spec;
+        events(PdbEvent::Packing {
+            path,
+            entries: spec.entries(),
+        });
         let Some(packed) = packed::pack(&spec.goal, &spec.tiles, table.entries(), self.threads)
         else {
             return Ok(Arc::new(table));

@@ -685,6 +685,9 @@ fn log_table_event(event: PdbEvent<'_>) {
         PdbEvent::Built { path, seconds } => {
             tracing::info!(file = %path.display(), seconds, "built pattern table")
         }
+        PdbEvent::Packing { path, entries } => {
+            tracing::info!(file = %path.display(), entries, "packing a pattern table an earlier version built (once)")
+        }
         PdbEvent::Packed { path, seconds } => {
             tracing::info!(file = %path.display(), seconds, "packed a pattern table to half a byte an entry")
         }
