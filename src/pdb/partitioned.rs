@@ -176,7 +176,6 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
     /// `from` to `to`), or on its mirror image when `mirror` is given, into `state`, and returns
     /// that side's new sum.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     fn update(
         &self,
         state: &mut PartitionState,
