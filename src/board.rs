@@ -292,14 +292,26 @@ impl Position {
 
 /// Comma-separated tiles, row by row: the form every input parser accepts.
 impl fmt::Display for Board {
+    /// Tiles separated by commas, written into one buffer and passed on in one call: the
+    /// coordinator writes a board's text for every task and every stored item, and a
+    /// formatting call per tile was most of that.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (cell, tile) in self.tiles().iter().enumerate() {
+        // Two digits and a comma a cell: tiles are below MAX_CELLS (25).
+        let mut text = [0u8; 3 * MAX_CELLS];
+        let mut len = 0;
+        for (cell, &tile) in self.tiles().iter().enumerate() {
             if cell > 0 {
-                f.write_str(",")?;
+                text[len] = b',';
+                len += 1;
             }
-            write!(f, "{tile}")?;
+            if tile >= 10 {
+                text[len] = b'0' + tile / 10;
+                len += 1;
+            }
+            text[len] = b'0' + tile % 10;
+            len += 1;
         }
-        Ok(())
+        f.write_str(std::str::from_utf8(&text[..len]).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -380,5 +392,23 @@ mod tests {
         assert_eq!(tile, 6);
         assert!(goal.apply(Direction::Down).is_none());
         assert!(goal.apply(Direction::Right).is_none());
+    }
+
+    #[test]
+    fn text_is_the_tiles_joined_by_commas_and_parses_back() {
+        for side in SUPPORTED_SIDES {
+            let goal = Board::blank_last(side);
+            let board = [
+                Direction::Up,
+                Direction::Left,
+                Direction::Up,
+                Direction::Left,
+            ]
+            .iter()
+            .fold(goal, |board, &d| board.apply(d).unwrap().0);
+            let joined: Vec<String> = board.tiles().iter().map(|t| t.to_string()).collect();
+            assert_eq!(board.to_string(), joined.join(","));
+            assert_eq!(crate::parse_board(&board.to_string()), Ok(board));
+        }
     }
 }

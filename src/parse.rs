@@ -2,7 +2,7 @@
 //!
 //! Columns in errors count characters from 1, so a user can find the offending spot.
 
-use crate::board::{Board, BoardError, Goal};
+use crate::board::{Board, BoardError, Goal, MAX_CELLS};
 
 /// Longest board text accepted: a 5x5 board with generous spacing is well under 200.
 pub const MAX_BOARD_CHARS: usize = 1000;
@@ -18,6 +18,14 @@ pub fn parse_board(text: &str) -> Result<Board, BoardError> {
             });
         }
     }
+    match canonical_values(text) {
+        Some(values) => Board::from_tiles(&values),
+        None => parse_any_form(text),
+    }
+}
+
+/// Any of the three forms, with the column of what is wrong.
+fn parse_any_form(text: &str) -> Result<Board, BoardError> {
     let tokens = tokenize(text)?;
     let values = if tokens.first().is_some_and(|t| t.kind == Kind::Open) {
         parse_braced(&tokens)?
@@ -25,6 +33,54 @@ pub fn parse_board(text: &str) -> Result<Board, BoardError> {
         parse_flat(&tokens)?
     };
     Board::from_tiles(&values)
+}
+
+/// The values of text in the form `Board` prints (numbers below 1000 separated by single
+/// commas, at most `MAX_CELLS` of them), read without allocating: boards travel and are stored
+/// in this form, and the coordinator and workers read one per task. None for any other text,
+/// which the general path reads (and explains, if it is wrong).
+fn canonical_values(text: &str) -> Option<Values> {
+    let mut values = Values::default();
+    let mut value: Option<u64> = None;
+    for &byte in text.as_bytes() {
+        match byte {
+            b'0'..=b'9' => {
+                let next = value.unwrap_or(0) * 10 + u64::from(byte - b'0');
+                if next >= 1000 {
+                    return None;
+                }
+                value = Some(next);
+            }
+            b',' => values.push(value.take()?)?,
+            _ => return None,
+        }
+    }
+    values.push(value?)?;
+    Some(values)
+}
+
+/// Up to `MAX_CELLS` values on the stack.
+#[derive(Default)]
+struct Values {
+    values: [u64; MAX_CELLS],
+    len: usize,
+}
+
+impl Values {
+    /// None when full.
+    fn push(&mut self, value: u64) -> Option<()> {
+        *self.values.get_mut(self.len)? = value;
+        self.len += 1;
+        Some(())
+    }
+}
+
+impl std::ops::Deref for Values {
+    type Target = [u64];
+
+    fn deref(&self) -> &[u64] {
+        &self.values[..self.len]
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -194,6 +250,29 @@ impl std::str::FromStr for Goal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quick_path_reads_and_refuses_as_the_general_one() {
+        let texts = [
+            "2,4,0,1,8,5,3,6,7",
+            "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,0",
+            "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,0",
+            "002,4,0,1,8,5,3,6,7",
+            "2,4,0,1,8,5,3,6,9",
+            "2,4,0,1,8,5,3,6,6",
+            "2,4,0,1,8,5,3,6",
+            "1000,4,0,1,8,5,3,6,7",
+            "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,0,25",
+            "",
+            ",",
+            "2,,4",
+            "2,4,",
+            ",2,4",
+        ];
+        for text in texts {
+            assert_eq!(parse_board(text), parse_any_form(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn all_three_forms_agree() {

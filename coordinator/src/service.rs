@@ -20,7 +20,7 @@ use crate::scheduler::{
     BatchProgress, Flusher, PendingSplit, Scheduler, SchedulerError, Submitted, TaskOutcome,
     TaskReport, TaskSpec,
 };
-use crate::store::{ItemStatus, StoredSolution};
+use crate::store::{ItemStatus, Store, StoredBatch, StoredItem, StoredSolution};
 use crate::table_supply::TableSupply;
 
 /// The scheduler's lock. A poisoned lock is taken anyway: refusing every later call would stop
@@ -82,10 +82,15 @@ pub struct Service {
     supply: TableSupply,
     heartbeat_interval: Duration,
     flusher: Flusher,
+    /// For what needs no lock: a batch's lines read, and its items stored.
+    store: Store,
     submissions: Arc<Semaphore>,
     watchers: Arc<Semaphore>,
     /// Woken when tasks are queued, for polls waiting for work.
     tasks_queued: Arc<Notify>,
+    /// Woken when a poll has ended a batch (and flushed its answers), for watchers: a client
+    /// waiting for a batch hears of its end at once, not at the next look.
+    batch_ended: Arc<Notify>,
     /// zstd copies of the tables, for workers that fetch them compressed.
     compressed: Arc<CompressedTables>,
 }
@@ -122,10 +127,12 @@ impl Service {
         heartbeat_interval: Duration,
         limits: Limits,
     ) -> Service {
-        let flusher = scheduler
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .flusher();
+        let (flusher, store) = {
+            let scheduler = scheduler
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            (scheduler.flusher(), scheduler.store_reader())
+        };
         let tasks_queued = Arc::new(Notify::new());
         let supply = TableSupply::new(
             scheduler.clone(),
@@ -135,6 +142,7 @@ impl Service {
         );
         Service {
             flusher,
+            store,
             supply,
             scheduler,
             compressed: Arc::new(CompressedTables::new(pdbs.dir())),
@@ -143,6 +151,7 @@ impl Service {
             submissions: Arc::new(Semaphore::new(limits.concurrent_submissions)),
             watchers: Arc::new(Semaphore::new(limits.watchers)),
             tasks_queued,
+            batch_ended: Arc::default(),
         }
     }
 
@@ -152,9 +161,12 @@ impl Service {
     }
 
     /// Accepts a batch for either API: parsing and store writes off the async threads, and a
-    /// flush before the batch is acknowledged (from then on it survives a crash). Pattern tables
-    /// the batch needs and the coordinator has not loaded are obtained afterwards, in the
-    /// background (`table_supply`): the batch's items wait for them, the reply does not.
+    /// flush before the batch is acknowledged (from then on it survives a crash). Lines are read
+    /// and items stored outside the scheduler's lock; items start a part at a time
+    /// ([`Scheduler::start_part`]), so workers solve the first while the rest are stored.
+    /// Pattern tables the batch needs and the coordinator has not loaded are obtained
+    /// afterwards, in the background (`table_supply`): the batch's items wait for them, the
+    /// reply does not.
     pub async fn accept_batch(
         &self,
         lines: Vec<String>,
@@ -163,18 +175,28 @@ impl Service {
     ) -> Result<Submitted, SchedulerError> {
         let _permit = permit(&self.submissions, "submissions")?;
         let scheduler = self.scheduler.clone();
-        let flusher = self.flusher.clone();
+        let (store, flusher) = (self.store.clone(), self.flusher.clone());
+        let queued = self.tasks_queued.clone();
         let (submitted, waits) = tokio::task::spawn_blocking(move || {
-            let mut scheduler = locked(&scheduler);
-            let submitted = scheduler.submit(&lines, &heuristic, &goal)?;
-            let waits = scheduler.is_waiting(submitted.batch);
-            drop(scheduler);
+            let read = Scheduler::read_batch(&store, &lines, &heuristic, &goal)?;
+            let mut intake = locked(&scheduler).open_batch(read)?;
+            let taken_in = (|| {
+                while intake.store_part(&store)? {
+                    locked(&scheduler).start_part(&mut intake)?;
+                    queued.notify_waiters();
+                }
+                Ok::<_, SchedulerError>(())
+            })();
+            if let Err(error) = taken_in {
+                locked(&scheduler).abandon(&intake);
+                return Err(error);
+            }
+            let waits = locked(&scheduler).is_waiting(intake.batch());
             flusher.flush()?;
-            Ok::<_, SchedulerError>((submitted, waits))
+            Ok::<_, SchedulerError>((intake.submitted(), waits))
         })
         .await
         .map_err(|e| SchedulerError::Internal(e.to_string()))??;
-        self.tasks_queued.notify_waiters();
         if waits {
             self.supply.wake();
         }
@@ -272,6 +294,16 @@ impl Service {
     }
 
     /// The scheduler, for the web dashboard's read-only views.
+    /// A page of a batch's items, read without the scheduler's lock.
+    pub fn items_page(
+        &self,
+        batch: u64,
+        start: u32,
+        limit: usize,
+    ) -> Result<(StoredBatch, Vec<(u32, StoredItem)>), SchedulerError> {
+        Scheduler::items_page(&self.store, batch, start, limit)
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, Scheduler> {
         locked(&self.scheduler)
     }
@@ -522,7 +554,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
         &self,
         _request: Request<pb::ExportSolutionsRequest>,
     ) -> Result<Response<ExportStream>, Status> {
-        let store = self.lock().store_reader();
+        let store = self.store.clone();
         let (sender, receiver) = tokio::sync::mpsc::channel(256);
         // A pass over the whole store: on a blocking thread, and without the scheduler's lock.
         tokio::task::spawn_blocking(move || {
@@ -565,7 +597,15 @@ impl pb::tilesolve_server::Tilesolve for Service {
                 if sender.send(message).await.is_err() || done {
                     return;
                 }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // A poll that ends a batch from here on wakes this at once; other ends (a
+                // cancel, a sweep, an end just before this line) are seen at the next look.
+                let ended = service.batch_ended.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(50)) => {}
+                    () = ended => {}
+                }
                 progress = service.lock().progress(batch);
             }
         });
@@ -592,11 +632,9 @@ impl pb::tilesolve_server::Tilesolve for Service {
             0 => DEFAULT_PAGE_SIZE,
             size => size.min(MAX_PAGE_SIZE),
         } as usize;
-        let scheduler = self.lock();
-        let status = status_message(scheduler.progress(batch)?);
+        let status = status_message(self.lock().progress(batch)?);
         // One item more than the page tells whether another page follows.
-        let (stored, mut page) = scheduler.items_page(batch, start, page_size + 1)?;
-        drop(scheduler);
+        let (stored, mut page) = self.items_page(batch, start, page_size + 1)?;
         let next_page_token = if page.len() > page_size {
             page.truncate(page_size);
             page.last()
@@ -765,7 +803,7 @@ impl pb::workers_server::Workers for Service {
             .collect::<Result<Vec<_>, _>>()?;
         let results_count = results.len();
         let scheduler_handle = self.scheduler.clone();
-        let flusher = self.flusher.clone();
+        let (flusher, batch_ended) = (self.flusher.clone(), self.batch_ended.clone());
         // Finishing an iteration splits the next one: CPU work, kept off the async threads and
         // done outside the scheduler's lock, so other workers' polls go on meanwhile.
         let (worker, leaving) = (request.worker_id, request.leaving);
@@ -810,6 +848,7 @@ impl pb::workers_server::Workers for Service {
                     }
                     if flush_due {
                         flusher.flush()?;
+                        batch_ended.notify_waiters();
                     }
                     return match failed {
                         Some(error) => Err(error),

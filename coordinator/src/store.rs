@@ -2,11 +2,11 @@
 //!
 //! Trees and keys (every key starts with a format version byte; integers are big-endian so keys
 //! sort numerically):
-//! - `solutions`: version, side, goal tiles, board tiles -> [`StoredSolution`] (JSON). Every
+//! - `solutions`: version, side, goal tiles, board tiles -> [`StoredSolution`] (compact). Every
 //!   solved board, and every board on the optimal path of an answer that took a real search
 //!   (see [`PathBoards`]), is stored with its exact distance.
 //! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON).
-//! - `items`: version, batch id (u64), item index (u32) -> [`StoredItem`] (JSON).
+//! - `items`: version, batch id (u64), item index (u32) -> [`StoredItem`] (compact).
 //! - `search`: version, side, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
 //!   bound of a puzzle still being solved, so a restart resumes at the right bound.
 //! - `tasks`: version, side, goal tiles, board tiles, task id (u64) -> [`TaskRecord`] (JSON):
@@ -15,9 +15,18 @@
 //!   replays.
 //! - `meta`: version, name -> value; `incarnation` (u64) counts the coordinator's starts.
 //!
+//! Values are JSON, but for the two trees written for every puzzle: "compact" is a zero byte
+//! then postcard, which took a third of the instructions JSON did for an item (encoding it, and
+//! reading it back for results). A zero byte never starts JSON, so values either wrote are
+//! read: stores from before compact values need no conversion. Postcard does not name fields,
+//! so a compact type's fields are never skipped when empty, and a field added to one needs a
+//! new leading byte.
+//!
 //! Writes that acknowledge something to a client (a new batch) are flushed before returning.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -66,8 +75,9 @@ pub struct StoredSolution {
     pub seconds: f64,
     pub heuristic: String,
     /// The workers whose reports the answer rests on: if one of them is caught lying, the
-    /// answer is withdrawn and solved again ([`Store::withdraw_worker`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// answer is withdrawn and solved again ([`Store::withdraw_worker`]). (Absent from JSON
+    /// values written before it was kept.)
+    #[serde(default)]
     pub workers: Vec<u64>,
 }
 
@@ -87,6 +97,27 @@ pub struct StoredBatch {
     /// coordinator keeps nothing of it in memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished: Option<BatchFigures>,
+}
+
+impl StoredBatch {
+    /// A batch as submitted, not cancelled and not finished.
+    pub fn new(
+        id: u64,
+        items: usize,
+        heuristic: &str,
+        goal: &str,
+        submitted_unix_ms: u64,
+    ) -> StoredBatch {
+        StoredBatch {
+            id,
+            items: items as u32,
+            submitted_unix_ms,
+            heuristic: heuristic.into(),
+            goal: Some(goal.into()),
+            cancelled: false,
+            finished: None,
+        }
+    }
 }
 
 /// A finished batch's figures.
@@ -121,7 +152,8 @@ pub struct StoredItem {
     pub status: ItemStatus,
     /// Moves the line claimed reach the goal (a `moves=` fact, as `tilesolve import` writes):
     /// replayed at intake, and stored only once no shorter path exists (see `lifecycle`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// (Absent from JSON values written before it was kept.)
+    #[serde(default)]
     pub claimed: Option<String>,
 }
 
@@ -184,6 +216,9 @@ pub struct Store {
     search: sled::Tree,
     tasks: sled::Tree,
     meta: sled::Tree,
+    /// Keys of goals whose own entry (length 0) is known to be stored: every answer would
+    /// otherwise look it up again.
+    goals_stored: Arc<Mutex<HashSet<Vec<u8>>>>,
 }
 
 fn board_key(goal: &Board, board: &Board) -> Vec<u8> {
@@ -207,15 +242,27 @@ fn item_key(batch: u64, index: u32) -> Vec<u8> {
     key
 }
 
+/// The first byte of a compact value.
+const COMPACT: u8 = 0;
+
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
 }
 
+/// A value of the `solutions` or `items` tree (see the module's notes).
+fn encode_compact<T: Serialize>(value: &T) -> Vec<u8> {
+    postcard::to_extend(value, vec![COMPACT]).unwrap_or_default()
+}
+
+/// Reads a value in either form.
 fn decode<T: for<'de> Deserialize<'de>>(tree: &'static str, bytes: &[u8]) -> Result<T, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
-        tree,
-        reason: e.to_string(),
-    })
+    let corrupt = |reason: String| StoreError::Corrupt { tree, reason };
+    match bytes.split_first() {
+        Some((&COMPACT, compact)) => {
+            postcard::from_bytes(compact).map_err(|e| corrupt(e.to_string()))
+        }
+        _ => serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string())),
+    }
 }
 
 impl Store {
@@ -239,6 +286,7 @@ impl Store {
                 search: db.open_tree("search")?,
                 tasks: db.open_tree("tasks")?,
                 meta: db.open_tree("meta")?,
+                goals_stored: Arc::default(),
                 db,
             })
         };
@@ -328,14 +376,18 @@ impl Store {
                 workers: workers.to_vec(),
             };
             self.solutions
-                .insert(board_key(&solution.goal, &board), encode(&stored))?;
+                .insert(board_key(&solution.goal, &board), encode_compact(&stored))?;
             board = board.apply(direction).map_or(board, |(next, _)| next);
         }
         let goal_key = board_key(&solution.goal, &solution.goal);
+        let mut goals_stored = self.goals_stored.lock().unwrap_or_else(|p| p.into_inner());
+        if goals_stored.contains(&goal_key) {
+            return Ok(());
+        }
         if !self.solutions.contains_key(&goal_key)? {
             self.solutions.insert(
-                goal_key,
-                encode(&StoredSolution {
+                goal_key.clone(),
+                encode_compact(&StoredSolution {
                     length: 0,
                     moves: String::new(),
                     tiles: Vec::new(),
@@ -346,9 +398,15 @@ impl Store {
                 }),
             )?;
         }
-        self.search
-            .remove(board_key(&solution.goal, &solution.board))?;
+        goals_stored.insert(goal_key);
         Ok(())
+    }
+
+    fn forget_goals_stored(&self) {
+        self.goals_stored
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// Checks a stored solution by replaying it; `None` if it does not replay (never trusted).
@@ -375,32 +433,46 @@ impl Store {
         items: &[StoredItem],
         now_unix_ms: u64,
     ) -> Result<u64, StoreError> {
-        // One more than the largest batch id in either tree (items are written first, so a crash
-        // between the two writes leaves items whose id must not be reused): ids stay small and
-        // sequential across restarts, which sled's own id generator, reserving ranges, does not.
+        let id = self.next_batch_id()?;
+        self.put_items(id, 0, items)?;
+        self.put_batch(&StoredBatch::new(
+            id,
+            items.len(),
+            heuristic,
+            goal,
+            now_unix_ms,
+        ))?;
+        Ok(id)
+    }
+
+    /// One more than the largest batch id in either tree. A batch's items are written before
+    /// its record, so a crash between the two leaves items whose id must not be reused (the
+    /// scheduler also keeps ids it handed out and has not stored). Ids stay small and
+    /// sequential across restarts, which sled's own id generator, reserving ranges, does not.
+    pub fn next_batch_id(&self) -> Result<u64, StoreError> {
         let last = |tree: &sled::Tree| -> Result<u64, StoreError> {
             Ok(tree
                 .last()?
                 .and_then(|(key, _)| key.get(1..9).and_then(|id| id.try_into().ok()))
                 .map_or(0, u64::from_be_bytes))
         };
-        let id = last(&self.batches)?.max(last(&self.items)?) + 1;
-        let batch = StoredBatch {
-            id,
-            items: items.len() as u32,
-            submitted_unix_ms: now_unix_ms,
-            heuristic: heuristic.into(),
-            goal: Some(goal.into()),
-            cancelled: false,
-            finished: None,
-        };
+        Ok(last(&self.batches)?.max(last(&self.items)?) + 1)
+    }
+
+    /// Writes items `first..` of `batch` (a part of it: a crash between parts leaves items of a
+    /// batch without a record, which nothing reads).
+    pub fn put_items(
+        &self,
+        batch: u64,
+        first: u32,
+        items: &[StoredItem],
+    ) -> Result<(), StoreError> {
         let mut writes = sled::Batch::default();
-        for (index, item) in items.iter().enumerate() {
-            writes.insert(item_key(id, index as u32), encode(item));
+        for (index, item) in (first..).zip(items) {
+            writes.insert(item_key(batch, index), encode_compact(item));
         }
         self.items.apply_batch(writes)?;
-        self.batches.insert(batch_key(id), encode(&batch))?;
-        Ok(id)
+        Ok(())
     }
 
     pub fn batch(&self, id: u64) -> Result<Option<StoredBatch>, StoreError> {
@@ -497,6 +569,8 @@ impl Store {
                 }
             }
         }
+        // A goal's own entry goes when a batch whose board was the goal does.
+        self.forget_goals_stored();
         self.solutions.apply_batch(boards)?;
         self.items.apply_batch(items)?;
         self.batches.remove(batch_key(batch))?;
@@ -547,13 +621,15 @@ impl Store {
     }
 
     pub fn put_item(&self, batch: u64, index: u32, item: &StoredItem) -> Result<(), StoreError> {
-        self.items.insert(item_key(batch, index), encode(item))?;
+        self.items
+            .insert(item_key(batch, index), encode_compact(item))?;
         Ok(())
     }
 
     /// Removes every stored solution and search state that rests on `worker`'s reports (it was
     /// caught lying); returns how many of each. A pass over both trees: quarantines are rare.
     pub fn withdraw_worker(&self, worker: u64) -> Result<(usize, usize), StoreError> {
+        self.forget_goals_stored();
         let solutions = remove_where(&self.solutions, "solutions", |s: StoredSolution| {
             s.workers.contains(&worker)
         })?;
@@ -792,6 +868,54 @@ mod tests {
     }
 
     #[test]
+    fn json_values_of_earlier_versions_are_read_beside_compact_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (goal, board, solution) = solved_eight_puzzle();
+        // As an earlier version wrote them: JSON, empty fields left out.
+        let old_solution = r#"{"length":2,"moves":"DR","tiles":[6,8],"nodes":3,"seconds":0.5,"heuristic":"manhattan"}"#;
+        let old_item = format!(
+            r#"{{"text":"{board}","line":4,"board":"{board}","goal":"{goal}","status":{{"Solved":{old_solution}}}}}"#
+        );
+        store
+            .solutions
+            .insert(board_key(&goal, &board), old_solution.as_bytes())
+            .unwrap();
+        store
+            .items
+            .insert(item_key(9, 0), old_item.as_bytes())
+            .unwrap();
+        let expected = StoredSolution {
+            length: 2,
+            moves: "DR".into(),
+            tiles: vec![6, 8],
+            nodes: 3,
+            seconds: 0.5,
+            heuristic: "manhattan".into(),
+            workers: Vec::new(),
+        };
+        assert_eq!(
+            store.solution(&goal, &board).unwrap(),
+            Some(expected.clone())
+        );
+        let read = store.item(9, 0).unwrap().expect("stored");
+        assert_eq!((read.line, read.claimed.as_deref()), (Some(4), None));
+        assert_eq!(read.status, ItemStatus::Solved(expected));
+        // Written again, compact, and read back the same.
+        store.put_item(9, 1, &read).unwrap();
+        assert_eq!(
+            store.items.get(item_key(9, 1)).unwrap().unwrap()[0],
+            COMPACT
+        );
+        assert_eq!(store.item(9, 1).unwrap(), Some(read));
+        store
+            .put_solution(&solution, "manhattan", &[7], PathBoards::Skipped)
+            .unwrap();
+        let stored = store.solution(&goal, &board).unwrap().expect("stored");
+        assert_eq!((stored.length, stored.workers), (31, vec![7]));
+    }
+
+    #[test]
     fn a_cheap_answer_stores_its_board_and_not_its_path() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -884,34 +1008,28 @@ mod tests {
     }
 
     #[test]
-    fn search_state_is_kept_until_solved() {
+    fn search_state_is_kept_until_removed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let goal = Board::blank_last(3);
         let board = tilesolve::parse_board("2,4,0,1,8,5,3,6,7").unwrap();
+        let state = SearchState {
+            lower_bound: 24,
+            workers: vec![7],
+        };
         store
-            .put_search_state(
-                &goal,
-                &board,
-                SearchState {
-                    lower_bound: 24,
-                    workers: Vec::new(),
-                },
-            )
+            .put_search_state(&goal, &board, state.clone())
             .unwrap();
-        assert_eq!(
-            store.search_state(&goal, &board).unwrap(),
-            Some(SearchState {
-                lower_bound: 24,
-                workers: Vec::new()
-            })
-        );
+        assert_eq!(store.search_state(&goal, &board).unwrap(), Some(state));
+        // Storing the answer leaves it (the scheduler removes it if its puzzle stored one).
         let solution = Solver::new(goal, HeuristicKind::Manhattan)
             .solve(&board, &SolveOptions::default(), None)
             .unwrap();
         store
             .put_solution(&solution, "manhattan", &[], PathBoards::Stored)
             .unwrap();
+        assert!(store.search_state(&goal, &board).unwrap().is_some());
+        store.remove_search_state(&goal, &board).unwrap();
         assert_eq!(store.search_state(&goal, &board).unwrap(), None);
     }
 }

@@ -384,9 +384,9 @@ async fn batch(
     let scheduler = state.service.lock();
     let status = BatchJson::from(scheduler.progress(id)?);
     let (tasks_queued, tasks_running) = scheduler.batch_tasks(id);
-    let limit = page.limit.unwrap_or(WEB_PAGE).min(WEB_PAGE);
-    let (_, mut items) = scheduler.items_page(id, page.offset, limit + 1)?;
     drop(scheduler);
+    let limit = page.limit.unwrap_or(WEB_PAGE).min(WEB_PAGE);
+    let (_, mut items) = state.service.items_page(id, page.offset, limit + 1)?;
     let next_offset = (items.len() > limit).then(|| {
         items.truncate(limit);
         items.last().map_or(0, |(index, _)| index + 1)
@@ -483,7 +483,7 @@ async fn download(
     let mut writer = csv::Writer::from_writer(Vec::new());
     let mut offset = 0;
     loop {
-        let (_, items) = state.service.lock().items_page(id, offset, WEB_PAGE)?;
+        let (_, items) = state.service.items_page(id, offset, WEB_PAGE)?;
         let Some((last, _)) = items.last() else {
             break;
         };

@@ -367,7 +367,7 @@ impl Scheduler {
         let Some(p) = self.puzzles.get(&puzzle) else {
             return Ok(());
         };
-        let (goal, board) = (p.goal, p.board);
+        let (goal, board, heuristic) = (p.goal, p.board, p.heuristic.clone());
         let (batch, index) = puzzle;
         tracing::warn!(batch, puzzle = index + 1, %reason, "puzzle starts again");
         self.cancel_tasks(puzzle);
@@ -382,11 +382,8 @@ impl Scheduler {
             .store
             .item(batch, index)?
             .ok_or_else(|| corrupt("missing"))?;
-        let stored = self
-            .store
-            .batch(batch)?
-            .ok_or_else(|| corrupt("no batch"))?;
-        self.start_item(batch, index, &item, &stored.heuristic)
+        // The heuristic as the puzzle has it: a batch being taken in has no record yet.
+        self.start_item(batch, index, &item, &heuristic)
     }
 }
 

@@ -9,8 +9,194 @@ use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::{parse_board, Board, BoardError, Direction, Goal};
 
-use super::SchedulerError;
-use crate::store::{ItemStatus, Store, StoredItem};
+use super::{batches, Scheduler, SchedulerError, Submitted, MAX_BATCH_LINES};
+use crate::store::{ItemStatus, Store, StoredBatch, StoredItem};
+
+/// Items of a batch stored and started at a time ([`Scheduler::start_part`]): workers get the
+/// first tasks once one part is in, not the whole batch (10,000 boards took 0.14 s to take in
+/// while every worker waited), and the lock is held a few milliseconds at a time.
+pub(super) const INTAKE_PART: usize = 1_000;
+
+/// A batch's lines read and checked against the store, before the scheduler sees it
+/// ([`Scheduler::read_batch`], no lock held).
+pub struct ReadBatch {
+    heuristic: String,
+    goal: Goal,
+    items: Items,
+}
+
+/// A batch being taken in: its id handed out and its counts open, its items stored
+/// ([`Intake::store_part`], no lock held) and started ([`Scheduler::start_part`]) a part at a
+/// time. Nothing is acknowledged until every part has started and the store is flushed.
+pub struct Intake {
+    batch: u64,
+    heuristic: String,
+    goal: String,
+    items: Vec<StoredItem>,
+    submitted_unix_ms: u64,
+    /// Items stored, and items started, so far.
+    stored: usize,
+    started: usize,
+    /// Whether items start as their part is stored; else (some wait for tables) all at once.
+    in_parts: bool,
+    submitted: Submitted,
+}
+
+impl Intake {
+    pub fn batch(&self) -> u64 {
+        self.batch
+    }
+
+    pub fn submitted(&self) -> Submitted {
+        self.submitted
+    }
+
+    /// Stores the next part's items; before the last part, also the batch's record (a batch
+    /// can only end once its last part has started, and its end writes its figures into the
+    /// record). False when every item is stored.
+    pub fn store_part(&mut self, store: &Store) -> Result<bool, SchedulerError> {
+        let total = self.items.len();
+        if self.stored == total {
+            return Ok(false);
+        }
+        let end = match self.in_parts {
+            true => total.min(self.stored + INTAKE_PART),
+            false => total,
+        };
+        store.put_items(
+            self.batch,
+            self.stored as u32,
+            &self.items[self.stored..end],
+        )?;
+        if end == total {
+            store.put_batch(&StoredBatch::new(
+                self.batch,
+                total,
+                &self.heuristic,
+                &self.goal,
+                self.submitted_unix_ms,
+            ))?;
+        }
+        self.stored = end;
+        Ok(true)
+    }
+
+    /// Queued items not started yet.
+    fn queued_left(&self) -> usize {
+        queued(&self.items[self.started..])
+    }
+}
+
+fn queued(items: &[StoredItem]) -> usize {
+    items
+        .iter()
+        .filter(|item| item.status == ItemStatus::Queued)
+        .count()
+}
+
+impl Scheduler {
+    /// Reads a batch's lines into items (bad lines become failed items naming the line and the
+    /// reason; boards already solved are answered from `store`).
+    pub fn read_batch(
+        store: &Store,
+        lines: &[String],
+        heuristic: &str,
+        goal: &str,
+    ) -> Result<ReadBatch, SchedulerError> {
+        if lines.len() > MAX_BATCH_LINES {
+            return Err(SchedulerError::ResourceExhausted(format!(
+                "a batch may hold at most {MAX_BATCH_LINES} lines, not {}",
+                lines.len()
+            )));
+        }
+        let heuristic = parse_heuristic(heuristic)?.to_string();
+        let goal = parse_goal(goal)?;
+        let items = read_items(lines, goal, store)?;
+        if items.items.is_empty() {
+            return Err(SchedulerError::InvalidArgument(
+                "the batch holds no boards (only blank or comment lines)".into(),
+            ));
+        }
+        Ok(ReadBatch {
+            heuristic,
+            goal,
+            items,
+        })
+    }
+
+    /// Accepts a read batch: refuses it if it would pass the pending limit or needs tables
+    /// nobody can supply, hands out its id and opens its counts. Nothing is stored yet.
+    pub fn open_batch(&mut self, read: ReadBatch) -> Result<Intake, SchedulerError> {
+        let ReadBatch {
+            heuristic,
+            goal,
+            items,
+        } = read;
+        let queued = queued(&items.items);
+        self.check_capacity(queued)?;
+        self.check_tables_obtainable(&items.items, &heuristic)?;
+        let in_parts = self.solvers_ready(&items.items, &heuristic)?;
+        // Ids handed out by this process count too: an intake stores its record last.
+        let batch = self.store.next_batch_id()?.max(self.last_batch_id + 1);
+        self.last_batch_id = batch;
+        self.batches.open(batch, batches::counts(&items.items));
+        self.intake_pending += queued;
+        Ok(Intake {
+            batch,
+            goal: goal.to_string(),
+            submitted_unix_ms: now_unix_ms(),
+            stored: 0,
+            started: 0,
+            in_parts,
+            submitted: Submitted {
+                batch,
+                items: items.items.len() as u32,
+                invalid: items.invalid,
+                from_store: items.from_store,
+            },
+            items: items.items,
+            heuristic,
+        })
+    }
+
+    /// Starts the items of `intake` stored since the last call (those whose tables are missing
+    /// wait for them). Returns whether every item has started.
+    pub fn start_part(&mut self, intake: &mut Intake) -> Result<bool, SchedulerError> {
+        let part = intake.started..intake.stored;
+        self.intake_pending -= queued(&intake.items[part.clone()]);
+        intake.started = intake.stored;
+        self.start_or_wait(
+            intake.batch,
+            part.start as u32,
+            &intake.items[part],
+            &intake.heuristic,
+        )?;
+        let done = intake.started == intake.items.len();
+        if done && queued(&intake.items) == 0 {
+            // Every line answered from the store or invalid: done as it is acknowledged.
+            self.close_batch(intake.batch)?;
+        }
+        Ok(done)
+    }
+
+    /// Forgets a batch whose intake failed part way: it was never acknowledged, so its
+    /// started puzzles are withdrawn and its counts dropped.
+    pub fn abandon(&mut self, intake: &Intake) {
+        let batch = intake.batch;
+        let started: Vec<_> = self
+            .puzzles
+            .range((batch, 0)..=(batch, u32::MAX))
+            .map(|(&id, _)| id)
+            .collect();
+        for puzzle in started {
+            self.cancel_tasks(puzzle);
+            self.puzzles.remove(&puzzle);
+        }
+        self.waiting.remove(&batch);
+        self.batches.close(batch);
+        self.intake_pending -= intake.queued_left();
+    }
+}
 
 /// Longest submitted line text kept with an item that failed to parse.
 const MAX_KEPT_TEXT: usize = 200;

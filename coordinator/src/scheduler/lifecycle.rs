@@ -46,6 +46,19 @@ pub(super) struct Puzzle {
     /// A replayed path the batch line claimed (`moves=`): the answer as soon as the search has
     /// ruled out everything shorter.
     claimed: Option<Vec<Direction>>,
+    /// Whether a search state (a proven bound) may be stored for its board: only then does its
+    /// end remove one (an easy board solved by its first task never stores any).
+    bound_stored: bool,
+    /// Its item as stored, but for the status: the end of the puzzle writes the item's new
+    /// status without reading it back.
+    item: ItemText,
+}
+
+/// What a puzzle's stored item holds besides its board, goal and status.
+pub(super) struct ItemText {
+    text: String,
+    line: Option<u32>,
+    claimed: Option<String>,
 }
 
 /// An iteration to split, taken out of the scheduler ([`Scheduler::take_splits`]) so that the
@@ -229,12 +242,11 @@ impl Scheduler {
         // within its own memory budget.
         let requested = parse_heuristic(heuristic)?.to_string();
         // A stored bound rests on the workers that proved it, and so does what is built on it.
-        let (lower_bound, workers) = self
-            .store
-            .search_state(&goal, &board)?
-            .map_or((0, BTreeSet::new()), |s| {
-                (s.lower_bound, s.workers.into_iter().collect())
-            });
+        let search_state = self.store.search_state(&goal, &board)?;
+        let bound_stored = search_state.is_some();
+        let (lower_bound, workers) = search_state.map_or((0, BTreeSet::new()), |s| {
+            (s.lower_bound, s.workers.into_iter().collect())
+        });
         let bound = self
             .solver(&goal, heuristic)?
             .estimate(&board)
@@ -262,6 +274,12 @@ impl Scheduler {
                 audits: HashSet::new(),
                 held: None,
                 claimed: claimed.clone(),
+                bound_stored,
+                item: ItemText {
+                    text: item.text.clone(),
+                    line: item.line,
+                    claimed: item.claimed.clone(),
+                },
             },
         );
         if let Some(moves) = claimed.filter(|moves| moves.len() as u32 == bound) {
@@ -471,6 +489,9 @@ impl Scheduler {
                 workers,
             },
         )?;
+        if let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) {
+            puzzle.bound_stored = true;
+        }
         let threads = self.workers.threads().max(1);
         let params = BalanceParams {
             threads,
@@ -625,12 +646,13 @@ impl Scheduler {
             return Ok(());
         }
         let workers: Vec<u64> = puzzle.workers.iter().copied().collect();
-        let (board, goal, heuristic, nodes, seconds) = (
+        let (board, goal, heuristic, nodes, seconds, bound_stored) = (
             puzzle.board,
             puzzle.goal,
             puzzle.heuristic.clone(),
             puzzle.nodes,
             puzzle.started.elapsed().as_secs_f64(),
+            puzzle.bound_stored,
         );
         // Replayed before it is stored or reported: a wrong answer is a failure, never a result.
         let tiles = match replay(&board, &goal, &moves) {
@@ -667,6 +689,9 @@ impl Scheduler {
         };
         self.store
             .put_solution(&solution, &name, &workers, path_boards)?;
+        if bound_stored {
+            self.store.remove_search_state(&goal, &board)?;
+        }
         let stored = StoredSolution {
             length: solution.len() as u32,
             moves: moves_to_string(&solution.moves),
@@ -689,7 +714,7 @@ impl Scheduler {
 
     fn finish(&mut self, puzzle_id: PuzzleId, status: ItemStatus) -> Result<(), SchedulerError> {
         self.cancel_tasks(puzzle_id);
-        self.puzzles.remove(&puzzle_id);
+        let puzzle = self.puzzles.remove(&puzzle_id);
         let (batch, index) = puzzle_id;
         match status {
             ItemStatus::Solved(_) => self.totals.puzzles_solved += 1,
@@ -697,8 +722,22 @@ impl Scheduler {
             ItemStatus::Queued => {}
         }
         let batch_done = self.batches.item_finished(batch, &status);
-        if let Some(mut item) = self.store.item(batch, index)? {
-            item.status = status;
+        let item = match puzzle {
+            Some(puzzle) => Some(StoredItem {
+                text: puzzle.item.text,
+                line: puzzle.item.line,
+                board: Some(puzzle.board.to_string()),
+                goal: Some(puzzle.goal.to_string()),
+                status,
+                claimed: puzzle.item.claimed,
+            }),
+            // An item that never started (its tables cannot be had): as stored.
+            None => self
+                .store
+                .item(batch, index)?
+                .map(|item| StoredItem { status, ..item }),
+        };
+        if let Some(item) = item {
             self.store.put_item(batch, index, &item)?;
         }
         // Each answer is not flushed on its own (sled writes it out within half a second, and a

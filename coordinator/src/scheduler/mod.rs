@@ -39,13 +39,14 @@ mod tests;
 mod workers;
 
 pub use batches::BatchProgress;
+pub use intake::{Intake, ReadBatch};
 pub use lifecycle::{subtree_budget, FinishedSplit, PendingSplit};
 pub use records::{Flusher, TaskRecords};
 pub use tables::{SolverKey, TableNeed};
 pub use workers::WorkerView;
 
 use batches::Batches;
-use intake::{parse_goal, parse_heuristic};
+use intake::parse_goal;
 use lifecycle::Puzzle;
 use tasks::Tasks;
 use workers::Workers;
@@ -304,6 +305,12 @@ pub struct Scheduler {
     workers: Workers,
     batches: Batches,
     next_id: u64,
+    /// The largest batch id this process handed out (batches being taken in are not stored
+    /// whole yet).
+    last_batch_id: u64,
+    /// Queued items of batches being taken in, not started yet (they count against the
+    /// pending limit).
+    intake_pending: usize,
     /// A batch finished since the last [`Scheduler::take_flush_due`].
     flush_due: bool,
     /// Records not yet taken by [`Scheduler::take_records`].
@@ -338,6 +345,8 @@ impl Scheduler {
             workers: Workers::default(),
             batches: Batches::default(),
             next_id: incarnation << 40,
+            last_batch_id: 0,
+            intake_pending: 0,
             flush_due: false,
             records: TaskRecords::default(),
             splits: Vec::new(),
@@ -351,7 +360,7 @@ impl Scheduler {
             let items = scheduler.store.items(batch.id)?;
             let counts = batches::counts(&items);
             scheduler.batches.open(batch.id, counts);
-            scheduler.start_or_wait(batch.id, &items, &batch.heuristic)?;
+            scheduler.start_or_wait(batch.id, 0, &items, &batch.heuristic)?;
             if counts.1 + counts.2 == counts.0 {
                 // Finished before its figures were stored (a store from an older version).
                 scheduler.close_batch(batch.id)?;
@@ -386,55 +395,34 @@ impl Scheduler {
 
     /// Accepts a batch: parses every line (bad lines become failed items naming the line and
     /// the reason), answers boards already in the store, writes the batch to disk, and queues
-    /// the rest.
+    /// the rest. All under the caller's `&mut`; the service takes a batch in a part at a time
+    /// instead ([`Scheduler::open_batch`]), releasing the lock between parts.
     pub fn submit(
         &mut self,
         lines: &[String],
         heuristic: &str,
         goal: &str,
     ) -> Result<Submitted, SchedulerError> {
-        if lines.len() > MAX_BATCH_LINES {
-            return Err(SchedulerError::ResourceExhausted(format!(
-                "a batch may hold at most {MAX_BATCH_LINES} lines, not {}",
-                lines.len()
-            )));
+        let read = Scheduler::read_batch(&self.store, lines, heuristic, goal)?;
+        let mut intake = self.open_batch(read)?;
+        let store = self.store.clone();
+        let taken_in = (|| {
+            while intake.store_part(&store)? {
+                self.start_part(&mut intake)?;
+            }
+            Ok(())
+        })();
+        if let Err(error) = taken_in {
+            self.abandon(&intake);
+            return Err(error);
         }
-        let choice = parse_heuristic(heuristic)?.to_string();
-        let goal = parse_goal(goal)?;
-        let read = intake::read_items(lines, goal, &self.store)?;
-        let items = read.items;
-        if items.is_empty() {
-            return Err(SchedulerError::InvalidArgument(
-                "the batch holds no boards (only blank or comment lines)".into(),
-            ));
-        }
-        let queued = items
-            .iter()
-            .filter(|i| i.status == ItemStatus::Queued)
-            .count();
-        self.check_capacity(queued)?;
-        self.check_tables_obtainable(&items, &choice)?;
-        let batch =
-            self.store
-                .create_batch(&choice, &goal.to_string(), &items, intake::now_unix_ms())?;
-        self.batches.open(batch, batches::counts(&items));
-        self.start_or_wait(batch, &items, &choice)?;
-        if queued == 0 {
-            // Every line answered from the store or invalid: done as it is acknowledged.
-            self.close_batch(batch)?;
-        }
-        Ok(Submitted {
-            batch,
-            items: items.len() as u32,
-            invalid: read.invalid,
-            from_store: read.from_store,
-        })
+        Ok(intake.submitted())
     }
 
     /// Refuses `puzzles` more unfinished puzzles if they would pass the configured limit
     /// (started ones and those waiting for tables), before anything of the batch is stored.
     pub fn check_capacity(&self, puzzles: usize) -> Result<(), SchedulerError> {
-        let pending = self.puzzles.len() + self.waiting_items();
+        let pending = self.puzzles.len() + self.waiting_items() + self.intake_pending;
         if pending + puzzles > self.config.max_pending_puzzles {
             return Err(SchedulerError::ResourceExhausted(format!(
                 "the coordinator holds {pending} unfinished puzzles; {puzzles} more would pass its limit of {}: \
@@ -581,6 +569,14 @@ impl Scheduler {
         let Some(figures) = self.batches.close(batch) else {
             return Ok(());
         };
+        tracing::info!(
+            batch,
+            solved = figures.solved,
+            failed = figures.failed,
+            nodes = figures.nodes,
+            seconds = figures.seconds,
+            "batch finished"
+        );
         if let Some(stored) = self.store.batch(batch)? {
             self.store.put_batch(&crate::store::StoredBatch {
                 finished: Some(figures),
@@ -784,17 +780,18 @@ impl Scheduler {
 
     /// The batch as submitted, and up to `limit` of its items from index `start` on, with
     /// their indices.
+    /// Read from `store` (the scheduler's, [`Scheduler::store_reader`]) without the lock: a
+    /// page of 10,000 items took the lock from every worker for milliseconds.
     pub fn items_page(
-        &self,
+        store: &Store,
         batch: u64,
         start: u32,
         limit: usize,
     ) -> Result<(StoredBatch, Vec<(u32, StoredItem)>), SchedulerError> {
-        let stored = self
-            .store
+        let stored = store
             .batch(batch)?
             .ok_or(SchedulerError::UnknownBatch(batch))?;
-        Ok((stored, self.store.items_page(batch, start, limit)?))
+        Ok((stored, store.items_page(batch, start, limit)?))
     }
 
     /// A stored solution, replayed before it is returned.

@@ -105,6 +105,20 @@ impl Scheduler {
         Ok(true)
     }
 
+    /// Whether every solver `items` need is ready (or cannot be made: those items fail).
+    pub(super) fn solvers_ready(
+        &mut self,
+        items: &[StoredItem],
+        heuristic: &str,
+    ) -> Result<bool, SchedulerError> {
+        for key in Scheduler::keys_of(items, heuristic) {
+            if self.unusable(&key)?.is_none() && !self.solver_ready(&key)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// The solver keys of a batch's queued items (goals parsed once each).
     fn keys_of(items: &[StoredItem], heuristic: &str) -> HashSet<SolverKey> {
         let goals: BTreeSet<&str> = items
@@ -164,9 +178,11 @@ impl Scheduler {
     }
 
     /// Starts a batch's queued items whose solvers are ready; the batch waits for the rest.
+    /// `items` are the batch's items from index `first` on.
     pub(super) fn start_or_wait(
         &mut self,
         batch: u64,
+        first: u32,
         items: &[StoredItem],
         heuristic: &str,
     ) -> Result<(), SchedulerError> {
@@ -179,8 +195,8 @@ impl Scheduler {
             }
         }
         let mut waiting = 0;
-        for (index, item) in items.iter().enumerate() {
-            let puzzle = (batch, index as u32);
+        for (index, item) in (first..).zip(items) {
+            let puzzle = (batch, index);
             if item.status != ItemStatus::Queued || self.puzzles.contains_key(&puzzle) {
                 continue;
             }
@@ -194,17 +210,16 @@ impl Scheduler {
             } else if key.is_some_and(|key| missing.contains(&key)) {
                 waiting += 1;
             } else {
-                self.start_item(batch, index as u32, item, heuristic)?;
+                self.start_item(batch, index, item, heuristic)?;
             }
         }
         if waiting > 0 {
-            self.waiting.insert(
-                batch,
-                WaitingBatch {
-                    keys: missing,
-                    items: waiting,
-                },
-            );
+            let batch_waits = self.waiting.entry(batch).or_insert_with(|| WaitingBatch {
+                keys: HashSet::new(),
+                items: 0,
+            });
+            batch_waits.keys.extend(missing);
+            batch_waits.items += waiting;
         }
         Ok(())
     }
@@ -297,7 +312,7 @@ impl Scheduler {
                 continue;
             };
             let items = self.store.items(batch)?;
-            self.start_or_wait(batch, &items, &stored.heuristic)?;
+            self.start_or_wait(batch, 0, &items, &stored.heuristic)?;
         }
         Ok(ready)
     }
@@ -332,8 +347,8 @@ impl Scheduler {
             return Ok(());
         }
         let items = self.store.items(batch)?;
-        for (index, item) in items.iter().enumerate() {
-            let puzzle = (batch, index as u32);
+        for (index, item) in (0..).zip(items) {
+            let puzzle = (batch, index);
             if item.status == ItemStatus::Queued && !self.puzzles.contains_key(&puzzle) {
                 self.finish_failed(puzzle, reason.to_string())?;
             }

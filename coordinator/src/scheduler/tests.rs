@@ -105,6 +105,15 @@ fn split_puzzles_are_solved_optimally_stored_and_resumed() {
     assert!(
         matches!(&items[2].status, ItemStatus::Failed(reason) if reason.starts_with("line 3:"))
     );
+    // Each item keeps its line as submitted; no solved board keeps a search state.
+    for (number, (item, line)) in items.iter().zip(&lines).enumerate() {
+        assert_eq!((&item.text, item.line), (line, Some(number as u32 + 1)));
+    }
+    for item in items.iter().filter(|i| i.board.is_some()) {
+        let board = parse_board(item.board.as_deref().unwrap()).unwrap();
+        let goal = parse_board(item.goal.as_deref().unwrap()).unwrap();
+        assert_eq!(scheduler.store.search_state(&goal, &board).unwrap(), None);
+    }
     let again = scheduler.submit(&lines, "linear-conflict", "").unwrap();
     assert_eq!(again.from_store, 6);
     assert!(scheduler.progress(again.batch).unwrap().done);
@@ -875,4 +884,95 @@ fn an_audit_that_spends_its_budget_goes_on_in_its_children_and_disproves_the_lie
         panic!("{:?}", items[0].status);
     };
     assert_eq!(solution.length, optimal, "the lie never stands");
+}
+
+/// `count` 3x3 boards a few random moves from the goal (deterministic).
+fn walked_boards(count: usize) -> Vec<String> {
+    let goal = Board::blank_last(3);
+    let mut seed = 19u64;
+    (0..count)
+        .map(|_| {
+            let mut board = goal;
+            for _ in 0..12 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let direction = Direction::ALL[(seed >> 62) as usize];
+                board = board.apply(direction).map_or(board, |(next, _)| next);
+            }
+            board.to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_batch_is_taken_in_parts_and_its_first_part_is_solved_before_the_rest_is_stored() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let lines = walked_boards(2 * intake::INTAKE_PART + 10);
+    let store = scheduler.store_reader();
+    let read = Scheduler::read_batch(&store, &lines, "manhattan", "").unwrap();
+    let mut intake = scheduler.open_batch(read).unwrap();
+    let batch = intake.batch();
+    assert!(intake.store_part(&store).unwrap());
+    assert!(!scheduler.start_part(&mut intake).unwrap());
+    // The first part is solved while the rest is not stored yet (and the batch has no record).
+    let worker = scheduler.register(4, "test").unwrap();
+    let mut results = Vec::new();
+    let mut solved_early = 0;
+    for _ in 0..10 {
+        let (tasks, _) = scheduler
+            .poll(worker, 64, std::mem::take(&mut results))
+            .unwrap();
+        for task in tasks {
+            let run = run_linear_conflict(&task);
+            results.push(TaskReport::new(task.id, run.outcome, run.nodes));
+        }
+        solved_early = scheduler.progress(batch).unwrap().solved;
+    }
+    assert!(solved_early > 0);
+    assert!(store.batch(batch).unwrap().is_none());
+    // A second batch meanwhile gets an id of its own.
+    let other = scheduler.submit(&lines[..3], "manhattan", "").unwrap();
+    assert_ne!(other.batch, batch);
+    while intake.store_part(&store).unwrap() {
+        scheduler.start_part(&mut intake).unwrap();
+    }
+    assert_eq!(intake.submitted().items, lines.len() as u32);
+    work_until_done(&mut scheduler, worker, 4, batch, results);
+    let items = scheduler.items(batch).unwrap();
+    assert_eq!(items.len(), lines.len());
+    for (number, (item, line)) in items.iter().zip(&lines).enumerate() {
+        assert_eq!((&item.text, item.line), (line, Some(number as u32 + 1)));
+        assert!(matches!(item.status, ItemStatus::Solved(_)), "{item:?}");
+    }
+    let stored = store.batch(batch).unwrap().unwrap();
+    assert_eq!(stored.finished.map(|f| f.solved), Some(lines.len() as u32));
+}
+
+#[test]
+fn an_intake_that_fails_part_way_is_forgotten_and_frees_its_capacity() {
+    let data = tempfile::tempdir().unwrap();
+    let limit = 2 * intake::INTAKE_PART;
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            max_pending_puzzles: limit,
+            ..SchedulerConfig::default()
+        },
+    );
+    let lines = walked_boards(limit);
+    let store = scheduler.store_reader();
+    let read = Scheduler::read_batch(&store, &lines, "manhattan", "").unwrap();
+    let mut intake = scheduler.open_batch(read).unwrap();
+    // Counted while it is taken in: nothing more fits.
+    assert!(scheduler.check_capacity(1).is_err());
+    assert!(intake.store_part(&store).unwrap());
+    scheduler.start_part(&mut intake).unwrap();
+    scheduler.abandon(&intake);
+    // Its started puzzles are gone with their tasks, and it no longer counts.
+    let worker = scheduler.register(1, "test").unwrap();
+    assert!(scheduler.poll(worker, 8, Vec::new()).unwrap().0.is_empty());
+    scheduler.check_capacity(limit).unwrap();
+    assert!(scheduler.progress(intake.batch()).is_err());
 }
