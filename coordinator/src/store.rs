@@ -424,27 +424,6 @@ impl Store {
         replay(board, goal, &moves).ok().map(|_| moves)
     }
 
-    /// Creates a batch with its items. Not flushed here: the caller flushes before it
-    /// acknowledges the batch, outside any lock (a flush waits for the disk).
-    pub fn create_batch(
-        &self,
-        heuristic: &str,
-        goal: &str,
-        items: &[StoredItem],
-        now_unix_ms: u64,
-    ) -> Result<u64, StoreError> {
-        let id = self.next_batch_id()?;
-        self.put_items(id, 0, items)?;
-        self.put_batch(&StoredBatch::new(
-            id,
-            items.len(),
-            heuristic,
-            goal,
-            now_unix_ms,
-        ))?;
-        Ok(id)
-    }
-
     /// One more than the largest batch id in either tree. A batch's items are written before
     /// its record, so a crash between the two leaves items whose id must not be reused (the
     /// scheduler also keeps ids it handed out and has not stored). Ids stay small and
@@ -783,6 +762,22 @@ mod tests {
     use tilesolve::heuristic::HeuristicKind;
     use tilesolve::{SolveOptions, Solver};
 
+    /// A batch stored as the scheduler's intake stores one: items, then its record.
+    fn create_batch(store: &Store, goal: &str, items: &[StoredItem], now_unix_ms: u64) -> u64 {
+        let id = store.next_batch_id().unwrap();
+        store.put_items(id, 0, items).unwrap();
+        store
+            .put_batch(&StoredBatch::new(
+                id,
+                items.len(),
+                "default",
+                goal,
+                now_unix_ms,
+            ))
+            .unwrap();
+        id
+    }
+
     fn item(text: &str) -> StoredItem {
         StoredItem {
             claimed: None,
@@ -809,16 +804,8 @@ mod tests {
         let mut ids = Vec::new();
         for _ in 0..3 {
             let store = reopen(dir.path());
-            ids.push(
-                store
-                    .create_batch("default", "blank-last", &[item("1,2,3")], 0)
-                    .unwrap(),
-            );
-            ids.push(
-                store
-                    .create_batch("default", "blank-last", &[item("1,2,3")], 0)
-                    .unwrap(),
-            );
+            ids.push(create_batch(&store, "blank-last", &[item("1,2,3")], 0));
+            ids.push(create_batch(&store, "blank-last", &[item("1,2,3")], 0));
             store.flush().unwrap();
         }
         assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
@@ -829,14 +816,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let id = {
             let store = Store::open(dir.path()).unwrap();
-            let id = store
-                .create_batch(
-                    "default",
-                    "blank-last",
-                    &[item("1,2,3,4,5,6,7,0,8"), item("bad")],
-                    42,
-                )
-                .unwrap();
+            let id = create_batch(
+                &store,
+                "blank-last",
+                &[item("1,2,3,4,5,6,7,0,8"), item("bad")],
+                42,
+            );
             store.flush().unwrap();
             let mut second = item("bad");
             second.status = ItemStatus::Failed("unexpected 'b' at column 1".into());

@@ -54,11 +54,10 @@ pub(super) struct Puzzle {
     item: ItemText,
 }
 
-/// What a puzzle's stored item holds besides its board, goal and status.
+/// What a puzzle's stored item holds besides its board, goal, claim and status.
 pub(super) struct ItemText {
     text: String,
     line: Option<u32>,
-    claimed: Option<String>,
 }
 
 /// An iteration to split, taken out of the scheduler ([`Scheduler::take_splits`]) so that the
@@ -278,7 +277,6 @@ impl Scheduler {
                 item: ItemText {
                     text: item.text.clone(),
                     line: item.line,
-                    claimed: item.claimed.clone(),
                 },
             },
         );
@@ -729,7 +727,7 @@ impl Scheduler {
                 board: Some(puzzle.board.to_string()),
                 goal: Some(puzzle.goal.to_string()),
                 status,
-                claimed: puzzle.item.claimed,
+                claimed: puzzle.claimed.as_deref().map(moves_to_string),
             }),
             // An item that never started (its tables cannot be had): as stored.
             None => self
