@@ -604,6 +604,11 @@ async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
             totals.audits_skipped,
         ),
         (
+            "answer_audits",
+            "Audits of the claims an answer rested on, queued before it was stored",
+            totals.answer_audits,
+        ),
+        (
             "workers_quarantined",
             "Workers shut out for a false or impossible report",
             totals.workers_quarantined,

@@ -92,10 +92,13 @@ impl Coordinator {
         let process = Process(child);
         let address = wait_until("the coordinator to listen", Duration::from_secs(60), || {
             let text = std::fs::read_to_string(&log).ok()?;
+            // Only a whole line: the log may be read while the line is half written.
             text.get(start..)?
-                .lines()
+                .split_inclusive('\n')
+                .filter_map(|line| line.strip_suffix('\n'))
                 .find_map(|line| line.strip_prefix("tilesolve coordinator on "))
                 .map(|a| a.trim().to_string())
+                .filter(|a| !a.is_empty())
         });
         Coordinator {
             process,

@@ -12,7 +12,11 @@
 //!
 //! Every report of a new worker is audited until [`PROBATION_AUDITS`] were upheld, then a
 //! fraction drawn with a secret seed, so a worker cannot tell which of its reports are checked.
-//! A puzzle's answer waits for the audits of the reports it rests on. A disproved claim
+//! A claim that no draw picked is kept while an answer's length could rest on it: before an
+//! answer its heuristic does not prove is stored, every such claim it rests on (those that set
+//! the bound it was found at) is audited on a worker other than the one that made it. Sampling
+//! alone let a worker pass probation on lies that hide nothing and then lengthen an answer
+//! unseen. A puzzle's answer waits for the audits of the reports it rests on. A disproved claim
 //! quarantines its worker: its calls are refused, its tasks go back to the queue, puzzles that
 //! rest on its reports start again, and stored answers and bounds that rest on them are
 //! withdrawn and their items solved again.
@@ -77,56 +81,93 @@ fn draw(seed: u64, task: TaskId) -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// A claim a report made (no path shorter than `audit.claim` below `spec.board`) that no audit
+/// has checked yet: `spec` is the audit that would check it, its id not yet given.
+#[derive(Clone)]
+pub(super) struct UnauditedClaim {
+    spec: TaskSpec,
+    audit: Audit,
+}
+
 impl Scheduler {
-    /// After `worker`'s report for `entry` was taken: queues an audit of its claim when the
+    /// After `worker`'s report for `entry` was taken: queues an audit of its claims when the
     /// worker is on probation or the draw says so, and another worker exists to run it.
+    /// Returns the claims left unaudited (none when audits are off): an answer resting on
+    /// them has them audited before it is stored (see [`Scheduler::audit_answer`]).
     pub(super) fn maybe_audit(
         &mut self,
         worker: WorkerId,
         entry: &TaskEntry,
         outcome: &TaskOutcome,
-    ) {
+    ) -> Vec<UnauditedClaim> {
         if self.config.audit_fraction <= 0.0 || !self.puzzles.contains_key(&entry.puzzle) {
-            return;
-        }
-        let claims = claims(&entry.spec, outcome);
-        if claims.is_empty() {
-            return;
-        }
-        let drawn = self.workers.on_probation(worker)
-            || draw(self.audit_seed, entry.spec.id) < self.config.audit_fraction;
-        if !drawn {
-            return;
-        }
-        if !self.workers.others_than(worker) {
-            self.totals.audits_skipped += 1;
-            return;
+            return Vec::new();
         }
         let node_budget = if entry.spec.iterate {
             self.config.whole_task_budget
         } else {
             entry.spec.node_budget
         };
-        for (board, path, claim) in claims {
-            if claim == 0 {
-                continue;
+        let claims: Vec<UnauditedClaim> = claims(&entry.spec, outcome)
+            .into_iter()
+            .filter(|&(_, _, claim)| claim > 0)
+            .map(|(board, path, claim)| UnauditedClaim {
+                spec: TaskSpec {
+                    id: 0,
+                    board,
+                    path,
+                    bound: claim - 1,
+                    iterate: false,
+                    node_budget,
+                    profile_depth: 0,
+                    ..entry.spec.clone()
+                },
+                audit: Audit { of: worker, claim },
+            })
+            .collect();
+        if claims.is_empty() {
+            return claims;
+        }
+        let drawn = self.workers.on_probation(worker)
+            || draw(self.audit_seed, entry.spec.id) < self.config.audit_fraction;
+        if !drawn {
+            return claims;
+        }
+        if !self.workers.others_than(worker) {
+            self.totals.audits_skipped += 1;
+            return claims;
+        }
+        for claim in claims {
+            self.queue_audit(entry.puzzle, claim);
+        }
+        Vec::new()
+    }
+
+    fn queue_audit(&mut self, puzzle: PuzzleId, claim: UnauditedClaim) {
+        let id = self.next_id();
+        if let Some(p) = self.puzzles.get_mut(&puzzle) {
+            p.audits.insert(id);
+        }
+        self.tasks
+            .add_audit(puzzle, TaskSpec { id, ..claim.spec }, claim.audit);
+    }
+
+    /// Before `puzzle`'s answer is stored: audits each claim its length rests on that no audit
+    /// checked, on a worker other than the one that made it. The claims of the iteration (or
+    /// whole task) that set the bound the answer was found at say together that nothing is
+    /// shorter, so a false one among them is the only way a longer answer gets this far; with
+    /// one honest worker to audit the other, it is found before anyone reads the answer.
+    pub(super) fn audit_answer(&mut self, puzzle: PuzzleId) {
+        let Some(p) = self.puzzles.get_mut(&puzzle) else {
+            return;
+        };
+        for claim in std::mem::take(&mut p.proof) {
+            if self.workers.others_than(claim.audit.of) {
+                self.totals.answer_audits += 1;
+                self.queue_audit(puzzle, claim);
+            } else {
+                self.totals.audits_skipped += 1;
             }
-            let id = self.next_id();
-            let spec = TaskSpec {
-                id,
-                board,
-                path,
-                bound: claim - 1,
-                iterate: false,
-                node_budget,
-                profile_depth: 0,
-                ..entry.spec.clone()
-            };
-            if let Some(puzzle) = self.puzzles.get_mut(&entry.puzzle) {
-                puzzle.audits.insert(id);
-            }
-            self.tasks
-                .add_audit(entry.puzzle, spec, Audit { of: worker, claim });
         }
     }
 
@@ -214,20 +255,12 @@ impl Scheduler {
             };
             let mut path = spec.path.clone();
             path.push(direction);
-            let id = self.next_id();
-            if let Some(p) = self.puzzles.get_mut(&puzzle) {
-                p.audits.insert(id);
-            }
-            self.tasks.add_audit(
-                puzzle,
-                TaskSpec {
-                    id,
-                    board,
-                    path,
-                    ..spec.clone()
-                },
-                audit,
-            );
+            let spec = TaskSpec {
+                board,
+                path,
+                ..spec.clone()
+            };
+            self.queue_audit(puzzle, UnauditedClaim { spec, audit });
         }
     }
 

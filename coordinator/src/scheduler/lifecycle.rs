@@ -9,6 +9,7 @@ use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::search::Counters;
 use tilesolve::{parse_board, Board, Direction, Solution, Solver};
 
+use super::audits::UnauditedClaim;
 use super::intake::parse_heuristic;
 use super::records;
 use super::workers::MAX_STRIKES;
@@ -43,6 +44,11 @@ pub(super) struct Puzzle {
     pub(super) audits: HashSet<TaskId>,
     /// An answer found while audits were still running.
     pub(super) held: Option<Vec<Direction>>,
+    /// Unaudited claims of the iteration (or whole task) that set `bound`: an answer found at
+    /// it rests on them, so they are audited before it is stored.
+    pub(super) proof: Vec<UnauditedClaim>,
+    /// Unaudited claims of the iteration in progress: the next iteration's `proof`.
+    iteration_claims: Vec<UnauditedClaim>,
     /// A replayed path the batch line claimed (`moves=`): the answer as soon as the search has
     /// ruled out everything shorter.
     claimed: Option<Vec<Direction>>,
@@ -272,6 +278,8 @@ impl Scheduler {
                 workers,
                 audits: HashSet::new(),
                 held: None,
+                proof: Vec::new(),
+                iteration_claims: Vec::new(),
                 claimed: claimed.clone(),
                 bound_stored,
                 item: ItemText {
@@ -362,7 +370,7 @@ impl Scheduler {
                 );
             }
         };
-        self.maybe_audit(worker, &entry, &outcome);
+        let unaudited = self.maybe_audit(worker, &entry, &outcome);
         if let (Some(record), Some(puzzle)) = (
             records::finished(&entry, &report, &outcome),
             self.puzzles.get(&puzzle_id),
@@ -380,6 +388,13 @@ impl Scheduler {
             puzzle.outstanding.remove(&task);
             if !matches!(outcome, TaskOutcome::Failed(_)) {
                 puzzle.workers.insert(worker);
+            }
+            // A whole task's answer rests on its own claim; any other claim, on the next
+            // iteration's bound.
+            if matches!(outcome, TaskOutcome::Found(_)) {
+                puzzle.proof.extend(unaudited);
+            } else {
+                puzzle.iteration_claims.extend(unaudited);
             }
             match outcome {
                 TaskOutcome::Found(suffix) => {
@@ -460,9 +475,11 @@ impl Scheduler {
     /// Starts the iteration at `bound`: stores it as the puzzle's proven lower bound and queues
     /// its split for [`Scheduler::take_splits`].
     fn next_iteration(&mut self, puzzle_id: PuzzleId, bound: u32) -> Result<(), SchedulerError> {
-        let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
+        let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) else {
             return Ok(());
         };
+        // `bound` rests on the claims of the iteration that just ended, and on no earlier ones.
+        puzzle.proof = std::mem::take(&mut puzzle.iteration_claims);
         if let Some(moves) = puzzle
             .claimed
             .clone()
@@ -627,6 +644,7 @@ impl Scheduler {
         puzzle_id: PuzzleId,
         moves: Vec<Direction>,
     ) -> Result<(), SchedulerError> {
+        self.audit_answer(puzzle_id);
         let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
             return Ok(());
         };

@@ -271,6 +271,9 @@ pub struct SchedulerTotals {
     pub audits_upheld: u64,
     pub audits_disproved: u64,
     pub audits_skipped: u64,
+    /// Audits queued before an answer was stored, of the claims it rested on that no draw
+    /// had picked.
+    pub answer_audits: u64,
     pub workers_quarantined: u64,
     /// Puzzles started over because a report their search rested on was false.
     pub puzzles_restarted: u64,

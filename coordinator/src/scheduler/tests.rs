@@ -976,3 +976,190 @@ fn an_intake_that_fails_part_way_is_forgotten_and_frees_its_capacity() {
     scheduler.check_capacity(limit).unwrap();
     assert!(scheduler.progress(intake.batch()).is_err());
 }
+
+/// A scheduler whose draw never picks a report once a worker is past probation (audits on,
+/// at a share no test reaches).
+fn past_probation_setup(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {
+    scheduler_in(
+        dir,
+        SchedulerConfig {
+            audit_fraction: 1e-15,
+            ..config
+        },
+    )
+}
+
+/// Has `liar` earn its way past probation on true answers, each claiming that nothing shorter
+/// exists, which `honest`'s audits uphold. Returns what `honest` has yet to report.
+fn earn_trust(scheduler: &mut Scheduler, liar: WorkerId, honest: WorkerId) -> Vec<TaskReport> {
+    let warm_up = scheduler
+        .submit(&distinct_eight_puzzles(40, 7), "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let truthful = |_: &TaskSpec, outcome: TaskOutcome| outcome;
+    let (mut liar_results, mut honest_results) = (Vec::new(), Vec::new());
+    while !scheduler.progress(warm_up).unwrap().done {
+        let (tasks, _) = scheduler
+            .poll(liar, 1, std::mem::take(&mut liar_results))
+            .unwrap();
+        liar_results = answer(tasks, &truthful);
+        let (tasks, _) = scheduler
+            .poll(honest, 1, std::mem::take(&mut honest_results))
+            .unwrap();
+        honest_results = answer(tasks, &truthful);
+    }
+    scheduler.poll(liar, 0, liar_results).unwrap();
+    assert!(
+        !scheduler.workers.on_probation(liar),
+        "{:?}",
+        scheduler.totals()
+    );
+    honest_results
+}
+
+/// Runs `tasks` as `worker` truthfully, except as `tell` rewrites an outcome.
+fn answer(
+    tasks: Vec<TaskSpec>,
+    tell: &dyn Fn(&TaskSpec, TaskOutcome) -> TaskOutcome,
+) -> Vec<TaskReport> {
+    tasks
+        .into_iter()
+        .map(|task| {
+            let run = run_linear_conflict(&task);
+            TaskReport {
+                parts: run.parts,
+                ..TaskReport::new(task.id, tell(&task, run.outcome), run.nodes)
+            }
+        })
+        .collect()
+}
+
+/// `moves` with a step out and back first, from `board` (not undoing `after`).
+fn with_detour(
+    board: &Board,
+    after: Option<Direction>,
+    mut moves: Vec<Direction>,
+) -> Vec<Direction> {
+    let detour = Direction::ALL
+        .into_iter()
+        .find(|&d| board.apply(d).is_some() && after.is_none_or(|last| last.opposite() != d))
+        .unwrap();
+    moves.splice(0..0, [detour, detour.opposite()]);
+    moves
+}
+
+#[test]
+fn a_liar_past_probation_cannot_lengthen_a_whole_task_answer_unseen() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = past_probation_setup(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    );
+    let liar = scheduler.register(1, "liar").unwrap();
+    let honest = scheduler.register(1, "honest").unwrap();
+    let honest_results = earn_trust(&mut scheduler, liar, honest);
+    let answer_audits = scheduler.totals().answer_audits;
+    let audits_before = scheduler.totals().audits_upheld;
+    let liar_results = Vec::new();
+
+    // Now a lie no draw picks: a 31-move board answered in 33.
+    let batch = scheduler
+        .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let (tasks, _) = scheduler.poll(liar, 1, liar_results).unwrap();
+    assert_eq!(tasks.len(), 1);
+    let lie = |task: &TaskSpec, outcome: TaskOutcome| match outcome {
+        TaskOutcome::Found(moves) => TaskOutcome::Found(with_detour(&task.board, None, moves)),
+        other => other,
+    };
+    let lied = answer(tasks, &lie);
+    scheduler.poll(liar, 0, lied).unwrap();
+    assert!(
+        !scheduler.progress(batch).unwrap().done,
+        "the answer waits for its audit"
+    );
+    assert_eq!(scheduler.totals().answer_audits, answer_audits + 1);
+    work_until_done(&mut scheduler, honest, 1, batch, honest_results);
+    let totals = scheduler.totals();
+    assert_eq!(totals.audits_disproved, 1, "{totals:?}");
+    assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
+    assert_eq!(totals.audits_upheld, audits_before, "{totals:?}");
+    let items = scheduler.items(batch).unwrap();
+    let ItemStatus::Solved(solution) = &items[0].status else {
+        panic!("{:?}", items[0].status);
+    };
+    assert_eq!(solution.length, 31);
+}
+
+#[test]
+fn a_liar_past_probation_cannot_hide_a_subtree_answer_unseen() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = past_probation_setup(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: 2_000,
+            subtree_task_budget: 0,
+            tasks_per_thread: 8,
+            ..SchedulerConfig::default()
+        },
+    );
+    let liar = scheduler.register(64, "liar").unwrap();
+    let honest = scheduler.register(1, "honest").unwrap();
+    let mut honest_results = earn_trust(&mut scheduler, liar, honest);
+    let answer_audits = scheduler.totals().answer_audits;
+    let (board, optimal) = examples().swap_remove(0);
+    let batch = scheduler
+        .submit(std::slice::from_ref(&board), "linear-conflict", "")
+        .unwrap()
+        .batch;
+    // The liar asks for more than there is, so it runs every search task; the honest worker
+    // gets only what the liar may not run: audits of the liar's claims.
+    // It tells the truth but for the answer: at the optimal bound it says there is nothing
+    // (raising the bound), and at the next one it answers with a detour.
+    let lie = |task: &TaskSpec, outcome: TaskOutcome| match outcome {
+        TaskOutcome::Found(_) if !task.iterate && task.bound == optimal => {
+            TaskOutcome::Exceeded(optimal + 2)
+        }
+        TaskOutcome::Found(moves)
+            if !task.iterate && (task.path.len() + moves.len()) as u32 == optimal =>
+        {
+            TaskOutcome::Found(with_detour(&task.board, task.path.last().copied(), moves))
+        }
+        other => other,
+    };
+    let truthful = |_: &TaskSpec, outcome: TaskOutcome| outcome;
+    let mut liar_results = Vec::new();
+    let mut quarantined = false;
+    for _ in 0..100_000 {
+        if scheduler.progress(batch).unwrap().done {
+            break;
+        }
+        if !quarantined {
+            match scheduler.poll(liar, 10_000, std::mem::take(&mut liar_results)) {
+                Ok((tasks, _)) => liar_results = answer(tasks, &lie),
+                Err(SchedulerError::PermissionDenied(_)) => quarantined = true,
+                Err(error) => panic!("{error}"),
+            }
+        }
+        scheduler.split_pending().unwrap();
+        let (tasks, _) = scheduler
+            .poll(honest, 1, std::mem::take(&mut honest_results))
+            .unwrap();
+        scheduler.split_pending().unwrap();
+        honest_results = answer(tasks, &truthful);
+    }
+    let totals = scheduler.totals();
+    assert!(scheduler.progress(batch).unwrap().done, "{totals:?}");
+    assert!(totals.answer_audits > answer_audits, "{totals:?}");
+    assert_eq!(totals.audits_disproved, 1, "{totals:?}");
+    assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
+    let items = scheduler.items(batch).unwrap();
+    let ItemStatus::Solved(solution) = &items[0].status else {
+        panic!("{:?}", items[0].status);
+    };
+    assert_eq!(solution.length, optimal, "the hidden answer is found again");
+}
