@@ -58,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         puzzles += reports.len() as u64;
         let started = Instant::now();
         let (leased, _) = scheduler.poll(worker, SLOTS, std::mem::take(&mut reports))?;
-        scheduler.split_pending()?;
+        scheduler.run_deferred()?;
         let flush_due = scheduler.take_flush_due();
         flusher.write(scheduler.take_records())?;
         if flush_due {

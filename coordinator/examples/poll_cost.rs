@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         in_poll += started.elapsed();
         // Split and written after the lock is released, as the service does: not the
         // serialized cost.
-        scheduler.split_pending()?;
+        scheduler.run_deferred()?;
         scheduler.flusher().write(scheduler.take_records())?;
         for task in leased {
             let run = run_task(&solver, task.work(), None);

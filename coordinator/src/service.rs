@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 
 use crate::compressed_tables::CompressedTables;
 use crate::scheduler::{
-    BatchProgress, Flusher, PendingSplit, Scheduler, SchedulerError, Submitted, TaskOutcome,
+    BatchProgress, Deferred, Flusher, Scheduler, SchedulerError, Submitted, TaskOutcome,
     TaskReport, TaskSpec,
 };
 use crate::store::{ItemStatus, Store, StoredBatch, StoredItem, StoredSolution};
@@ -825,9 +825,9 @@ impl pb::workers_server::Workers for Service {
             // puzzles would wait for them forever: the first error is returned at the end.
             let mut failed = None;
             loop {
-                let splits = scheduler.take_splits();
+                let deferred = scheduler.take_deferred();
                 // The worker whose result ended an iteration gets the new one's first tasks.
-                if split && splits.is_empty() && tasks.len() < free_slots as usize {
+                if split && deferred.is_empty() && tasks.len() < free_slots as usize {
                     let wanted = free_slots - tasks.len() as u32;
                     match scheduler.poll(worker, wanted, Vec::new()) {
                         Ok((more, _)) => tasks.extend(more),
@@ -842,7 +842,7 @@ impl pb::workers_server::Workers for Service {
                 if let Err(error) = flusher.write(records) {
                     failed = failed.or(Some(error));
                 }
-                if splits.is_empty() {
+                if deferred.is_empty() {
                     if ready {
                         queued.notify_waiters();
                     }
@@ -855,10 +855,10 @@ impl pb::workers_server::Workers for Service {
                         None => Ok((tasks, cancelled, wait)),
                     };
                 }
-                let finished: Vec<_> = splits.into_iter().map(PendingSplit::run).collect();
+                let finished: Vec<_> = deferred.into_iter().map(Deferred::run).collect();
                 scheduler = locked(&scheduler_handle);
-                for finished_split in finished {
-                    if let Err(error) = scheduler.finish_split(finished_split) {
+                for done in finished {
+                    if let Err(error) = scheduler.finish_deferred(done) {
                         failed = failed.or(Some(error));
                     }
                 }

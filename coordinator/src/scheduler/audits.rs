@@ -24,8 +24,10 @@
 //! [`PROBATION_AUDITS`]: super::workers::PROBATION_AUDITS
 
 use tilesolve::moves::replay;
-use tilesolve::{Board, Direction};
+use tilesolve::task::run_task;
+use tilesolve::{Board, Direction, Solver};
 
+use super::lifecycle::Deferred;
 use super::tasks::{Audit, TaskEntry};
 use super::{
     batches, ItemStatus, PuzzleId, Scheduler, SchedulerError, TaskId, TaskOutcome, TaskReport,
@@ -87,6 +89,50 @@ fn draw(seed: u64, task: TaskId) -> f64 {
 pub(super) struct UnauditedClaim {
     spec: TaskSpec,
     audit: Audit,
+    /// Nodes the report that made the claim expanded: about what its audit costs at most.
+    nodes: u64,
+}
+
+/// Audits of answers whose report expanded at most this many nodes run on the coordinator
+/// itself, outside its lock, with this budget: under a millisecond, about what the task's
+/// round trip would cost the coordinator (measured: 40-50 us for an audit of a 40-60-move
+/// random walk either way), and they need no second worker. A larger one, or one that spends
+/// the budget, goes to a worker as a task, so easy batches on many workers do not make the
+/// coordinator their bottleneck.
+pub const COORDINATOR_AUDIT_NODES: u64 = 10_000;
+
+/// An answer's audit the coordinator runs itself, taken out of the scheduler
+/// ([`Scheduler::take_deferred`]) to run without its lock.
+pub struct PendingAudit {
+    puzzle: PuzzleId,
+    claim: UnauditedClaim,
+    /// Its id in the puzzle's audits, which the answer waits for.
+    id: TaskId,
+    solver: Solver,
+}
+
+/// A [`PendingAudit`] run, for [`Scheduler::finish_deferred`].
+pub struct FinishedAudit {
+    puzzle: PuzzleId,
+    claim: UnauditedClaim,
+    id: TaskId,
+    outcome: TaskOutcome,
+}
+
+impl PendingAudit {
+    pub fn run(self) -> FinishedAudit {
+        let spec = TaskSpec {
+            node_budget: COORDINATOR_AUDIT_NODES,
+            ..self.claim.spec.clone()
+        };
+        let outcome = run_task(&self.solver, spec.work(), None).outcome;
+        FinishedAudit {
+            puzzle: self.puzzle,
+            claim: self.claim,
+            id: self.id,
+            outcome,
+        }
+    }
 }
 
 impl Scheduler {
@@ -99,6 +145,7 @@ impl Scheduler {
         worker: WorkerId,
         entry: &TaskEntry,
         outcome: &TaskOutcome,
+        nodes: u64,
     ) -> Vec<UnauditedClaim> {
         if self.config.audit_fraction <= 0.0 || !self.puzzles.contains_key(&entry.puzzle) {
             return Vec::new();
@@ -112,6 +159,7 @@ impl Scheduler {
             .into_iter()
             .filter(|&(_, _, claim)| claim > 0)
             .map(|(board, path, claim)| UnauditedClaim {
+                nodes,
                 spec: TaskSpec {
                     id: 0,
                     board,
@@ -153,22 +201,81 @@ impl Scheduler {
     }
 
     /// Before `puzzle`'s answer is stored: audits each claim its length rests on that no audit
-    /// checked, on a worker other than the one that made it. The claims of the iteration (or
-    /// whole task) that set the bound the answer was found at say together that nothing is
-    /// shorter, so a false one among them is the only way a longer answer gets this far; with
-    /// one honest worker to audit the other, it is found before anyone reads the answer.
+    /// checked, on the coordinator when it is small ([`COORDINATOR_AUDIT_NODES`]), else on a
+    /// worker other than the one that made it. The claims of the iteration (or whole task)
+    /// that set the bound the answer was found at say together that nothing is shorter, so a
+    /// false one among them is the only way a longer answer gets this far; it is found before
+    /// anyone reads the answer.
     pub(super) fn audit_answer(&mut self, puzzle: PuzzleId) {
         let Some(p) = self.puzzles.get_mut(&puzzle) else {
             return;
         };
-        for claim in std::mem::take(&mut p.proof) {
-            if self.workers.others_than(claim.audit.of) {
-                self.totals.answer_audits += 1;
-                self.queue_audit(puzzle, claim);
-            } else {
-                self.totals.audits_skipped += 1;
+        let proof = std::mem::take(&mut p.proof);
+        if proof.is_empty() {
+            return;
+        }
+        let (goal, heuristic) = (p.goal, p.heuristic.clone());
+        // The coordinator's own tables may be another admissible heuristic than the worker's:
+        // a search under the claim's bound finds any shorter path with either.
+        let solver = self.solver(&goal, &heuristic).ok().cloned();
+        for claim in proof {
+            self.totals.answer_audits += 1;
+            match &solver {
+                Some(solver) if claim.nodes <= COORDINATOR_AUDIT_NODES => {
+                    let id = self.next_id();
+                    if let Some(p) = self.puzzles.get_mut(&puzzle) {
+                        p.audits.insert(id);
+                    }
+                    self.deferred.push(Deferred::Audit(PendingAudit {
+                        puzzle,
+                        claim,
+                        id,
+                        solver: solver.clone(),
+                    }));
+                }
+                _ => self.audit_on_a_worker(puzzle, claim),
             }
         }
+    }
+
+    fn audit_on_a_worker(&mut self, puzzle: PuzzleId, claim: UnauditedClaim) {
+        if self.workers.others_than(claim.audit.of) {
+            self.queue_audit(puzzle, claim);
+        } else {
+            self.totals.audits_skipped += 1;
+        }
+    }
+
+    /// Takes an audit the coordinator ran: a shorter path disproves the claim, nothing found
+    /// upholds it, and a spent budget hands it to a worker.
+    pub(super) fn finish_audit(&mut self, finished: FinishedAudit) -> Result<(), SchedulerError> {
+        let FinishedAudit {
+            puzzle,
+            claim,
+            id,
+            outcome,
+        } = finished;
+        // The puzzle started again or ended meanwhile: nothing waits for this audit.
+        if !self
+            .puzzles
+            .get(&puzzle)
+            .is_some_and(|p| p.audits.contains(&id))
+        {
+            return Ok(());
+        }
+        let spec = &claim.spec;
+        match outcome {
+            TaskOutcome::Found(suffix) if replay(&spec.board, &spec.goal, &suffix).is_ok() => {
+                let length = (spec.path.len() + suffix.len()) as u32;
+                return self.disproved(claim.audit, puzzle, id, length);
+            }
+            TaskOutcome::Exceeded(next) if next > spec.bound => {
+                self.workers.audit_passed(claim.audit.of);
+                self.totals.audits_upheld += 1;
+            }
+            _ => self.audit_on_a_worker(puzzle, claim),
+        }
+        self.audit_resolved(puzzle, id)
     }
 
     /// Applies the result of an audit task from `auditor`.
@@ -260,7 +367,14 @@ impl Scheduler {
                 path,
                 ..spec.clone()
             };
-            self.queue_audit(puzzle, UnauditedClaim { spec, audit });
+            self.queue_audit(
+                puzzle,
+                UnauditedClaim {
+                    spec,
+                    audit,
+                    nodes: u64::MAX,
+                },
+            );
         }
     }
 

@@ -9,7 +9,7 @@ use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::search::Counters;
 use tilesolve::{parse_board, Board, Direction, Solution, Solver};
 
-use super::audits::UnauditedClaim;
+use super::audits::{FinishedAudit, PendingAudit, UnauditedClaim};
 use super::intake::parse_heuristic;
 use super::records;
 use super::workers::MAX_STRIKES;
@@ -66,9 +66,29 @@ pub(super) struct ItemText {
     line: Option<u32>,
 }
 
-/// An iteration to split, taken out of the scheduler ([`Scheduler::take_splits`]) so that the
-/// split, milliseconds of CPU for a fine frontier, runs without holding the scheduler's lock:
-/// leases to other workers go on meanwhile.
+/// CPU work the scheduler leaves to its caller ([`Scheduler::take_deferred`]) to run without
+/// holding its lock, milliseconds each, so leases to other workers go on meanwhile.
+pub enum Deferred {
+    Split(PendingSplit),
+    Audit(PendingAudit),
+}
+
+/// Deferred work done, for [`Scheduler::finish_deferred`].
+pub enum DeferredDone {
+    Split(FinishedSplit),
+    Audit(FinishedAudit),
+}
+
+impl Deferred {
+    pub fn run(self) -> DeferredDone {
+        match self {
+            Deferred::Split(split) => DeferredDone::Split(split.run()),
+            Deferred::Audit(audit) => DeferredDone::Audit(audit.run()),
+        }
+    }
+}
+
+/// An iteration to split: a fine frontier takes milliseconds of CPU.
 pub struct PendingSplit {
     puzzle: PuzzleId,
     bound: u32,
@@ -79,7 +99,7 @@ pub struct PendingSplit {
     params: BalanceParams,
 }
 
-/// A split done outside the lock, for [`Scheduler::finish_split`].
+/// A split done outside the lock, for [`Scheduler::finish_deferred`].
 pub struct FinishedSplit {
     puzzle: PuzzleId,
     bound: u32,
@@ -370,7 +390,7 @@ impl Scheduler {
                 );
             }
         };
-        let unaudited = self.maybe_audit(worker, &entry, &outcome);
+        let unaudited = self.maybe_audit(worker, &entry, &outcome, nodes);
         if let (Some(record), Some(puzzle)) = (
             records::finished(&entry, &report, &outcome),
             self.puzzles.get(&puzzle_id),
@@ -473,7 +493,7 @@ impl Scheduler {
     }
 
     /// Starts the iteration at `bound`: stores it as the puzzle's proven lower bound and queues
-    /// its split for [`Scheduler::take_splits`].
+    /// its split for [`Scheduler::take_deferred`].
     fn next_iteration(&mut self, puzzle_id: PuzzleId, bound: u32) -> Result<(), SchedulerError> {
         let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) else {
             return Ok(());
@@ -521,7 +541,7 @@ impl Scheduler {
             return Ok(());
         };
         puzzle.splitting = Some(bound);
-        self.splits.push(PendingSplit {
+        self.deferred.push(Deferred::Split(PendingSplit {
             puzzle: puzzle_id,
             bound,
             board,
@@ -529,20 +549,28 @@ impl Scheduler {
             history: std::mem::take(&mut puzzle.history),
             nodes_so_far: puzzle.nodes,
             params,
-        });
+        }));
         Ok(())
     }
 
-    /// Iterations waiting to be split: run each ([`PendingSplit::run`], outside the lock) and
-    /// hand it back to [`Scheduler::finish_split`].
-    pub fn take_splits(&mut self) -> Vec<PendingSplit> {
-        std::mem::take(&mut self.splits)
+    /// Splits and audits waiting to run: run each ([`Deferred::run`], outside the lock) and
+    /// hand it back to [`Scheduler::finish_deferred`].
+    pub fn take_deferred(&mut self) -> Vec<Deferred> {
+        std::mem::take(&mut self.deferred)
+    }
+
+    /// Takes deferred work its caller ran outside the lock.
+    pub fn finish_deferred(&mut self, done: DeferredDone) -> Result<(), SchedulerError> {
+        match done {
+            DeferredDone::Split(split) => self.finish_split(split),
+            DeferredDone::Audit(audit) => self.finish_audit(audit),
+        }
     }
 
     /// Queues a split iteration's tasks, or finishes the puzzle when the split met the goal; an
     /// iteration with nothing within its bound goes straight on to the next. A split for a
     /// puzzle that ended meanwhile (its batch cancelled) is dropped.
-    pub fn finish_split(&mut self, split: FinishedSplit) -> Result<(), SchedulerError> {
+    fn finish_split(&mut self, split: FinishedSplit) -> Result<(), SchedulerError> {
         let FinishedSplit {
             puzzle: puzzle_id,
             bound,
@@ -596,16 +624,16 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Runs every pending split here, under the caller's `&mut` (for callers that own the
-    /// scheduler outright: tests and tools; the service splits outside its lock instead).
-    pub fn split_pending(&mut self) -> Result<(), SchedulerError> {
+    /// Runs all deferred work here, under the caller's `&mut` (for callers that own the
+    /// scheduler outright: tests and tools; the service runs it outside its lock instead).
+    pub fn run_deferred(&mut self) -> Result<(), SchedulerError> {
         loop {
-            let splits = self.take_splits();
-            if splits.is_empty() {
+            let deferred = self.take_deferred();
+            if deferred.is_empty() {
                 return Ok(());
             }
-            for split in splits {
-                self.finish_split(split.run())?;
+            for work in deferred {
+                self.finish_deferred(work.run())?;
             }
         }
     }

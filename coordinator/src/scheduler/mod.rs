@@ -40,7 +40,7 @@ mod workers;
 
 pub use batches::BatchProgress;
 pub use intake::{Intake, ReadBatch};
-pub use lifecycle::{subtree_budget, FinishedSplit, PendingSplit};
+pub use lifecycle::{subtree_budget, Deferred, DeferredDone};
 pub use records::{Flusher, TaskRecords};
 pub use tables::{SolverKey, TableNeed};
 pub use workers::WorkerView;
@@ -318,8 +318,8 @@ pub struct Scheduler {
     flush_due: bool,
     /// Records not yet taken by [`Scheduler::take_records`].
     records: TaskRecords,
-    /// Splits not yet taken by [`Scheduler::take_splits`].
-    splits: Vec<PendingSplit>,
+    /// Work not yet taken by [`Scheduler::take_deferred`].
+    deferred: Vec<Deferred>,
     totals: SchedulerTotals,
     /// Decides which reports are audited; secret, so a worker cannot tell.
     audit_seed: u64,
@@ -352,7 +352,7 @@ impl Scheduler {
             intake_pending: 0,
             flush_due: false,
             records: TaskRecords::default(),
-            splits: Vec::new(),
+            deferred: Vec::new(),
             totals: SchedulerTotals::default(),
             audit_seed: u64::from_le_bytes(seed),
         };

@@ -32,7 +32,7 @@ fn work_until_done(
         let (tasks, _) = scheduler
             .poll(worker, slots, std::mem::take(&mut results))
             .unwrap();
-        scheduler.split_pending().unwrap();
+        scheduler.run_deferred().unwrap();
         for task in tasks {
             let run = run_linear_conflict(&task);
             results.push(TaskReport {
@@ -235,6 +235,8 @@ fn impossible_reports_are_failed_attempts_never_answers() {
             vec![TaskReport::new(task.id, run.outcome, run.nodes)],
         )
         .unwrap();
+    // The answer's audit, which the coordinator runs itself.
+    scheduler.run_deferred().unwrap();
     assert!(scheduler.progress(submitted.batch).unwrap().done);
     assert_eq!(
         scheduler.query(board, "").unwrap().map(|s| s.length),
@@ -263,11 +265,11 @@ fn a_split_done_outside_the_lock_for_a_puzzle_that_ended_meanwhile_is_dropped() 
     let report = TaskReport::new(tasks[0].id, run.outcome, run.nodes);
     let (leased, _) = scheduler.poll(worker, 1, vec![report]).unwrap();
     assert!(leased.is_empty(), "the next iteration is not split yet");
-    let splits = scheduler.take_splits();
+    let splits = scheduler.take_deferred();
     assert_eq!(splits.len(), 1);
     scheduler.cancel(submitted.batch).unwrap();
     for split in splits {
-        scheduler.finish_split(split.run()).unwrap();
+        scheduler.finish_deferred(split.run()).unwrap();
     }
     assert!(
         scheduler.poll(worker, 1, Vec::new()).unwrap().0.is_empty(),
@@ -326,6 +328,7 @@ fn moves_that_do_not_reach_the_goal_are_a_failed_attempt_retried() {
             vec![TaskReport::new(task.id, run.outcome, run.nodes)],
         )
         .unwrap();
+    scheduler.run_deferred().unwrap();
     assert_eq!(
         scheduler.query(board, "").unwrap().map(|s| s.length),
         Some(31)
@@ -564,7 +567,7 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
         let (tasks, _) = scheduler
             .poll(honest, 2, std::mem::take(&mut honest_results))
             .unwrap();
-        scheduler.split_pending().unwrap();
+        scheduler.run_deferred().unwrap();
         for task in tasks {
             let truth = run_linear_conflict(&task);
             honest_results.push(TaskReport {
@@ -1003,6 +1006,7 @@ fn earn_trust(scheduler: &mut Scheduler, liar: WorkerId, honest: WorkerId) -> Ve
             .poll(liar, 1, std::mem::take(&mut liar_results))
             .unwrap();
         liar_results = answer(tasks, &truthful);
+        scheduler.run_deferred().unwrap();
         let (tasks, _) = scheduler
             .poll(honest, 1, std::mem::take(&mut honest_results))
             .unwrap();
@@ -1048,6 +1052,28 @@ fn with_detour(
     moves
 }
 
+/// Submits a 31-move 8-puzzle that `liar` takes as a whole task and answers in 33 moves (a
+/// step out and back first); the answer waits for its audit. Returns the batch.
+fn answer_31_moves_in_33(scheduler: &mut Scheduler, liar: WorkerId) -> u64 {
+    let batch = scheduler
+        .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    let lie = |task: &TaskSpec, outcome: TaskOutcome| match outcome {
+        TaskOutcome::Found(moves) => TaskOutcome::Found(with_detour(&task.board, None, moves)),
+        other => other,
+    };
+    let lied = answer(tasks, &lie);
+    scheduler.poll(liar, 0, lied).unwrap();
+    assert!(
+        !scheduler.progress(batch).unwrap().done,
+        "the answer waits for its audit"
+    );
+    batch
+}
+
 #[test]
 fn a_liar_past_probation_cannot_lengthen_a_whole_task_answer_unseen() {
     let data = tempfile::tempdir().unwrap();
@@ -1062,32 +1088,13 @@ fn a_liar_past_probation_cannot_lengthen_a_whole_task_answer_unseen() {
     let honest = scheduler.register(1, "honest").unwrap();
     let honest_results = earn_trust(&mut scheduler, liar, honest);
     let answer_audits = scheduler.totals().answer_audits;
-    let audits_before = scheduler.totals().audits_upheld;
-    let liar_results = Vec::new();
-
-    // Now a lie no draw picks: a 31-move board answered in 33.
-    let batch = scheduler
-        .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
-        .unwrap()
-        .batch;
-    let (tasks, _) = scheduler.poll(liar, 1, liar_results).unwrap();
-    assert_eq!(tasks.len(), 1);
-    let lie = |task: &TaskSpec, outcome: TaskOutcome| match outcome {
-        TaskOutcome::Found(moves) => TaskOutcome::Found(with_detour(&task.board, None, moves)),
-        other => other,
-    };
-    let lied = answer(tasks, &lie);
-    scheduler.poll(liar, 0, lied).unwrap();
-    assert!(
-        !scheduler.progress(batch).unwrap().done,
-        "the answer waits for its audit"
-    );
+    // Now a lie no draw picks.
+    let batch = answer_31_moves_in_33(&mut scheduler, liar);
     assert_eq!(scheduler.totals().answer_audits, answer_audits + 1);
     work_until_done(&mut scheduler, honest, 1, batch, honest_results);
     let totals = scheduler.totals();
     assert_eq!(totals.audits_disproved, 1, "{totals:?}");
     assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
-    assert_eq!(totals.audits_upheld, audits_before, "{totals:?}");
     let items = scheduler.items(batch).unwrap();
     let ItemStatus::Solved(solution) = &items[0].status else {
         panic!("{:?}", items[0].status);
@@ -1145,11 +1152,11 @@ fn a_liar_past_probation_cannot_hide_a_subtree_answer_unseen() {
                 Err(error) => panic!("{error}"),
             }
         }
-        scheduler.split_pending().unwrap();
+        scheduler.run_deferred().unwrap();
         let (tasks, _) = scheduler
             .poll(honest, 1, std::mem::take(&mut honest_results))
             .unwrap();
-        scheduler.split_pending().unwrap();
+        scheduler.run_deferred().unwrap();
         honest_results = answer(tasks, &truthful);
     }
     let totals = scheduler.totals();
@@ -1162,4 +1169,44 @@ fn a_liar_past_probation_cannot_hide_a_subtree_answer_unseen() {
         panic!("{:?}", items[0].status);
     };
     assert_eq!(solution.length, optimal, "the hidden answer is found again");
+}
+
+#[test]
+fn the_coordinator_audits_a_small_answer_itself_even_with_one_worker() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    );
+    // A lone liar: nobody else could audit it.
+    let liar = scheduler.register(1, "liar").unwrap();
+    let batch = answer_31_moves_in_33(&mut scheduler, liar);
+    scheduler.run_deferred().unwrap();
+    let totals = scheduler.totals();
+    assert_eq!(
+        (
+            totals.answer_audits,
+            totals.audits_disproved,
+            totals.workers_quarantined
+        ),
+        (1, 1, 1),
+        "{totals:?}"
+    );
+    // An honest worker solves it again, and its answer, audited the same way, stands.
+    let honest = scheduler.register(1, "honest").unwrap();
+    work_until_done(&mut scheduler, honest, 1, batch, Vec::new());
+    let totals = scheduler.totals();
+    assert_eq!(
+        (totals.answer_audits, totals.audits_upheld),
+        (2, 1),
+        "{totals:?}"
+    );
+    let items = scheduler.items(batch).unwrap();
+    let ItemStatus::Solved(solution) = &items[0].status else {
+        panic!("{:?}", items[0].status);
+    };
+    assert_eq!(solution.length, 31);
 }

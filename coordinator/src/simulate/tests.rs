@@ -68,7 +68,7 @@ fn a_recorded_run_replays_with_more_workers() {
             .poll(worker, 2, std::mem::take(&mut reports))
             .unwrap();
         // As the service does, once the lock is released.
-        scheduler.split_pending().unwrap();
+        scheduler.run_deferred().unwrap();
         scheduler.flusher().write(scheduler.take_records()).unwrap();
         for task in tasks {
             let run = run_task(&solver, task.work(), None);
