@@ -109,7 +109,9 @@ pub struct ServeArgs {
     tls_key: Option<PathBuf>,
     /// Share of a worker's reports re-checked on another worker once its first few passed
     /// (every report of a new worker is checked); a false one quarantines the worker and what
-    /// rests on its reports is solved again. 0 trusts every worker.
+    /// rests on its reports is solved again. Whatever the share, an answer longer than its
+    /// estimate is stored only after the claims it rests on were checked. 0 trusts every
+    /// worker and checks nothing.
     #[arg(long, env = "TILESOLVE_AUDIT_FRACTION", default_value_t = DEFAULT_AUDIT_FRACTION, value_parser = audit_fraction)]
     audit_fraction: f64,
     /// MiB of store pages kept in memory (sled's cache): the coordinator's memory is this plus
