@@ -15,13 +15,17 @@ use common::{
 
 /// Small budgets, so puzzles are split into many subtree tasks and a worker always holds some;
 /// an hour's lease timeout, so only a hand-back brings them back in time.
-const SERVE: [&str; 6] = [
+const SERVE: [&str; 8] = [
     "--split-after",
     "2000",
     "--subtree-budget",
     "1000",
     "--lease-timeout",
     "3600",
+    // Audits off: this is about leases, and answers waiting for their audits leave stretches
+    // in which a worker of these tiny tasks holds nothing to hand back or lose.
+    "--audit-fraction",
+    "0",
 ];
 
 fn sigterm(process: &Process) {
