@@ -192,12 +192,18 @@ impl Scheduler {
     }
 
     fn queue_audit(&mut self, puzzle: PuzzleId, claim: UnauditedClaim) {
+        let id = self.new_audit(puzzle);
+        self.tasks
+            .add_audit(puzzle, TaskSpec { id, ..claim.spec }, claim.audit);
+    }
+
+    /// An id for an audit of `puzzle`, whose answer waits for it until it is resolved.
+    fn new_audit(&mut self, puzzle: PuzzleId) -> TaskId {
         let id = self.next_id();
         if let Some(p) = self.puzzles.get_mut(&puzzle) {
             p.audits.insert(id);
         }
-        self.tasks
-            .add_audit(puzzle, TaskSpec { id, ..claim.spec }, claim.audit);
+        id
     }
 
     /// Before `puzzle`'s answer is stored: audits each claim its length rests on that no audit
@@ -215,25 +221,24 @@ impl Scheduler {
             return;
         }
         let (goal, heuristic) = (p.goal, p.heuristic.clone());
-        // The coordinator's own tables may be another admissible heuristic than the worker's:
-        // a search under the claim's bound finds any shorter path with either.
-        let solver = self.solver(&goal, &heuristic).ok().cloned();
         for claim in proof {
             self.totals.answer_audits += 1;
-            match &solver {
-                Some(solver) if claim.nodes <= COORDINATOR_AUDIT_NODES => {
-                    let id = self.next_id();
-                    if let Some(p) = self.puzzles.get_mut(&puzzle) {
-                        p.audits.insert(id);
-                    }
+            // The coordinator's own tables may be another admissible heuristic than the
+            // worker's: a search under the claim's bound finds any shorter path with either.
+            let solver = (claim.nodes <= COORDINATOR_AUDIT_NODES)
+                .then(|| self.solver(&goal, &heuristic).ok().cloned())
+                .flatten();
+            match solver {
+                Some(solver) => {
+                    let id = self.new_audit(puzzle);
                     self.deferred.push(Deferred::Audit(PendingAudit {
                         puzzle,
                         claim,
                         id,
-                        solver: solver.clone(),
+                        solver,
                     }));
                 }
-                _ => self.audit_on_a_worker(puzzle, claim),
+                None => self.audit_on_a_worker(puzzle, claim),
             }
         }
     }

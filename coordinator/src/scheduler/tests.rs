@@ -749,11 +749,7 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
     );
     assert!(!scheduler.is_waiting(submitted.batch));
     run_to_completion(&mut scheduler, submitted.batch, 1);
-    let items = scheduler.items(submitted.batch).unwrap();
-    let ItemStatus::Solved(solution) = &items[0].status else {
-        panic!("{:?}", items[0].status);
-    };
-    assert_eq!(solution.length, 1);
+    assert_eq!(first_answer_length(&scheduler, submitted.batch), 1);
 }
 
 #[test]
@@ -767,6 +763,15 @@ fn a_cancelled_batch_that_waits_for_tables_ends_at_once() {
     assert!(progress.done && progress.failed == 1, "{progress:?}");
     assert!(!scheduler.is_waiting(submitted.batch));
     assert_eq!(scheduler.totals().puzzles_pending, 0);
+}
+
+/// The length of the answer stored for `batch`'s first item, which must be solved.
+fn first_answer_length(scheduler: &Scheduler, batch: u64) -> u32 {
+    let items = scheduler.items(batch).unwrap();
+    match &items[0].status {
+        ItemStatus::Solved(solution) => solution.length,
+        other => panic!("{other:?}"),
+    }
 }
 
 /// The kernel's truthful run of `task`, with linear conflict.
@@ -844,11 +849,7 @@ fn an_audit_disproves_a_path_two_moves_too_long_and_quarantines_its_worker() {
         scheduler.poll(liar, 1, Vec::new()),
         Err(SchedulerError::PermissionDenied(_))
     ));
-    let items = scheduler.items(batch).unwrap();
-    let ItemStatus::Solved(solution) = &items[0].status else {
-        panic!("{:?}", items[0].status);
-    };
-    assert_eq!(solution.length, 31);
+    assert_eq!(first_answer_length(&scheduler, batch), 31);
 }
 
 #[test]
@@ -882,11 +883,11 @@ fn an_audit_that_spends_its_budget_goes_on_in_its_children_and_disproves_the_lie
     let totals = scheduler.totals();
     assert_eq!(totals.audits_disproved, 1, "{totals:?}");
     assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
-    let items = scheduler.items(batch).unwrap();
-    let ItemStatus::Solved(solution) = &items[0].status else {
-        panic!("{:?}", items[0].status);
-    };
-    assert_eq!(solution.length, optimal, "the lie never stands");
+    assert_eq!(
+        first_answer_length(&scheduler, batch),
+        optimal,
+        "the lie never stands"
+    );
 }
 
 /// `count` 3x3 boards a few random moves from the goal (deterministic).
@@ -1095,11 +1096,7 @@ fn a_liar_past_probation_cannot_lengthen_a_whole_task_answer_unseen() {
     let totals = scheduler.totals();
     assert_eq!(totals.audits_disproved, 1, "{totals:?}");
     assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
-    let items = scheduler.items(batch).unwrap();
-    let ItemStatus::Solved(solution) = &items[0].status else {
-        panic!("{:?}", items[0].status);
-    };
-    assert_eq!(solution.length, 31);
+    assert_eq!(first_answer_length(&scheduler, batch), 31);
 }
 
 #[test]
@@ -1164,11 +1161,11 @@ fn a_liar_past_probation_cannot_hide_a_subtree_answer_unseen() {
     assert!(totals.answer_audits > answer_audits, "{totals:?}");
     assert_eq!(totals.audits_disproved, 1, "{totals:?}");
     assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
-    let items = scheduler.items(batch).unwrap();
-    let ItemStatus::Solved(solution) = &items[0].status else {
-        panic!("{:?}", items[0].status);
-    };
-    assert_eq!(solution.length, optimal, "the hidden answer is found again");
+    assert_eq!(
+        first_answer_length(&scheduler, batch),
+        optimal,
+        "the hidden answer is found again"
+    );
 }
 
 #[test]
@@ -1204,9 +1201,5 @@ fn the_coordinator_audits_a_small_answer_itself_even_with_one_worker() {
         (2, 1),
         "{totals:?}"
     );
-    let items = scheduler.items(batch).unwrap();
-    let ItemStatus::Solved(solution) = &items[0].status else {
-        panic!("{:?}", items[0].status);
-    };
-    assert_eq!(solution.length, 31);
+    assert_eq!(first_answer_length(&scheduler, batch), 31);
 }
