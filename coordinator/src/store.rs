@@ -6,7 +6,12 @@
 //!   solved board, and every board on the optimal path of an answer that took a real search
 //!   (see [`PathBoards`]), is stored with its exact distance.
 //! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON).
-//! - `items`: version, batch id (u64), item index (u32) -> [`StoredItem`] (compact).
+//! - `item_parts`: version, batch id (u64), first item index (u32) -> up to [`ITEMS_PER_PART`]
+//!   [`StoredItem`]s (compact), as the batch was taken in: one write for a thousand lines (an
+//!   entry each took ten times the CPU of a board's whole answer on a batch of easy boards).
+//! - `items`: version, batch id (u64), item index (u32) -> [`StoredItem`] (compact): an item as
+//!   it ended, over its part's copy. Batches stored before parts have every item here and no
+//!   part; reads merge the two trees, so both read alike.
 //! - `search`: version, side, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
 //!   bound of a puzzle still being solved, so a restart resumes at the right bound.
 //! - `tasks`: version, side, goal tiles, board tiles, task id (u64) -> [`TaskRecord`] (JSON):
@@ -34,6 +39,11 @@ use tilesolve::moves::{moves_to_string, replay};
 use tilesolve::{Board, Direction, Solution};
 
 const KEY_VERSION: u8 = 1;
+
+/// Items of a batch kept in one `item_parts` value: what a results page decodes at most beyond
+/// its own items, and the intake's part ([`crate::scheduler`] takes batches in a thousand
+/// lines at a time).
+pub const ITEMS_PER_PART: usize = 1_000;
 
 /// Whether [`Store::put_solution`] stores the boards on a solution's path besides its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,6 +223,7 @@ pub struct Store {
     solutions: sled::Tree,
     batches: sled::Tree,
     items: sled::Tree,
+    item_parts: sled::Tree,
     search: sled::Tree,
     tasks: sled::Tree,
     meta: sled::Tree,
@@ -240,6 +251,13 @@ fn item_key(batch: u64, index: u32) -> Vec<u8> {
     let mut key = batch_key(batch);
     key.extend_from_slice(&index.to_be_bytes());
     key
+}
+
+/// The item index that ends an `items` or `item_parts` key.
+fn item_index(key: &[u8]) -> u32 {
+    key.get(key.len().saturating_sub(4)..)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u32::from_be_bytes)
 }
 
 /// The first byte of a compact value.
@@ -283,6 +301,7 @@ impl Store {
                 solutions: db.open_tree("solutions")?,
                 batches: db.open_tree("batches")?,
                 items: db.open_tree("items")?,
+                item_parts: db.open_tree("item_parts")?,
                 search: db.open_tree("search")?,
                 tasks: db.open_tree("tasks")?,
                 meta: db.open_tree("meta")?,
@@ -435,22 +454,27 @@ impl Store {
                 .and_then(|(key, _)| key.get(1..9).and_then(|id| id.try_into().ok()))
                 .map_or(0, u64::from_be_bytes))
         };
-        Ok(last(&self.batches)?.max(last(&self.items)?) + 1)
+        Ok(last(&self.batches)?
+            .max(last(&self.items)?)
+            .max(last(&self.item_parts)?)
+            + 1)
     }
 
-    /// Writes items `first..` of `batch` (a part of it: a crash between parts leaves items of a
-    /// batch without a record, which nothing reads).
+    /// Writes items `first..` of `batch` as taken in, [`ITEMS_PER_PART`] to a value (a crash
+    /// between parts leaves items of a batch without a record, which nothing reads).
     pub fn put_items(
         &self,
         batch: u64,
         first: u32,
         items: &[StoredItem],
     ) -> Result<(), StoreError> {
-        let mut writes = sled::Batch::default();
-        for (index, item) in (first..).zip(items) {
-            writes.insert(item_key(batch, index), encode_compact(item));
+        for (start, part) in (first..)
+            .step_by(ITEMS_PER_PART)
+            .zip(items.chunks(ITEMS_PER_PART))
+        {
+            self.item_parts
+                .insert(item_key(batch, start), encode_compact(&part))?;
         }
-        self.items.apply_batch(writes)?;
         Ok(())
     }
 
@@ -512,17 +536,10 @@ impl Store {
     /// Removes a batch and its items; with `solutions`, also the stored answers of its solved
     /// items and every board on their paths. Returns (items, boards) removed.
     pub fn remove_batch(&self, batch: u64, solutions: bool) -> Result<(usize, usize), StoreError> {
-        let mut items = sled::Batch::default();
+        let stored = self.items(batch)?;
         let mut boards = sled::Batch::default();
-        let (mut item_count, mut board_count) = (0, 0);
-        for entry in self.items.scan_prefix(batch_key(batch)) {
-            let (key, value) = entry?;
-            items.remove(key);
-            item_count += 1;
-            if !solutions {
-                continue;
-            }
-            let item: StoredItem = decode("items", &value)?;
+        let mut board_count = 0;
+        for item in stored.iter().filter(|_| solutions) {
             let (ItemStatus::Solved(solved), Some(board), Some(goal)) =
                 (&item.status, &item.board, &item.goal)
             else {
@@ -551,52 +568,133 @@ impl Store {
         // A goal's own entry goes when a batch whose board was the goal does.
         self.forget_goals_stored();
         self.solutions.apply_batch(boards)?;
-        self.items.apply_batch(items)?;
+        for tree in [&self.items, &self.item_parts] {
+            let mut removed = sled::Batch::default();
+            for key in tree.scan_prefix(batch_key(batch)).keys() {
+                removed.remove(key?);
+            }
+            tree.apply_batch(removed)?;
+        }
         self.batches.remove(batch_key(batch))?;
-        Ok((item_count, board_count))
+        Ok((stored.len(), board_count))
     }
 
     /// A batch's items in order.
     pub fn items(&self, batch: u64) -> Result<Vec<StoredItem>, StoreError> {
-        self.items
-            .scan_prefix(batch_key(batch))
-            .values()
-            .map(|bytes| decode("items", &bytes?))
-            .collect()
+        Ok(self
+            .items_page(batch, 0, usize::MAX)?
+            .into_iter()
+            .map(|(_, item)| item)
+            .collect())
     }
 
-    /// Up to `limit` of a batch's items from index `start` on, with their indices.
+    /// Up to `limit` of a batch's items from index `start` on, with their indices: each as it
+    /// ended (`items`), else as it was taken in (`item_parts`).
     pub fn items_page(
         &self,
         batch: u64,
         start: u32,
         limit: usize,
     ) -> Result<Vec<(u32, StoredItem)>, StoreError> {
+        let mut ended = self.entries_from(&self.items, batch, start).peekable();
+        let mut taken_in = self
+            .parts_from(batch, start)
+            .flat_map(|part| match part {
+                Ok((first, items)) => (first..).zip(items).map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            })
+            .filter(|entry| entry.as_ref().map_or(true, |(index, _)| *index >= start))
+            .peekable();
+        let mut page = Vec::new();
+        while page.len() < limit {
+            // An unreadable entry ends the page with its error.
+            if matches!(ended.peek(), Some(Err(_))) {
+                ended.next().transpose()?;
+            }
+            if matches!(taken_in.peek(), Some(Err(_))) {
+                taken_in.next().transpose()?;
+            }
+            let index_of = |entry: Option<&Result<(u32, StoredItem), StoreError>>| {
+                entry
+                    .and_then(|entry| entry.as_ref().ok())
+                    .map(|(index, _)| *index)
+            };
+            let next = match (index_of(ended.peek()), index_of(taken_in.peek())) {
+                (None, None) => break,
+                // An item as it ended stands over its part's copy.
+                (Some(ended_index), Some(taken_index)) if ended_index == taken_index => {
+                    taken_in.next();
+                    ended.next()
+                }
+                (Some(ended_index), Some(taken_index)) if taken_index < ended_index => {
+                    taken_in.next()
+                }
+                (Some(_), _) => ended.next(),
+                (None, Some(_)) => taken_in.next(),
+            };
+            if let Some(entry) = next {
+                page.push(entry?);
+            }
+        }
+        Ok(page)
+    }
+
+    /// `tree`'s items of `batch` from index `start` on, in order.
+    fn entries_from<'a>(
+        &self,
+        tree: &'a sled::Tree,
+        batch: u64,
+        start: u32,
+    ) -> impl Iterator<Item = Result<(u32, StoredItem), StoreError>> + 'a {
         let prefix = batch_key(batch);
-        self.items
-            .range(item_key(batch, start)..)
-            .take_while(|entry| {
+        tree.range(item_key(batch, start)..)
+            .take_while(move |entry| {
                 entry
                     .as_ref()
                     .map_or(true, |(key, _)| key.starts_with(&prefix))
             })
-            .take(limit)
             .map(|entry| {
                 let (key, bytes) = entry?;
-                let index = key
-                    .get(key.len() - 4..)
-                    .and_then(|b| b.try_into().ok())
-                    .map_or(0, u32::from_be_bytes);
-                Ok((index, decode("items", &bytes)?))
+                Ok((item_index(&key), decode("items", &bytes)?))
             })
-            .collect()
+    }
+
+    /// The parts of `batch` that hold index `start` or later ones, in order.
+    fn parts_from(
+        &self,
+        batch: u64,
+        start: u32,
+    ) -> impl Iterator<Item = Result<(u32, Vec<StoredItem>), StoreError>> + '_ {
+        let prefix = batch_key(batch);
+        // The part holding `start` begins at or before it.
+        let from = self
+            .item_parts
+            .range(item_key(batch, 0)..=item_key(batch, start))
+            .next_back()
+            .and_then(Result::ok)
+            .map_or_else(|| item_key(batch, start), |(key, _)| key.to_vec());
+        self.item_parts
+            .range(from..)
+            .take_while(move |entry| {
+                entry
+                    .as_ref()
+                    .map_or(true, |(key, _)| key.starts_with(&prefix))
+            })
+            .map(|entry| {
+                let (key, bytes) = entry?;
+                Ok((item_index(&key), decode("item_parts", &bytes)?))
+            })
     }
 
     pub fn item(&self, batch: u64, index: u32) -> Result<Option<StoredItem>, StoreError> {
-        self.items
-            .get(item_key(batch, index))?
-            .map(|bytes| decode("items", &bytes))
-            .transpose()
+        if let Some(bytes) = self.items.get(item_key(batch, index))? {
+            return decode("items", &bytes).map(Some);
+        }
+        Ok(self
+            .items_page(batch, index, 1)?
+            .into_iter()
+            .find(|(found, _)| *found == index)
+            .map(|(_, item)| item))
     }
 
     pub fn put_item(&self, batch: u64, index: u32, item: &StoredItem) -> Result<(), StoreError> {
@@ -840,6 +938,57 @@ mod tests {
         );
         assert_eq!(store.batches().unwrap().len(), 1);
         assert!(store.batch(id + 1).unwrap().is_none());
+    }
+
+    #[test]
+    fn items_read_as_they_ended_over_their_parts_across_part_boundaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let total = 2 * ITEMS_PER_PART + 5;
+        let items: Vec<StoredItem> = (0..total).map(|i| item(&format!("line {i}"))).collect();
+        let id = create_batch(&store, "blank-last", &items, 1);
+        assert_eq!(store.item_parts.len(), 3);
+        let failed = |i: usize| StoredItem {
+            status: ItemStatus::Failed(format!("reason {i}")),
+            ..items[i].clone()
+        };
+        let ended = [0, ITEMS_PER_PART - 1, ITEMS_PER_PART, total - 1];
+        for &i in &ended {
+            store.put_item(id, i as u32, &failed(i)).unwrap();
+        }
+        let expected: Vec<StoredItem> = (0..total)
+            .map(|i| match ended.contains(&i) {
+                true => failed(i),
+                false => items[i].clone(),
+            })
+            .collect();
+        assert_eq!(store.items(id).unwrap(), expected);
+        // Pages starting inside a part and crossing into the next.
+        for (start, limit) in [(0, 3), (ITEMS_PER_PART - 2, 4), (total - 2, 10), (total, 5)] {
+            let page = store.items_page(id, start as u32, limit).unwrap();
+            let want: Vec<(u32, StoredItem)> = (start..total.min(start + limit))
+                .map(|i| (i as u32, expected[i].clone()))
+                .collect();
+            assert_eq!(page, want, "page from {start}");
+        }
+        assert_eq!(
+            store.item(id, ITEMS_PER_PART as u32).unwrap(),
+            Some(failed(ITEMS_PER_PART))
+        );
+        assert_eq!(store.item(id, 7).unwrap(), Some(items[7].clone()));
+        assert_eq!(store.item(id, total as u32).unwrap(), None);
+        // A batch stored before parts: every item in `items`.
+        for i in 0..3u32 {
+            store.put_item(id + 1, i, &items[i as usize]).unwrap();
+        }
+        assert_eq!(store.items(id + 1).unwrap(), items[..3].to_vec());
+        assert_eq!(store.next_batch_id().unwrap(), id + 2);
+        assert_eq!(store.remove_batch(id, false).unwrap(), (total, 0));
+        assert!(store.items(id).unwrap().is_empty());
+        assert_eq!(
+            (store.item_parts.len(), store.items(id + 1).unwrap().len()),
+            (0, 3)
+        );
     }
 
     /// A 31-move 8-puzzle, its goal and its solution.
