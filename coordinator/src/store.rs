@@ -18,7 +18,8 @@
 //!   every task a puzzle's search ran, with its size and time (and its measured parts when the
 //!   coordinator asked for them), beside the puzzle's search state; what `tilesolve simulate`
 //!   replays.
-//! - `meta`: version, name -> value; `incarnation` (u64) counts the coordinator's starts.
+//! - `meta`: version, name -> value; `incarnation` (u64) counts the coordinator's starts;
+//!   `format` (u64) is the newest [`STORE_FORMAT`] that wrote the store (absent: format 1).
 //!
 //! Values are JSON, but for the two trees written for every puzzle: "compact" is a zero byte
 //! then postcard, which took a third of the instructions JSON did for an item (encoding it, and
@@ -39,6 +40,12 @@ use tilesolve::moves::{moves_to_string, replay};
 use tilesolve::{Board, Direction, Solution};
 
 const KEY_VERSION: u8 = 1;
+
+/// The store's layout, recorded in `meta` at every open: 1 was every item in `items` (stores
+/// from before the format was recorded), 2 adds `item_parts`. A store recorded with a newer
+/// format than this is refused by name: this version would miss what it cannot read (the
+/// queued items of a batch in parts, for one) instead of failing on it.
+pub const STORE_FORMAT: u64 = 2;
 
 /// Items of a batch kept in one `item_parts` value: what a results page decodes at most beyond
 /// its own items, and the intake's part ([`crate::scheduler`] takes batches in a thousand
@@ -71,6 +78,12 @@ pub enum StoreError {
         path.display()
     )]
     Open { path: PathBuf, reason: String },
+    #[error(
+        "store {}: written by a newer tilesolve (store format {format}; this version reads formats \
+         up to {STORE_FORMAT}): run that version on it, or import an export of it into a new store",
+        path.display()
+    )]
+    Newer { path: PathBuf, format: u64 },
 }
 
 /// A solved board: the optimal moves from it to its goal.
@@ -241,6 +254,12 @@ fn board_key(goal: &Board, board: &Board) -> Vec<u8> {
     key
 }
 
+fn meta_key(name: &str) -> Vec<u8> {
+    let mut key = vec![KEY_VERSION];
+    key.extend_from_slice(name.as_bytes());
+    key
+}
+
 fn batch_key(id: u64) -> Vec<u8> {
     let mut key = vec![KEY_VERSION];
     key.extend_from_slice(&id.to_be_bytes());
@@ -309,10 +328,38 @@ impl Store {
                 db,
             })
         };
-        opened().map_err(|error| StoreError::Open {
+        let store = opened().map_err(|error| StoreError::Open {
             path: dir.to_path_buf(),
             reason: error.to_string(),
-        })
+        })?;
+        let format = store.meta_u64("format")?.unwrap_or(1);
+        if format > STORE_FORMAT {
+            return Err(StoreError::Newer {
+                path: dir.to_path_buf(),
+                format,
+            });
+        }
+        if format < STORE_FORMAT {
+            store
+                .meta
+                .insert(meta_key("format"), &STORE_FORMAT.to_be_bytes())?;
+        }
+        Ok(store)
+    }
+
+    /// A number kept in `meta` under `name`.
+    fn meta_u64(&self, name: &str) -> Result<Option<u64>, StoreError> {
+        self.meta
+            .get(meta_key(name))?
+            .map(|bytes| {
+                <[u8; 8]>::try_from(bytes.as_ref())
+                    .map(u64::from_be_bytes)
+                    .map_err(|_| StoreError::Corrupt {
+                        tree: "meta",
+                        reason: format!("{name} is not 8 bytes"),
+                    })
+            })
+            .transpose()
     }
 
     /// The stored solution of `board` towards `goal`, if it was ever solved or lay on a solved
@@ -793,23 +840,9 @@ impl Store {
     /// Counts one more start of the coordinator on these files and returns the new count, flushed
     /// before it is returned so that no two starts ever see the same number.
     pub fn next_incarnation(&self) -> Result<u64, StoreError> {
-        let mut key = vec![KEY_VERSION];
-        key.extend_from_slice(b"incarnation");
-        let previous = self
-            .meta
-            .get(&key)?
-            .map(|bytes| {
-                <[u8; 8]>::try_from(bytes.as_ref())
-                    .map(u64::from_be_bytes)
-                    .map_err(|_| StoreError::Corrupt {
-                        tree: "meta",
-                        reason: "incarnation is not 8 bytes".into(),
-                    })
-            })
-            .transpose()?
-            .unwrap_or(0);
-        let next = previous + 1;
-        self.meta.insert(key, &next.to_be_bytes())?;
+        let next = self.meta_u64("incarnation")?.unwrap_or(0) + 1;
+        self.meta
+            .insert(meta_key("incarnation"), &next.to_be_bytes())?;
         self.db.flush()?;
         Ok(next)
     }
@@ -894,6 +927,42 @@ mod tests {
         std::fs::write(&path, b"not a directory").unwrap();
         let message = Store::open(&path).err().expect("refused").to_string();
         assert!(message.contains(&path.display().to_string()), "{message}");
+    }
+
+    #[test]
+    fn a_store_of_a_newer_format_is_refused_by_name_and_an_older_one_is_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            assert_eq!(store.meta_u64("format").unwrap(), Some(STORE_FORMAT));
+            // As a store from before the format was recorded.
+            store.meta.remove(meta_key("format")).unwrap();
+            store.flush().unwrap();
+        }
+        {
+            let store = reopen(dir.path());
+            assert_eq!(store.meta_u64("format").unwrap(), Some(STORE_FORMAT));
+            store
+                .meta
+                .insert(meta_key("format"), &(STORE_FORMAT + 1).to_be_bytes())
+                .unwrap();
+            store.flush().unwrap();
+        }
+        let refused = (0..100)
+            .find_map(|_| match Store::open(dir.path()) {
+                Err(error @ StoreError::Newer { .. }) => Some(error),
+                _ => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                    None
+                }
+            })
+            .expect("refused as newer");
+        let message = refused.to_string();
+        assert!(
+            message.contains(&dir.path().display().to_string())
+                && message.contains(&format!("store format {}", STORE_FORMAT + 1)),
+            "{message}"
+        );
     }
 
     #[test]
