@@ -308,6 +308,14 @@ impl Service {
         locked(&self.scheduler)
     }
 
+    /// Cancels a batch (see [`Scheduler::cancel`]) and makes it durable after releasing the
+    /// lock. Blocking: the flush waits for the disk.
+    pub fn cancel(&self, batch: u64) -> Result<BatchProgress, SchedulerError> {
+        let progress = self.lock().cancel(batch)?;
+        self.flusher.flush()?;
+        Ok(progress)
+    }
+
     /// Writes everything the store holds in memory to disk (at shutdown).
     pub fn flush_store(&self) -> Result<(), SchedulerError> {
         self.flusher.flush()
@@ -347,9 +355,9 @@ impl Service {
                 None => break,
             }
         }
-        let scheduler = self.lock();
-        scheduler.flusher().flush()?;
-        pruned.store_bytes_after = scheduler.store_bytes();
+        // The flush waits for the disk: not under the lock.
+        self.flusher.flush()?;
+        pruned.store_bytes_after = self.lock().store_bytes();
         if pruned.batches > 0 {
             tracing::info!(
                 batches = pruned.batches,
@@ -718,7 +726,10 @@ impl pb::tilesolve_server::Tilesolve for Service {
         request: Request<pb::CancelBatchRequest>,
     ) -> Result<Response<pb::BatchStatus>, Status> {
         let batch = request.into_inner().batch_id;
-        let progress = self.lock().cancel(batch)?;
+        let service = self.clone();
+        let progress = tokio::task::spawn_blocking(move || service.cancel(batch))
+            .await
+            .map_err(|e| Status::internal(format!("cancel: {e}")))??;
         tracing::info!(batch, "batch cancelled");
         Ok(Response::new(status_message(progress)))
     }

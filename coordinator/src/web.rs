@@ -451,7 +451,10 @@ async fn cancel_batch(
     State(state): State<WebState>,
     Path(id): Path<u64>,
 ) -> Result<Json<BatchJson>, WebError> {
-    let progress = state.service.lock().cancel(id)?;
+    let service = state.service.clone();
+    let progress = tokio::task::spawn_blocking(move || service.cancel(id))
+        .await
+        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, format!("cancel: {e}")))??;
     tracing::info!(batch = id, "batch cancelled from the dashboard");
     Ok(Json(BatchJson::from(progress)))
 }

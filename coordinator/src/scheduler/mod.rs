@@ -752,7 +752,8 @@ impl Scheduler {
     }
 
     /// Cancels a batch: its unfinished items fail as cancelled (their tasks are withdrawn and
-    /// workers told); answers already found stay.
+    /// workers told); answers already found stay. The caller flushes the store after releasing
+    /// the lock ([`Scheduler::flusher`]) before it answers.
     pub fn cancel(&mut self, batch: u64) -> Result<BatchProgress, SchedulerError> {
         let mut stored = self
             .store
@@ -769,7 +770,6 @@ impl Scheduler {
             self.finish_failed(puzzle, "cancelled".into())?;
         }
         self.fail_waiting_batch(batch, "cancelled")?;
-        self.store.flush()?;
         self.progress(batch)
     }
 
