@@ -193,8 +193,12 @@ impl Scheduler {
 
     fn queue_audit(&mut self, puzzle: PuzzleId, claim: UnauditedClaim) {
         let id = self.new_audit(puzzle);
-        self.tasks
-            .add_audit(puzzle, TaskSpec { id, ..claim.spec }, claim.audit);
+        self.tasks.add_audit(
+            puzzle,
+            TaskSpec { id, ..claim.spec },
+            claim.audit,
+            claim.nodes,
+        );
     }
 
     /// An id for an audit of `puzzle`, whose answer waits for it until it is resolved.

@@ -68,6 +68,13 @@ pub const MAX_WORKER_THREADS: u32 = 1024;
 /// Most tasks a worker may hold per thread beyond the one it runs (prefetched), unless its
 /// tasks are short (see [`MAX_PACKED_HELD`]).
 pub const MAX_PREFETCH: u32 = 4;
+/// Seconds of work, at the worker's measured pace, above which a task is not prefetched: it
+/// goes only to a thread with nothing to do. A 24-puzzle's last iteration (24 subtree tasks,
+/// the largest four 1-3.5 s each) went whole to the worker whose report had ended the
+/// iteration before, and its packing (its tasks had been short) let it take them all: the
+/// other worker sat idle for 10 of the batch's 17 s. A long task waits for a round trip at
+/// most (about a millisecond) by going out one at a time.
+pub const PREFETCH_MOST_SECONDS: f64 = 0.25;
 /// Most tasks one worker may hold when its tasks are short and packed
 /// ([`tilesolve::task::TaskTimes`]), whatever thread count it declared: a worker that
 /// hoards cannot take more of the queue than this.
@@ -486,7 +493,7 @@ impl Scheduler {
             .fold((0u64, 0.0), |(count, sum), report| {
                 (count + 1, sum + report.seconds)
             });
-        let most = self
+        let holding = self
             .workers
             .reported(worker, now, (results.len() as u64, nodes), timed)?;
         for report in results {
@@ -504,7 +511,7 @@ impl Scheduler {
         let leased = self.tasks.lease(
             worker,
             free_slots as usize,
-            most,
+            holding,
             now,
             self.config.lease_timeout,
         );

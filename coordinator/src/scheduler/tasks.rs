@@ -36,6 +36,22 @@ pub(super) struct TaskEntry {
     pub(super) predicted: u64,
 }
 
+/// How much a worker may hold, from its threads and measured pace
+/// ([`super::workers::Workers::reported`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Holding {
+    /// Leases it may hold in all, prefetched ones included.
+    pub(super) most: usize,
+    pub(super) threads: usize,
+    /// A task predicted to expand more nodes than this is long: it goes out only to a thread
+    /// with nothing to do (see [`super::PREFETCH_MOST_SECONDS`]).
+    pub(super) long_above_nodes: u64,
+}
+
+/// Long tasks a lease looks past, at most, for shorter ones a busy worker may prefetch: a
+/// queue of thousands of long tasks costs a poll no more than this.
+const MOST_LONG_PASSED: usize = 256;
+
 /// What expiring leases did.
 #[derive(Default)]
 pub(super) struct Expired {
@@ -70,8 +86,16 @@ impl Tasks {
 
     /// Queues an audit task (whose id is set) ahead of its batch's other tasks: the puzzle's
     /// answer waits for it.
-    pub(super) fn add_audit(&mut self, puzzle: PuzzleId, spec: TaskSpec, audit: Audit) {
-        self.insert(puzzle, spec, 0, u64::MAX, Some(audit));
+    /// Queues an audit, ahead of every wave, predicted to expand about `predicted` nodes (the
+    /// audited report's).
+    pub(super) fn add_audit(
+        &mut self,
+        puzzle: PuzzleId,
+        spec: TaskSpec,
+        audit: Audit,
+        predicted: u64,
+    ) {
+        self.insert(puzzle, spec, 0, predicted, Some(audit));
     }
 
     fn insert(
@@ -99,21 +123,24 @@ impl Tasks {
     }
 
     /// Leases ready tasks to `worker` until `now + timeout`, up to `count` or until it holds
-    /// `most` leases in all: a worker that asks again and again, or never reports, cannot take
-    /// the whole queue from the others.
+    /// `holding.most` leases in all: a worker that asks again and again, or never reports,
+    /// cannot take the whole queue from the others. A long task goes only into a thread with
+    /// nothing to do, so the long tasks at an iteration's end spread over every worker instead
+    /// of waiting one behind another in the worker that asked first.
     pub(super) fn lease(
         &mut self,
         worker: WorkerId,
         count: usize,
-        most: usize,
+        holding: Holding,
         now: Instant,
         timeout: Duration,
     ) -> Vec<TaskSpec> {
         let held = self.held(worker);
-        let count = count.min(most.saturating_sub(held));
+        let count = count.min(holding.most.saturating_sub(held));
         let mut leased = Vec::new();
         let mut passed_over = Vec::new();
-        while leased.len() < count {
+        let mut long_passed = 0;
+        while leased.len() < count && long_passed < MOST_LONG_PASSED {
             let Some(id) = self.ready.pop() else {
                 break;
             };
@@ -123,6 +150,15 @@ impl Tasks {
             };
             if entry.audit.is_some_and(|audit| audit.of == worker) {
                 passed_over.push((entry.puzzle.0, entry.wave, entry.predicted, id));
+                continue;
+            }
+            // A whole task's `predicted` is its budget, not a prediction: it is never long.
+            if !entry.spec.iterate
+                && entry.predicted > holding.long_above_nodes
+                && held + leased.len() >= holding.threads
+            {
+                passed_over.push((entry.puzzle.0, entry.wave, entry.predicted, id));
+                long_passed += 1;
                 continue;
             }
             entry.lease = Some(Lease {
@@ -337,5 +373,97 @@ impl Tasks {
                 None => (queued + 1, running),
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilesolve::Board;
+
+    /// A subtree task (or, with `iterate`, a whole one) of puzzle (1, 0).
+    fn spec(id: TaskId, iterate: bool) -> TaskSpec {
+        TaskSpec {
+            id,
+            puzzle: (1, 0),
+            board: Board::blank_last(4),
+            goal: Board::blank_last(4),
+            heuristic: "manhattan".into(),
+            path: Vec::new(),
+            bound: 50,
+            iterate,
+            node_budget: 0,
+            profile_depth: 0,
+        }
+    }
+
+    fn leased_ids(
+        tasks: &mut Tasks,
+        worker: WorkerId,
+        holding: Holding,
+        now: Instant,
+    ) -> Vec<TaskId> {
+        let mut ids: Vec<TaskId> = tasks
+            .lease(worker, 100, holding, now, Duration::from_secs(60))
+            .iter()
+            .map(|spec| spec.id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    #[test]
+    fn long_tasks_go_only_to_idle_threads_and_short_ones_are_still_prefetched() {
+        let mut tasks = Tasks::default();
+        let wave = tasks.next_wave();
+        // Tasks 1-4 long (10,000 nodes predicted), 5-10 short (10 nodes).
+        for id in 1..=10 {
+            let predicted = if id <= 4 { 10_000 } else { 10 };
+            tasks.add((1, 0), spec(id, false), wave, predicted);
+        }
+        let holding = Holding {
+            most: 100,
+            threads: 1,
+            long_above_nodes: 1_000,
+        };
+        let now = Instant::now();
+        let (first, second) = (1, 2);
+        let taken = leased_ids(&mut tasks, first, holding, now);
+        assert_eq!(taken.iter().filter(|&&id| id <= 4).count(), 1, "{taken:?}");
+        assert_eq!(
+            taken.len(),
+            7,
+            "one long task and every short one: {taken:?}"
+        );
+        let taken = leased_ids(&mut tasks, second, holding, now);
+        assert_eq!(taken.len(), 1, "{taken:?}");
+        assert!(taken[0] <= 4, "the idle worker gets a long task: {taken:?}");
+        assert!(
+            leased_ids(&mut tasks, first, holding, now).is_empty(),
+            "a busy thread prefetches no long task"
+        );
+        // Once its tasks are done, the first worker takes the next long one.
+        for id in 1..=10 {
+            tasks.take_held(id, first);
+        }
+        assert_eq!(leased_ids(&mut tasks, first, holding, now).len(), 1);
+    }
+
+    #[test]
+    fn whole_tasks_are_prefetched_whatever_their_budget() {
+        let mut tasks = Tasks::default();
+        for id in 1..=5 {
+            let wave = tasks.next_wave();
+            tasks.add((1, 0), spec(id, true), wave, 20_000_000);
+        }
+        let holding = Holding {
+            most: 5,
+            threads: 1,
+            long_above_nodes: 0,
+        };
+        assert_eq!(
+            leased_ids(&mut tasks, 1, holding, Instant::now()),
+            vec![1, 2, 3, 4, 5]
+        );
     }
 }

@@ -7,7 +7,11 @@ use std::time::{Duration, Instant};
 
 use tilesolve::task::TaskTimes;
 
-use super::{SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS};
+use super::tasks::Holding;
+use super::{
+    SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS,
+    PREFETCH_MOST_SECONDS,
+};
 
 /// The span a worker's nodes/s is measured over: long enough to smooth out tasks finishing in
 /// bursts, short enough to show a worker that has gone idle.
@@ -319,7 +323,7 @@ impl Workers {
         now: Instant,
         (tasks, nodes): (u64, u64),
         (timed, seconds): (u64, f64),
-    ) -> Result<usize, SchedulerError> {
+    ) -> Result<Holding, SchedulerError> {
         let info = self.info_mut(worker)?;
         info.last_seen = now;
         info.tasks_done = info.tasks_done.saturating_add(tasks);
@@ -329,7 +333,12 @@ impl Workers {
         let unpacked = info.threads as usize * (1 + MAX_PREFETCH) as usize;
         let per_thread = info.task_times.tasks_per_thread(1 + MAX_PREFETCH);
         let packed = (info.threads as usize * per_thread as usize).min(MAX_PACKED_HELD);
-        Ok(packed.max(unpacked))
+        Ok(Holding {
+            most: packed.max(unpacked),
+            threads: info.threads as usize,
+            // Unmeasured (0): every task with a predicted size counts as long.
+            long_above_nodes: (info.nodes_per_second(now) * PREFETCH_MOST_SECONDS) as u64,
+        })
     }
 
     /// Forgets the workers silent for `timeout` or longer; returns them.
