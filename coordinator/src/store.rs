@@ -272,6 +272,26 @@ fn item_key(batch: u64, index: u32) -> Vec<u8> {
     key
 }
 
+/// `tree`'s values of `batch` from key `from` on, each with the item index ending its key.
+fn batch_entries<'a, T: for<'de> Deserialize<'de>>(
+    tree: &'a sled::Tree,
+    name: &'static str,
+    batch: u64,
+    from: Vec<u8>,
+) -> impl Iterator<Item = Result<(u32, T), StoreError>> + 'a {
+    let prefix = batch_key(batch);
+    tree.range(from..)
+        .take_while(move |entry| {
+            entry
+                .as_ref()
+                .map_or(true, |(key, _)| key.starts_with(&prefix))
+        })
+        .map(move |entry| {
+            let (key, bytes) = entry?;
+            Ok((item_index(&key), decode(name, &bytes)?))
+        })
+}
+
 /// The item index that ends an `items` or `item_parts` key.
 fn item_index(key: &[u8]) -> u32 {
     key.get(key.len().saturating_sub(4)..)
@@ -643,7 +663,9 @@ impl Store {
         start: u32,
         limit: usize,
     ) -> Result<Vec<(u32, StoredItem)>, StoreError> {
-        let mut ended = self.entries_from(&self.items, batch, start).peekable();
+        let mut ended =
+            batch_entries::<StoredItem>(&self.items, "items", batch, item_key(batch, start))
+                .peekable();
         let mut taken_in = self
             .parts_from(batch, start)
             .flat_map(|part| match part {
@@ -686,33 +708,12 @@ impl Store {
         Ok(page)
     }
 
-    /// `tree`'s items of `batch` from index `start` on, in order.
-    fn entries_from<'a>(
-        &self,
-        tree: &'a sled::Tree,
-        batch: u64,
-        start: u32,
-    ) -> impl Iterator<Item = Result<(u32, StoredItem), StoreError>> + 'a {
-        let prefix = batch_key(batch);
-        tree.range(item_key(batch, start)..)
-            .take_while(move |entry| {
-                entry
-                    .as_ref()
-                    .map_or(true, |(key, _)| key.starts_with(&prefix))
-            })
-            .map(|entry| {
-                let (key, bytes) = entry?;
-                Ok((item_index(&key), decode("items", &bytes)?))
-            })
-    }
-
     /// The parts of `batch` that hold index `start` or later ones, in order.
     fn parts_from(
         &self,
         batch: u64,
         start: u32,
     ) -> impl Iterator<Item = Result<(u32, Vec<StoredItem>), StoreError>> + '_ {
-        let prefix = batch_key(batch);
         // The part holding `start` begins at or before it.
         let from = self
             .item_parts
@@ -720,17 +721,7 @@ impl Store {
             .next_back()
             .and_then(Result::ok)
             .map_or_else(|| item_key(batch, start), |(key, _)| key.to_vec());
-        self.item_parts
-            .range(from..)
-            .take_while(move |entry| {
-                entry
-                    .as_ref()
-                    .map_or(true, |(key, _)| key.starts_with(&prefix))
-            })
-            .map(|entry| {
-                let (key, bytes) = entry?;
-                Ok((item_index(&key), decode("item_parts", &bytes)?))
-            })
+        batch_entries(&self.item_parts, "item_parts", batch, from)
     }
 
     pub fn item(&self, batch: u64, index: u32) -> Result<Option<StoredItem>, StoreError> {
