@@ -603,10 +603,15 @@ impl Store {
     /// Removes a batch and its items; with `solutions`, also the stored answers of its solved
     /// items and every board on their paths. Returns (items, boards) removed.
     pub fn remove_batch(&self, batch: u64, solutions: bool) -> Result<(usize, usize), StoreError> {
-        let stored = self.items(batch)?;
+        let count = self.batch(batch)?.map_or(0, |stored| stored.items as usize);
+        // Items are read only for their answers: a retention pass decodes nothing.
+        let stored = match solutions {
+            true => self.items(batch)?,
+            false => Vec::new(),
+        };
         let mut boards = sled::Batch::default();
         let mut board_count = 0;
-        for item in stored.iter().filter(|_| solutions) {
+        for item in &stored {
             let (ItemStatus::Solved(solved), Some(board), Some(goal)) =
                 (&item.status, &item.board, &item.goal)
             else {
@@ -643,7 +648,7 @@ impl Store {
             tree.apply_batch(removed)?;
         }
         self.batches.remove(batch_key(batch))?;
-        Ok((stored.len(), board_count))
+        Ok((count, board_count))
     }
 
     /// A batch's items in order.
