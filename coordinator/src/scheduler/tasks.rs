@@ -84,10 +84,8 @@ impl Tasks {
         self.insert(puzzle, spec, wave, predicted, None);
     }
 
-    /// Queues an audit task (whose id is set) ahead of its batch's other tasks: the puzzle's
-    /// answer waits for it.
-    /// Queues an audit, ahead of every wave, predicted to expand about `predicted` nodes (the
-    /// audited report's).
+    /// Queues an audit task (whose id is set) ahead of every wave, since the puzzle's answer
+    /// waits for it, predicted to expand about `predicted` nodes (the audited report's).
     pub(super) fn add_audit(
         &mut self,
         puzzle: PuzzleId,
