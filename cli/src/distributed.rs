@@ -89,8 +89,17 @@ pub struct ServeArgs {
     token: Option<String>,
     /// The worker API's own token: workers then need it and cannot use the client API, and
     /// the client token cannot register, poll or fetch tables. Without it, workers use --token.
-    #[arg(long, env = "TILESOLVE_WORKER_TOKEN", hide_env_values = true)]
-    worker_token: Option<String>,
+    /// Give it more than once (or comma-separated) to give hosts or owners tokens of their
+    /// own: workers under one token never audit each other's reports (a token holder may
+    /// register any number of workers), so with a single token the coordinator runs every
+    /// audit itself.
+    #[arg(
+        long,
+        env = "TILESOLVE_WORKER_TOKEN",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    worker_token: Vec<String>,
     /// Serve TLS with this PEM certificate chain (needs --tls-key).
     #[arg(
         long,
@@ -214,10 +223,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
         if args.token.as_deref() == Some("") {
             bail!("--token (or TILESOLVE_TOKEN) is set but empty");
         }
-        if args.worker_token.as_deref() == Some("") {
+        if args.worker_token.iter().any(String::is_empty) {
             bail!("--worker-token (or TILESOLVE_WORKER_TOKEN) is set but empty");
         }
-        if args.worker_token.is_some() && args.worker_token == args.token {
+        if args.token.as_ref().is_some_and(|token| args.worker_token.contains(token)) {
             bail!("--worker-token is the same as --token: give workers their own token, or leave --worker-token out");
         }
         if !listener.local_addr()?.ip().is_loopback() {
@@ -226,7 +235,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
                 (Some(_), None) => tracing::warn!("serving beyond this host with a token but without TLS: the token crosses the network in the clear (serve TLS with --tls-cert and --tls-key)"),
                 (Some(_), Some(_)) => {}
             }
-            if args.token.is_some() && args.worker_token.is_none() {
+            if args.token.is_some() && args.worker_token.is_empty() {
                 tracing::info!("workers share the client token: with --worker-token they get their own, which cannot submit or read batches");
             }
         }
@@ -238,7 +247,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             },
             build_threads: default_threads(),
             token: args.token,
-            worker_token: args.worker_token,
+            worker_tokens: args.worker_token,
             tls,
             limits: Limits {
                 max_message_bytes: (args.max_message_mib as usize) << 20,
@@ -881,7 +890,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             build_threads: default_threads(),
             // Bound to 127.0.0.1 for this process's own worker only, and gone when it ends.
             token: None,
-            worker_token: None,
+            worker_tokens: Vec::new(),
             tls: None,
             limits: Limits::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,

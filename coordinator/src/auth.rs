@@ -16,13 +16,20 @@ use tonic::{Request, Status};
 
 #[derive(Clone, Debug)]
 pub struct TokenCheck {
-    token: Option<Arc<str>>,
+    /// The tokens that open this API; none lets every call in.
+    tokens: Vec<Arc<str>>,
     /// Which token this is and where it is set, for the refusal's message.
     role: &'static str,
-    /// The other API's token, when it differs: a caller sending it is known but may not make
-    /// this call (PermissionDenied), where a wrong or missing token is Unauthenticated.
-    other: Option<(Arc<str>, &'static str)>,
+    /// The other API's tokens, when they differ: a caller sending one is known but may not
+    /// make this call (PermissionDenied), where a wrong or missing token is Unauthenticated.
+    other: Vec<Arc<str>>,
+    other_role: &'static str,
 }
+
+/// The index of the token a call to the worker API presented (0 when it has no token of its
+/// own), in the request's extensions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenIndex(pub usize);
 
 const CLIENT_ROLE: &str = "client token (--token or TILESOLVE_TOKEN)";
 const WORKER_ROLE: &str = "worker token (--worker-token or TILESOLVE_WORKER_TOKEN)";
@@ -30,49 +37,66 @@ const WORKER_ROLE: &str = "worker token (--worker-token or TILESOLVE_WORKER_TOKE
 impl TokenCheck {
     /// The check of the client API: `None` lets every call in (for a coordinator bound to
     /// 127.0.0.1 on a trusted machine).
-    pub fn client(token: Option<&str>, worker_token: Option<&str>) -> TokenCheck {
+    pub fn client(token: Option<&str>, worker_tokens: &[String]) -> TokenCheck {
         TokenCheck {
-            token: token.map(Arc::from),
+            tokens: token.map(Arc::from).into_iter().collect(),
             role: CLIENT_ROLE,
-            other: worker_token.map(|t| (Arc::from(t), WORKER_ROLE)),
+            other: worker_tokens
+                .iter()
+                .map(|t| Arc::from(t.as_str()))
+                .collect(),
+            other_role: WORKER_ROLE,
         }
     }
 
-    /// The check of the worker API: the worker token, or the client token when there is none.
-    pub fn worker(worker_token: Option<&str>, client_token: Option<&str>) -> TokenCheck {
-        match worker_token {
-            Some(token) => TokenCheck {
-                token: Some(Arc::from(token)),
-                role: WORKER_ROLE,
-                other: client_token.map(|t| (Arc::from(t), CLIENT_ROLE)),
-            },
-            None => TokenCheck::client(client_token, None),
+    /// The check of the worker API: any of the worker tokens, or the client token when there
+    /// are none.
+    pub fn worker(worker_tokens: &[String], client_token: Option<&str>) -> TokenCheck {
+        if worker_tokens.is_empty() {
+            return TokenCheck::client(client_token, &[]);
+        }
+        TokenCheck {
+            tokens: worker_tokens
+                .iter()
+                .map(|t| Arc::from(t.as_str()))
+                .collect(),
+            role: WORKER_ROLE,
+            other: client_token.map(Arc::from).into_iter().collect(),
+            other_role: CLIENT_ROLE,
         }
     }
 }
 
 impl tonic::service::Interceptor for TokenCheck {
-    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let Some(token) = &self.token else {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if self.tokens.is_empty() {
+            request.extensions_mut().insert(TokenIndex(0));
             return Ok(request);
-        };
-        if token_matches(request.metadata(), token) {
+        }
+        if let Some(index) = self
+            .tokens
+            .iter()
+            .position(|token| token_matches(request.metadata(), token))
+        {
+            request.extensions_mut().insert(TokenIndex(index));
             return Ok(request);
         }
         let peer = request.remote_addr();
-        if let Some((other, other_role)) = &self.other {
-            if token_matches(request.metadata(), other) {
-                tracing::warn!(
-                    ?peer,
-                    sent = other_role,
-                    role = self.role,
-                    "refused a call made with the other API's token"
-                );
-                return Err(Status::permission_denied(format!(
-                    "this call needs the coordinator's {}, and was made with its {other_role}",
-                    self.role
-                )));
-            }
+        if self
+            .other
+            .iter()
+            .any(|other| token_matches(request.metadata(), other))
+        {
+            tracing::warn!(
+                ?peer,
+                sent = self.other_role,
+                role = self.role,
+                "refused a call made with the other API's token"
+            );
+            return Err(Status::permission_denied(format!(
+                "this call needs the coordinator's {}, and was made with its {}",
+                self.role, self.other_role
+            )));
         }
         let reason = if request.metadata().contains_key(AUTHORIZATION) {
             "wrong token"

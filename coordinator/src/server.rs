@@ -50,11 +50,11 @@ pub struct ServeConfig {
     /// Threads for pattern database builds.
     pub build_threads: usize,
     /// Every call but health checks must carry this bearer token (workers too, unless
-    /// `worker_token` is set).
+    /// `worker_tokens` are set).
     pub token: Option<String>,
-    /// The worker API's own token: then workers cannot use the client API, nor clients the
-    /// worker API.
-    pub worker_token: Option<String>,
+    /// The worker API's own tokens: then workers cannot use the client API, nor clients the
+    /// worker API. Workers registered under one token are one lineage: none audits another.
+    pub worker_tokens: Vec<String>,
     /// Serve TLS instead of plain HTTP/2.
     pub tls: Option<TlsIdentity>,
     pub limits: Limits,
@@ -119,17 +119,19 @@ pub async fn run(
         config.scheduler,
     )?));
 
+    let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits);
     // The sweep runs several times per lease timeout, so a dead worker's tasks return promptly.
     let sweeper = {
-        let scheduler = scheduler.clone();
+        let service = service.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(lease_timeout / 4);
             loop {
                 tick.tick().await;
-                let swept = scheduler
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .sweep();
+                let sweeping = service.clone();
+                let swept = match tokio::task::spawn_blocking(move || sweeping.sweep()).await {
+                    Ok(swept) => swept,
+                    Err(error) => Err(SchedulerError::Internal(error.to_string())),
+                };
                 match swept {
                     Ok(swept) => {
                         for worker in &swept.workers_lost {
@@ -152,7 +154,6 @@ pub async fn run(
         })
     };
 
-    let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits);
     // Batches resumed from the store, or submitted from now on, may wait for pattern tables.
     let table_supply = service.table_supply();
     table_supply.preload_present();
@@ -160,8 +161,8 @@ pub async fn run(
     let retention = config
         .keep_batches
         .map(|keep| tokio::spawn(prune_old_batches(service.clone(), keep)));
-    let client_check = TokenCheck::client(config.token.as_deref(), config.worker_token.as_deref());
-    let worker_check = TokenCheck::worker(config.worker_token.as_deref(), config.token.as_deref());
+    let client_check = TokenCheck::client(config.token.as_deref(), &config.worker_tokens);
+    let worker_check = TokenCheck::worker(&config.worker_tokens, config.token.as_deref());
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<pb::tilesolve_server::TilesolveServer<Service>>()
@@ -181,7 +182,7 @@ pub async fn run(
         data = %config.data.display(),
         tls = config.tls.is_some(),
         token = config.token.is_some(),
-        worker_token = config.worker_token.is_some(),
+        worker_tokens = config.worker_tokens.len(),
         "coordinator serving"
     );
     // Replies span several writes; without TCP_NODELAY, Nagle's algorithm holds the last one

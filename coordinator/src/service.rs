@@ -17,8 +17,8 @@ use tonic::{Request, Response, Status};
 
 use crate::compressed_tables::CompressedTables;
 use crate::scheduler::{
-    BatchProgress, Deferred, Flusher, Scheduler, SchedulerError, Submitted, TaskOutcome,
-    TaskReport, TaskSpec,
+    BatchProgress, Deferred, DeferredDone, Flusher, Scheduler, SchedulerError, Submitted, Swept,
+    TaskOutcome, TaskReport, TaskSpec,
 };
 use crate::store::{ItemStatus, Store, StoredBatch, StoredItem, StoredSolution};
 use crate::table_supply::TableSupply;
@@ -60,6 +60,9 @@ pub struct Limits {
     /// Largest request message accepted (a batch is one message); larger ones are refused
     /// with OutOfRange before they are read whole. At most [`crate::server::MAX_MESSAGE_BYTES`].
     pub max_message_bytes: usize,
+    /// Audits the coordinator runs itself at once on its background pool (those no worker of
+    /// another lineage can run): a thread each.
+    pub audit_threads: usize,
 }
 
 impl Default for Limits {
@@ -68,6 +71,7 @@ impl Default for Limits {
             concurrent_submissions: 64,
             watchers: 1024,
             max_message_bytes: crate::server::MAX_MESSAGE_BYTES,
+            audit_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
@@ -93,6 +97,8 @@ pub struct Service {
     batch_ended: Arc<Notify>,
     /// zstd copies of the tables, for workers that fetch them compressed.
     compressed: Arc<CompressedTables>,
+    /// Threads free for the coordinator's own long audits ([`Service::audit_in_background`]).
+    audit_threads: Arc<Semaphore>,
 }
 
 /// Longest a poll from an idle worker waits for work (well under the lease timeout and any
@@ -152,6 +158,83 @@ impl Service {
             watchers: Arc::new(Semaphore::new(limits.watchers)),
             tasks_queued,
             batch_ended: Arc::default(),
+            audit_threads: Arc::new(Semaphore::new(limits.audit_threads.max(1))),
+        }
+    }
+
+    /// Returns expired leases to the queue and forgets silent workers
+    /// ([`Scheduler::sweep`]), then runs the audits that handed to the coordinator. Blocking.
+    pub fn sweep(&self) -> Result<Swept, SchedulerError> {
+        let swept = self.lock().sweep()?;
+        self.drain_deferred(Vec::new());
+        Ok(swept)
+    }
+
+    /// Runs the coordinator's long audits (those [`Deferred::is_long`] says may take seconds)
+    /// on the blocking pool, at most [`Limits::audit_threads`] at once, so no worker's poll
+    /// waits for one; each hands its result back and runs what that leaves.
+    fn audit_in_background(&self, audits: Vec<Deferred>) {
+        if audits.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // Outside a runtime (never in the server): run them here.
+            let done = audits.into_iter().map(Deferred::run).collect();
+            return self.drain_deferred(done);
+        };
+        for audit in audits {
+            let (service, threads) = (self.clone(), self.audit_threads.clone());
+            runtime.spawn(async move {
+                let Ok(_thread) = threads.acquire_owned().await else {
+                    return;
+                };
+                let ran = tokio::task::spawn_blocking(move || {
+                    let done = audit.run();
+                    service.drain_deferred(vec![done]);
+                })
+                .await;
+                if let Err(error) = ran {
+                    tracing::error!(%error, "a coordinator audit stopped");
+                }
+            });
+        }
+    }
+
+    /// Hands `done` back to the scheduler and runs the deferred work that leaves, until none
+    /// is left (long audits go to the background pool); writes task records, flushes a
+    /// finished batch and wakes who waits for it or for tasks. Blocking.
+    fn drain_deferred(&self, mut done: Vec<DeferredDone>) {
+        loop {
+            let mut scheduler = self.lock();
+            for work in done.drain(..) {
+                if let Err(error) = scheduler.finish_deferred(work) {
+                    tracing::error!(%error, "deferred work");
+                }
+            }
+            let deferred = scheduler.take_deferred();
+            let flush_due = scheduler.take_flush_due();
+            let records = scheduler.take_records();
+            let ready = scheduler.has_ready_tasks();
+            drop(scheduler);
+            if let Err(error) = self.flusher.write(records) {
+                tracing::error!(%error, "task records");
+            }
+            if flush_due {
+                match self.flusher.flush() {
+                    Ok(()) => self.batch_ended.notify_waiters(),
+                    Err(error) => tracing::error!(%error, "flushing the store"),
+                }
+            }
+            if ready {
+                self.tasks_queued.notify_waiters();
+            }
+            let (long, short): (Vec<Deferred>, Vec<Deferred>) =
+                deferred.into_iter().partition(Deferred::is_long);
+            self.audit_in_background(long);
+            if short.is_empty() {
+                return;
+            }
+            done = short.into_iter().map(Deferred::run).collect();
         }
     }
 
@@ -744,6 +827,11 @@ impl pb::workers_server::Workers for Service {
         let peer = request
             .remote_addr()
             .map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
+        // Which worker token it presented (auth's check put it there): one lineage a token.
+        let token = request
+            .extensions()
+            .get::<crate::auth::TokenIndex>()
+            .map_or(0, |index| index.0);
         let request = request.into_inner();
         if request.protocol_version == 0 {
             return Err(Status::invalid_argument(format!(
@@ -780,7 +868,7 @@ impl pb::workers_server::Workers for Service {
         }
         let (worker_id, worker_secret) = {
             let mut scheduler = self.lock();
-            let worker_id = scheduler.register(request.threads, &request.host)?;
+            let worker_id = scheduler.register_with_token(request.threads, &request.host, token)?;
             scheduler.set_default_heuristics(worker_id, &request.default_heuristics);
             scheduler.set_worker_name(worker_id, &request.name);
             let tables: Vec<(String, u64)> = request
@@ -815,6 +903,7 @@ impl pb::workers_server::Workers for Service {
         let results_count = results.len();
         let scheduler_handle = self.scheduler.clone();
         let (flusher, batch_ended) = (self.flusher.clone(), self.batch_ended.clone());
+        let service = self.clone();
         // Finishing an iteration splits the next one: CPU work, kept off the async threads and
         // done outside the scheduler's lock, so other workers' polls go on meanwhile.
         let (worker, leaving) = (request.worker_id, request.leaving);
@@ -836,7 +925,10 @@ impl pb::workers_server::Workers for Service {
             // puzzles would wait for them forever: the first error is returned at the end.
             let mut failed = None;
             loop {
-                let deferred = scheduler.take_deferred();
+                let (long, deferred): (Vec<Deferred>, Vec<Deferred>) = scheduler
+                    .take_deferred()
+                    .into_iter()
+                    .partition(Deferred::is_long);
                 // The worker whose result ended an iteration gets the new one's first tasks.
                 if split && deferred.is_empty() && tasks.len() < free_slots as usize {
                     let wanted = free_slots - tasks.len() as u32;
@@ -850,6 +942,7 @@ impl pb::workers_server::Workers for Service {
                 let wait = tasks.is_empty() && idle;
                 let ready = scheduler.has_ready_tasks();
                 drop(scheduler);
+                service.audit_in_background(long);
                 if let Err(error) = flusher.write(records) {
                     failed = failed.or(Some(error));
                 }
@@ -880,6 +973,9 @@ impl pb::workers_server::Workers for Service {
         .map_err(|e| Status::internal(e.to_string()))??;
         if leaving {
             let returned = self.lock().leave(worker)?;
+            // Audits only it could have run now fall to the coordinator.
+            let service = self.clone();
+            tokio::task::spawn_blocking(move || service.drain_deferred(Vec::new()));
             if returned > 0 {
                 self.tasks_queued.notify_waiters();
             }

@@ -12,6 +12,13 @@
 //!
 //! Every report of a new worker is audited until [`PROBATION_AUDITS`] were upheld, then a
 //! fraction drawn with a secret seed, so a worker cannot tell which of its reports are checked.
+//! No registration audits another of its own lineage ([`Lineage`]: every worker registered
+//! under one worker token is one, since a token holder may register as many workers as it
+//! likes, and they would uphold each other's lies): with no worker of another lineage
+//! connected, the coordinator runs the audit itself, whatever its size (in chunks of
+//! [`COORDINATOR_CHUNK_NODES`] on its background pool). An audit is never dropped: one whose
+//! auditor falls silent, fails or leaves goes to another worker or to the coordinator. What a
+//! report says of its own size only decides where its audit runs, never whether it runs.
 //! A claim that no draw picked is kept while an answer's length could rest on it: before an
 //! answer its heuristic does not prove is stored, every such claim it rests on (those that set
 //! the bound it was found at) is audited on a worker other than the one that made it. Sampling
@@ -22,6 +29,7 @@
 //! withdrawn and their items solved again.
 //!
 //! [`PROBATION_AUDITS`]: super::workers::PROBATION_AUDITS
+//! [`Lineage`]: super::workers::Lineage
 
 use tilesolve::moves::replay;
 use tilesolve::task::run_task;
@@ -29,6 +37,7 @@ use tilesolve::{Board, Direction, Solver};
 
 use super::lifecycle::Deferred;
 use super::tasks::{Audit, TaskEntry};
+use super::workers::Lineage;
 use super::{
     batches, ItemStatus, PuzzleId, Scheduler, SchedulerError, TaskId, TaskOutcome, TaskReport,
     TaskSpec, WorkerId, MAX_ATTEMPTS,
@@ -94,14 +103,18 @@ pub(super) struct UnauditedClaim {
 }
 
 /// Audits of answers whose report expanded at most this many nodes run on the coordinator
-/// itself, outside its lock, with this budget: under a millisecond, about what the task's
-/// round trip would cost the coordinator (measured: 40-50 us for an audit of a 40-60-move
-/// random walk either way), and they need no second worker. A larger one, or one that spends
-/// the budget, goes to a worker as a task, so easy batches on many workers do not make the
-/// coordinator their bottleneck.
+/// itself, outside its lock, within the worker's poll, with this budget: under a millisecond,
+/// about what the task's round trip would cost the coordinator (measured: 40-50 us for an audit
+/// of a 40-60-move random walk either way), and they need no second worker. A larger one goes
+/// to a worker of another lineage, or, with none, to the coordinator's background pool.
 pub const COORDINATOR_AUDIT_NODES: u64 = 10_000;
 
-/// An answer's audit the coordinator runs itself, taken out of the scheduler
+/// Budget of one audit the coordinator runs on its background pool: about a second. One that
+/// spends it goes on as one audit per child, so an audit of any size ends, and a puzzle that
+/// ended meanwhile stops costing its audits within a chunk.
+pub const COORDINATOR_CHUNK_NODES: u64 = 20_000_000;
+
+/// An audit the coordinator runs itself, taken out of the scheduler
 /// ([`Scheduler::take_deferred`]) to run without its lock.
 pub struct PendingAudit {
     puzzle: PuzzleId,
@@ -109,6 +122,8 @@ pub struct PendingAudit {
     /// Its id in the puzzle's audits, which the answer waits for.
     id: TaskId,
     solver: Solver,
+    /// Expanded nodes it may spend.
+    budget: u64,
 }
 
 /// A [`PendingAudit`] run, for [`Scheduler::finish_deferred`].
@@ -122,7 +137,7 @@ pub struct FinishedAudit {
 impl PendingAudit {
     pub fn run(self) -> FinishedAudit {
         let spec = TaskSpec {
-            node_budget: COORDINATOR_AUDIT_NODES,
+            node_budget: self.budget,
             ..self.claim.spec.clone()
         };
         let outcome = run_task(&self.solver, spec.work(), None).outcome;
@@ -133,11 +148,17 @@ impl PendingAudit {
             outcome,
         }
     }
+
+    /// Whether it may take longer than a worker's poll should wait for: the service runs it
+    /// on the coordinator's background pool instead.
+    pub fn is_long(&self) -> bool {
+        self.budget > COORDINATOR_AUDIT_NODES
+    }
 }
 
 impl Scheduler {
-    /// After `worker`'s report for `entry` was taken: queues an audit of its claims when the
-    /// worker is on probation or the draw says so, and another worker exists to run it.
+    /// After `worker`'s report for `entry` was taken: audits its claims when the worker is
+    /// on probation or the draw says so, on a worker of another lineage or on the coordinator.
     /// Returns the claims left unaudited (none when audits are off): an answer resting on
     /// them has them audited before it is stored (see [`Scheduler::audit_answer`]).
     pub(super) fn maybe_audit(
@@ -155,6 +176,10 @@ impl Scheduler {
         } else {
             entry.spec.node_budget
         };
+        let lineage = self
+            .workers
+            .lineage(worker)
+            .unwrap_or(Lineage::Registration(worker));
         let claims: Vec<UnauditedClaim> = claims(&entry.spec, outcome)
             .into_iter()
             .filter(|&(_, _, claim)| claim > 0)
@@ -170,7 +195,11 @@ impl Scheduler {
                     profile_depth: 0,
                     ..entry.spec.clone()
                 },
-                audit: Audit { of: worker, claim },
+                audit: Audit {
+                    of: worker,
+                    lineage,
+                    claim,
+                },
             })
             .collect();
         if claims.is_empty() {
@@ -181,14 +210,47 @@ impl Scheduler {
         if !drawn {
             return claims;
         }
-        if !self.workers.others_than(worker) {
-            self.totals.audits_skipped += 1;
-            return claims;
-        }
         for claim in claims {
-            self.queue_audit(entry.puzzle, claim);
+            self.route_audit(entry.puzzle, claim);
         }
         Vec::new()
+    }
+
+    /// Audits `claim` on a worker of another lineage when one is connected, else on the
+    /// coordinator's background pool.
+    fn route_audit(&mut self, puzzle: PuzzleId, claim: UnauditedClaim) {
+        if self.workers.independent_of(claim.audit.lineage) {
+            self.queue_audit(puzzle, claim);
+        } else {
+            self.audit_here(puzzle, claim, COORDINATOR_CHUNK_NODES);
+        }
+    }
+
+    /// Audits `claim` on the coordinator's own tables within `budget` nodes (any admissible
+    /// heuristic finds a path under the claim's bound): deferred, to run outside the lock.
+    fn audit_here(&mut self, puzzle: PuzzleId, claim: UnauditedClaim, budget: u64) {
+        let Some(p) = self.puzzles.get(&puzzle) else {
+            return;
+        };
+        let (goal, heuristic) = (p.goal, p.heuristic.clone());
+        let solver = match self.solver(&goal, &heuristic) {
+            Ok(solver) => solver.clone(),
+            // A puzzle starts only once the coordinator holds its tables, so this is a fault.
+            Err(error) => {
+                let (batch, puzzle) = (puzzle.0, puzzle.1 + 1);
+                tracing::error!(batch, puzzle, %error, "an audit cannot run on the coordinator");
+                self.totals.audits_skipped += 1;
+                return;
+            }
+        };
+        let id = self.new_audit(puzzle);
+        self.deferred.push(Deferred::Audit(PendingAudit {
+            puzzle,
+            claim,
+            id,
+            solver,
+            budget,
+        }));
     }
 
     fn queue_audit(&mut self, puzzle: PuzzleId, claim: UnauditedClaim) {
@@ -224,34 +286,13 @@ impl Scheduler {
         if proof.is_empty() {
             return;
         }
-        let (goal, heuristic) = (p.goal, p.heuristic.clone());
         for claim in proof {
             self.totals.answer_audits += 1;
-            // The coordinator's own tables may be another admissible heuristic than the
-            // worker's: a search under the claim's bound finds any shorter path with either.
-            let solver = (claim.nodes <= COORDINATOR_AUDIT_NODES)
-                .then(|| self.solver(&goal, &heuristic).ok().cloned())
-                .flatten();
-            match solver {
-                Some(solver) => {
-                    let id = self.new_audit(puzzle);
-                    self.deferred.push(Deferred::Audit(PendingAudit {
-                        puzzle,
-                        claim,
-                        id,
-                        solver,
-                    }));
-                }
-                None => self.audit_on_a_worker(puzzle, claim),
+            if claim.nodes <= COORDINATOR_AUDIT_NODES {
+                self.audit_here(puzzle, claim, COORDINATOR_AUDIT_NODES);
+            } else {
+                self.route_audit(puzzle, claim);
             }
-        }
-    }
-
-    fn audit_on_a_worker(&mut self, puzzle: PuzzleId, claim: UnauditedClaim) {
-        if self.workers.others_than(claim.audit.of) {
-            self.queue_audit(puzzle, claim);
-        } else {
-            self.totals.audits_skipped += 1;
         }
     }
 
@@ -282,7 +323,25 @@ impl Scheduler {
                 self.workers.audit_passed(claim.audit.of);
                 self.totals.audits_upheld += 1;
             }
-            _ => self.audit_on_a_worker(puzzle, claim),
+            TaskOutcome::Split { children, .. } => {
+                self.audit_children(puzzle, spec, claim.audit, &children);
+            }
+            outcome => {
+                // The coordinator's own search cannot fail but by a fault: a worker of another
+                // lineage may still run it.
+                let (batch, index) = (puzzle.0, puzzle.1 + 1);
+                tracing::error!(
+                    batch,
+                    puzzle = index,
+                    ?outcome,
+                    "the coordinator's audit failed"
+                );
+                if self.workers.independent_of(claim.audit.lineage) {
+                    self.queue_audit(puzzle, claim);
+                } else {
+                    self.totals.audits_skipped += 1;
+                }
+            }
         }
         self.audit_resolved(puzzle, id)
     }
@@ -335,9 +394,14 @@ impl Scheduler {
                 self.audit_children(puzzle, spec, audit, children);
                 None
             }
-            // Failed for good: nothing learned either way.
+            // Failed for good on workers: the coordinator runs it.
             _ => {
-                self.totals.audits_skipped += 1;
+                let claim = UnauditedClaim {
+                    spec: entry.spec.clone(),
+                    audit,
+                    nodes: u64::MAX,
+                };
+                self.audit_here(puzzle, claim, COORDINATOR_CHUNK_NODES);
                 None
             }
         };
@@ -353,8 +417,8 @@ impl Scheduler {
         self.audit_resolved(puzzle, task)
     }
 
-    /// Queues an audit of each of `children` (moves from `spec`'s board within its bound) in
-    /// place of the audit `spec` that spent its budget.
+    /// Audits each of `children` (moves from `spec`'s board within its bound) in place of the
+    /// audit `spec` that spent its budget.
     fn audit_children(
         &mut self,
         puzzle: PuzzleId,
@@ -376,7 +440,7 @@ impl Scheduler {
                 path,
                 ..spec.clone()
             };
-            self.queue_audit(
+            self.route_audit(
                 puzzle,
                 UnauditedClaim {
                     spec,
@@ -424,19 +488,34 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Drops queued audits that only the worker they audit could run (every other worker has
-    /// gone): an answer does not wait for ever on an audit nobody can do.
-    pub(super) fn drop_stranded_audits(&mut self) -> Result<(), SchedulerError> {
+    /// Hands the coordinator the queued audits no connected worker may run (every worker of
+    /// another lineage has gone) or none took within a lease timeout (the one that may never
+    /// asks for work): an answer never waits for ever on an audit, and never goes without one.
+    pub(super) fn audit_stranded_here(&mut self) -> Result<(), SchedulerError> {
         let workers = &self.workers;
+        let stale = std::time::Instant::now().checked_sub(self.config.lease_timeout);
         let stranded = self
             .tasks
-            .stranded_audits(|worker| workers.others_than(worker));
-        for (puzzle, task) in stranded {
-            self.tasks.withdraw([task]);
-            self.totals.audits_skipped += 1;
-            self.audit_resolved(puzzle, task)?;
+            .take_stranded_audits(stale, |lineage| workers.independent_of(lineage));
+        for entry in stranded {
+            self.audit_task_here(entry)?;
         }
         Ok(())
+    }
+
+    /// Runs the audit task `entry`, which no worker will report on, on the coordinator.
+    pub(super) fn audit_task_here(&mut self, entry: TaskEntry) -> Result<(), SchedulerError> {
+        let Some(audit) = entry.audit else {
+            return Ok(());
+        };
+        let (puzzle, task) = (entry.puzzle, entry.spec.id);
+        let claim = UnauditedClaim {
+            spec: entry.spec,
+            audit,
+            nodes: u64::MAX,
+        };
+        self.audit_here(puzzle, claim, COORDINATOR_CHUNK_NODES);
+        self.audit_resolved(puzzle, task)
     }
 
     /// Shuts `worker` out for `reason` and undoes what rests on its reports: its tasks go

@@ -80,6 +80,12 @@ pub enum DeferredDone {
 }
 
 impl Deferred {
+    /// Whether it may take longer than a worker's poll should wait for (an audit the
+    /// coordinator runs in chunks of seconds, [`PendingAudit::is_long`]).
+    pub fn is_long(&self) -> bool {
+        matches!(self, Deferred::Audit(audit) if audit.is_long())
+    }
+
     pub fn run(self) -> DeferredDone {
         match self {
             Deferred::Split(split) => DeferredDone::Split(split.run()),

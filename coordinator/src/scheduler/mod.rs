@@ -43,7 +43,7 @@ pub use intake::{Intake, ReadBatch};
 pub use lifecycle::{subtree_budget, Deferred, DeferredDone};
 pub use records::{Flusher, TaskRecords};
 pub use tables::{SolverKey, TableNeed};
-pub use workers::WorkerView;
+pub use workers::{Lineage, WorkerView};
 
 use batches::Batches;
 use intake::parse_goal;
@@ -446,7 +446,22 @@ impl Scheduler {
     /// A worker joins with `threads` search threads (1 to [`MAX_WORKER_THREADS`]).
     pub fn register(&mut self, threads: u32, host: &str) -> Result<WorkerId, SchedulerError> {
         let id = self.next_id();
-        self.workers.register(id, threads, host)?;
+        self.workers
+            .register(id, Lineage::Registration(id), threads, host)?;
+        Ok(id)
+    }
+
+    /// Registers a worker that presented the worker token of index `token`: every
+    /// registration under one token is one lineage, and none audits another's reports.
+    pub fn register_with_token(
+        &mut self,
+        threads: u32,
+        host: &str,
+        token: usize,
+    ) -> Result<WorkerId, SchedulerError> {
+        let id = self.next_id();
+        self.workers
+            .register(id, Lineage::Token(token), threads, host)?;
         Ok(id)
     }
 
@@ -524,7 +539,7 @@ impl Scheduler {
         self.workers.seen(worker, Instant::now())?;
         let returned = self.tasks.release(worker);
         self.workers.forget(worker);
-        self.drop_stranded_audits()?;
+        self.audit_stranded_here()?;
         Ok(returned)
     }
 
@@ -558,6 +573,11 @@ impl Scheduler {
             puzzles_failed: 0,
         };
         for (puzzle, task) in expired.exhausted {
+            // An audit whose auditors keep falling silent is run by the coordinator.
+            if let Some(entry) = self.tasks.take_unleased_audit(task) {
+                self.audit_task_here(entry)?;
+                continue;
+            }
             if self.puzzles.contains_key(&puzzle) {
                 swept.puzzles_failed += 1;
                 self.finish_failed(
@@ -569,7 +589,7 @@ impl Scheduler {
                 )?;
             }
         }
-        self.drop_stranded_audits()?;
+        self.audit_stranded_here()?;
         Ok(swept)
     }
 

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::workers::Lineage;
 use super::{PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
 use crate::queue::ReadyQueue;
 
@@ -15,11 +16,12 @@ pub(super) struct Lease {
 }
 
 /// What an audit task checks: that no path shorter than `claim` exists below the task's board,
-/// as the report of `of` said (the audit searches one move short of the claim, so any path it
-/// finds disproves it).
+/// as the report of `of` (of `lineage`) said (the audit searches one move short of the claim,
+/// so any path it finds disproves it).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Audit {
     pub(super) of: WorkerId,
+    pub(super) lineage: Lineage,
     pub(super) claim: u32,
 }
 
@@ -28,18 +30,23 @@ pub(super) struct TaskEntry {
     pub(super) puzzle: PuzzleId,
     pub(super) lease: Option<Lease>,
     pub(super) attempts: u32,
-    /// Set for an audit task, which never goes to the worker it audits.
+    /// Set for an audit task, which never goes to a worker of the lineage it audits.
     pub(super) audit: Option<Audit>,
     /// Its wave (whole task or split iteration) and the nodes the policy predicts it will
     /// expand: its place in the ready queue.
     pub(super) wave: u64,
     pub(super) predicted: u64,
+    /// When it was queued (or queued again after a failure): an audit nobody takes within a
+    /// lease timeout is run by the coordinator instead.
+    queued: Instant,
 }
 
 /// How much a worker may hold, from its threads and measured pace
 /// ([`super::workers::Workers::reported`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Holding {
+    /// Its lineage: it takes no audit of a report of that lineage.
+    pub(super) lineage: Lineage,
     /// Leases it may hold in all, prefetched ones included.
     pub(super) most: usize,
     pub(super) threads: usize,
@@ -115,6 +122,7 @@ impl Tasks {
                 audit,
                 wave,
                 predicted,
+                queued: Instant::now(),
             },
         );
         self.ready.push(puzzle.0, wave, predicted, id);
@@ -146,7 +154,10 @@ impl Tasks {
             let Some(entry) = self.entries.get_mut(&id).filter(|t| t.lease.is_none()) else {
                 continue;
             };
-            if entry.audit.is_some_and(|audit| audit.of == worker) {
+            if entry
+                .audit
+                .is_some_and(|audit| audit.of == worker || audit.lineage == holding.lineage)
+            {
                 passed_over.push((entry.puzzle.0, entry.wave, entry.predicted, id));
                 continue;
             }
@@ -205,18 +216,39 @@ impl Tasks {
         ids.len()
     }
 
-    /// Audit tasks waiting in the queue that only the worker they audit could take now
-    /// (`others_than(worker)` is false): nobody can run them.
-    pub(super) fn stranded_audits(
-        &self,
-        others_than: impl Fn(WorkerId) -> bool,
-    ) -> Vec<(PuzzleId, TaskId)> {
-        self.entries
+    /// Takes out the audit tasks waiting in the queue that no connected worker may run
+    /// (`independent_of(lineage)` is false for the lineage they audit), or that were queued
+    /// before `stale` (a worker that may run them never asks for work).
+    pub(super) fn take_stranded_audits(
+        &mut self,
+        stale: Option<Instant>,
+        independent_of: impl Fn(Lineage) -> bool,
+    ) -> Vec<TaskEntry> {
+        let ids: Vec<TaskId> = self
+            .entries
             .iter()
             .filter(|(_, t)| t.lease.is_none())
-            .filter(|(_, t)| t.audit.is_some_and(|audit| !others_than(audit.of)))
-            .map(|(&id, t)| (t.puzzle, id))
+            .filter(|(_, t)| {
+                t.audit.is_some_and(|audit| {
+                    !independent_of(audit.lineage) || stale.is_some_and(|stale| t.queued <= stale)
+                })
+            })
+            .map(|(&id, _)| id)
+            .collect();
+        ids.into_iter()
+            .filter_map(|id| self.entries.remove(&id))
             .collect()
+    }
+
+    /// Takes out `task` if it is an audit that holds no lease (one the sweep left out of
+    /// attempts).
+    pub(super) fn take_unleased_audit(&mut self, task: TaskId) -> Option<TaskEntry> {
+        match self.entries.get(&task) {
+            Some(entry) if entry.lease.is_none() && entry.audit.is_some() => {
+                self.entries.remove(&task)
+            }
+            _ => None,
+        }
     }
 
     /// Leases `worker` holds now.
@@ -326,6 +358,7 @@ impl Tasks {
             TaskEntry {
                 lease: None,
                 attempts,
+                queued: Instant::now(),
                 ..entry
             },
         );
@@ -420,6 +453,7 @@ mod tests {
             tasks.add((1, 0), spec(id, false), wave, predicted);
         }
         let holding = Holding {
+            lineage: Lineage::Registration(0),
             most: 100,
             threads: 1,
             long_above_nodes: 1_000,
@@ -455,6 +489,7 @@ mod tests {
             tasks.add((1, 0), spec(id, true), wave, 20_000_000);
         }
         let holding = Holding {
+            lineage: Lineage::Registration(0),
             most: 5,
             threads: 1,
             long_above_nodes: 0,

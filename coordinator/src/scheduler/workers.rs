@@ -36,9 +36,23 @@ const MAX_HEURISTIC_NAME: usize = 60;
 const MAX_TABLES: usize = 64;
 const MAX_TABLE_NAME: usize = 200;
 
+/// Who stands behind a registration, for audits: registrations of one lineage may be one
+/// liar, so none of them audits another ([`Workers::independent_of`]). The service gives every
+/// registration under one worker token the same lineage (a token holder can register as many
+/// workers as it likes); tools and tests that drive the scheduler directly give each its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Lineage {
+    /// Registered with the coordinator's worker token of this index (0 for the only one, or
+    /// when the worker API has no token of its own).
+    Token(usize),
+    /// Its own lineage.
+    Registration(WorkerId),
+}
+
 struct WorkerInfo {
     /// What the dashboard calls it: `worker --name`, or host and process id.
     name: String,
+    lineage: Lineage,
     threads: u32,
     /// Proves a call comes from the process that registered (128 random bits, hex).
     secret: String,
@@ -127,10 +141,12 @@ pub(super) struct Workers {
 }
 
 impl Workers {
-    /// Adds worker `id` with `threads` search threads (1 to [`MAX_WORKER_THREADS`]).
+    /// Adds worker `id` of `lineage` with `threads` search threads (1 to
+    /// [`MAX_WORKER_THREADS`]).
     pub(super) fn register(
         &mut self,
         id: WorkerId,
+        lineage: Lineage,
         threads: u32,
         host: &str,
     ) -> Result<(), SchedulerError> {
@@ -149,6 +165,7 @@ impl Workers {
             id,
             WorkerInfo {
                 name: host.chars().take(MAX_HOST).collect(),
+                lineage,
                 threads,
                 secret,
                 host: host.chars().take(MAX_HOST).collect(),
@@ -287,9 +304,15 @@ impl Workers {
         self.quarantined.insert(worker, reason);
     }
 
-    /// Whether a connected worker other than `worker` could run a task `worker` must not.
-    pub(super) fn others_than(&self, worker: WorkerId) -> bool {
-        self.workers.keys().any(|&id| id != worker)
+    /// The lineage of a connected worker.
+    pub(super) fn lineage(&self, worker: WorkerId) -> Option<Lineage> {
+        self.workers.get(&worker).map(|info| info.lineage)
+    }
+
+    /// Whether a connected worker of another lineage than `lineage` could audit a report of
+    /// it (quarantined workers are not connected).
+    pub(super) fn independent_of(&self, lineage: Lineage) -> bool {
+        self.workers.values().any(|info| info.lineage != lineage)
     }
 
     pub(super) fn check_secret(
@@ -334,6 +357,7 @@ impl Workers {
         let per_thread = info.task_times.tasks_per_thread(1 + MAX_PREFETCH);
         let packed = (info.threads as usize * per_thread as usize).min(MAX_PACKED_HELD);
         Ok(Holding {
+            lineage: info.lineage,
             most: packed.max(unpacked),
             threads: info.threads as usize,
             // Unmeasured (0): every task with a predicted size counts as long.
