@@ -15,13 +15,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use clap::Args;
 use serde::{Deserialize, Serialize};
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::proto::v1 as pb;
 use tilesolve::{parse_board, Board};
 use tilesolve_coordinator::scheduler::MAX_BATCH_LINES;
 
 use crate::calls::{connect, CallError, Client, Coordinator};
-use crate::distributed::{progress_bar, runtime, submit_lines, wait_until_done, ConnectArgs};
-use crate::results::FormatArgs;
+use crate::distributed::{
+    progress_bar, read_pages, runtime, submit_lines, wait_until_done, ConnectArgs, Patience,
+};
+use crate::results::{printable, FormatArgs};
 
 #[derive(Args)]
 pub struct ExportArgs {
@@ -39,9 +42,12 @@ pub struct ExportArgs {
 pub struct ImportArgs {
     #[command(flatten)]
     connect: ConnectArgs,
-    /// Heuristic for proving the answers (as for `solve`); imported batches keep their own.
-    #[arg(long, default_value = "default")]
-    heuristic: String,
+    /// Heuristic for proving the answers of the sizes it fits (as for `solve`), once per size:
+    /// a pattern database fits its own size, `5x5=linear-conflict` the size named, a plain
+    /// `linear-conflict` every size not named otherwise. Boards of other sizes use the
+    /// default for their size. Imported batches keep their own.
+    #[arg(long)]
+    heuristic: Vec<String>,
     /// Wait for each batch and print its results.
     #[arg(long)]
     wait: bool,
@@ -251,10 +257,17 @@ fn goal_named_by(goals: &[String]) -> String {
     }
 }
 
+/// An answer to prove again: its batch line (`board # moves=...`) and where the export file
+/// holds it.
+struct AnswerLine {
+    file_line: usize,
+    text: String,
+}
+
 /// What an export file holds: answer lines by goal, and batches with their items.
 #[derive(Default)]
 struct ExportFile {
-    answers: BTreeMap<String, Vec<String>>,
+    answers: BTreeMap<String, Vec<AnswerLine>>,
     batches: Vec<(ExportedBatch, Vec<ExportedItem>)>,
 }
 
@@ -280,7 +293,10 @@ impl ExportFile {
                 read.answers
                     .entry(answer.goal)
                     .or_default()
-                    .push(format!("{} # moves={}", answer.board, answer.moves));
+                    .push(AnswerLine {
+                        file_line: number + 1,
+                        text: format!("{} # moves={}", answer.board, answer.moves),
+                    });
                 continue;
             }
             match serde_json::from_value(value)
@@ -315,37 +331,157 @@ fn batch_lines(items: &[ExportedItem]) -> Vec<String> {
     lines
 }
 
+/// The heuristics `import --heuristic` named, each for the board sizes it fits (a pattern
+/// database its own size, `NxN=NAME` that size, any other every size); sizes none fits get
+/// `default`, the strongest for their size.
+struct SizedHeuristics(Vec<(Option<usize>, String)>);
+
+impl SizedHeuristics {
+    fn parse(given: &[String]) -> anyhow::Result<SizedHeuristics> {
+        let mut chosen: Vec<(Option<usize>, String)> = Vec::new();
+        for text in given {
+            let (side, name) = match text.split_once('=') {
+                Some((size, name)) => {
+                    let side = size
+                        .split_once('x')
+                        .filter(|(rows, columns)| rows == columns)
+                        .and_then(|(rows, _)| rows.parse::<usize>().ok())
+                        .with_context(|| {
+                            format!("--heuristic {text}: the size before = is e.g. 4x4")
+                        })?;
+                    (Some(side), name)
+                }
+                None => (None, text.as_str()),
+            };
+            let choice: HeuristicChoice = name
+                .parse()
+                .map_err(|error| anyhow::anyhow!("--heuristic {text}: {error}"))?;
+            let fits = choice.preset().map(|preset| preset.side());
+            if let (Some(side), Some(fits)) = (side, fits) {
+                if side != fits {
+                    bail!("--heuristic {text}: {name} is for {fits}x{fits} boards");
+                }
+            }
+            let side = side.or(fits);
+            if chosen.iter().any(|(other, _)| *other == side) {
+                bail!("--heuristic {text}: another --heuristic fits the same boards; give one per size");
+            }
+            chosen.push((side, name.to_string()));
+        }
+        Ok(SizedHeuristics(chosen))
+    }
+
+    /// The heuristic for `side` x `side` boards: the one named for that size, else one named
+    /// for any size, else `default`.
+    fn for_side(&self, side: usize) -> &str {
+        let named = |wanted: Option<usize>| self.0.iter().find(|(fits, _)| *fits == wanted);
+        named(Some(side))
+            .or_else(|| named(None))
+            .map_or("default", |(_, name)| name.as_str())
+    }
+}
+
+/// What an import did, for its summary and exit status.
+#[derive(Default)]
+struct Restored {
+    answers: usize,
+    restored: usize,
+    refused: usize,
+    batches: usize,
+    batches_refused: usize,
+}
+
+/// Whether `error` is the coordinator refusing a submission (as opposed to not reaching it).
+fn refusal(error: &anyhow::Error) -> Option<String> {
+    match error.downcast_ref::<CallError>() {
+        Some(refused @ CallError::Refused { .. }) => Some(refused.to_string()),
+        _ => None,
+    }
+}
+
 pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
+    let heuristics = SizedHeuristics::parse(&args.heuristic)?;
     let file = ExportFile::read(&args.file)?;
+    let shown = args.file.display().to_string();
     let mut coordinator = Coordinator::new(args.connect.options()?);
-    runtime()?.block_on(async {
-        let mut all_solved = true;
+    let done = runtime()?.block_on(async {
+        let mut done = Restored::default();
         let mut answer_batches = Vec::new();
         for (goal, lines) in &file.answers {
+            let side = parse_board(goal)
+                .map_err(|error| anyhow::anyhow!("{shown}: goal {goal}: {error}"))?
+                .side();
+            let heuristic = heuristics.for_side(side);
             for chunk in lines.chunks(MAX_BATCH_LINES) {
+                done.answers += chunk.len();
+                let texts = chunk.iter().map(|line| line.text.clone()).collect();
                 let submitted = submit_lines(
                     &mut coordinator,
-                    chunk.to_vec(),
-                    &args.heuristic,
+                    texts,
+                    heuristic,
                     goal,
                     args.output.format(),
                     args.wait,
                 )
+                .await;
+                let batch = match submitted {
+                    Ok(submitted) => submitted.batch,
+                    Err(error) => match refusal(&error) {
+                        Some(reason) => {
+                            let (first, last) =
+                                (chunk[0].file_line, chunk[chunk.len() - 1].file_line);
+                            eprintln!("{shown} lines {first}-{last}: not restored: {reason}");
+                            done.refused += chunk.len();
+                            continue;
+                        }
+                        None => return Err(error),
+                    },
+                };
+                answer_batches.push(batch);
+                if !args.wait {
+                    wait_until_done(&mut coordinator, batch, &progress_bar()).await?;
+                }
+                read_pages(&mut coordinator, batch, Patience::UntilAnswered, |items| {
+                    for item in items {
+                        let Some(line) = chunk.get((item.line as usize).wrapping_sub(1)) else {
+                            continue;
+                        };
+                        match &item.outcome {
+                            Some(pb::item_result::Outcome::Solution(_)) => done.restored += 1,
+                            Some(pb::item_result::Outcome::Error(reason)) => {
+                                eprintln!(
+                                    "{shown} line {}: {}: not restored: {}",
+                                    line.file_line,
+                                    printable(&item.text),
+                                    printable(reason)
+                                );
+                                done.refused += 1;
+                            }
+                            None => done.refused += 1,
+                        }
+                    }
+                    Ok(())
+                })
                 .await?;
-                all_solved &= submitted.all_solved;
-                answer_batches.push(submitted.batch);
             }
         }
-        if file.batches.is_empty() {
-            return Ok(all_solved);
+        // The batches that proved the answers are not the backup's: removed (their answers
+        // stay), so a restore holds the batches it restored and no more.
+        if !answer_batches.is_empty() {
+            let request = pb::PruneBatchesRequest {
+                older_than_seconds: 0,
+                solutions: false,
+                batch_ids: answer_batches,
+            };
+            coordinator
+                .call(|mut client| {
+                    let request = request.clone();
+                    async move { client.prune_batches(request).await }
+                })
+                .await?;
         }
         // The batches go in once every answer is proven, so their items come from the store
-        // instead of being searched again.
-        if !args.wait {
-            for batch in answer_batches {
-                wait_until_done(&mut coordinator, batch, &progress_bar()).await?;
-            }
-        }
+        // (at submission) instead of being searched again.
         for (batch, items) in &file.batches {
             if items.is_empty() {
                 eprintln!("batch {}: no items, not imported", batch.id);
@@ -359,10 +495,31 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                 args.output.format(),
                 args.wait && !batch.cancelled,
             )
-            .await?;
+            .await;
+            let submitted = match submitted {
+                Ok(submitted) => submitted,
+                Err(error) => match refusal(&error) {
+                    Some(reason) => {
+                        eprintln!("batch {}: not imported: {reason}", batch.id);
+                        done.batches_refused += 1;
+                        continue;
+                    }
+                    None => return Err(error),
+                },
+            };
+            done.batches += 1;
             eprintln!("batch {} imported as batch {}", batch.id, submitted.batch);
-            // A cancelled batch is cancelled again: its items that the store does not answer
-            // fail as cancelled, as they did.
+            let answered = items.iter().filter(|item| item.length.is_some()).count();
+            if submitted.from_store < answered as u32 {
+                eprintln!(
+                    "batch {}: {} of its {answered} answers did not come back from the store",
+                    batch.id,
+                    answered as u32 - submitted.from_store
+                );
+                done.batches_refused += 1;
+            }
+            // A cancelled batch is cancelled again: its items the store answered keep their
+            // answers, the rest fail as cancelled, as they did.
             if batch.cancelled {
                 let request = pb::CancelBatchRequest {
                     batch_id: submitted.batch,
@@ -372,10 +529,23 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                     .await?;
             }
         }
-        // Items of the batches end as they did (a bad line fails again): the exit status
-        // speaks for the answers only.
-        Ok(all_solved)
-    })
+        anyhow::Ok(done)
+    })?;
+    eprintln!(
+        "{} answers in {shown} / {} restored / {} refused{}",
+        done.answers,
+        done.restored,
+        done.refused,
+        if file.batches.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} batches imported, {} not whole",
+                done.batches, done.batches_refused
+            )
+        }
+    );
+    Ok(done.refused == 0 && done.batches_refused == 0)
 }
 
 #[derive(Args)]
@@ -399,11 +569,13 @@ pub fn prune(args: PruneArgs) -> anyhow::Result<bool> {
     let request = pb::PruneBatchesRequest {
         older_than_seconds: (args.older_than_days * 86_400.0) as u64,
         solutions: args.solutions,
+        batch_ids: Vec::new(),
     };
     // Pruning twice prunes once: safe to retry.
-    let pruned = runtime()?.block_on(
-        coordinator.call(|mut client| async move { client.prune_batches(request).await }),
-    )?;
+    let pruned = runtime()?.block_on(coordinator.call(|mut client| {
+        let request = request.clone();
+        async move { client.prune_batches(request).await }
+    }))?;
     let mb = |bytes: u64| bytes as f64 / 1e6;
     println!(
         "pruned {} batches ({} items, {} stored boards); store {:.1} MB -> {:.1} MB",

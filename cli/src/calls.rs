@@ -23,7 +23,9 @@ pub enum ExitStatus {
     Done = 0,
     /// Done, but some boards were not solved: invalid lines, failures, cancelled, not stored.
     Unsolved = 1,
-    // 2: the command line is wrong (clap exits with it before any command runs).
+    /// The command line is wrong (clap exits with it before any command runs), or the file it
+    /// names is not a batch's text: refused before anything is sent.
+    BadInput = 2,
     /// The coordinator could not be reached, after retrying.
     Unreachable = 3,
     /// The coordinator refused the call.
@@ -37,7 +39,8 @@ pub const EXIT_STATUS_HELP: &str = "\
 Exit status:
   0  done: every board solved (or the command did what it was asked)
   1  done, but some boards were not solved: invalid lines, failures, cancelled, not stored
-  2  the command line is wrong
+  2  the command line is wrong, or its batch file is not text (a NUL byte, binary noise, a
+     line over 4096 bytes): refused before anything is sent
   3  could not reach the coordinator (transport faults are retried first)
   4  the coordinator refused the call: token, permission, a malformed or too large request,
      an unknown batch (the message says which and what to do)

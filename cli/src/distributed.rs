@@ -12,7 +12,7 @@ use anyhow::{bail, Context};
 use backon::BackoffBuilder;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use tilesolve::batch_file::BatchLine;
+use tilesolve::batch_file::{check_text, BatchLine};
 use tilesolve::connect::ConnectOptions;
 use tilesolve::proto::v1 as pb;
 use tilesolve_coordinator::scheduler::{
@@ -408,9 +408,10 @@ pub struct QueryArgs {
     board: String,
 }
 
-/// The lines of a batch file. Invalid UTF-8 stays on its own line (as U+FFFD), where the
-/// coordinator reports it with its line number; a file past the coordinator's limits is refused
-/// here, before anything is sent.
+/// The lines of a batch file. A file that is not text (a NUL byte, more than a few invalid
+/// UTF-8 sequences, a line over the limit) or past the coordinator's limits is refused here,
+/// before anything is sent; a few stray bytes stay on their own lines (as U+FFFD), where the
+/// coordinator reports them with their line numbers.
 fn read_lines(file: &PathBuf) -> anyhow::Result<Vec<String>> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     // Requests also carry the heuristic and goal; leave room for them.
@@ -422,6 +423,9 @@ fn read_lines(file: &PathBuf) -> anyhow::Result<Vec<String>> {
             bytes.len()
         );
     }
+    // Binary noise is refused here, naming where, rather than stored as hundreds of invalid
+    // lines (and echoed to the terminal).
+    check_text(&bytes).with_context(|| format!("{} is refused", file.display()))?;
     let lines: Vec<String> = String::from_utf8_lossy(&bytes)
         .lines()
         .map(str::to_string)
@@ -460,6 +464,8 @@ pub(crate) struct Submitted {
     pub batch: u64,
     /// Every item solved (known only when it waited; else: no line was invalid).
     pub all_solved: bool,
+    /// Items answered from the store at submission.
+    pub from_store: u32,
 }
 
 /// Submits `lines` as one batch; with `wait`, watches it and prints its results.
@@ -492,6 +498,7 @@ pub(crate) async fn submit_lines(
         return Ok(Submitted {
             batch,
             all_solved: submitted.invalid == 0,
+            from_store: submitted.from_store,
         });
     }
     wait_until_done(coordinator, batch, &progress_bar()).await?;
@@ -508,6 +515,7 @@ pub(crate) async fn submit_lines(
     Ok(Submitted {
         batch,
         all_solved: output.all_solved,
+        from_store: submitted.from_store,
     })
 }
 
@@ -541,7 +549,7 @@ pub(crate) async fn wait_until_done(
 
 /// How long reading a batch keeps trying after transport faults.
 #[derive(Clone, Copy)]
-enum Patience {
+pub(crate) enum Patience {
     /// A few tries, as any one-shot command.
     OneShot,
     /// Until the coordinator answers: the caller is waiting for a batch it submitted.
@@ -551,7 +559,7 @@ enum Patience {
 /// Reads a batch's result pages, handing each page's items to `each`. A page that fails on a
 /// transport fault is asked for again, so nothing is skipped or printed twice. Returns the
 /// batch's status from the last page.
-async fn read_pages(
+pub(crate) async fn read_pages(
     coordinator: &mut Coordinator,
     batch: u64,
     patience: Patience,
@@ -764,7 +772,15 @@ pub fn cancel(args: CancelArgs) -> anyhow::Result<bool> {
         let status = coordinator
             .call(|mut client| async move { client.cancel_batch(request).await })
             .await?;
-        print_status_line(&status, args.json);
+        if !status.cancelled && !args.json {
+            // A finished batch is history: the coordinator left it as it was.
+            println!(
+                "batch {} had already finished ({} of {} solved, {} failed): nothing changed",
+                status.batch_id, status.solved, status.total, status.failed
+            );
+        } else {
+            print_status_line(&status, args.json);
+        }
         Ok(true)
     })
 }

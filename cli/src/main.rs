@@ -151,7 +151,8 @@ fn main() -> ExitCode {
         // went wrong here, and there is nobody left to tell.
         Err(error) if reader_went_away(&error) => ExitStatus::Done,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // The message may quote a submitted line: no control characters reach the terminal.
+            eprintln!("error: {}", results::printable(&format!("{error:#}")));
             exit_status(&error)
         }
     };
@@ -179,6 +180,12 @@ fn reader_went_away(error: &anyhow::Error) -> bool {
 fn exit_status(error: &anyhow::Error) -> ExitStatus {
     if let Some(call) = error.downcast_ref::<calls::CallError>() {
         return call.exit_status();
+    }
+    if error
+        .chain()
+        .any(|cause| cause.is::<tilesolve::batch_file::NotText>())
+    {
+        return ExitStatus::BadInput;
     }
     match error.downcast_ref::<tilesolve_worker::WorkerError>() {
         Some(tilesolve_worker::WorkerError::Refused(_)) => ExitStatus::Refused,

@@ -2,6 +2,7 @@
 //! (`--json`: one object per line), or as CSV (`--csv`: a header, then one row per board,
 //! quoted by the `csv` crate where a field needs it).
 
+use std::borrow::Cow;
 use std::io::Write as _;
 
 use clap::Args;
@@ -149,16 +150,20 @@ impl ResultsOutput {
             match (&mut self.csv, self.format) {
                 (Some(writer), _) => writer.serialize(record.row())?,
                 (None, Format::Json) => writeln!(out, "{}", serde_json::to_string(&record)?)?,
-                (None, _) => match (record.length, record.error) {
-                    (Some(length), _) => writeln!(
-                        out,
-                        "{}  {length} moves  {}",
-                        record.board,
-                        record.moves.unwrap_or("")
-                    )?,
-                    (None, Some(error)) => writeln!(out, "{}  error: {error}", record.board)?,
-                    (None, None) => writeln!(out, "{}  pending", record.board)?,
-                },
+                (None, _) => {
+                    let board = printable(record.board);
+                    match (record.length, record.error) {
+                        (Some(length), _) => writeln!(
+                            out,
+                            "{board}  {length} moves  {}",
+                            record.moves.unwrap_or("")
+                        )?,
+                        (None, Some(error)) => {
+                            writeln!(out, "{board}  error: {}", printable(error))?
+                        }
+                        (None, None) => writeln!(out, "{board}  pending")?,
+                    }
+                }
             }
         }
         if let Some(writer) = &mut self.csv {
@@ -193,7 +198,40 @@ pub fn status_json(status: &pb::BatchStatus) -> serde_json::Value {
         "bounds": status.bounds,
         "workers": status.workers,
         "preparing": status.preparing,
+        "cancelled": status.cancelled,
         "nodes": status.nodes,
         "nodes_per_second": status.nodes_per_second,
     })
+}
+
+/// `text` fit for a terminal: control characters (an escape sequence that would recolour or
+/// clear it, a carriage return that would hide what came before) written as `\u{1b}`-style
+/// escapes. Submitted lines come back in results and errors, so a batch must not be able to
+/// drive the terminal of whoever reads them.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn control_characters_are_escaped_and_plain_text_is_kept() {
+        assert_eq!(printable("1,2,3 # id=\u{e9}"), "1,2,3 # id=\u{e9}");
+        assert_eq!(printable("\u{1b}[31mred\r"), "\\u{1b}[31mred\\u{d}");
+    }
 }

@@ -29,6 +29,10 @@ enum Conduct {
     Collude,
     /// Registers and heartbeats, never asks for work.
     Silent,
+    /// Declares 1,024 threads, asks once for all it may hold, then only heartbeats.
+    Hog,
+    /// Reports every task it is given as failed.
+    Err,
 }
 
 /// The lie told about `task`.
@@ -98,7 +102,7 @@ async fn fake_worker(
     while !stop.load(Ordering::Relaxed) {
         let registered = client
             .register(pb::RegisterRequest {
-                threads: 1,
+                threads: if conduct == Conduct::Hog { 1024 } else { 1 },
                 protocol_version: tilesolve::proto::PROTOCOL_VERSION,
                 host: "liar".into(),
                 ..Default::default()
@@ -107,8 +111,14 @@ async fn fake_worker(
             .unwrap()
             .into_inner();
         let mut results = Vec::new();
+        let mut polls = 0;
         while !stop.load(Ordering::Relaxed) {
-            if conduct == Conduct::Silent {
+            let heartbeat_only = match conduct {
+                Conduct::Silent => true,
+                Conduct::Hog => polls > 0,
+                Conduct::Collude | Conduct::Err => false,
+            };
+            if heartbeat_only {
                 client
                     .heartbeat(pb::HeartbeatRequest {
                         worker_id: registered.worker_id,
@@ -124,7 +134,7 @@ async fn fake_worker(
                 .poll(pb::PollRequest {
                     worker_id: registered.worker_id,
                     worker_secret: registered.worker_secret.clone(),
-                    free_slots: 4,
+                    free_slots: if conduct == Conduct::Hog { 1024 } else { 4 },
                     results: std::mem::take(&mut results),
                     idle: false,
                     leaving: false,
@@ -132,13 +142,26 @@ async fn fake_worker(
                 .await;
             match polled {
                 Ok(response) => {
-                    results.extend(response.into_inner().tasks.iter().map(lie));
+                    polls += 1;
+                    let tasks = response.into_inner().tasks;
+                    match conduct {
+                        Conduct::Err => results.extend(tasks.iter().map(|task| pb::TaskResult {
+                            task_id: task.task_id,
+                            outcome: Some(pb::task_result::Outcome::Error("disk full".into())),
+                            ..Default::default()
+                        })),
+                        _ => results.extend(tasks.iter().map(lie)),
+                    }
                     if results.is_empty() {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
                 }
                 Err(status) if status.code() == tonic::Code::PermissionDenied => {
-                    assert!(status.message().contains("quarantined"), "{status:?}");
+                    assert!(
+                        status.message().contains("quarantined")
+                            || status.message().contains("shut out"),
+                        "{status:?}"
+                    );
                     quarantined += 1;
                     break;
                 }
@@ -321,4 +344,45 @@ fn a_liar_whose_only_auditor_never_asks_for_work_is_audited_by_the_coordinator()
         "the liar was never caught"
     );
     assert_eq!(runtime.block_on(silent).unwrap(), 0);
+}
+
+#[test]
+fn a_hog_and_an_erring_worker_beside_an_honest_one_fail_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        &["--lease-timeout", "2"],
+        &[
+            ("TILESOLVE_TOKEN", CLIENT_TOKEN),
+            ("TILESOLVE_WORKER_TOKEN", WORKER_TOKEN),
+        ],
+    );
+    let url = server.url();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let _honest = start_honest_worker(&url, &dir.path().join("honest"), WORKER_TOKEN);
+    registered_honest(&server);
+    let hog = runtime.spawn(fake_worker(
+        url.clone(),
+        WORKER_TOKEN,
+        Conduct::Hog,
+        stop.clone(),
+    ));
+    let erring = runtime.spawn(fake_worker(
+        url.clone(),
+        WORKER_TOKEN,
+        Conduct::Err,
+        stop.clone(),
+    ));
+
+    assert_all_optimal(&url, dir.path(), &boards(100));
+    stop.store(true, Ordering::Relaxed);
+    assert!(
+        runtime.block_on(erring).unwrap() >= 1,
+        "the erring worker was never shut out"
+    );
+    assert_eq!(runtime.block_on(hog).unwrap(), 0);
+    let log = server.log_text();
+    assert!(log.contains("reports were failures"), "{log}");
 }

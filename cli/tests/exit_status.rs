@@ -181,3 +181,84 @@ fn json_and_csv_print_what_they_say() {
     let answer: serde_json::Value = serde_json::from_str(answer.trim()).unwrap();
     assert_eq!(answer["length"], *optimal);
 }
+
+#[test]
+fn garbage_is_refused_before_it_is_stored_and_never_reaches_the_terminal_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    // 200 KB of noise (xorshift bytes): refused by the client, naming where, exit 2.
+    let noise = dir.path().join("noise.bin");
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let bytes: Vec<u8> = (0..200_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    std::fs::write(&noise, &bytes).unwrap();
+    let (code, stdout, stderr, _) = run_at(&url, "", &["submit", noise.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stdout.is_empty() && stderr.contains("this is not a text file"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\u{1b}'), "no raw bytes echoed");
+    // One 4 MB line: refused whole by the client, naming the line.
+    let long = dir.path().join("long.txt");
+    std::fs::write(
+        &long,
+        format!("1,2,3,4,5,6,7,0,8\n{}\n", "1 ".repeat(2 << 20)),
+    )
+    .unwrap();
+    let (code, _, stderr, _) = run_at(&url, "", &["submit", long.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("line 2 is 4194304 bytes long"), "{stderr}");
+    // Only invalid lines (one of them an escape sequence): refused by the coordinator, exit 4,
+    // and the sequence is shown escaped.
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "\u{1b}[31mred\n1,1,1\n").unwrap();
+    let (code, _, stderr, _) = run_at(&url, "", &["submit", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(4), "{stderr}");
+    assert!(
+        stderr.contains("every one of the batch's 2 board lines is invalid"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}') && stderr.contains("'\\u{1b}'"),
+        "{stderr}"
+    );
+    // A heuristic for another size: refused at submission, naming the line.
+    let fifteen = dir.path().join("fifteen.txt");
+    write_batch(&fifteen, &known_boards(0)[..2], false);
+    let (code, _, stderr, _) = run_at(
+        &url,
+        "",
+        &[
+            "submit",
+            "--heuristic",
+            "pdb:6-6-6-6",
+            fifteen.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(4), "{stderr}");
+    assert!(
+        stderr.contains("line 2: heuristic pdb:6-6-6-6 is for 5x5 boards, and this board is 4x4"),
+        "{stderr}"
+    );
+    // Nothing was stored.
+    let (code, listed, stderr, _) = run_at(&url, "", &["batches"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(listed.trim().is_empty(), "{listed}");
+    // A batch that is stored with a hostile line prints it escaped in its results.
+    std::fs::write(&bad, "1,2,3,4,5,6,7,0,8\n\u{1b}[31mred\n").unwrap();
+    let _worker = worker(&url, &dir.path().join("w"), &[]);
+    let (code, stdout, stderr, _) = run_at(&url, "", &["submit", "--wait", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        !stdout.contains('\u{1b}') && stdout.contains("\\u{1b}[31mred  error: line 2"),
+        "{stdout}"
+    );
+}

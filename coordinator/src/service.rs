@@ -425,19 +425,48 @@ impl Service {
         let mut after = None;
         loop {
             let (old, last) = self.lock().finished_before(cutoff, after, 1_000)?;
-            for batch in old {
-                let (items, boards) = self.lock().prune(batch, solutions)?;
-                if items > 0 {
-                    pruned.batches += 1;
-                    pruned.items += items as u64;
-                    pruned.boards += boards as u64;
-                }
-            }
+            self.prune_each(&old, solutions, &mut pruned)?;
             match last {
                 Some(last) => after = Some(last),
                 None => break,
             }
         }
+        self.pruned(pruned)
+    }
+
+    /// Removes the finished ones of `batches`, with their answers if `solutions` is set.
+    pub fn prune_batches(
+        &self,
+        batches: &[u64],
+        solutions: bool,
+    ) -> Result<Pruned, SchedulerError> {
+        let mut pruned = Pruned {
+            store_bytes_before: self.lock().store_bytes(),
+            ..Pruned::default()
+        };
+        self.prune_each(batches, solutions, &mut pruned)?;
+        self.pruned(pruned)
+    }
+
+    fn prune_each(
+        &self,
+        batches: &[u64],
+        solutions: bool,
+        pruned: &mut Pruned,
+    ) -> Result<(), SchedulerError> {
+        for &batch in batches {
+            let (items, boards) = self.lock().prune(batch, solutions)?;
+            if items > 0 {
+                pruned.batches += 1;
+                pruned.items += items as u64;
+                pruned.boards += boards as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes what a prune removed and reports it.
+    fn pruned(&self, mut pruned: Pruned) -> Result<Pruned, SchedulerError> {
         // The flush waits for the disk: not under the lock.
         self.flusher.flush()?;
         pruned.store_bytes_after = self.lock().store_bytes();
@@ -465,6 +494,7 @@ fn status_message(progress: BatchProgress) -> pb::BatchStatus {
         nodes_per_second: progress.nodes_per_second,
         workers: progress.workers,
         preparing: progress.preparing.unwrap_or_default(),
+        cancelled: progress.cancelled,
     }
 }
 
@@ -626,7 +656,11 @@ impl pb::tilesolve_server::Tilesolve for Service {
         let older_than = Duration::from_secs(request.older_than_seconds);
         let service = self.clone();
         let pruned = tokio::task::spawn_blocking(move || {
-            service.prune_older_than(older_than, request.solutions)
+            if request.batch_ids.is_empty() {
+                service.prune_older_than(older_than, request.solutions)
+            } else {
+                service.prune_batches(&request.batch_ids, request.solutions)
+            }
         })
         .await
         .map_err(|e| Status::internal(format!("prune: {e}")))??;
@@ -813,7 +847,11 @@ impl pb::tilesolve_server::Tilesolve for Service {
         let progress = tokio::task::spawn_blocking(move || service.cancel(batch))
             .await
             .map_err(|e| Status::internal(format!("cancel: {e}")))??;
-        tracing::info!(batch, "batch cancelled");
+        if progress.cancelled {
+            tracing::info!(batch, "batch cancelled");
+        } else {
+            tracing::info!(batch, "cancel of a finished batch: nothing changed");
+        }
         Ok(Response::new(status_message(progress)))
     }
 }

@@ -93,7 +93,8 @@ pub struct StoredSolution {
     /// The blank's moves, one letter each.
     pub moves: String,
     pub tiles: Vec<u8>,
-    /// Nodes the search took (0 for boards stored as part of another board's path).
+    /// Nodes the search took: at least 1 for a board that was searched or proven on its own,
+    /// 0 for boards stored as part of another board's path.
     pub nodes: u64,
     pub seconds: f64,
     pub heuristic: String,
@@ -395,8 +396,8 @@ impl Store {
             .transpose()
     }
 
-    /// Every stored solution that was searched for (`nodes > 0`; the boards on its path follow
-    /// from it), with its goal and board, in key order.
+    /// Every stored solution that was searched for or proven on its own (`nodes > 0`; the
+    /// boards on its path follow from it), with its goal and board, in key order.
     pub fn searched_solutions(
         &self,
     ) -> impl Iterator<Item = Result<(Board, Board, StoredSolution), StoreError>> + '_ {
@@ -452,8 +453,11 @@ impl Store {
                 length: (solution.moves.len() - step) as u32,
                 moves: moves_to_string(&solution.moves[step..]),
                 tiles: solution.tiles[step..].to_vec(),
+                // At least 1 for the board searched (its root was looked at, even when an
+                // exact table or a claim proven at its bound took no expansion): 0 marks the
+                // boards stored only as part of its path, which an export leaves out.
                 nodes: if step == 0 {
-                    solution.counters.expanded
+                    solution.counters.expanded.max(1)
                 } else {
                     0
                 },

@@ -518,6 +518,17 @@ impl Scheduler {
         self.audit_resolved(puzzle, task)
     }
 
+    /// Shuts `worker` out for `reason` without doubting its reports (it failed, it did not
+    /// lie): every further call is refused, its tasks go back to the queue, and the attempts
+    /// its failures cost are given back, so they are retried elsewhere.
+    pub(super) fn shut_out(&mut self, worker: WorkerId, reason: String) {
+        tracing::warn!(worker, %reason, "worker shut out: its tasks go to others");
+        self.workers.quarantine(worker, reason);
+        self.tasks.release(worker);
+        self.tasks.forgive_failures(worker);
+        self.totals.workers_quarantined += 1;
+    }
+
     /// Shuts `worker` out for `reason` and undoes what rests on its reports: its tasks go
     /// back to the queue, live puzzles that used its reports start again, and stored answers
     /// and bounds that rest on them are withdrawn, their items solved again.

@@ -22,6 +22,9 @@ pub struct BatchProgress {
     pub seconds: f64,
     /// What its waiting items wait for (pattern tables being obtained), if any wait.
     pub preparing: Option<String>,
+    /// It was cancelled before it finished (known for finished batches, and in what
+    /// [`super::Scheduler::cancel`] returns).
+    pub cancelled: bool,
 }
 
 /// (total, solved, failed) of a batch's items.
@@ -136,6 +139,7 @@ impl Batches {
             workers: 0,
             seconds: figures.seconds,
             preparing: None,
+            cancelled: false,
         }
     }
 
@@ -172,6 +176,7 @@ impl Batches {
             workers,
             seconds,
             preparing: None,
+            cancelled: false,
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tilesolve::batch_file::BatchLine;
+use tilesolve::batch_file::{BatchLine, MAX_LINE_BYTES};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::{parse_board, Board, BoardError, Direction, Goal};
@@ -109,13 +109,50 @@ impl Scheduler {
                 lines.len()
             )));
         }
-        let heuristic = parse_heuristic(heuristic)?.to_string();
+        if let Some((index, line)) = lines
+            .iter()
+            .enumerate()
+            .find(|(_, line)| line.len() > MAX_LINE_BYTES)
+        {
+            return Err(SchedulerError::InvalidArgument(format!(
+                "line {} is {} bytes long; a batch line may be at most {MAX_LINE_BYTES}",
+                index + 1,
+                line.len()
+            )));
+        }
+        let choice = parse_heuristic(heuristic)?;
         let goal = parse_goal(goal)?;
+        if let Some(preset) = choice.preset() {
+            check_sides(lines, preset.side(), &choice)?;
+        }
+        let heuristic = choice.to_string();
         let items = read_items(lines, goal, store)?;
         if items.items.is_empty() {
             return Err(SchedulerError::InvalidArgument(
                 "the batch holds no boards (only blank or comment lines)".into(),
             ));
+        }
+        if items.invalid as usize == items.items.len() {
+            // Nothing in it can be solved: storing it would only keep the garbage.
+            let shown: Vec<String> = items
+                .items
+                .iter()
+                .take(3)
+                .filter_map(|item| match &item.status {
+                    ItemStatus::Failed(reason) => Some(reason.clone()),
+                    _ => None,
+                })
+                .collect();
+            return Err(SchedulerError::InvalidArgument(format!(
+                "every one of the batch's {} board lines is invalid ({}{})",
+                items.items.len(),
+                shown.join("; "),
+                if items.items.len() > shown.len() {
+                    "; ..."
+                } else {
+                    ""
+                }
+            )));
         }
         Ok(ReadBatch {
             heuristic,
@@ -215,6 +252,30 @@ pub(super) fn parse_goal(text: &str) -> Result<Goal, SchedulerError> {
     }
     text.parse()
         .map_err(|e| SchedulerError::InvalidArgument(format!("goal: {e}")))
+}
+
+/// Refuses a batch holding a board the pattern database `choice` (for `side` x `side` boards)
+/// cannot estimate, naming the first such line: the outcome would depend on what the store
+/// happens to hold.
+fn check_sides(
+    lines: &[String],
+    side: usize,
+    choice: &HeuristicChoice,
+) -> Result<(), SchedulerError> {
+    let mismatch = lines
+        .iter()
+        .enumerate()
+        .filter_map(|(number, raw)| BatchLine::read(number + 1, raw))
+        .find_map(|line| {
+            let board = parse_board(line.board).ok()?;
+            (board.side() != side).then_some((line.number, board.side()))
+        });
+    match mismatch {
+        Some((number, board_side)) => Err(SchedulerError::InvalidArgument(format!(
+            "line {number}: heuristic {choice} is for {side}x{side} boards, and this board is {board_side}x{board_side} (submit each size apart, or use `default`, which fits each size)"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A batch's items as read from its lines.

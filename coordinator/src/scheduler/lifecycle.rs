@@ -12,7 +12,7 @@ use tilesolve::{parse_board, Board, Direction, Solution, Solver};
 use super::audits::{FinishedAudit, PendingAudit, UnauditedClaim};
 use super::intake::parse_heuristic;
 use super::records;
-use super::workers::MAX_STRIKES;
+use super::workers::{MAX_FAILURES_IN_A_ROW, MAX_STRIKES};
 use super::{
     PuzzleId, Scheduler, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId,
     MAX_ATTEMPTS,
@@ -396,6 +396,19 @@ impl Scheduler {
                 );
             }
         };
+        if let TaskOutcome::Failed(reason) = &outcome {
+            if self.workers.failed(worker) {
+                // The worker is at fault, not the task: shut out, its failures retried elsewhere.
+                let reason = format!(
+                    "its last {MAX_FAILURES_IN_A_ROW} reports were failures, the last: {reason}"
+                );
+                self.tasks.retry_as_new(entry);
+                self.shut_out(worker, reason);
+                return Ok(());
+            }
+        } else {
+            self.workers.succeeded(worker);
+        }
         let unaudited = self.maybe_audit(worker, &entry, &outcome, nodes);
         if let (Some(record), Some(puzzle)) = (
             records::finished(&entry, &report, &outcome),
@@ -491,7 +504,7 @@ impl Scheduler {
             Next::Solved(moves) => self.finish_solved(puzzle_id, moves),
             Next::Iterate(bound) => self.next_iteration(puzzle_id, bound),
             Next::Retry => {
-                self.tasks.retry(entry);
+                self.tasks.retry_failed(entry, worker);
                 Ok(())
             }
             Next::Fail(reason) => self.finish_failed(puzzle_id, reason),

@@ -648,7 +648,10 @@ impl Scheduler {
                     .batch(batch)?
                     .ok_or(SchedulerError::UnknownBatch(batch))?;
                 if let Some(figures) = &stored.finished {
-                    return Ok(Batches::finished(batch, stored.items, figures));
+                    return Ok(BatchProgress {
+                        cancelled: stored.cancelled,
+                        ..Batches::finished(batch, stored.items, figures)
+                    });
                 }
                 batches::counts(&self.store.items(batch)?)
             }
@@ -786,6 +789,12 @@ impl Scheduler {
             .store
             .batch(batch)?
             .ok_or(SchedulerError::UnknownBatch(batch))?;
+        // A finished batch is history: cancelling it changes nothing (`cancelled` says whether
+        // it was cancelled before it finished).
+        let progress = self.progress(batch)?;
+        if progress.done {
+            return Ok(progress);
+        }
         stored.cancelled = true;
         self.store.put_batch(&stored)?;
         let puzzles: Vec<PuzzleId> = self
@@ -797,7 +806,10 @@ impl Scheduler {
             self.finish_failed(puzzle, "cancelled".into())?;
         }
         self.fail_waiting_batch(batch, "cancelled")?;
-        self.progress(batch)
+        self.progress(batch).map(|progress| BatchProgress {
+            cancelled: true,
+            ..progress
+        })
     }
 
     /// A batch's items, in order.

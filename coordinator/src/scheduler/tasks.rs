@@ -39,6 +39,8 @@ pub(super) struct TaskEntry {
     /// When it was queued (or queued again after a failure): an audit nobody takes within a
     /// lease timeout is run by the coordinator instead.
     queued: Instant,
+    /// The workers whose failed reports cost it attempts: given back if one is shut out.
+    failed_by: Vec<WorkerId>,
 }
 
 /// How much a worker may hold, from its threads and measured pace
@@ -123,6 +125,7 @@ impl Tasks {
                 wave,
                 predicted,
                 queued: Instant::now(),
+                failed_by: Vec::new(),
             },
         );
         self.ready.push(puzzle.0, wave, predicted, id);
@@ -341,6 +344,23 @@ impl Tasks {
     pub(super) fn retry(&mut self, entry: TaskEntry) {
         let attempts = entry.attempts + 1;
         self.requeue(entry, attempts);
+    }
+
+    /// Puts a task `worker` reported as failed back in the queue, counting an attempt against
+    /// it (given back by [`Tasks::forgive_failures`] if the worker turns out to be at fault).
+    pub(super) fn retry_failed(&mut self, mut entry: TaskEntry, worker: WorkerId) {
+        entry.failed_by.push(worker);
+        self.retry(entry);
+    }
+
+    /// Gives back the attempts `worker`'s failed reports cost the tasks still queued.
+    pub(super) fn forgive_failures(&mut self, worker: WorkerId) {
+        for entry in self.entries.values_mut() {
+            let before = entry.failed_by.len();
+            entry.failed_by.retain(|&by| by != worker);
+            let forgiven = (before - entry.failed_by.len()) as u32;
+            entry.attempts = entry.attempts.saturating_sub(forgiven);
+        }
     }
 
     /// Puts a task back in the queue without counting an attempt: the report was the worker's

@@ -308,6 +308,78 @@ fn a_cancelled_batch_withdraws_its_tasks() {
 }
 
 #[test]
+fn cancelling_a_finished_batch_changes_nothing_and_a_running_one_keeps_its_answers() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let easy = "1,2,3,4,5,6,0,7,8".to_string();
+    let finished = scheduler
+        .submit(std::slice::from_ref(&easy), "linear-conflict", "")
+        .unwrap()
+        .batch;
+    run_to_completion(&mut scheduler, finished, 1);
+    let before = scheduler.items(finished).unwrap();
+    let progress = scheduler.cancel(finished).unwrap();
+    assert!(progress.done && !progress.cancelled, "{progress:?}");
+    assert_eq!((progress.solved, progress.failed), (1, 0));
+    assert_eq!(scheduler.items(finished).unwrap(), before);
+    let stored = scheduler.store.batch(finished).unwrap().unwrap();
+    assert!(
+        !stored.cancelled,
+        "a finished batch is never marked cancelled"
+    );
+
+    // A running batch: its answered item stays answered, the rest fail as cancelled.
+    let hard = examples()[5].0.clone();
+    let running = scheduler
+        .submit(&[easy, hard], "manhattan", "")
+        .unwrap()
+        .batch;
+    assert_eq!(
+        scheduler.progress(running).unwrap().solved,
+        1,
+        "from the store"
+    );
+    let progress = scheduler.cancel(running).unwrap();
+    assert!(progress.done && progress.cancelled, "{progress:?}");
+    assert_eq!((progress.solved, progress.failed), (1, 1));
+    assert!(matches!(
+        scheduler.items(running).unwrap()[0].status,
+        ItemStatus::Solved(_)
+    ));
+}
+
+#[test]
+fn garbage_is_refused_at_intake_and_nothing_is_stored() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let garbage = vec!["\u{1b}[31mred".to_string(), "1,1,1".to_string()];
+    let refused = scheduler.submit(&garbage, "default", "");
+    let Err(SchedulerError::InvalidArgument(reason)) = refused else {
+        panic!("a batch of only invalid lines is refused: {refused:?}");
+    };
+    assert!(
+        reason.contains("every one of the batch's 2 board lines is invalid"),
+        "{reason}"
+    );
+    let long = vec![
+        "1,2,3,4,5,6,7,0,8".to_string(),
+        format!("1,2,3,4,5,6,7,0,8 # {}", "x".repeat(5000)),
+    ];
+    let refused = scheduler.submit(&long, "default", "");
+    let Err(SchedulerError::InvalidArgument(reason)) = refused else {
+        panic!("a line past the limit is refused: {refused:?}");
+    };
+    assert!(reason.starts_with("line 2 is 5020 bytes long"), "{reason}");
+    assert!(
+        scheduler.list(None, 10, false).unwrap().is_empty(),
+        "nothing stored"
+    );
+    // One good line among bad ones is a batch: the bad ones fail by line.
+    let mixed = vec!["1,2,3,4,5,6,7,0,8".to_string(), "1,1,1".to_string()];
+    assert_eq!(scheduler.submit(&mixed, "default", "").unwrap().invalid, 1);
+}
+
+#[test]
 fn moves_that_do_not_reach_the_goal_are_a_failed_attempt_retried() {
     let data = tempfile::tempdir().unwrap();
     let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
@@ -669,7 +741,7 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
     let data = tempfile::tempdir().unwrap();
     let fifteen = "1,2,3,4,5,6,7,8,9,10,11,12,13,14,0,15".to_string();
     let eight = "1,2,3,4,5,6,7,0,8".to_string();
-    let lines = vec![fifteen.clone(), eight];
+    let lines = vec![fifteen.clone()];
     let no_builds = SchedulerConfig {
         build_tables: false,
         ..SchedulerConfig::default()
@@ -713,12 +785,14 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
         progress.preparing.as_deref(),
         Some("preparing pattern tables")
     );
-    // The 8-puzzle cannot use a 4x4 preset: it fails, naming why, and the batch goes on.
-    let items = scheduler.items(submitted.batch).unwrap();
+    // An 8-puzzle cannot use a 4x4 preset: the batch is refused at submission, naming the line.
+    let mixed = scheduler.submit(&[fifteen.clone(), eight], "pdb:5-5-5", "");
+    let Err(SchedulerError::InvalidArgument(reason)) = mixed else {
+        panic!("a heuristic for another size is refused: {mixed:?}");
+    };
     assert!(
-        matches!(&items[1].status, ItemStatus::Failed(reason) if reason.contains("is for 4x4 boards, not 3x3")),
-        "{:?}",
-        items[1].status
+        reason.contains("line 2: heuristic pdb:5-5-5 is for 4x4 boards, and this board is 3x3"),
+        "{reason}"
     );
     assert_eq!(scheduler.totals().puzzles_pending, 1);
     scheduler.set_preparing(HashMap::from([(
@@ -1333,5 +1407,104 @@ fn an_audit_no_worker_takes_within_a_lease_timeout_runs_on_the_coordinator() {
         ),
         (0, 1, 1),
         "{totals:?}"
+    );
+}
+
+#[test]
+fn a_registration_declaring_many_threads_holds_only_what_it_has_earned() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            lease_timeout: Duration::from_millis(50),
+            ..SchedulerConfig::default()
+        },
+    );
+    let batch = scheduler
+        .submit(&distinct_eight_puzzles(60, 7), "manhattan", "")
+        .unwrap()
+        .batch;
+    let hog = scheduler.register(1024, "hog").unwrap();
+    let honest = scheduler.register(1, "honest").unwrap();
+    let (held, _) = scheduler.poll(hog, 1024, Vec::new()).unwrap();
+    assert_eq!(
+        held.len(),
+        workers::FIRST_LEASES,
+        "1,024 threads declared, none shown"
+    );
+    // It never runs them: its leases expire and the honest worker does everything (the
+    // sweep also hands the coordinator the audits that waited for the hog, which never polls).
+    let mut results = Vec::new();
+    for _ in 0..100_000 {
+        if scheduler.progress(batch).unwrap().done {
+            break;
+        }
+        scheduler.heartbeat(hog, &[]).unwrap();
+        let (tasks, _) = scheduler
+            .poll(honest, 1, std::mem::take(&mut results))
+            .unwrap();
+        for task in tasks {
+            let run = run_linear_conflict(&task);
+            results.push(TaskReport::new(task.id, run.outcome, run.nodes));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        scheduler.sweep().unwrap();
+        scheduler.run_deferred().unwrap();
+    }
+    let progress = scheduler.progress(batch).unwrap();
+    assert_eq!((progress.solved, progress.failed), (60, 0));
+}
+
+#[test]
+fn a_worker_whose_reports_keep_failing_is_shut_out_and_its_failures_retried_elsewhere() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let batch = scheduler
+        .submit(&distinct_eight_puzzles(20, 11), "manhattan", "")
+        .unwrap()
+        .batch;
+    let honest = scheduler.register(1, "honest").unwrap();
+    let erring = scheduler.register(1, "erring").unwrap();
+    let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
+    let truthful: Vec<TaskReport> = tasks
+        .iter()
+        .map(|task| {
+            let run = run_linear_conflict(task);
+            TaskReport::new(task.id, run.outcome, run.nodes)
+        })
+        .collect();
+    scheduler.poll(honest, 0, truthful).unwrap();
+    // The erring worker fails one task after another, each as often as it is given back:
+    // three failures would have failed a puzzle for good.
+    let mut failures = Vec::new();
+    let mut shut_out = false;
+    for _ in 0..10 {
+        match scheduler.poll(erring, 1, std::mem::take(&mut failures)) {
+            Ok((tasks, _)) => {
+                failures = tasks
+                    .iter()
+                    .map(|task| {
+                        TaskReport::new(task.id, TaskOutcome::Failed("disk full".into()), 0)
+                    })
+                    .collect();
+            }
+            Err(error) => {
+                assert!(
+                    error.to_string().contains("reports were failures"),
+                    "{error}"
+                );
+                shut_out = true;
+                break;
+            }
+        }
+    }
+    assert!(shut_out, "the erring worker was shut out");
+    assert_eq!(scheduler.totals().workers_quarantined, 1);
+    work_until_done(&mut scheduler, honest, 1, batch, Vec::new());
+    let progress = scheduler.progress(batch).unwrap();
+    assert_eq!(
+        (progress.solved, progress.failed),
+        (20, 0),
+        "nothing failed for good"
     );
 }

@@ -23,6 +23,17 @@ pub const PROBATION_AUDITS: u32 = 3;
 /// Impossible reports (moves off the board, bounds that cannot be) after which a worker is
 /// quarantined as faulty.
 pub const MAX_STRIKES: u32 = 3;
+/// Failed reports in a row after which a worker is shut out, while another worker's reports
+/// do not fail: the fault is the worker's (a broken host, a missing table), not its tasks', whose
+/// attempts it cost are given back.
+pub const MAX_FAILURES_IN_A_ROW: u32 = 3;
+/// Leases a worker may hold before it has reported anything, whatever threads it declares;
+/// each task it reports earns it [`LEASES_EARNED_PER_TASK`] more, up to what its threads allow.
+/// A registration that declares 1,024 threads and never runs a task holds this many, not 5,120
+/// (it held 591 of 600 tasks while an honest worker idled), and an honest worker of many
+/// threads reaches its share within a few rounds of tasks.
+pub const FIRST_LEASES: usize = 2 * (1 + MAX_PREFETCH as usize);
+pub const LEASES_EARNED_PER_TASK: usize = 2;
 /// Quarantined workers remembered (their calls are refused with the reason); the oldest are
 /// forgotten past this, which only means a call gets UnknownWorker instead.
 const MAX_QUARANTINED: usize = 10_000;
@@ -71,6 +82,9 @@ struct WorkerInfo {
     audits_passed: u32,
     /// Reports that could not be right for their task (see [`MAX_STRIKES`]).
     strikes: u32,
+    /// Its reports that were failures since its last one that was not (see
+    /// [`MAX_FAILURES_IN_A_ROW`]).
+    failures_in_a_row: u32,
     /// (when, nodes reported so far) at each poll within the last [`RATE_WINDOW`].
     reports: VecDeque<(Instant, u64)>,
     /// Its recent tasks' times: how many tasks it may hold (see [`Workers::reported`]).
@@ -177,6 +191,7 @@ impl Workers {
                 tasks_done: 0,
                 audits_passed: 0,
                 strikes: 0,
+                failures_in_a_row: 0,
                 reports: VecDeque::new(),
                 task_times: TaskTimes::default(),
             },
@@ -291,6 +306,29 @@ impl Workers {
         })
     }
 
+    /// Counts a failed report of `worker`; returns whether it has now failed
+    /// [`MAX_FAILURES_IN_A_ROW`] times in a row while another connected worker's last report
+    /// (if any) was not a failure: then the fault is its own. The last worker standing is never
+    /// shut out for failures (its tasks' attempts bound them).
+    pub(super) fn failed(&mut self, worker: WorkerId) -> bool {
+        let Some(info) = self.workers.get_mut(&worker) else {
+            return false;
+        };
+        info.failures_in_a_row += 1;
+        info.failures_in_a_row >= MAX_FAILURES_IN_A_ROW
+            && self
+                .workers
+                .iter()
+                .any(|(&id, other)| id != worker && other.failures_in_a_row == 0)
+    }
+
+    /// `worker` reported something other than a failure.
+    pub(super) fn succeeded(&mut self, worker: WorkerId) {
+        if let Some(info) = self.workers.get_mut(&worker) {
+            info.failures_in_a_row = 0;
+        }
+    }
+
     /// Refuses every further call of `worker`, with `reason`.
     pub(super) fn quarantine(&mut self, worker: WorkerId, reason: String) {
         self.remember_gone(worker, "quarantined");
@@ -356,10 +394,15 @@ impl Workers {
         let unpacked = info.threads as usize * (1 + MAX_PREFETCH) as usize;
         let per_thread = info.task_times.tasks_per_thread(1 + MAX_PREFETCH);
         let packed = (info.threads as usize * per_thread as usize).min(MAX_PACKED_HELD);
+        // Leases are earned by tasks reported, not by threads declared.
+        let earned = usize::try_from(info.tasks_done)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(LEASES_EARNED_PER_TASK)
+            .saturating_add(FIRST_LEASES);
         Ok(Holding {
             lineage: info.lineage,
-            most: packed.max(unpacked),
-            threads: info.threads as usize,
+            most: packed.max(unpacked).min(earned),
+            threads: (info.threads as usize).min(earned),
             // Unmeasured (0): every task with a predicted size counts as long.
             long_above_nodes: (info.nodes_per_second(now) * PREFETCH_MOST_SECONDS) as u64,
         })

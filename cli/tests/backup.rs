@@ -1,0 +1,209 @@
+//! A backup that round-trips: a store holding 3x3, 4x4 and 5x5 answers (the 3x3 ones proven
+//! by the exact table, which expands nothing) and their batches, exported, imported into a
+//! fresh coordinator with a heuristic that fits only one of the sizes, and exported again:
+//! the same answers and the same batch outcomes, with every length checked.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::{known_boards, run, stored_length, worker, write_batch, Coordinator};
+use tilesolve::{Board, Direction, HeuristicKind, SolveOptions, Solver};
+
+/// `count` boards of `side` x `side` a `steps`-move random walk from the default goal, with
+/// their optimal lengths found in this process (IDA* with linear conflict, admissible).
+fn walked(side: usize, steps: usize, count: usize, mut state: u64) -> Vec<(String, u64)> {
+    let goal = Board::blank_last(side);
+    let solver = Solver::new(goal, HeuristicKind::LinearConflict);
+    let mut boards: Vec<(String, u64)> = Vec::new();
+    while boards.len() < count {
+        let mut board = goal;
+        for _ in 0..steps {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let direction = Direction::ALL[(state % 4) as usize];
+            board = board.apply(direction).map_or(board, |(next, _)| next);
+        }
+        let length = solver
+            .solve(&board, &SolveOptions::default(), None)
+            .unwrap()
+            .moves
+            .len() as u64;
+        let text = board.to_string();
+        if length >= 4 && !boards.iter().any(|(b, _)| *b == text) {
+            boards.push((text, length));
+        }
+    }
+    boards
+}
+
+/// The answers of an export file: board -> (goal, length), and its batches' items:
+/// (batch's place in the file, line, length, error).
+type Answers = BTreeMap<String, (String, u64)>;
+type Items = Vec<(usize, u64, Option<u64>, Option<String>)>;
+
+fn read_export(path: &Path) -> (Answers, Items) {
+    let mut answers = BTreeMap::new();
+    let mut items = Vec::new();
+    let mut batches = 0;
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        if value.get("batch").is_some() {
+            batches += 1;
+        } else if let Some(item) = value.get("item") {
+            items.push((
+                batches,
+                item["line"].as_u64().unwrap(),
+                item["length"].as_u64(),
+                item["error"].as_str().map(str::to_string),
+            ));
+        } else {
+            answers.insert(
+                value["board"].as_str().unwrap().to_string(),
+                (
+                    value["goal"].as_str().unwrap().to_string(),
+                    value["length"].as_u64().unwrap(),
+                ),
+            );
+        }
+    }
+    (answers, items)
+}
+
+fn export(url: &str, to: &Path) -> String {
+    let (ok, _, stderr) = run(&[
+        "export",
+        "--coordinator",
+        url,
+        "--batches",
+        "-o",
+        to.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    stderr
+}
+
+fn submit_and_wait(url: &str, file: &Path, heuristic: &str) {
+    let (_, _, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        url,
+        "--heuristic",
+        heuristic,
+        "--wait",
+        file.to_str().unwrap(),
+    ]);
+    assert!(stderr.contains(" solved, "), "{stderr}");
+}
+
+#[test]
+fn export_import_export_keeps_every_answer_and_batch_of_three_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut eight = walked(3, 40, 5, 0x2545_f491_4f6c_dd1d);
+    eight.push(("8,6,7,2,5,4,3,0,1".into(), 31));
+    let fifteen: Vec<(String, u64)> = known_boards(0).into_iter().take(3).collect();
+    let twenty_four = walked(5, 24, 3, 0x9e37_79b9_7f4a_7c15);
+    let files: Vec<_> = ["eight", "fifteen", "twenty-four"]
+        .iter()
+        .zip([&eight, &fifteen, &twenty_four])
+        .map(|(name, boards)| {
+            let path = dir.path().join(format!("{name}.txt"));
+            write_batch(&path, boards, true);
+            path
+        })
+        .collect();
+    let first = dir.path().join("first.jsonl");
+    let second = dir.path().join("second.jsonl");
+    {
+        let source = Coordinator::start(&dir.path().join("source"), "127.0.0.1:0", &[], &[]);
+        let url = source.url();
+        let _worker = worker(&url, &dir.path().join("w1"), &[]);
+        // The 8-puzzles by the default for their size: the exact table, no node expanded.
+        submit_and_wait(&url, &files[0], "default");
+        submit_and_wait(&url, &files[1], "pdb:5-5-5");
+        submit_and_wait(&url, &files[2], "linear-conflict");
+        // Cancelling a finished batch changes nothing, and says so.
+        let (ok, stdout, stderr) = run(&["cancel", "--coordinator", &url, "1"]);
+        assert!(ok, "{stderr}");
+        assert!(
+            stdout.contains(
+                "batch 1 had already finished (6 of 7 solved, 1 failed): nothing changed"
+            ),
+            "{stdout}"
+        );
+        let said = export(&url, &first);
+        assert!(said.contains("exported 12 answers and 3 batches"), "{said}");
+    }
+    let (answers, items) = read_export(&first);
+    for (board, optimal) in eight.iter().chain(&fifteen).chain(&twenty_four) {
+        assert_eq!(answers.get(board).map(|a| a.1), Some(*optimal), "{board}");
+    }
+    assert_eq!(items.iter().filter(|i| i.2.is_some()).count(), 12);
+    assert_eq!(
+        items.iter().filter(|i| i.3.is_some()).count(),
+        1,
+        "the bad line"
+    );
+
+    let target = Coordinator::start(&dir.path().join("target"), "127.0.0.1:0", &[], &[]);
+    let url = target.url();
+    let _worker = worker(&url, &dir.path().join("w2"), &[]);
+    // pdb:5-5-5 fits only the 15-puzzles: the 8-puzzles get their size's default, the
+    // 24-puzzles what is named for them.
+    let (ok, _, stderr) = run(&[
+        "import",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "pdb:5-5-5",
+        "--heuristic",
+        "5x5=linear-conflict",
+        first.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("12 answers in")
+            && stderr.contains("/ 12 restored / 0 refused; 3 batches imported, 0 not whole"),
+        "{stderr}"
+    );
+    for (board, optimal) in eight.iter().chain(&fifteen).chain(&twenty_four) {
+        assert_eq!(stored_length(&url, board), Some(*optimal), "{board}");
+    }
+    let said = export(&url, &second);
+    assert!(said.contains("exported 12 answers and 3 batches"), "{said}");
+    assert_eq!(read_export(&second), (answers, items));
+}
+
+#[test]
+fn an_import_that_refuses_answers_says_how_many_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let backup = dir.path().join("backup.jsonl");
+    let good = serde_json::json!({"board": "1,2,3,4,5,6,0,7,8", "goal": "1,2,3,4,5,6,7,8,0",
+        "moves": "RR", "length": 2, "heuristic": "x"});
+    let off_board = serde_json::json!({"board": "4,1,3,7,2,6,0,5,8",
+        "goal": "1,2,3,4,5,6,7,8,0", "moves": "LLLL", "length": 4, "heuristic": "x"});
+    std::fs::write(&backup, format!("{good}\n{off_board}\n")).unwrap();
+    let target = Coordinator::start(&dir.path().join("target"), "127.0.0.1:0", &[], &[]);
+    let url = target.url();
+    let _worker = worker(&url, &dir.path().join("w"), &[]);
+    let output = std::process::Command::new(common::BIN)
+        .args(["import", "--coordinator", &url])
+        .arg(&backup)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "backup.jsonl line 2: 4,1,3,7,2,6,0,5,8: not restored: line 2: moves=: move 1 (L)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("2 answers in") && stderr.contains("/ 1 restored / 1 refused"),
+        "{stderr}"
+    );
+    assert_eq!(stored_length(&url, "1,2,3,4,5,6,0,7,8"), Some(2));
+}
