@@ -736,3 +736,50 @@ fn reflection_answers_in_v1_and_v1alpha() {
         );
     }
 }
+
+#[test]
+fn a_tokenless_dashboard_refuses_cross_site_forms_and_foreign_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let path = dir.path().join("batch.txt");
+    std::fs::write(&path, "1,2,3,4,5,6,0,7,8\n").unwrap();
+    let (ok, id, stderr) = common::run(&["submit", "--coordinator", &url, path.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let cancel = format!("{url}/api/batches/{}/cancel", id.trim());
+    // What a cross-site HTML form sends.
+    match ureq::post(&cancel)
+        .set("Content-Type", "application/x-www-form-urlencoded")
+        .send_string("x=1")
+    {
+        Err(ureq::Error::Status(status, response)) => {
+            assert_eq!(status, 415);
+            assert!(response.into_string().unwrap().contains("application/json"));
+        }
+        other => panic!("a form POST was served: {other:?}"),
+    }
+    // DNS rebinding: the browser names the attacker's host.
+    match ureq::get(&format!("{url}/api/overview"))
+        .set("Host", "rebind.example")
+        .call()
+    {
+        Err(ureq::Error::Status(status, response)) => {
+            assert_eq!(status, 403);
+            assert!(response.into_string().unwrap().contains("rebind.example"));
+        }
+        other => panic!("a foreign host was served: {other:?}"),
+    }
+    // The page's own requests are served.
+    assert_eq!(
+        ureq::get(&format!("{url}/api/overview"))
+            .call()
+            .unwrap()
+            .status(),
+        200
+    );
+    let cancelled = ureq::post(&cancel)
+        .set("Content-Type", "application/json")
+        .send_string("{}")
+        .unwrap();
+    assert_eq!(cancelled.status(), 200);
+}

@@ -23,6 +23,7 @@ use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 use tilesolve::connect::token_matches;
 
+use crate::request_origin;
 use crate::rpc_metrics::RpcMetrics;
 
 use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, WorkerView, MAX_BATCH_LINES};
@@ -154,7 +155,21 @@ async fn require_token(
     request: Request,
     next: Next,
 ) -> Response {
+    // A cross-site form cannot send JSON without a preflight this server never approves.
+    if let Some(reason) = request_origin::write_refusal(request.method(), &headers) {
+        tracing::warn!(path = %request.uri().path(), "refused a web write that is not JSON");
+        return WebError(StatusCode::UNSUPPORTED_MEDIA_TYPE, reason).into_response();
+    }
     let Some(token) = &state.token else {
+        // No token: a name other than localhost is DNS rebinding, not this machine. `/metrics`
+        // is left to scrapers that name the host (it holds no batch or answer).
+        let scraped = request.uri().path() == "/metrics";
+        if let Some(reason) =
+            request_origin::host_refusal(request.uri(), &headers).filter(|_| !scraped)
+        {
+            tracing::warn!(path = %request.uri().path(), "refused a web request for a foreign host");
+            return WebError(StatusCode::FORBIDDEN, reason).into_response();
+        }
         return next.run(request).await;
     };
     let mut metadata = tonic::metadata::MetadataMap::from_headers(headers);
