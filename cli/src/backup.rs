@@ -60,50 +60,50 @@ pub struct ImportArgs {
 
 /// One exported answer, a JSON line.
 #[derive(Serialize, Deserialize)]
-struct Exported {
-    board: String,
-    goal: String,
-    moves: String,
-    length: u32,
-    heuristic: String,
+pub(crate) struct Exported {
+    pub(crate) board: String,
+    pub(crate) goal: String,
+    pub(crate) moves: String,
+    pub(crate) length: u32,
+    pub(crate) heuristic: String,
 }
 
 /// A batch's own line in an export; its items follow it.
 #[derive(Serialize, Deserialize)]
-struct ExportedBatch {
-    id: u64,
-    submitted_unix_ms: u64,
-    heuristic: String,
+pub(crate) struct ExportedBatch {
+    pub(crate) id: u64,
+    pub(crate) submitted_unix_ms: u64,
+    pub(crate) heuristic: String,
     /// The goal its items were solved towards (empty when no line of it was valid).
-    goal: String,
-    cancelled: bool,
-    items: u32,
+    pub(crate) goal: String,
+    pub(crate) cancelled: bool,
+    pub(crate) items: u32,
 }
 
 /// One item of the batch before it in an export.
 #[derive(Serialize, Deserialize)]
-struct ExportedItem {
-    batch: u64,
+pub(crate) struct ExportedItem {
+    pub(crate) batch: u64,
     /// 1-based line in the submitted file (0: not known).
-    line: u32,
-    text: String,
+    pub(crate) line: u32,
+    pub(crate) text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    length: Option<u32>,
+    pub(crate) length: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    moves: Option<String>,
+    pub(crate) moves: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// The lines of an export that are not answers.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-enum Tagged {
+pub(crate) enum Tagged {
     Batch(ExportedBatch),
     Item(ExportedItem),
 }
 
-fn write_line(out: &mut dyn Write, value: &impl Serialize) -> anyhow::Result<()> {
+pub(crate) fn write_line(out: &mut dyn Write, value: &impl Serialize) -> anyhow::Result<()> {
     serde_json::to_writer(&mut *out, value)?;
     out.write_all(b"\n")?;
     Ok(())

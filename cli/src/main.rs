@@ -12,6 +12,7 @@ mod pdb;
 mod progress;
 mod report;
 mod results;
+mod salvage;
 mod simulate;
 mod solve;
 
@@ -74,6 +75,9 @@ enum Command {
     Import(backup::ImportArgs),
     /// Remove finished batches older than a limit (their answers stay unless --solutions).
     Prune(backup::PruneArgs),
+    /// Read what a damaged store still holds into a file `import` takes (the coordinator is
+    /// not running; the store is copied first and the copy read).
+    Salvage(salvage::SalvageArgs),
     /// Load-test a running coordinator: concurrent clients submitting and querying for a fixed
     /// time; prints throughput, latency percentiles and errors, then checks every answer.
     Loadtest(load::LoadArgs),
@@ -127,6 +131,7 @@ fn main() -> ExitCode {
         Command::Export(args) => backup::export(args),
         Command::Import(args) => backup::import(args),
         Command::Prune(args) => backup::prune(args),
+        Command::Salvage(args) => salvage::run(args),
         Command::Loadtest(args) => load::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Health(args) => health::run(args),

@@ -207,3 +207,83 @@ fn an_import_that_refuses_answers_says_how_many_and_exits_1() {
     );
     assert_eq!(stored_length(&url, "1,2,3,4,5,6,0,7,8"), Some(2));
 }
+
+#[test]
+fn a_damaged_store_is_refused_by_name_and_salvaged_into_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let boards = walked(3, 40, 4, 0x1234_5678_9abc_def1);
+    let file = dir.path().join("boards.txt");
+    write_batch(&file, &boards, false);
+    {
+        let source = Coordinator::start(&data, "127.0.0.1:0", &[], &[]);
+        let url = source.url();
+        let _worker = worker(&url, &dir.path().join("w1"), &[]);
+        submit_and_wait(&url, &file, "default");
+        // Stopped as an operator would: the store is flushed on the way out.
+        let stopped = std::process::Command::new("kill")
+            .args(["-TERM", &source.process.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+        common::wait_until(
+            "the coordinator to stop",
+            std::time::Duration::from_secs(30),
+            || {
+                let mut process = std::process::Command::new("kill");
+                let alive = process
+                    .args(["-0", &source.process.0.id().to_string()])
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .unwrap()
+                    .success();
+                let log = source.log_text();
+                (!alive || log.contains("coordinator stopped")).then_some(())
+            },
+        );
+    }
+    // The last 100 bytes of the store's log are lost (a disk fault, a copy cut short).
+    let log_file = data.join("store").join("db");
+    let length = std::fs::metadata(&log_file).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&log_file)
+        .unwrap()
+        .set_len(length - 100)
+        .unwrap();
+    let refused = std::process::Command::new(common::BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("store {}: damaged", data.join("store").display()))
+            && said.contains("tilesolve salvage --data"),
+        "{said}"
+    );
+    let rescue = dir.path().join("rescue.jsonl");
+    let (ok, _, said) = run(&[
+        "salvage",
+        "--data",
+        data.to_str().unwrap(),
+        "-o",
+        rescue.to_str().unwrap(),
+    ]);
+    assert!(ok, "{said}");
+    assert!(said.contains("salvaged "), "{said}");
+    // The way out the message names: the damaged store aside, a new one, the rescue imported.
+    std::fs::rename(data.join("store"), dir.path().join("damaged-store")).unwrap();
+    let target = Coordinator::start(&data, "127.0.0.1:0", &[], &[]);
+    let url = target.url();
+    let _worker = worker(&url, &dir.path().join("w2"), &[]);
+    let (ok, _, said) = run(&["import", "--coordinator", &url, rescue.to_str().unwrap()]);
+    assert!(ok, "{said}");
+    let (answers, _) = read_export(&rescue);
+    for (board, (_, length)) in &answers {
+        let optimal = boards.iter().find(|(b, _)| b == board).map(|b| b.1);
+        assert_eq!(Some(*length), optimal, "{board}");
+        assert_eq!(stored_length(&url, board), optimal, "{board}");
+    }
+}

@@ -19,7 +19,14 @@
 //!   coordinator asked for them), beside the puzzle's search state; what `tilesolve simulate`
 //!   replays.
 //! - `meta`: version, name -> value; `incarnation` (u64) counts the coordinator's starts;
-//!   `format` (u64) is the newest [`STORE_FORMAT`] that wrote the store (absent: format 1).
+//!   `format` (u64) is the newest [`STORE_FORMAT`] that wrote the store (absent: format 1);
+//!   `flushed` (u64) counts the flushes that made writes durable.
+//!
+//! Beside the store directory, `<dir>.flushed` holds the count of the last flush that finished
+//! (written after it, by rename): a store whose own count is lower lost writes it had made
+//! durable (a damaged or cut-short file, from which sled's recovery silently keeps only what
+//! came before the damage), and is refused by name rather than served half empty.
+//! [`Store::open_damaged`] opens it anyway, for `tilesolve salvage`.
 //!
 //! Values are JSON, but for the two trees written for every puzzle: "compact" is a zero byte
 //! then postcard, which took a third of the instructions JSON did for an item (encoding it, and
@@ -32,6 +39,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -73,9 +81,11 @@ pub enum StoreError {
     Corrupt { tree: &'static str, reason: String },
     /// The store could not be opened: named by its path, since an operator has to go and look.
     #[error(
-        "store {}: {reason} (is another coordinator using it? if it is damaged, move it aside \
-         and restart)",
-        path.display()
+        "store {}: {reason} (is another coordinator using it? if it is damaged: `tilesolve \
+         salvage --data {} -o rescue.jsonl` rescues what it still holds, then move it aside, \
+         restart and `tilesolve import rescue.jsonl`)",
+        path.display(),
+        path.parent().unwrap_or(path).display()
     )]
     Open { path: PathBuf, reason: String },
     #[error(
@@ -84,6 +94,18 @@ pub enum StoreError {
         path.display()
     )]
     Newer { path: PathBuf, format: u64 },
+    #[error(
+        "store {}: damaged: it holds writes up to flush {found}, and flush {expected} had finished ({reason}); nothing was changed. To rescue what it still holds: `tilesolve salvage --data {} -o rescue.jsonl`, then move {} aside, start the coordinator and `tilesolve import rescue.jsonl`",
+        path.display(),
+        path.parent().unwrap_or(path).display(),
+        path.display()
+    )]
+    Damaged {
+        path: PathBuf,
+        found: u64,
+        expected: u64,
+        reason: &'static str,
+    },
 }
 
 /// A solved board: the optimal moves from it to its goal.
@@ -244,6 +266,47 @@ pub struct Store {
     /// Keys of goals whose own entry (length 0) is known to be stored: every answer would
     /// otherwise look it up again.
     goals_stored: Arc<Mutex<HashSet<Vec<u8>>>>,
+    /// The flush count (`meta` `flushed`) and the guard file beside the store.
+    flushes: Arc<FlushGuard>,
+}
+
+/// What a store's flushes made durable, counted in `meta` and in a file beside it.
+struct FlushGuard {
+    path: PathBuf,
+    next: AtomicU64,
+    /// The highest count written to the file (files are written in increasing order).
+    written: Mutex<u64>,
+}
+
+impl FlushGuard {
+    fn path_for(dir: &Path) -> PathBuf {
+        let mut name = dir.file_name().unwrap_or_default().to_os_string();
+        name.push(".flushed");
+        dir.with_file_name(name)
+    }
+
+    /// The count the file holds (0 without a file: a new store, or one from before it).
+    fn read(path: &Path) -> u64 {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Records that flush `count` finished. Not synced: after a power cut the file may say
+    /// less than the store holds, never more.
+    fn record(&self, count: u64) -> std::io::Result<()> {
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        if count <= *written {
+            return Ok(());
+        }
+        let mut temporary = self.path.clone().into_os_string();
+        temporary.push(".new");
+        std::fs::write(&temporary, count.to_string())?;
+        std::fs::rename(&temporary, &self.path)?;
+        *written = count;
+        Ok(())
+    }
 }
 
 fn board_key(goal: &Board, board: &Board) -> Vec<u8> {
@@ -332,27 +395,17 @@ impl Store {
     /// Opens (or creates) the store in `dir`; sled keeps at most about `cache_bytes` of pages
     /// in memory (its own default, 1 GiB, was most of a busy coordinator's memory).
     pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
-        let opened = || -> Result<Store, sled::Error> {
-            let db = sled::Config::new()
-                .path(dir)
-                .cache_capacity(cache_bytes)
-                .open()?;
-            Ok(Store {
-                solutions: db.open_tree("solutions")?,
-                batches: db.open_tree("batches")?,
-                items: db.open_tree("items")?,
-                item_parts: db.open_tree("item_parts")?,
-                search: db.open_tree("search")?,
-                tasks: db.open_tree("tasks")?,
-                meta: db.open_tree("meta")?,
-                goals_stored: Arc::default(),
-                db,
-            })
-        };
-        let store = opened().map_err(|error| StoreError::Open {
-            path: dir.to_path_buf(),
-            reason: error.to_string(),
-        })?;
+        let store = Store::open_unchecked(dir, cache_bytes)?;
+        let found = store.meta_u64("flushed")?.unwrap_or(0);
+        let expected = FlushGuard::read(&store.flushes.path);
+        if found < expected {
+            return Err(StoreError::Damaged {
+                path: dir.to_path_buf(),
+                found,
+                expected,
+                reason: "a disk fault or a file cut short",
+            });
+        }
         let format = store.meta_u64("format")?.unwrap_or(1);
         if format > STORE_FORMAT {
             return Err(StoreError::Newer {
@@ -365,6 +418,64 @@ impl Store {
                 .meta
                 .insert(meta_key("format"), &STORE_FORMAT.to_be_bytes())?;
         }
+        Ok(store)
+    }
+
+    /// Opens a store [`Store::open`] refused as damaged, to read what it still holds (for
+    /// `tilesolve salvage`; give it a copy: sled's recovery may rewrite the files).
+    pub fn open_damaged(dir: &Path) -> Result<Store, StoreError> {
+        Store::open_unchecked(dir, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens the sled database without checking its flush count or format. A panic inside
+    /// sled (it has them on some damaged files) is an error naming the store.
+    fn open_unchecked(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
+        if !dir.join("db").exists() {
+            // A new store (the damaged one moved aside): an old guard says nothing of it.
+            let _ = std::fs::remove_file(FlushGuard::path_for(dir));
+        }
+        let opened = || -> Result<Store, sled::Error> {
+            let db = sled::Config::new()
+                .path(dir)
+                .cache_capacity(cache_bytes)
+                .open()?;
+            let guard = FlushGuard::path_for(dir);
+            Ok(Store {
+                solutions: db.open_tree("solutions")?,
+                batches: db.open_tree("batches")?,
+                items: db.open_tree("items")?,
+                item_parts: db.open_tree("item_parts")?,
+                search: db.open_tree("search")?,
+                tasks: db.open_tree("tasks")?,
+                meta: db.open_tree("meta")?,
+                goals_stored: Arc::default(),
+                flushes: Arc::new(FlushGuard {
+                    written: Mutex::new(FlushGuard::read(&guard)),
+                    path: guard,
+                    next: AtomicU64::new(0),
+                }),
+                db,
+            })
+        };
+        let open_error = |reason: String| StoreError::Open {
+            path: dir.to_path_buf(),
+            reason,
+        };
+        let store = std::panic::catch_unwind(opened)
+            .map_err(|panic| {
+                open_error(format!("sled stopped reading it: {}", panic_text(&panic)))
+            })?
+            .map_err(|error| open_error(error.to_string()))?;
+        let counted = store.meta_u64("flushed")?.unwrap_or(0);
+        let written = *store
+            .flushes
+            .written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        store
+            .flushes
+            .next
+            .store(counted.max(written) + 1, Ordering::SeqCst);
         Ok(store)
     }
 
@@ -563,6 +674,15 @@ impl Store {
             .values()
             .map(|bytes| decode("batches", &bytes?))
             .collect()
+    }
+
+    /// Every stored batch, each read on its own: one unreadable record is an error in its
+    /// place, not the end (for `tilesolve salvage`).
+    pub fn each_batch(&self) -> impl Iterator<Item = Result<StoredBatch, StoreError>> + '_ {
+        self.batches
+            .iter()
+            .values()
+            .map(|bytes| decode("batches", &bytes?))
     }
 
     /// The `count` most recent batches, newest first.
@@ -847,11 +967,26 @@ impl Store {
         Ok(next)
     }
 
-    /// Makes every write so far durable.
+    /// Makes every write so far durable, and records that it did beside the store.
     pub fn flush(&self) -> Result<(), StoreError> {
+        let count = self.flushes.next.fetch_add(1, Ordering::SeqCst);
+        self.meta
+            .insert(meta_key("flushed"), &count.to_be_bytes())?;
         self.db.flush()?;
+        self.flushes
+            .record(count)
+            .map_err(|error| StoreError::Sled(sled::Error::Io(error)))?;
         Ok(())
     }
+}
+
+/// What a caught panic said.
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|text| text.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
 }
 
 /// Removes the records of `tree` for which `condition` holds; returns how many.
@@ -927,6 +1062,37 @@ mod tests {
         std::fs::write(&path, b"not a directory").unwrap();
         let message = Store::open(&path).err().expect("refused").to_string();
         assert!(message.contains(&path.display().to_string()), "{message}");
+    }
+
+    #[test]
+    fn a_store_that_lost_flushed_writes_is_refused_by_name_and_opens_for_salvage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store");
+        {
+            let store = Store::open(&path).unwrap();
+            store.flush().unwrap();
+            store.flush().unwrap();
+        }
+        let guard = dir.path().join("store.flushed");
+        assert_eq!(std::fs::read_to_string(&guard).unwrap(), "2");
+        drop(reopen(&path));
+        // As if the store's last flushes were lost after they finished.
+        std::fs::write(&guard, "7").unwrap();
+        let mut refused = Store::open(&path);
+        for _ in 0..100 {
+            if !matches!(refused, Err(StoreError::Open { .. })) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            refused = Store::open(&path);
+        }
+        let message = refused.err().expect("refused").to_string();
+        assert!(
+            message.contains(&format!("store {}: damaged", path.display()))
+                && message.contains("tilesolve salvage --data"),
+            "{message}"
+        );
+        assert!(Store::open_damaged(&path).is_ok());
     }
 
     #[test]
