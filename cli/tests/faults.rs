@@ -97,3 +97,56 @@ fn a_coordinator_killed_mid_batch_resumes_on_restart() {
     }
     assert!(server.log_text().matches("coordinator serving").count() == 2);
 }
+
+#[test]
+fn a_damaged_table_on_the_coordinator_is_fetched_again_from_a_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("coordinator");
+    let boards = known_boards(0);
+    let (first, second) = (dir.path().join("first.txt"), dir.path().join("second.txt"));
+    write_batch(&first, &boards[..2], false);
+    write_batch(&second, &boards[2..4], false);
+    let submit = |url: &str, file: &std::path::Path| {
+        let (ok, stdout, stderr) = run(&[
+            "submit",
+            "--coordinator",
+            url,
+            "--heuristic",
+            "pdb:5-5-5",
+            "--wait",
+            "--json",
+            file.to_str().unwrap(),
+        ]);
+        assert!(ok, "{stderr}");
+        lengths(&stdout)
+    };
+    {
+        let server = Coordinator::start(&data, "127.0.0.1:0", &[], &[]);
+        let url = server.url();
+        let _worker = worker(&url, &dir.path().join("w"), &[]);
+        assert_optimal(&submit(&url, &first), &boards[..2]);
+        server.process.kill();
+    }
+    // One flipped bit in one of the coordinator's 5-5-5 tables.
+    let table = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| path.extension().is_some_and(|e| e == "pdb"))
+        .expect("the coordinator's table");
+    let mut bytes = std::fs::read(&table).unwrap();
+    bytes[4096] ^= 0x10;
+    std::fs::write(&table, bytes).unwrap();
+    // A coordinator that may not build tables, and the worker that holds a good copy.
+    let server = Coordinator::start(&data, "127.0.0.1:0", &["--no-table-builds"], &[]);
+    let url = server.url();
+    let _worker = worker(&url, &dir.path().join("w"), &[]);
+    assert_optimal(&submit(&url, &second), &boards[2..4]);
+    let log = server.log_text();
+    assert!(
+        log.contains("a damaged pattern table was set aside"),
+        "{log}"
+    );
+    let mut aside = table.into_os_string();
+    aside.push(".damaged");
+    assert!(std::path::Path::new(&aside).exists());
+}

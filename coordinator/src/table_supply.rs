@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::file::PatternSpec;
-use tilesolve::pdb::{PdbEvent, PdbStore};
+use tilesolve::pdb::{PdbError, PdbEvent, PdbStore};
 use tilesolve::{Board, Solver};
 
 use crate::scheduler::{Flusher, Scheduler, SchedulerError, SolverKey, WorkerId};
@@ -52,6 +52,20 @@ struct SupplyState {
     /// Workers a file's fetch failed from: not asked for it again.
     failed_sources: HashMap<String, HashSet<WorkerId>>,
     working: HashMap<SolverKey, Work>,
+    /// Damaged files set aside per solver: obtained again (fetched or built) up to
+    /// [`MAX_SET_ASIDE`] times before its batches' items fail.
+    set_aside: HashMap<SolverKey, u32>,
+}
+
+/// Times a solver's damaged table files are set aside and obtained again before giving up (a
+/// disk that damages every copy).
+const MAX_SET_ASIDE: u32 = 3;
+
+/// Why a solver could not be made.
+enum Unmade {
+    /// A table file was damaged and has been set aside: obtain it again.
+    SetAside(String),
+    Failed(String),
 }
 
 /// Shared by the service (uploads, requests carried in responses) and the background loop.
@@ -287,7 +301,22 @@ impl TableSupply {
                     tracing::info!(%heuristic, side = goal.side(), seconds, built = build, "pattern tables ready");
                     supply.install(key, solver);
                 }
-                Err(reason) => {
+                Err(Unmade::SetAside(reason)) => {
+                    let times = {
+                        let mut state = locked(&supply.state);
+                        let times = state.set_aside.entry(key.clone()).or_default();
+                        *times += 1;
+                        *times
+                    };
+                    if times > MAX_SET_ASIDE {
+                        tracing::error!(%heuristic, side = goal.side(), %reason, times, "pattern tables damaged again and again");
+                        supply.give_up(&key, &reason);
+                    } else {
+                        // The next step finds the file missing: fetched from a worker or built.
+                        tracing::warn!(%heuristic, side = goal.side(), %reason, "a damaged pattern table was set aside; obtaining it again");
+                    }
+                }
+                Err(Unmade::Failed(reason)) => {
                     tracing::error!(%heuristic, side = goal.side(), %reason, "pattern tables could not be had");
                     supply.give_up(&key, &reason);
                 }
@@ -296,11 +325,11 @@ impl TableSupply {
         });
     }
 
-    fn make_solver(&self, key: &SolverKey, build: bool) -> Result<Solver, String> {
+    fn make_solver(&self, key: &SolverKey, build: bool) -> Result<Solver, Unmade> {
         let choice = key
             .1
             .parse::<HeuristicChoice>()
-            .map_err(|e| e.to_string())?
+            .map_err(|e| Unmade::Failed(e.to_string()))?
             .resolve(&key.0, self.table_budget);
         let pdbs = if build {
             self.pdbs.clone()
@@ -333,7 +362,24 @@ impl TableSupply {
         };
         let heuristic = choice
             .build(&key.0, self.table_budget, &pdbs, &progress)
-            .map_err(|e| e.to_string())?;
+            .map_err(|error| match &error {
+                // A file that fails its checksum or says it is another table: moved aside (kept
+                // for a look), so the table is fetched from a worker or built again.
+                PdbError::Corrupt { path, .. } | PdbError::Mismatch { path, .. } => {
+                    let mut aside = path.clone().into_os_string();
+                    aside.push(".damaged");
+                    match std::fs::rename(path, &aside) {
+                        Ok(()) => Unmade::SetAside(format!(
+                            "{error} (moved to {})",
+                            std::path::Path::new(&aside).display()
+                        )),
+                        Err(rename) => {
+                            Unmade::Failed(format!("{error}; setting it aside: {rename}"))
+                        }
+                    }
+                }
+                _ => Unmade::Failed(error.to_string()),
+            })?;
         Ok(Solver::with_heuristic(key.0, heuristic, choice.to_string()))
     }
 
