@@ -48,8 +48,8 @@ pub use workers::{Lineage, WorkerView};
 use batches::Batches;
 use intake::parse_goal;
 use lifecycle::Puzzle;
-use tasks::Tasks;
-use workers::Workers;
+use tasks::{Tasks, LEASE_MIN_NODE_RATE};
+use workers::{Workers, MAX_FAILURES_IN_A_ROW};
 
 pub type TaskId = u64;
 pub type WorkerId = u64;
@@ -572,6 +572,18 @@ impl Scheduler {
             tasks_requeued: expired.requeued,
             puzzles_failed: 0,
         };
+        for worker in expired.overdue {
+            if self.workers.failed(worker) {
+                self.shut_out(
+                    worker,
+                    format!(
+                        "it held {MAX_FAILURES_IN_A_ROW} tasks in a row past their deadlines \
+                         (their node budgets at {LEASE_MIN_NODE_RATE} nodes a second) without \
+                         reporting them"
+                    ),
+                );
+            }
+        }
         for (puzzle, task) in expired.exhausted {
             // An audit whose auditors keep falling silent is run by the coordinator.
             if let Some(entry) = self.tasks.take_unleased_audit(task) {

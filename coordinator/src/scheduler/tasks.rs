@@ -13,6 +13,21 @@ pub(super) struct Lease {
     expires: Instant,
     /// When the task went out, for its round trip in the task records.
     pub(super) since: Instant,
+    /// No renewal goes past this: the task's node budget at [`LEASE_MIN_NODE_RATE`], plus a
+    /// lease timeout (none for a task without a budget).
+    deadline: Option<Instant>,
+}
+
+/// Expanded nodes a second below which no worker runs a task (a hundredth of the kernel's
+/// rate): a lease held longer than its task's budget takes at this rate is overdue, however
+/// often its worker says it is running it. A registration that heartbeats the tasks it took
+/// and never runs them loses them then, and each counts as its failure.
+pub const LEASE_MIN_NODE_RATE: f64 = 100_000.0;
+
+/// When a lease of a task with `node_budget` taken at `now` is overdue.
+fn deadline(node_budget: u64, now: Instant, timeout: Duration) -> Option<Instant> {
+    let seconds = node_budget as f64 / LEASE_MIN_NODE_RATE;
+    (node_budget > 0 && seconds < 1e7).then(|| now + Duration::from_secs_f64(seconds) + timeout)
 }
 
 /// What an audit task checks: that no path shorter than `claim` exists below the task's board,
@@ -68,6 +83,9 @@ pub(super) struct Expired {
     pub(super) requeued: usize,
     /// Tasks that lost their worker [`MAX_ATTEMPTS`] times, with their puzzles.
     pub(super) exhausted: Vec<(PuzzleId, TaskId)>,
+    /// Workers that held a lease past its deadline while saying they ran it, once a lease:
+    /// those leases cost their tasks no attempt (the workers' failures bound them).
+    pub(super) overdue: Vec<WorkerId>,
 }
 
 #[derive(Default)]
@@ -177,6 +195,7 @@ impl Tasks {
                 worker,
                 expires: now + timeout,
                 since: now,
+                deadline: deadline(entry.spec.node_budget, now, timeout),
             });
             tracing::debug!(
                 batch = entry.puzzle.0,
@@ -285,7 +304,9 @@ impl Tasks {
         for id in running {
             if let Some(lease) = self.entries.get_mut(id).and_then(|t| t.lease.as_mut()) {
                 if lease.worker == worker {
-                    lease.expires = now + timeout;
+                    lease.expires = lease
+                        .deadline
+                        .map_or(now + timeout, |deadline| deadline.min(now + timeout));
                 }
             }
         }
@@ -310,7 +331,11 @@ impl Tasks {
             let Some(lease) = entry.lease.take() else {
                 continue;
             };
-            entry.attempts += 1;
+            if lease.deadline.is_some_and(|deadline| deadline <= now) {
+                expired.overdue.push(lease.worker);
+            } else {
+                entry.attempts += 1;
+            }
             let (puzzle, wave) = (entry.puzzle, entry.wave);
             let exhausted = entry.attempts >= MAX_ATTEMPTS;
             self.released(lease.worker);

@@ -1508,3 +1508,50 @@ fn a_worker_whose_reports_keep_failing_is_shut_out_and_its_failures_retried_else
         "nothing failed for good"
     );
 }
+
+#[test]
+fn a_hog_that_heartbeats_the_tasks_it_never_runs_loses_them_at_their_deadline() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            // 2,000 nodes at the least rate a worker runs: a 20 ms deadline past the timeout.
+            whole_task_budget: 2_000,
+            lease_timeout: Duration::from_millis(50),
+            ..SchedulerConfig::default()
+        },
+    );
+    let batch = scheduler
+        .submit(&distinct_eight_puzzles(30, 5), "manhattan", "")
+        .unwrap()
+        .batch;
+    let hog = scheduler.register(1024, "hog").unwrap();
+    let honest = scheduler.register(1, "honest").unwrap();
+    let (held, _) = scheduler.poll(hog, 1024, Vec::new()).unwrap();
+    let held: Vec<TaskId> = held.iter().map(|task| task.id).collect();
+    let mut results = Vec::new();
+    let mut shut_out = false;
+    for _ in 0..100_000 {
+        if scheduler.progress(batch).unwrap().done {
+            break;
+        }
+        // "Still running them", for ever.
+        shut_out |= scheduler.heartbeat(hog, &held).is_err();
+        let (tasks, _) = scheduler
+            .poll(honest, 1, std::mem::take(&mut results))
+            .unwrap();
+        for task in tasks {
+            let run = run_linear_conflict(&task);
+            results.push(TaskReport {
+                parts: run.parts,
+                ..TaskReport::new(task.id, run.outcome, run.nodes)
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        scheduler.sweep().unwrap();
+        scheduler.run_deferred().unwrap();
+    }
+    assert!(shut_out, "the hog was shut out");
+    let progress = scheduler.progress(batch).unwrap();
+    assert_eq!((progress.solved, progress.failed), (30, 0));
+}
