@@ -8,36 +8,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{known_boards, run, stored_length, worker, write_batch, Coordinator};
-use tilesolve::{Board, Direction, HeuristicKind, SolveOptions, Solver};
-
-/// `count` boards of `side` x `side` a `steps`-move random walk from the default goal, with
-/// their optimal lengths found in this process (IDA* with linear conflict, admissible).
-fn walked(side: usize, steps: usize, count: usize, mut state: u64) -> Vec<(String, u64)> {
-    let goal = Board::blank_last(side);
-    let solver = Solver::new(goal, HeuristicKind::LinearConflict);
-    let mut boards: Vec<(String, u64)> = Vec::new();
-    while boards.len() < count {
-        let mut board = goal;
-        for _ in 0..steps {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let direction = Direction::ALL[(state % 4) as usize];
-            board = board.apply(direction).map_or(board, |(next, _)| next);
-        }
-        let length = solver
-            .solve(&board, &SolveOptions::default(), None)
-            .unwrap()
-            .moves
-            .len() as u64;
-        let text = board.to_string();
-        if length >= 4 && !boards.iter().any(|(b, _)| *b == text) {
-            boards.push((text, length));
-        }
-    }
-    boards
-}
+use common::{known_boards, run, stored_length, walked, worker, write_batch, Coordinator};
 
 /// The answers of an export file: board -> (goal, length), and its batches' items:
 /// (batch's place in the file, line, length, error).

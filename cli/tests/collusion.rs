@@ -15,7 +15,7 @@ use common::{lengths, run_with_env, Coordinator, BIN};
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::proto::v1 as pb;
 use tilesolve::task::{run_task, TaskOutcome, Work};
-use tilesolve::{parse_board, Board, Direction, Goal, HeuristicKind, SolveOptions, Solver};
+use tilesolve::{parse_board, Direction, HeuristicKind, Solver};
 
 const CLIENT_TOKEN: &str = "client-secret";
 const WORKER_TOKEN: &str = "worker-secret";
@@ -172,32 +172,9 @@ async fn fake_worker(
     quarantined
 }
 
-/// `count` 8-puzzles a random walk away from the goal, with their optimal lengths (found in
-/// this process by IDA* with linear conflict, which is admissible).
+/// `count` 8-puzzles a random walk away from the goal, with their optimal lengths.
 fn boards(count: usize) -> Vec<(String, u64)> {
-    let goal = Goal::BlankLast.for_side(3);
-    let solver = Solver::new(goal, HeuristicKind::LinearConflict);
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut boards = Vec::new();
-    while boards.len() < count {
-        let mut board: Board = goal;
-        for _ in 0..40 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let d = Direction::ALL[(state % 4) as usize];
-            board = board.apply(d).map_or(board, |(next, _)| next);
-        }
-        let length = solver
-            .solve(&board, &SolveOptions::default(), None)
-            .unwrap()
-            .moves
-            .len() as u64;
-        if length >= 4 && !boards.iter().any(|(b, _)| *b == board.to_string()) {
-            boards.push((board.to_string(), length));
-        }
-    }
-    boards
+    common::walked(3, 40, count, 0x2545_f491_4f6c_dd1d)
 }
 
 fn client(args: &[&str]) -> (bool, String, String) {

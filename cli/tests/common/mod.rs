@@ -333,3 +333,34 @@ impl WatchedBatch {
         }
     }
 }
+
+/// `count` distinct boards of `side` x `side` a `steps`-move random walk (xorshift from `seed`)
+/// from the default goal, each at least 4 moves away, with their optimal lengths found in this
+/// process (IDA* with linear conflict, which is admissible).
+pub fn walked(side: usize, steps: usize, count: usize, seed: u64) -> Vec<(String, u64)> {
+    use tilesolve::{Board, Direction, HeuristicKind, SolveOptions, Solver};
+    let goal = Board::blank_last(side);
+    let solver = Solver::new(goal, HeuristicKind::LinearConflict);
+    let mut state = seed;
+    let mut boards: Vec<(String, u64)> = Vec::new();
+    while boards.len() < count {
+        let mut board = goal;
+        for _ in 0..steps {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let direction = Direction::ALL[(state % 4) as usize];
+            board = board.apply(direction).map_or(board, |(next, _)| next);
+        }
+        let length = solver
+            .solve(&board, &SolveOptions::default(), None)
+            .unwrap()
+            .moves
+            .len() as u64;
+        let text = board.to_string();
+        if length >= 4 && !boards.iter().any(|(b, _)| *b == text) {
+            boards.push((text, length));
+        }
+    }
+    boards
+}

@@ -1410,6 +1410,38 @@ fn an_audit_no_worker_takes_within_a_lease_timeout_runs_on_the_coordinator() {
     );
 }
 
+/// Has `honest` run one task a poll truthfully until `batch` is done, with `beside` (another
+/// worker's conduct) first in each round and a sweep after it (leases expire; audits nobody
+/// took go to the coordinator). Returns whether `beside` ever returned true.
+fn work_beside(
+    scheduler: &mut Scheduler,
+    honest: WorkerId,
+    batch: u64,
+    mut beside: impl FnMut(&mut Scheduler) -> bool,
+) -> bool {
+    let (mut results, mut said) = (Vec::new(), false);
+    for _ in 0..100_000 {
+        if scheduler.progress(batch).unwrap().done {
+            return said;
+        }
+        said |= beside(scheduler);
+        let (tasks, _) = scheduler
+            .poll(honest, 1, std::mem::take(&mut results))
+            .unwrap();
+        for task in tasks {
+            let run = run_linear_conflict(&task);
+            results.push(TaskReport {
+                parts: run.parts,
+                ..TaskReport::new(task.id, run.outcome, run.nodes)
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        scheduler.sweep().unwrap();
+        scheduler.run_deferred().unwrap();
+    }
+    panic!("batch {batch} did not finish");
+}
+
 #[test]
 fn a_registration_declaring_many_threads_holds_only_what_it_has_earned() {
     let data = tempfile::tempdir().unwrap();
@@ -1434,23 +1466,10 @@ fn a_registration_declaring_many_threads_holds_only_what_it_has_earned() {
     );
     // It never runs them: its leases expire and the honest worker does everything (the
     // sweep also hands the coordinator the audits that waited for the hog, which never polls).
-    let mut results = Vec::new();
-    for _ in 0..100_000 {
-        if scheduler.progress(batch).unwrap().done {
-            break;
-        }
+    work_beside(&mut scheduler, honest, batch, |scheduler| {
         scheduler.heartbeat(hog, &[]).unwrap();
-        let (tasks, _) = scheduler
-            .poll(honest, 1, std::mem::take(&mut results))
-            .unwrap();
-        for task in tasks {
-            let run = run_linear_conflict(&task);
-            results.push(TaskReport::new(task.id, run.outcome, run.nodes));
-        }
-        std::thread::sleep(Duration::from_millis(1));
-        scheduler.sweep().unwrap();
-        scheduler.run_deferred().unwrap();
-    }
+        false
+    });
     let progress = scheduler.progress(batch).unwrap();
     assert_eq!((progress.solved, progress.failed), (60, 0));
 }
@@ -1529,28 +1548,10 @@ fn a_hog_that_heartbeats_the_tasks_it_never_runs_loses_them_at_their_deadline() 
     let honest = scheduler.register(1, "honest").unwrap();
     let (held, _) = scheduler.poll(hog, 1024, Vec::new()).unwrap();
     let held: Vec<TaskId> = held.iter().map(|task| task.id).collect();
-    let mut results = Vec::new();
-    let mut shut_out = false;
-    for _ in 0..100_000 {
-        if scheduler.progress(batch).unwrap().done {
-            break;
-        }
-        // "Still running them", for ever.
-        shut_out |= scheduler.heartbeat(hog, &held).is_err();
-        let (tasks, _) = scheduler
-            .poll(honest, 1, std::mem::take(&mut results))
-            .unwrap();
-        for task in tasks {
-            let run = run_linear_conflict(&task);
-            results.push(TaskReport {
-                parts: run.parts,
-                ..TaskReport::new(task.id, run.outcome, run.nodes)
-            });
-        }
-        std::thread::sleep(Duration::from_millis(1));
-        scheduler.sweep().unwrap();
-        scheduler.run_deferred().unwrap();
-    }
+    // "Still running them", for ever.
+    let shut_out = work_beside(&mut scheduler, honest, batch, |scheduler| {
+        scheduler.heartbeat(hog, &held).is_err()
+    });
     assert!(shut_out, "the hog was shut out");
     let progress = scheduler.progress(batch).unwrap();
     assert_eq!((progress.solved, progress.failed), (30, 0));
