@@ -113,7 +113,7 @@ fn hint(code: Code) -> &'static str {
         }
         Code::NotFound => " (`tilesolve batches` lists the batches the coordinator holds)",
         Code::ResourceExhausted => {
-            " (the coordinator holds all the work it may: try again once some has finished)"
+            " (the coordinator is at a limit the message names: try again once it has room)"
         }
         Code::Unimplemented => " (the coordinator runs another version of tilesolve)",
         _ => "",

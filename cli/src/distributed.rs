@@ -20,7 +20,7 @@ use tilesolve_coordinator::scheduler::{
 };
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
-use tilesolve_coordinator::store::DEFAULT_CACHE_BYTES;
+use tilesolve_coordinator::store::{StoreError, DEFAULT_CACHE_BYTES};
 use tilesolve_worker::{Metrics, Readiness, WorkerConfig};
 use tokio::net::TcpListener;
 
@@ -257,9 +257,70 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             store_cache_bytes: args.store_cache_mib << 20,
             keep_batches: args.keep_batches_days,
         };
-        server::run(listener, config, stop_signal()).await?;
+        serve_until_stopped(listener, config).await?;
         Ok(true)
     })
+}
+
+/// Runs the coordinator until SIGTERM or Ctrl-C. When its store stops taking writes (a full
+/// disk: sled fails every write after one failed), serving stops; once the data directory
+/// takes writes again, the store is opened again on the same address, and everything
+/// acknowledged is there (clients and workers retry meanwhile).
+async fn serve_until_stopped(listener: TcpListener, config: ServeConfig) -> anyhow::Result<()> {
+    let address = listener.local_addr()?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        stop_signal().await;
+        let _ = stop.send(true);
+    });
+    let stop_requested = move || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|&stop| stop).await;
+        }
+    };
+    let mut listener = Some(listener);
+    // After a failure, sled releases the store's lock only once its last handle is gone.
+    let mut reopen_tries = 0;
+    loop {
+        let listening = match listener.take() {
+            Some(listener) => listener,
+            None => TcpListener::bind(address)
+                .await
+                .with_context(|| format!("listening on {address} again"))?,
+        };
+        let error = match server::run(listening, config.clone(), stop_requested()).await {
+            Err(server::ServeError::StoreFailed(error)) => error,
+            Err(server::ServeError::Store(StoreError::Open { .. }))
+                if (1..60).contains(&reopen_tries) =>
+            {
+                reopen_tries += 1;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            other => return Ok(other?),
+        };
+        reopen_tries = 1;
+        tracing::error!(%error, data = %config.data.display(), "serving stopped: waiting until the data directory takes writes, then starting again");
+        tokio::select! {
+            () = stop_requested() => return Ok(()),
+            () = until_writable(&config.data) => {}
+        }
+        tracing::info!("the data directory takes writes again: starting again");
+    }
+}
+
+/// Resolves once a megabyte can be written to `dir` (and is removed again), looking every 5 s.
+async fn until_writable(dir: &std::path::Path) {
+    let probe = dir.join(".space-probe");
+    loop {
+        let written = std::fs::write(&probe, vec![0u8; 1 << 20]);
+        let _ = std::fs::remove_file(&probe);
+        if written.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
 }
 
 #[derive(Args)]

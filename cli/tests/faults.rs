@@ -150,3 +150,104 @@ fn a_damaged_table_on_the_coordinator_is_fetched_again_from_a_worker() {
     aside.push(".damaged");
     assert!(std::path::Path::new(&aside).exists());
 }
+
+/// A small tmpfs of its own, unmounted when dropped.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    /// Mounts a `megabytes` tmpfs at `path`; None where this process may not mount (not root).
+    fn mount(path: &std::path::Path, megabytes: u32) -> Option<SmallDisk> {
+        std::fs::create_dir_all(path).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={megabytes}m"), "tmpfs"])
+            .arg(path)
+            .status()
+            .is_ok_and(|status| status.success());
+        mounted.then(|| SmallDisk(path.to_path_buf()))
+    }
+
+    fn resize(&self, megabytes: u32) {
+        let resized = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={megabytes}m")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(resized.success());
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+fn healthy(url: &str) -> bool {
+    run(&["health", "--address", url]).0
+}
+
+#[test]
+fn a_full_disk_stops_serving_and_recovers_once_space_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    // The data directory is the small disk itself: the coordinator's log, beside it, is not.
+    let Some(disk) = SmallDisk::mount(&dir.path().join("data"), 3) else {
+        eprintln!("skipped: a small filesystem cannot be mounted here (it takes root)");
+        return;
+    };
+    let server = Coordinator::start(&disk.0, "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let _worker = worker(&url, &dir.path().join("w"), &[]);
+    // Batches of 400 8-puzzles until the disk is full: the last one acknowledged may not finish
+    // then, but it must finish once space returns.
+    let mut acknowledged: Vec<(String, Vec<(String, u64)>)> = Vec::new();
+    for seed in 1..40u64 {
+        let boards = common::walked(3, 60, 400, seed * 0x9e37_79b9_7f4a_7c15);
+        let file = dir.path().join(format!("b{seed}.txt"));
+        write_batch(&file, &boards, false);
+        let (ok, id, said) = run(&["submit", "--coordinator", &url, file.to_str().unwrap()]);
+        if !ok {
+            assert!(said.contains("the coordinator's disk is full"), "{said}");
+            break;
+        }
+        acknowledged.push((id.trim().to_string(), boards));
+        let done = common::within(Duration::from_secs(20), || {
+            status(&url, id.trim(), &[]).filter(|s| s["done"] == true)
+        });
+        if done.is_none() {
+            break;
+        }
+    }
+    wait_until(
+        "the coordinator to say its store stopped taking writes",
+        Duration::from_secs(60),
+        || {
+            server
+                .log_text()
+                .contains("the store stopped taking writes")
+                .then_some(())
+        },
+    );
+    assert!(!healthy(&url), "serving with a store that takes no writes");
+    disk.resize(64);
+    wait_until(
+        "the coordinator to serve again",
+        Duration::from_secs(60),
+        || healthy(&url).then_some(()),
+    );
+    // Nothing acknowledged was lost: every batch ends with every board at its optimal length.
+    for (id, boards) in &acknowledged {
+        wait_until("the batch to end", Duration::from_secs(120), || {
+            status(&url, id, &[]).filter(|s| s["done"] == true)
+        });
+        let (_, stdout, stderr) = run(&["results", "--coordinator", &url, "--json", id]);
+        assert_optimal(&lengths(&stdout), boards);
+        assert!(!stdout.is_empty(), "{stderr}");
+    }
+    assert!(
+        acknowledged.len() >= 2,
+        "the disk filled too early to say anything"
+    );
+}

@@ -82,6 +82,39 @@ pub enum ServeError {
     Transport(#[from] tonic::transport::Error),
     #[error("reflection service: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
+    /// The store stopped taking writes while serving (a full disk): serving stopped; opening
+    /// the store again once the disk takes writes recovers everything acknowledged.
+    #[error("the store stopped taking writes: {0}")]
+    StoreFailed(StoreError),
+}
+
+/// How often a serving coordinator checks that its store still takes writes.
+const STORE_CHECK: Duration = Duration::from_secs(2);
+
+/// Resolves once the store stops taking writes, having turned health to NOT_SERVING: sled
+/// fails every write after one failed, so the coordinator can only stop and open it again.
+async fn store_failure(
+    service: Service,
+    health: tonic_health::server::HealthReporter,
+) -> StoreError {
+    let mut tick = tokio::time::interval(STORE_CHECK);
+    loop {
+        tick.tick().await;
+        let checking = service.clone();
+        let error = match tokio::task::spawn_blocking(move || checking.store_writable()).await {
+            Ok(Ok(())) => continue,
+            Ok(Err(error)) => error,
+            Err(_) => continue,
+        };
+        health
+            .set_not_serving::<pb::tilesolve_server::TilesolveServer<Service>>()
+            .await;
+        health
+            .set_not_serving::<pb::workers_server::WorkersServer<Service>>()
+            .await;
+        tracing::error!(%error, "the store stopped taking writes (is the disk full?): the coordinator stops serving");
+        return error;
+    }
 }
 
 /// Serves the client and worker APIs (plus gRPC health and reflection) on `listener` until
@@ -233,11 +266,16 @@ pub async fn run(
         ))
         .fallback(web::unknown_path);
     let (stopping, stop_requested) = tokio::sync::oneshot::channel::<()>();
+    let mut store_failed = None;
+    let failure = store_failure(service.clone(), health.clone());
     let serving = builder
         .accept_http1(true)
         .add_routes(tonic::service::Routes::from(router))
         .serve_with_incoming_shutdown(incoming, async {
-            shutdown.await;
+            tokio::select! {
+                () = shutdown => {}
+                error = failure => store_failed = Some(error),
+            }
             tracing::info!(grace = ?SHUTDOWN_GRACE, "coordinator stopping: no new connections, calls in flight may finish");
             let _ = stopping.send(());
         });
@@ -259,6 +297,10 @@ pub async fn run(
     supply.abort();
     if let Some(retention) = retention {
         retention.abort();
+    }
+    if let Some(error) = store_failed {
+        result?;
+        return Err(ServeError::StoreFailed(error));
     }
     let flushed = service.flush_store();
     if flushed.is_ok() {

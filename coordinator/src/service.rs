@@ -20,7 +20,7 @@ use crate::scheduler::{
     BatchProgress, Deferred, DeferredDone, Flusher, Scheduler, SchedulerError, Submitted, Swept,
     TaskOutcome, TaskReport, TaskSpec,
 };
-use crate::store::{ItemStatus, Store, StoredBatch, StoredItem, StoredSolution};
+use crate::store::{ItemStatus, Store, StoreError, StoredBatch, StoredItem, StoredSolution};
 use crate::table_supply::TableSupply;
 
 /// The scheduler's lock. A poisoned lock is taken anyway: refusing every later call would stop
@@ -42,6 +42,12 @@ impl From<SchedulerError> for Status {
             SchedulerError::ResourceExhausted(_) => Status::resource_exhausted(error.to_string()),
             SchedulerError::PermissionDenied(_) => Status::permission_denied(error.to_string()),
             SchedulerError::FailedPrecondition(_) => Status::failed_precondition(error.to_string()),
+            SchedulerError::Store(ref store) if Store::is_disk_full(store) => {
+                Status::resource_exhausted(format!(
+                    "the coordinator's disk is full ({error}): it stops serving and starts again \
+                     once its data directory takes writes; retry then"
+                ))
+            }
             SchedulerError::Store(_) | SchedulerError::Pdb(_) | SchedulerError::Internal(_) => {
                 Status::internal(error.to_string())
             }
@@ -402,6 +408,11 @@ impl Service {
     /// Writes everything the store holds in memory to disk (at shutdown).
     pub fn flush_store(&self) -> Result<(), SchedulerError> {
         self.flusher.flush()
+    }
+
+    /// Whether the store still takes writes ([`Store::writable`]). Blocking.
+    pub fn store_writable(&self) -> Result<(), StoreError> {
+        self.store.writable()
     }
 
     /// Removes the finished batches submitted more than `older_than` ago, with their items

@@ -967,6 +967,23 @@ impl Store {
         Ok(next)
     }
 
+    /// Whether the store still takes writes: once one write failed (a full disk), sled fails
+    /// every later one, even after space returns, until the store is opened again. It writes
+    /// (a key overwritten each time) and flushes: a flush with nothing to write says nothing.
+    pub fn writable(&self) -> Result<(), StoreError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64);
+        self.meta.insert(meta_key("probe"), &now.to_be_bytes())?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Whether `error` is the disk being full.
+    pub fn is_disk_full(error: &StoreError) -> bool {
+        matches!(error, StoreError::Sled(sled::Error::Io(io)) if io.kind() == std::io::ErrorKind::StorageFull)
+    }
+
     /// Makes every write so far durable, and records that it did beside the store.
     pub fn flush(&self) -> Result<(), StoreError> {
         let count = self.flushes.next.fetch_add(1, Ordering::SeqCst);

@@ -51,13 +51,20 @@ impl Drop for Process {
 }
 
 /// Polls `condition` every 50 ms for up to `limit`; panics with `what` if it never holds.
-pub fn wait_until<T>(what: &str, limit: Duration, mut condition: impl FnMut() -> Option<T>) -> T {
+pub fn wait_until<T>(what: &str, limit: Duration, condition: impl FnMut() -> Option<T>) -> T {
+    within(limit, condition).unwrap_or_else(|| panic!("gave up waiting for {what}"))
+}
+
+/// What `condition` gives within `limit` (asked every 50 ms), or None.
+pub fn within<T>(limit: Duration, mut condition: impl FnMut() -> Option<T>) -> Option<T> {
     let started = Instant::now();
     loop {
         if let Some(value) = condition() {
-            return value;
+            return Some(value);
         }
-        assert!(started.elapsed() < limit, "gave up waiting for {what}");
+        if started.elapsed() >= limit {
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
