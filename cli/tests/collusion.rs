@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{lengths, run_with_env, Coordinator, BIN};
+use common::{lengths, run_with_env, Coordinator};
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::proto::v1 as pb;
 use tilesolve::task::{run_task, TaskOutcome, Work};
@@ -181,18 +181,9 @@ fn client(args: &[&str]) -> (bool, String, String) {
     run_with_env(args, &[("TILESOLVE_TOKEN", CLIENT_TOKEN)])
 }
 
+/// The honest worker: the binary, with `token` as its worker token.
 fn start_honest_worker(url: &str, data: &Path, token: &str) -> common::Process {
-    let log = std::fs::File::create(data.with_extension("log")).unwrap();
-    let child = std::process::Command::new(BIN)
-        .args(["worker", "--threads", "1", "--coordinator", url, "--data"])
-        .arg(data)
-        .env("TILESOLVE_WORKER_TOKEN", token)
-        .env_remove("TILESOLVE_TOKEN")
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    common::Process(child)
+    common::worker(url, data, &["--worker-token", token])
 }
 
 /// Submits `boards`, waits for the answers and checks every one, and what the store answers

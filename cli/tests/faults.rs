@@ -106,25 +106,11 @@ fn a_damaged_table_on_the_coordinator_is_fetched_again_from_a_worker() {
     let (first, second) = (dir.path().join("first.txt"), dir.path().join("second.txt"));
     write_batch(&first, &boards[..2], false);
     write_batch(&second, &boards[2..4], false);
-    let submit = |url: &str, file: &std::path::Path| {
-        let (ok, stdout, stderr) = run(&[
-            "submit",
-            "--coordinator",
-            url,
-            "--heuristic",
-            "pdb:5-5-5",
-            "--wait",
-            "--json",
-            file.to_str().unwrap(),
-        ]);
-        assert!(ok, "{stderr}");
-        lengths(&stdout)
-    };
     {
         let server = Coordinator::start(&data, "127.0.0.1:0", &[], &[]);
         let url = server.url();
         let _worker = worker(&url, &dir.path().join("w"), &[]);
-        assert_optimal(&submit(&url, &first), &boards[..2]);
+        assert_optimal(&common::submit_and_wait(&url, &first), &boards[..2]);
         server.process.kill();
     }
     // One flipped bit in one of the coordinator's 5-5-5 tables.
@@ -140,7 +126,7 @@ fn a_damaged_table_on_the_coordinator_is_fetched_again_from_a_worker() {
     let server = Coordinator::start(&data, "127.0.0.1:0", &["--no-table-builds"], &[]);
     let url = server.url();
     let _worker = worker(&url, &dir.path().join("w"), &[]);
-    assert_optimal(&submit(&url, &second), &boards[2..4]);
+    assert_optimal(&common::submit_and_wait(&url, &second), &boards[2..4]);
     let log = server.log_text();
     assert!(
         log.contains("a damaged pattern table was set aside"),

@@ -235,6 +235,23 @@ pub fn assert_optimal(results: &[(String, Option<u64>)], boards: &[(String, u64)
     }
 }
 
+/// Submits a batch file with the small `pdb:5-5-5` tables and waits: (board, length) of each
+/// answer.
+pub fn submit_and_wait(url: &str, file: &Path) -> Vec<(String, Option<u64>)> {
+    let (ok, stdout, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        url,
+        "--heuristic",
+        "pdb:5-5-5",
+        "--wait",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    lengths(&stdout)
+}
+
 /// Submits a batch file with the small `pdb:5-5-5` tables, without waiting; returns its id.
 pub fn submit(url: &str, file: &Path) -> String {
     let (ok, stdout, stderr) = run(&[
