@@ -12,5 +12,11 @@ pub mod v1 {
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/tilesolve_descriptor.bin"));
 
+/// Largest gRPC message either side accepts (a batch of 100,000 lines fits easily).
+pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// Most lines a batch may hold; clients split larger files before sending.
+pub const MAX_BATCH_LINES: usize = 100_000;
+
 /// Version of the worker protocol; a worker with another is refused at registration.
 pub const PROTOCOL_VERSION: u32 = 2;

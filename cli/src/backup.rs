@@ -17,8 +17,8 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::proto::v1 as pb;
+use tilesolve::proto::MAX_BATCH_LINES;
 use tilesolve::{parse_board, Board};
-use tilesolve_coordinator::scheduler::MAX_BATCH_LINES;
 
 use crate::calls::{connect, CallError, Client, Coordinator};
 use crate::distributed::{

@@ -11,7 +11,7 @@ use backon::{BackoffBuilder, ExponentialBuilder};
 use thiserror::Error;
 use tilesolve::connect::{AuthChannel, ConnectError, ConnectOptions};
 use tilesolve::proto::v1 as pb;
-use tilesolve_coordinator::server;
+use tilesolve::proto::MAX_MESSAGE_BYTES;
 use tonic::Code;
 
 pub(crate) type Client = pb::tilesolve_client::TilesolveClient<AuthChannel>;
@@ -262,8 +262,8 @@ impl Coordinator {
 pub(crate) async fn connect(options: &ConnectOptions) -> Result<Client, CallError> {
     let channel = options.connect().await?;
     Ok(pb::tilesolve_client::TilesolveClient::new(channel)
-        .max_decoding_message_size(server::MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(server::MAX_MESSAGE_BYTES))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES))
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tilesolve::batch_file::{check_text, BatchLine};
 use tilesolve::connect::ConnectOptions;
 use tilesolve::proto::v1 as pb;
+use tilesolve::proto::{MAX_BATCH_LINES, MAX_MESSAGE_BYTES};
 use tilesolve_coordinator::scheduler::{
-    Scheduler, SchedulerConfig, DEFAULT_AUDIT_FRACTION, MAX_BATCH_LINES, MAX_PREFETCH,
+    Scheduler, SchedulerConfig, DEFAULT_AUDIT_FRACTION, MAX_PREFETCH,
 };
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
@@ -142,8 +143,8 @@ pub struct ServeArgs {
     keep_batches_days: Option<Duration>,
     /// Largest request in MiB (a submitted batch is one request): larger ones are refused
     /// (OutOfRange) before they take that memory. At most the default.
-    #[arg(long, env = "TILESOLVE_MAX_MESSAGE_MIB", default_value_t = (server::MAX_MESSAGE_BYTES >> 20) as u32,
-          value_parser = clap::value_parser!(u32).range(1..=(server::MAX_MESSAGE_BYTES >> 20) as i64))]
+    #[arg(long, env = "TILESOLVE_MAX_MESSAGE_MIB", default_value_t = (MAX_MESSAGE_BYTES >> 20) as u32,
+          value_parser = clap::value_parser!(u32).range(1..=(MAX_MESSAGE_BYTES >> 20) as i64))]
     max_message_mib: u32,
 }
 
@@ -476,7 +477,7 @@ pub struct QueryArgs {
 fn read_lines(file: &PathBuf) -> anyhow::Result<Vec<String>> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     // Requests also carry the heuristic and goal; leave room for them.
-    let limit = server::MAX_MESSAGE_BYTES - 4096;
+    let limit = MAX_MESSAGE_BYTES - 4096;
     if bytes.len() > limit {
         bail!(
             "{} is {} bytes; a batch may be at most {limit} bytes: split it into several",

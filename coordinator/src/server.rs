@@ -24,9 +24,8 @@ use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
 use crate::service::{Limits, Service};
 use crate::store::{Store, StoreError};
 use crate::web;
+use tilesolve::proto::MAX_MESSAGE_BYTES;
 
-/// Largest gRPC message accepted (a batch of 100,000 lines fits easily).
-pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// Concurrent calls one connection may have open; more wait for a slot.
 const MAX_STREAMS_PER_CONNECTION: u32 = 256;
 

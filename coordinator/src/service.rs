@@ -64,7 +64,7 @@ pub struct Limits {
     /// Open `WatchBatch` streams.
     pub watchers: usize,
     /// Largest request message accepted (a batch is one message); larger ones are refused
-    /// with OutOfRange before they are read whole. At most [`crate::server::MAX_MESSAGE_BYTES`].
+    /// with OutOfRange before they are read whole. At most [`tilesolve::proto::MAX_MESSAGE_BYTES`].
     pub max_message_bytes: usize,
     /// Audits the coordinator runs itself at once on its background pool (those no worker of
     /// another lineage can run): a thread each.
@@ -76,7 +76,7 @@ impl Default for Limits {
         Limits {
             concurrent_submissions: 64,
             watchers: 1024,
-            max_message_bytes: crate::server::MAX_MESSAGE_BYTES,
+            max_message_bytes: tilesolve::proto::MAX_MESSAGE_BYTES,
             audit_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }

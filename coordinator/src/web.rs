@@ -26,9 +26,10 @@ use tilesolve::connect::token_matches;
 use crate::request_origin;
 use crate::rpc_metrics::RpcMetrics;
 
-use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, WorkerView, MAX_BATCH_LINES};
+use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, WorkerView};
 use crate::service::Service;
 use crate::store::{ItemStatus, StoredItem};
+use tilesolve::proto::MAX_BATCH_LINES;
 
 const INDEX_HTML: &str = include_str!("../web/index.html");
 const APP_JS: &str = include_str!("../web/app.js");

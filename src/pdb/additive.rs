@@ -20,51 +20,12 @@ use crate::board::{Board, Position};
 use crate::heuristic::Heuristic;
 use crate::pdb::file::PatternTable;
 use crate::pdb::index::rank;
+use crate::pdb::lookup::{Lookup, Mirror, MAX_GROUPS, NARROW};
 use crate::pdb::packed::{self, Distances};
-use crate::pdb::partitioned::{Partition, Partitioned};
+use crate::pdb::partition::Partition;
 use crate::pdb::prefetch;
 use crate::pdb::shuffle_rank::{Cells, ShuffleRank};
 use crate::pdb::zero_index::ZeroIndex;
-
-/// At most this many tables in one additive set.
-pub const MAX_GROUPS: usize = 4;
-/// Term slots of the heuristic for presets of at most 7 tables. The state is copied at every
-/// node, so its size is felt: 8 slots run the 6-6-6-6 kernel about 30% faster than 16.
-pub const NARROW: usize = 8;
-/// Term slots of the heuristic for catalogues of up to 15 tables.
-pub const WIDE: usize = 16;
-
-/// The mirror image about the main diagonal: the board's tile `t` on cell `c` becomes tile
-/// `tile[t]` on cell `cell[c]`. Both maps are involutions.
-#[derive(Clone, Debug)]
-pub(super) struct Mirror {
-    pub(super) tile: [u8; 32],
-    pub(super) cell: [u8; 32],
-}
-
-impl Mirror {
-    /// The mirror map for `goal`, if the goal is its own mirror image (its blank on the diagonal).
-    fn of(goal: &Board) -> Option<Mirror> {
-        let side = goal.side();
-        let transpose = |cell: usize| (cell % side) * side + cell / side;
-        let goal_blank = goal.blank();
-        if transpose(goal_blank) != goal_blank {
-            return None;
-        }
-        let goal_cell = goal.positions();
-        let mut mirror = Mirror {
-            tile: [0; 32],
-            cell: [0; 32],
-        };
-        for cell in 0..goal.cells() {
-            mirror.cell[cell] = transpose(cell) as u8;
-        }
-        for (tile, &cell) in goal_cell.iter().enumerate().take(goal.cells()) {
-            mirror.tile[tile] = goal.tiles()[transpose(usize::from(cell))];
-        }
-        Some(mirror)
-    }
-}
 
 /// Terms of every table on the board (`0..SLOTS`) and on its mirror image (the rest). The last
 /// slot of each half stays zero: it pads sets of fewer than [`MAX_GROUPS`] tables.
@@ -86,30 +47,6 @@ struct Probes<const SLOTS: usize> {
     mirrored_index: [u32; SLOTS],
 }
 
-/// What a lookup needs of one table, kept together so the kernel reads one place: the pattern
-/// tiles, how entries are indexed, and the entries.
-#[derive(Debug)]
-pub(super) struct Lookup {
-    tiles: [u8; 8],
-    len: usize,
-    zero: Option<Arc<ZeroIndex>>,
-    /// The pattern tiles' distances home, for a packed table: its entries hold only the excess.
-    distances: Option<Distances>,
-    /// How far a placement's rank shifts right to give its entry's byte: 1 for a packed table.
-    shift: u32,
-    table: Arc<PatternTable>,
-}
-
-impl Lookup {
-    pub(super) fn tiles(&self) -> &[u8] {
-        &self.tiles[..self.len.min(8)]
-    }
-
-    pub(super) fn packed(&self) -> bool {
-        self.distances.is_some()
-    }
-}
-
 /// The heuristic over at most `SLOTS - 1` distinct tables.
 #[derive(Debug)]
 pub struct AdditivePdb<const SLOTS: usize = NARROW> {
@@ -128,7 +65,7 @@ pub struct AdditivePdb<const SLOTS: usize = NARROW> {
     holder: Vec<[u8; 32]>,
     pub(super) mirror: Option<Mirror>,
     /// Set when the one set's tables partition the tiles: the solver's kernel then runs
-    /// [`Partitioned`].
+    /// [`Partitioned`](super::Partitioned).
     pub(super) partition: Option<Partition>,
 }
 
@@ -246,14 +183,6 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// Whether the mirror lookup is in use.
     pub fn reflects(&self) -> bool {
         self.mirror.is_some()
-    }
-
-    /// This heuristic in the form the solver's kernel runs when its one set's tables partition
-    /// the tiles (every preset but 6-6-6-6-max); `None` otherwise.
-    pub fn partitioned(&self) -> Option<Partitioned<'_, SLOTS>> {
-        self.partition
-            .as_ref()
-            .map(|partition| Partitioned::new(self, partition))
     }
 
     /// The pattern tiles' cells on the board, in table `i`'s pattern order.

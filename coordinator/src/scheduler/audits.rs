@@ -32,16 +32,19 @@
 //! [`Lineage`]: super::workers::Lineage
 
 use tilesolve::moves::replay;
-use tilesolve::task::run_task;
-use tilesolve::{Board, Direction, Solver};
+use tilesolve::{Board, Direction};
 
-use super::lifecycle::Deferred;
-use super::tasks::{Audit, TaskEntry};
-use super::workers::Lineage;
-use super::{
-    batches, ItemStatus, PuzzleId, Scheduler, SchedulerError, TaskId, TaskOutcome, TaskReport,
-    TaskSpec, WorkerId, MAX_ATTEMPTS,
+use super::deferred::{
+    Deferred, FinishedAudit, PendingAudit, UnauditedClaim, COORDINATOR_AUDIT_NODES,
+    COORDINATOR_CHUNK_NODES,
 };
+use super::tasks::{Audit, TaskEntry};
+use super::types::{
+    Lineage, PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId,
+    MAX_ATTEMPTS,
+};
+use super::{batches, Scheduler};
+use crate::store::ItemStatus;
 use crate::store::{StoreError, StoredBatch};
 
 /// What a report says about paths: below these boards (each with its path from the puzzle's
@@ -90,70 +93,6 @@ fn draw(seed: u64, task: TaskId) -> f64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
     (z >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// A claim a report made (no path shorter than `audit.claim` below `spec.board`) that no audit
-/// has checked yet: `spec` is the audit that would check it, its id not yet given.
-#[derive(Clone)]
-pub(super) struct UnauditedClaim {
-    spec: TaskSpec,
-    audit: Audit,
-    /// Nodes the report that made the claim expanded: about what its audit costs at most.
-    nodes: u64,
-}
-
-/// Audits of answers whose report expanded at most this many nodes run on the coordinator
-/// itself, outside its lock, within the worker's poll, with this budget: under a millisecond,
-/// about what the task's round trip would cost the coordinator (measured: 40-50 us for an audit
-/// of a 40-60-move random walk either way), and they need no second worker. A larger one goes
-/// to a worker of another lineage, or, with none, to the coordinator's background pool.
-pub const COORDINATOR_AUDIT_NODES: u64 = 10_000;
-
-/// Budget of one audit the coordinator runs on its background pool: about a second. One that
-/// spends it goes on as one audit per child, so an audit of any size ends, and a puzzle that
-/// ended meanwhile stops costing its audits within a chunk.
-pub const COORDINATOR_CHUNK_NODES: u64 = 20_000_000;
-
-/// An audit the coordinator runs itself, taken out of the scheduler
-/// ([`Scheduler::take_deferred`]) to run without its lock.
-pub struct PendingAudit {
-    puzzle: PuzzleId,
-    claim: UnauditedClaim,
-    /// Its id in the puzzle's audits, which the answer waits for.
-    id: TaskId,
-    solver: Solver,
-    /// Expanded nodes it may spend.
-    budget: u64,
-}
-
-/// A [`PendingAudit`] run, for [`Scheduler::finish_deferred`].
-pub struct FinishedAudit {
-    puzzle: PuzzleId,
-    claim: UnauditedClaim,
-    id: TaskId,
-    outcome: TaskOutcome,
-}
-
-impl PendingAudit {
-    pub fn run(self) -> FinishedAudit {
-        let spec = TaskSpec {
-            node_budget: self.budget,
-            ..self.claim.spec.clone()
-        };
-        let outcome = run_task(&self.solver, spec.work(), None).outcome;
-        FinishedAudit {
-            puzzle: self.puzzle,
-            claim: self.claim,
-            id: self.id,
-            outcome,
-        }
-    }
-
-    /// Whether it may take longer than a worker's poll should wait for: the service runs it
-    /// on the coordinator's background pool instead.
-    pub fn is_long(&self) -> bool {
-        self.budget > COORDINATOR_AUDIT_NODES
-    }
 }
 
 impl Scheduler {

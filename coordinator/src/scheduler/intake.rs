@@ -9,8 +9,10 @@ use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::{parse_board, Board, BoardError, Direction, Goal};
 
-use super::{batches, Scheduler, SchedulerError, Submitted, MAX_BATCH_LINES};
+use super::types::{SchedulerError, Submitted};
+use super::{batches, Scheduler};
 use crate::store::{ItemStatus, Store, StoredBatch, StoredItem};
+use tilesolve::proto::MAX_BATCH_LINES;
 
 /// Items of a batch stored and started at a time ([`Scheduler::start_part`]): workers get the
 /// first tasks once one part is in, not the whole batch (10,000 boards took 0.14 s to take in

@@ -7,17 +7,17 @@ use std::time::Instant;
 
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::search::Counters;
-use tilesolve::{parse_board, Board, Direction, Solution, Solver};
+use tilesolve::{parse_board, Board, Direction, Solution};
 
-use super::audits::{FinishedAudit, PendingAudit, UnauditedClaim};
+use super::deferred::{Deferred, DeferredDone, FinishedSplit, PendingSplit, UnauditedClaim};
 use super::intake::parse_heuristic;
 use super::records;
-use super::workers::{MAX_FAILURES_IN_A_ROW, MAX_STRIKES};
-use super::{
-    PuzzleId, Scheduler, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId,
-    MAX_ATTEMPTS,
+use super::types::{
+    PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId, MAX_ATTEMPTS,
 };
-use crate::frontier::{split_iteration, BalanceParams, Frontier, SizeHistory};
+use super::workers::{MAX_FAILURES_IN_A_ROW, MAX_STRIKES};
+use super::Scheduler;
+use crate::frontier::{BalanceParams, SizeHistory};
 use crate::store::{ItemStatus, PathBoards, SearchState, StoreError, StoredItem, StoredSolution};
 
 /// Answers whose search expanded at least this many nodes (a few hundredths of a second of one
@@ -64,73 +64,6 @@ pub(super) struct Puzzle {
 pub(super) struct ItemText {
     text: String,
     line: Option<u32>,
-}
-
-/// CPU work the scheduler leaves to its caller ([`Scheduler::take_deferred`]) to run without
-/// holding its lock, milliseconds each, so leases to other workers go on meanwhile.
-pub enum Deferred {
-    Split(PendingSplit),
-    Audit(PendingAudit),
-}
-
-/// Deferred work done, for [`Scheduler::finish_deferred`].
-pub enum DeferredDone {
-    Split(FinishedSplit),
-    Audit(FinishedAudit),
-}
-
-impl Deferred {
-    /// Whether it may take longer than a worker's poll should wait for (an audit the
-    /// coordinator runs in chunks of seconds, [`PendingAudit::is_long`]).
-    pub fn is_long(&self) -> bool {
-        matches!(self, Deferred::Audit(audit) if audit.is_long())
-    }
-
-    pub fn run(self) -> DeferredDone {
-        match self {
-            Deferred::Split(split) => DeferredDone::Split(split.run()),
-            Deferred::Audit(audit) => DeferredDone::Audit(audit.run()),
-        }
-    }
-}
-
-/// An iteration to split: a fine frontier takes milliseconds of CPU.
-pub struct PendingSplit {
-    puzzle: PuzzleId,
-    bound: u32,
-    board: Board,
-    solver: Solver,
-    history: SizeHistory,
-    nodes_so_far: u64,
-    params: BalanceParams,
-}
-
-/// A split done outside the lock, for [`Scheduler::finish_deferred`].
-pub struct FinishedSplit {
-    puzzle: PuzzleId,
-    bound: u32,
-    frontier: Frontier,
-    history: SizeHistory,
-}
-
-impl PendingSplit {
-    pub fn run(self) -> FinishedSplit {
-        let frontier = split_iteration(
-            &self.board,
-            &self.solver,
-            self.bound,
-            &self.history,
-            self.nodes_so_far,
-            self.params,
-            &|_| true,
-        );
-        FinishedSplit {
-            puzzle: self.puzzle,
-            bound: self.bound,
-            frontier,
-            history: self.history,
-        }
-    }
 }
 
 /// What a worker's report is worth for its task.

@@ -16,19 +16,17 @@
 //! The scheduler is plain synchronous code behind a mutex: no tokio, no gRPC types.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use thiserror::Error;
-use tilesolve::pdb::{default_memory_budget, PdbStore};
-use tilesolve::search::PartSize;
-pub use tilesolve::task::TaskOutcome;
-use tilesolve::task::Work;
-use tilesolve::{parse_board, Board, Direction, Solver};
+use tilesolve::pdb::PdbStore;
+use tilesolve::{parse_board, Board, Solver};
 
-use crate::store::{ItemStatus, Store, StoreError, StoredBatch, StoredItem, StoredSolution};
+use crate::store::{Store, StoredBatch, StoredItem, StoredSolution};
 
 mod audits;
 mod batches;
+mod config;
+mod deferred;
 mod intake;
 mod lifecycle;
 mod records;
@@ -36,266 +34,24 @@ mod tables;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod types;
 mod workers;
 
 pub use batches::BatchProgress;
+pub use config::{SchedulerConfig, DEFAULT_AUDIT_FRACTION, DEFAULT_MAX_PENDING};
+pub use deferred::{Deferred, DeferredDone};
 pub use intake::{Intake, ReadBatch};
-pub use lifecycle::{subtree_budget, Deferred, DeferredDone};
+pub use lifecycle::subtree_budget;
 pub use records::{Flusher, TaskRecords};
 pub use tables::{SolverKey, TableNeed};
-pub use workers::{Lineage, WorkerView};
+pub use types::*;
+pub use workers::WorkerView;
 
 use batches::Batches;
 use intake::parse_goal;
 use lifecycle::Puzzle;
 use tasks::{Tasks, LEASE_MIN_NODE_RATE};
 use workers::{Workers, MAX_FAILURES_IN_A_ROW};
-
-pub type TaskId = u64;
-pub type WorkerId = u64;
-/// A puzzle: its batch and its index in the batch (from 0; logs show the item number, from 1).
-pub type PuzzleId = (u64, u32);
-
-/// Most lines a batch may hold.
-pub const MAX_BATCH_LINES: usize = 100_000;
-/// Attempts (failures reported by a worker, or leases lost with their worker) before a task's
-/// puzzle is marked failed.
-pub const MAX_ATTEMPTS: u32 = 3;
-/// Most search threads one worker may declare: beyond the largest machines (a two-socket
-/// server has a few hundred hardware threads), so that one registration cannot claim a share
-/// of the queue no machine could run.
-pub const MAX_WORKER_THREADS: u32 = 1024;
-/// Most tasks a worker may hold per thread beyond the one it runs (prefetched), unless its
-/// tasks are short (see [`MAX_PACKED_HELD`]).
-pub const MAX_PREFETCH: u32 = 4;
-/// Seconds of work, at the worker's measured pace, above which a task is not prefetched: it
-/// goes only to a thread with nothing to do. A 24-puzzle's last iteration (24 subtree tasks,
-/// the largest four 1-3.5 s each) went whole to the worker whose report had ended the
-/// iteration before, and its packing (its tasks had been short) let it take them all: the
-/// other worker sat idle for 10 of the batch's 17 s. A long task waits for a round trip at
-/// most (about a millisecond) by going out one at a time.
-pub const PREFETCH_MOST_SECONDS: f64 = 0.25;
-/// Most tasks one worker may hold when its tasks are short and packed
-/// ([`tilesolve::task::TaskTimes`]), whatever thread count it declared: a worker that
-/// hoards cannot take more of the queue than this.
-pub const MAX_PACKED_HELD: usize = 4096;
-/// Expanded nodes a second no search thread reaches (ten times the Manhattan kernel's rate): a
-/// report claiming more says nothing true about its time.
-pub const MAX_NODE_RATE: f64 = 1e9;
-
-#[derive(Clone, Debug)]
-pub struct SchedulerConfig {
-    /// Expanded nodes a whole-puzzle task may spend before the puzzle is split.
-    pub whole_task_budget: u64,
-    /// A lease not renewed for this long returns its task to the queue.
-    pub lease_timeout: Duration,
-    /// Most subtree tasks per worker thread when splitting an iteration.
-    pub tasks_per_thread: usize,
-    /// Split an iteration until no task is predicted above its size / (threads x this).
-    pub split_balance: usize,
-    /// Never split a subtree predicted smaller than this (expanded nodes) ...
-    pub min_split_nodes: u64,
-    /// ... nor smaller than this many nodes per connected worker thread.
-    pub min_split_nodes_per_thread: u64,
-    /// Expanded nodes a subtree task may spend before it comes back split into its children.
-    pub subtree_task_budget: u64,
-    /// Unfinished puzzles the coordinator holds at most; a batch that would go over is refused
-    /// (ResourceExhausted) rather than letting a flood of submissions exhaust memory.
-    pub max_pending_puzzles: usize,
-    /// Subtree tasks report the size of each descendant this many moves below their board: the
-    /// next iteration's split predicts from them, and the store records them, so `tilesolve
-    /// simulate` can replay the run at a finer split than it ran with.
-    pub profile_depth: u32,
-    /// Bytes the coordinator's pattern tables may take: `default` resolves to the strongest
-    /// preset that fits, for splitting iterations and for the name stored with results. Workers
-    /// resolve `default` within their own budgets (every choice is admissible, so a proof that
-    /// combines bounds from several of them still holds).
-    pub table_budget: u64,
-    /// The share of a worker's reports audited once it is past probation (see `audits`):
-    /// each audit costs about one more task. 0 turns audits off (every worker trusted).
-    pub audit_fraction: f64,
-    /// Whether the coordinator may build a pattern table that no connected worker can send
-    /// it (`serve --no-table-builds` turns it off: a batch needing such a table is refused).
-    pub build_tables: bool,
-}
-
-/// The default [`SchedulerConfig::max_pending_puzzles`]: an unfinished puzzle holds about 4 KB
-/// of the coordinator's memory (its state and its queued task: 295 MB for 70,147 of them,
-/// measured), so this caps that at about 1 GB, and still takes two full 100,000-line batches.
-pub const DEFAULT_MAX_PENDING: usize = 250_000;
-
-/// The default [`SchedulerConfig::audit_fraction`]: about 5% more work; a worker whose reports
-/// hide a shorter path one time in ten is caught within about 920 reports with 99% certainty
-/// (one that always lies, on probation, at once).
-pub const DEFAULT_AUDIT_FRACTION: f64 = 0.05;
-
-impl Default for SchedulerConfig {
-    fn default() -> Self {
-        SchedulerConfig {
-            whole_task_budget: 20_000_000,
-            lease_timeout: Duration::from_secs(10),
-            tasks_per_thread: 200,
-            split_balance: 4,
-            min_split_nodes: 30_000,
-            min_split_nodes_per_thread: 250,
-            subtree_task_budget: 200_000_000,
-            max_pending_puzzles: DEFAULT_MAX_PENDING,
-            profile_depth: 4,
-            table_budget: default_memory_budget(),
-            audit_fraction: DEFAULT_AUDIT_FRACTION,
-            build_tables: true,
-        }
-    }
-}
-
-#[derive(Debug, Error)]
-pub enum SchedulerError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("{0}")]
-    InvalidArgument(String),
-    #[error("no batch {0}")]
-    UnknownBatch(u64),
-    #[error("unknown worker {0}: register again")]
-    UnknownWorker(u64),
-    #[error("{0}")]
-    PermissionDenied(String),
-    #[error("{0}")]
-    ResourceExhausted(String),
-    #[error("{0}")]
-    FailedPrecondition(String),
-    #[error("pattern database: {0}")]
-    Pdb(String),
-    #[error("internal error: {0}")]
-    Internal(String),
-}
-
-/// What a worker is asked to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskSpec {
-    pub id: TaskId,
-    /// The puzzle the task works for.
-    pub puzzle: PuzzleId,
-    pub board: Board,
-    pub goal: Board,
-    pub heuristic: String,
-    /// Moves from the puzzle's root to `board`.
-    pub path: Vec<Direction>,
-    pub bound: u32,
-    /// Whole-puzzle task: keep raising the bound until solved or `node_budget` is spent.
-    pub iterate: bool,
-    pub node_budget: u64,
-    /// Report the sizes of the descendants this many moves below `board` (subtree tasks only).
-    pub profile_depth: u32,
-}
-
-impl TaskSpec {
-    /// The task as [`tilesolve::task::run_task`] takes it (for running tasks in process).
-    pub fn work(&self) -> Work<'_> {
-        Work {
-            board: &self.board,
-            path: &self.path,
-            bound: self.bound,
-            iterate: self.iterate,
-            node_budget: self.node_budget,
-            profile_depth: self.profile_depth,
-        }
-    }
-}
-
-/// What a worker reports for one task.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TaskReport {
-    pub task: TaskId,
-    pub outcome: TaskOutcome,
-    /// Expanded nodes.
-    pub nodes: u64,
-    /// The search's wall time on the worker.
-    pub seconds: f64,
-    /// Seconds it waited on the worker (prefetched) before a thread took it.
-    pub queued_seconds: f64,
-    /// Measured descendants, when the task asked for them.
-    pub parts: Vec<PartSize>,
-}
-
-/// Most expanded nodes one report may claim: a year of a fast core (3e7 nodes/s), far past any
-/// real task, so a worker's `u64::MAX` cannot wrap a counter.
-pub const MAX_REPORTED_NODES: u64 = 1_000_000_000_000_000;
-/// Longest failure reason kept from a worker.
-pub const MAX_REPORTED_REASON: usize = 500;
-
-impl TaskReport {
-    /// The report with what a worker says cut to sane sizes: nodes at [`MAX_REPORTED_NODES`],
-    /// a failure reason at [`MAX_REPORTED_REASON`] characters.
-    fn bounded(mut self) -> TaskReport {
-        self.nodes = self.nodes.min(MAX_REPORTED_NODES);
-        if let TaskOutcome::Failed(reason) = &mut self.outcome {
-            if let Some((end, _)) = reason.char_indices().nth(MAX_REPORTED_REASON) {
-                reason.truncate(end);
-                reason.push_str("...");
-            }
-        }
-        self
-    }
-
-    pub fn new(task: TaskId, outcome: TaskOutcome, nodes: u64) -> TaskReport {
-        TaskReport {
-            task,
-            outcome,
-            nodes,
-            seconds: 0.0,
-            queued_seconds: 0.0,
-            parts: Vec::new(),
-        }
-    }
-}
-
-/// A submitted batch, as acknowledged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Submitted {
-    pub batch: u64,
-    pub items: u32,
-    pub invalid: u32,
-    pub from_store: u32,
-}
-
-/// Totals since this process started, and the state of the queue now (for `/metrics`).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SchedulerTotals {
-    pub nodes: u64,
-    pub tasks_done: u64,
-    pub puzzles_solved: u64,
-    pub puzzles_failed: u64,
-    pub tasks_queued: u64,
-    pub tasks_running: u64,
-    pub puzzles_pending: u64,
-    pub workers: u64,
-    pub worker_threads: u64,
-    /// Expanded nodes per second over every connected worker.
-    pub nodes_per_second: f64,
-    /// Audits that upheld the report they checked, that disproved it, and that were dropped
-    /// or skipped (no other worker to run them, or they spent their budget).
-    pub audits_upheld: u64,
-    pub audits_disproved: u64,
-    pub audits_skipped: u64,
-    /// Audits queued before an answer was stored, of the claims it rested on that no draw
-    /// had picked.
-    pub answer_audits: u64,
-    pub workers_quarantined: u64,
-    /// Puzzles started over because a report their search rested on was false.
-    pub puzzles_restarted: u64,
-}
-
-/// What a sweep did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Swept {
-    /// Workers silent for longer than the lease timeout, now forgotten.
-    pub workers_lost: Vec<WorkerId>,
-    /// Tasks whose lease expired, back in the queue.
-    pub tasks_requeued: usize,
-    /// Puzzles failed because one of their tasks lost its worker too often.
-    pub puzzles_failed: usize,
-}
 
 /// The coordinator's state, behind one mutex: a thin owner of its parts, each of which keeps
 /// its own state private (`workers`, `tasks`, `batches`, `records`) and of the puzzles whose

@@ -6,7 +6,7 @@ use tilesolve::moves::moves_to_string;
 use tilesolve::Board;
 
 use super::tasks::TaskEntry;
-use super::{PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport};
+use super::types::{PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport};
 use crate::store::{RecordedOutcome, Store, TaskRecord};
 
 /// Makes the store's writes durable and writes task records; held outside the scheduler's lock,

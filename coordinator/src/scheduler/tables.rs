@@ -12,9 +12,10 @@ use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::{parse_board, Board, Solver};
 
 use super::intake::{self, parse_goal, parse_heuristic};
-use super::MAX_BATCH_LINES;
-use super::{Scheduler, SchedulerError, WorkerId};
+use super::types::{SchedulerError, WorkerId};
+use super::Scheduler;
 use crate::store::{ItemStatus, StoredItem};
+use tilesolve::proto::MAX_BATCH_LINES;
 
 /// A solver's identity: the goal, and the heuristic as the batch named it (`default` is
 /// resolved within the coordinator's table budget).

@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::workers::Lineage;
-use super::{PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
+use super::types::{Lineage, PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
 use crate::queue::ReadyQueue;
 
 pub(super) struct Lease {

@@ -1,8 +1,12 @@
 //! The scheduler driven directly, with the real kernel standing in for workers.
 use super::*;
+use crate::store::ItemStatus;
+use std::time::Duration;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::PdbEvent;
+use tilesolve::proto::MAX_BATCH_LINES;
 use tilesolve::task::run_task;
+use tilesolve::Direction;
 
 /// A scheduler over a store and pattern databases in `dir` (reopened if already there).
 fn scheduler_in(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use tilesolve::task::TaskTimes;
 
 use super::tasks::Holding;
-use super::{
-    SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS,
+use super::types::{
+    Lineage, SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS,
     PREFETCH_MOST_SECONDS,
 };
 
@@ -46,19 +46,6 @@ const MAX_HEURISTIC_NAME: usize = 60;
 /// Pattern database files remembered per worker, and the longest name kept.
 const MAX_TABLES: usize = 64;
 const MAX_TABLE_NAME: usize = 200;
-
-/// Who stands behind a registration, for audits: registrations of one lineage may be one
-/// liar, so none of them audits another ([`Workers::independent_of`]). The service gives every
-/// registration under one worker token the same lineage (a token holder can register as many
-/// workers as it likes); tools and tests that drive the scheduler directly give each its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Lineage {
-    /// Registered with the coordinator's worker token of this index (0 for the only one, or
-    /// when the worker API has no token of its own).
-    Token(usize),
-    /// Its own lineage.
-    Registration(WorkerId),
-}
 
 struct WorkerInfo {
     /// What the dashboard calls it: `worker --name`, or host and process id.

@@ -1,0 +1,70 @@
+//! How the scheduler splits, leases, audits and limits: [`SchedulerConfig`] and its defaults.
+
+use std::time::Duration;
+
+use tilesolve::pdb::default_memory_budget;
+
+#[derive(Clone, Debug)]
+pub struct SchedulerConfig {
+    /// Expanded nodes a whole-puzzle task may spend before the puzzle is split.
+    pub whole_task_budget: u64,
+    /// A lease not renewed for this long returns its task to the queue.
+    pub lease_timeout: Duration,
+    /// Most subtree tasks per worker thread when splitting an iteration.
+    pub tasks_per_thread: usize,
+    /// Split an iteration until no task is predicted above its size / (threads x this).
+    pub split_balance: usize,
+    /// Never split a subtree predicted smaller than this (expanded nodes) ...
+    pub min_split_nodes: u64,
+    /// ... nor smaller than this many nodes per connected worker thread.
+    pub min_split_nodes_per_thread: u64,
+    /// Expanded nodes a subtree task may spend before it comes back split into its children.
+    pub subtree_task_budget: u64,
+    /// Unfinished puzzles the coordinator holds at most; a batch that would go over is refused
+    /// (ResourceExhausted) rather than letting a flood of submissions exhaust memory.
+    pub max_pending_puzzles: usize,
+    /// Subtree tasks report the size of each descendant this many moves below their board: the
+    /// next iteration's split predicts from them, and the store records them, so `tilesolve
+    /// simulate` can replay the run at a finer split than it ran with.
+    pub profile_depth: u32,
+    /// Bytes the coordinator's pattern tables may take: `default` resolves to the strongest
+    /// preset that fits, for splitting iterations and for the name stored with results. Workers
+    /// resolve `default` within their own budgets (every choice is admissible, so a proof that
+    /// combines bounds from several of them still holds).
+    pub table_budget: u64,
+    /// The share of a worker's reports audited once it is past probation (see `audits`):
+    /// each audit costs about one more task. 0 turns audits off (every worker trusted).
+    pub audit_fraction: f64,
+    /// Whether the coordinator may build a pattern table that no connected worker can send
+    /// it (`serve --no-table-builds` turns it off: a batch needing such a table is refused).
+    pub build_tables: bool,
+}
+
+/// The default [`SchedulerConfig::max_pending_puzzles`]: an unfinished puzzle holds about 4 KB
+/// of the coordinator's memory (its state and its queued task: 295 MB for 70,147 of them,
+/// measured), so this caps that at about 1 GB, and still takes two full 100,000-line batches.
+pub const DEFAULT_MAX_PENDING: usize = 250_000;
+
+/// The default [`SchedulerConfig::audit_fraction`]: about 5% more work; a worker whose reports
+/// hide a shorter path one time in ten is caught within about 920 reports with 99% certainty
+/// (one that always lies, on probation, at once).
+pub const DEFAULT_AUDIT_FRACTION: f64 = 0.05;
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            whole_task_budget: 20_000_000,
+            lease_timeout: Duration::from_secs(10),
+            tasks_per_thread: 200,
+            split_balance: 4,
+            min_split_nodes: 30_000,
+            min_split_nodes_per_thread: 250,
+            subtree_task_budget: 200_000_000,
+            max_pending_puzzles: DEFAULT_MAX_PENDING,
+            profile_depth: 4,
+            table_budget: default_memory_budget(),
+            audit_fraction: DEFAULT_AUDIT_FRACTION,
+            build_tables: true,
+        }
+    }
+}

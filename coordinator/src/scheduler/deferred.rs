@@ -1,0 +1,142 @@
+//! CPU work the scheduler hands its caller to run without holding its lock: splitting an
+//! iteration into subtree tasks, and audits the coordinator runs itself. Each item carries
+//! everything it needs (its solver included), so running it touches no scheduler state; its
+//! result goes back through [`Scheduler::finish_deferred`](super::Scheduler::finish_deferred).
+
+use tilesolve::task::run_task;
+use tilesolve::{Board, Solver};
+
+use super::tasks::Audit;
+use super::types::{PuzzleId, TaskId, TaskOutcome, TaskSpec};
+use crate::frontier::{split_iteration, BalanceParams, Frontier, SizeHistory};
+
+/// CPU work the scheduler leaves to its caller ([`Scheduler::take_deferred`]) to run without
+/// holding its lock, milliseconds each, so leases to other workers go on meanwhile.
+pub enum Deferred {
+    Split(PendingSplit),
+    Audit(PendingAudit),
+}
+
+/// Deferred work done, for [`Scheduler::finish_deferred`].
+pub enum DeferredDone {
+    Split(FinishedSplit),
+    Audit(FinishedAudit),
+}
+
+impl Deferred {
+    /// Whether it may take longer than a worker's poll should wait for (an audit the
+    /// coordinator runs in chunks of seconds, [`PendingAudit::is_long`]).
+    pub fn is_long(&self) -> bool {
+        matches!(self, Deferred::Audit(audit) if audit.is_long())
+    }
+
+    pub fn run(self) -> DeferredDone {
+        match self {
+            Deferred::Split(split) => DeferredDone::Split(split.run()),
+            Deferred::Audit(audit) => DeferredDone::Audit(audit.run()),
+        }
+    }
+}
+
+/// An iteration to split: a fine frontier takes milliseconds of CPU.
+pub struct PendingSplit {
+    pub(super) puzzle: PuzzleId,
+    pub(super) bound: u32,
+    pub(super) board: Board,
+    pub(super) solver: Solver,
+    pub(super) history: SizeHistory,
+    pub(super) nodes_so_far: u64,
+    pub(super) params: BalanceParams,
+}
+
+/// A split done outside the lock, for [`Scheduler::finish_deferred`].
+pub struct FinishedSplit {
+    pub(super) puzzle: PuzzleId,
+    pub(super) bound: u32,
+    pub(super) frontier: Frontier,
+    pub(super) history: SizeHistory,
+}
+
+impl PendingSplit {
+    pub fn run(self) -> FinishedSplit {
+        let frontier = split_iteration(
+            &self.board,
+            &self.solver,
+            self.bound,
+            &self.history,
+            self.nodes_so_far,
+            self.params,
+            &|_| true,
+        );
+        FinishedSplit {
+            puzzle: self.puzzle,
+            bound: self.bound,
+            frontier,
+            history: self.history,
+        }
+    }
+}
+
+/// A claim a report made (no path shorter than `audit.claim` below `spec.board`) that no audit
+/// has checked yet: `spec` is the audit that would check it, its id not yet given.
+#[derive(Clone)]
+pub(super) struct UnauditedClaim {
+    pub(super) spec: TaskSpec,
+    pub(super) audit: Audit,
+    /// Nodes the report that made the claim expanded: about what its audit costs at most.
+    pub(super) nodes: u64,
+}
+
+/// Audits of answers whose report expanded at most this many nodes run on the coordinator
+/// itself, outside its lock, within the worker's poll, with this budget: under a millisecond,
+/// about what the task's round trip would cost the coordinator (measured: 40-50 us for an audit
+/// of a 40-60-move random walk either way), and they need no second worker. A larger one goes
+/// to a worker of another lineage, or, with none, to the coordinator's background pool.
+pub const COORDINATOR_AUDIT_NODES: u64 = 10_000;
+
+/// Budget of one audit the coordinator runs on its background pool: about a second. One that
+/// spends it goes on as one audit per child, so an audit of any size ends, and a puzzle that
+/// ended meanwhile stops costing its audits within a chunk.
+pub const COORDINATOR_CHUNK_NODES: u64 = 20_000_000;
+
+/// An audit the coordinator runs itself, taken out of the scheduler
+/// ([`Scheduler::take_deferred`]) to run without its lock.
+pub struct PendingAudit {
+    pub(super) puzzle: PuzzleId,
+    pub(super) claim: UnauditedClaim,
+    /// Its id in the puzzle's audits, which the answer waits for.
+    pub(super) id: TaskId,
+    pub(super) solver: Solver,
+    /// Expanded nodes it may spend.
+    pub(super) budget: u64,
+}
+
+/// A [`PendingAudit`] run, for [`Scheduler::finish_deferred`].
+pub struct FinishedAudit {
+    pub(super) puzzle: PuzzleId,
+    pub(super) claim: UnauditedClaim,
+    pub(super) id: TaskId,
+    pub(super) outcome: TaskOutcome,
+}
+
+impl PendingAudit {
+    pub fn run(self) -> FinishedAudit {
+        let spec = TaskSpec {
+            node_budget: self.budget,
+            ..self.claim.spec.clone()
+        };
+        let outcome = run_task(&self.solver, spec.work(), None).outcome;
+        FinishedAudit {
+            puzzle: self.puzzle,
+            claim: self.claim,
+            id: self.id,
+            outcome,
+        }
+    }
+
+    /// Whether it may take longer than a worker's poll should wait for: the service runs it
+    /// on the coordinator's background pool instead.
+    pub fn is_long(&self) -> bool {
+        self.budget > COORDINATOR_AUDIT_NODES
+    }
+}
