@@ -1,0 +1,315 @@
+//! The client API (`tilesolve.v1.Tilesolve`): submit, watch, read, query, list, cancel, prune
+//! and export, on the scheduler and the store.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use tilesolve::proto::v1 as pb;
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+use super::convert::{solution_message, status_message};
+use super::{permit, Service};
+use crate::scheduler::{Scheduler, SchedulerError, Submitted};
+use crate::store::{ItemStatus, StoredBatch, StoredItem};
+
+/// Items in a `GetBatch` page when the client asks for no size, and the most in one page: a
+/// 5x5 solution is about 1 KB in a message, so 10,000 stay well inside the 16 MiB limit.
+const DEFAULT_PAGE_SIZE: u32 = 1_000;
+const MAX_PAGE_SIZE: u32 = 10_000;
+type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::BatchStatus, Status>> + Send>>;
+/// Batches in a ListBatches answer unless asked otherwise, and at most.
+const DEFAULT_BATCHES_PAGE: usize = 1_000;
+const MAX_BATCHES_PAGE: usize = 10_000;
+type ExportStream = Pin<Box<dyn Stream<Item = Result<pb::ExportedSolution, Status>> + Send>>;
+
+impl Service {
+    /// Accepts a batch for either API: parsing and store writes off the async threads, and a
+    /// flush before the batch is acknowledged (from then on it survives a crash). Lines are read
+    /// and items stored outside the scheduler's lock; items start a part at a time
+    /// ([`Scheduler::start_part`]), so workers solve the first while the rest are stored.
+    /// Pattern tables the batch needs and the coordinator has not loaded are obtained
+    /// afterwards, in the background (`table_supply`): the batch's items wait for them, the
+    /// reply does not.
+    pub async fn accept_batch(
+        &self,
+        lines: Vec<String>,
+        heuristic: String,
+        goal: String,
+    ) -> Result<Submitted, SchedulerError> {
+        let _permit = permit(&self.submissions, "submissions")?;
+        let core = self.core.clone();
+        let (store, flusher) = (self.store.clone(), self.core.flusher.clone());
+        let queued = self.core.tasks_queued.clone();
+        let (submitted, waits) = tokio::task::spawn_blocking(move || {
+            let read = Scheduler::read_batch(&store, &lines, &heuristic, &goal)?;
+            let mut intake = core.lock().open_batch(read)?;
+            let taken_in = (|| {
+                while intake.store_part(&store)? {
+                    core.lock().start_part(&mut intake)?;
+                    queued.notify_waiters();
+                }
+                Ok::<_, SchedulerError>(())
+            })();
+            if let Err(error) = taken_in {
+                core.lock().abandon(&intake);
+                return Err(error);
+            }
+            let waits = core.lock().is_waiting(intake.batch());
+            flusher.flush()?;
+            Ok::<_, SchedulerError>((intake.submitted(), waits))
+        })
+        .await
+        .map_err(|e| SchedulerError::Internal(e.to_string()))??;
+        if waits {
+            self.supply.wake();
+        }
+        tracing::info!(
+            batch = submitted.batch,
+            items = submitted.items,
+            invalid = submitted.invalid,
+            from_store = submitted.from_store,
+            waits_for_tables = waits,
+            "batch accepted"
+        );
+        Ok(submitted)
+    }
+
+    /// A page of a batch's items, read without the scheduler's lock.
+    pub fn items_page(
+        &self,
+        batch: u64,
+        start: u32,
+        limit: usize,
+    ) -> Result<(StoredBatch, Vec<(u32, StoredItem)>), SchedulerError> {
+        Scheduler::items_page(&self.store, batch, start, limit)
+    }
+}
+
+#[tonic::async_trait]
+impl pb::tilesolve_server::Tilesolve for Service {
+    async fn submit_batch(
+        &self,
+        request: Request<pb::SubmitBatchRequest>,
+    ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
+        let request = request.into_inner();
+        let submitted = self
+            .accept_batch(request.lines, request.heuristic, request.goal)
+            .await?;
+        Ok(Response::new(pb::SubmitBatchResponse {
+            batch_id: submitted.batch,
+            items: submitted.items,
+            invalid: submitted.invalid,
+            from_store: submitted.from_store,
+        }))
+    }
+
+    type WatchBatchStream = StatusStream;
+
+    async fn prune_batches(
+        &self,
+        request: Request<pb::PruneBatchesRequest>,
+    ) -> Result<Response<pb::PruneBatchesResponse>, Status> {
+        let request = request.into_inner();
+        let older_than = Duration::from_secs(request.older_than_seconds);
+        let service = self.clone();
+        let pruned = tokio::task::spawn_blocking(move || {
+            if request.batch_ids.is_empty() {
+                service.prune_older_than(older_than, request.solutions)
+            } else {
+                service.prune_batches(&request.batch_ids, request.solutions)
+            }
+        })
+        .await
+        .map_err(|e| Status::internal(format!("prune: {e}")))??;
+        Ok(Response::new(pb::PruneBatchesResponse {
+            batches: pruned.batches,
+            items: pruned.items,
+            boards: pruned.boards,
+            store_bytes_before: pruned.store_bytes_before,
+            store_bytes_after: pruned.store_bytes_after,
+        }))
+    }
+
+    type ExportSolutionsStream = ExportStream;
+
+    async fn export_solutions(
+        &self,
+        _request: Request<pb::ExportSolutionsRequest>,
+    ) -> Result<Response<ExportStream>, Status> {
+        let store = self.store.clone();
+        let (sender, receiver) = tokio::sync::mpsc::channel(256);
+        // A pass over the whole store: on a blocking thread, and without the scheduler's lock.
+        tokio::task::spawn_blocking(move || {
+            for entry in store.searched_solutions() {
+                let message = entry
+                    .map(|(goal, board, solution)| pb::ExportedSolution {
+                        board: board.to_string(),
+                        goal: goal.to_string(),
+                        moves: solution.moves,
+                        length: solution.length,
+                        heuristic: solution.heuristic,
+                    })
+                    .map_err(|error| Status::from(SchedulerError::from(error)));
+                let failed = message.is_err();
+                if sender.blocking_send(message).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(receiver),
+        )))
+    }
+
+    async fn watch_batch(
+        &self,
+        request: Request<pb::WatchBatchRequest>,
+    ) -> Result<Response<StatusStream>, Status> {
+        let batch = request.into_inner().batch_id;
+        let watching = permit(&self.watchers, "watched batches")?;
+        let first = self.lock().progress(batch)?;
+        let service = self.clone();
+        let (sender, receiver) = tokio::sync::mpsc::channel(4);
+        tokio::spawn(async move {
+            let _watching = watching;
+            let mut progress = Ok(first);
+            loop {
+                let done = progress.as_ref().map_or(true, |p| p.done);
+                let message = progress.map(status_message).map_err(Status::from);
+                if sender.send(message).await.is_err() || done {
+                    return;
+                }
+                // A poll that ends a batch from here on wakes this at once; other ends (a
+                // cancel, a sweep, an end just before this line) are seen at the next look.
+                let ended = service.core.batch_ended.notified();
+                tokio::pin!(ended);
+                ended.as_mut().enable();
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(50)) => {}
+                    () = ended => {}
+                }
+                progress = service.lock().progress(batch);
+            }
+        });
+        Ok(Response::new(Box::pin(
+            tokio_stream::wrappers::ReceiverStream::new(receiver),
+        )))
+    }
+
+    async fn get_batch(
+        &self,
+        request: Request<pb::GetBatchRequest>,
+    ) -> Result<Response<pb::BatchResults>, Status> {
+        let request = request.into_inner();
+        let batch = request.batch_id;
+        let start = match request.page_token.as_str() {
+            "" => 0,
+            token => token.parse::<u32>().map_err(|_| {
+                Status::invalid_argument(format!(
+                    "page_token: '{token}' is not a token this coordinator gave out"
+                ))
+            })?,
+        };
+        let page_size = match request.page_size {
+            0 => DEFAULT_PAGE_SIZE,
+            size => size.min(MAX_PAGE_SIZE),
+        } as usize;
+        let status = status_message(self.lock().progress(batch)?);
+        // One item more than the page tells whether another page follows.
+        let (stored, mut page) = self.items_page(batch, start, page_size + 1)?;
+        let next_page_token = if page.len() > page_size {
+            page.truncate(page_size);
+            page.last()
+                .map_or(String::new(), |(index, _)| (index + 1).to_string())
+        } else {
+            String::new()
+        };
+        let items = page
+            .into_iter()
+            .map(|(index, item)| pb::ItemResult {
+                index,
+                line: item.line.unwrap_or(0),
+                text: item.text,
+                board: item.board.unwrap_or_default(),
+                goal: item.goal.unwrap_or_default(),
+                outcome: match item.status {
+                    ItemStatus::Queued => None,
+                    ItemStatus::Solved(stored) => {
+                        Some(pb::item_result::Outcome::Solution(solution_message(stored)))
+                    }
+                    ItemStatus::Failed(reason) => Some(pb::item_result::Outcome::Error(reason)),
+                },
+            })
+            .collect();
+        Ok(Response::new(pb::BatchResults {
+            status: Some(status),
+            items,
+            next_page_token,
+            info: Some(pb::BatchInfo {
+                heuristic: stored.heuristic,
+                goal: stored.goal.unwrap_or_default(),
+                submitted_unix_ms: stored.submitted_unix_ms,
+                cancelled: stored.cancelled,
+            }),
+        }))
+    }
+
+    async fn query(
+        &self,
+        request: Request<pb::QueryRequest>,
+    ) -> Result<Response<pb::QueryResponse>, Status> {
+        let request = request.into_inner();
+        let found = self.lock().query(&request.board, &request.goal)?;
+        Ok(Response::new(pb::QueryResponse {
+            found: found.is_some(),
+            solution: found.map(solution_message),
+        }))
+    }
+
+    async fn list_batches(
+        &self,
+        request: Request<pb::ListBatchesRequest>,
+    ) -> Result<Response<pb::ListBatchesResponse>, Status> {
+        let request = request.into_inner();
+        let after = match request.page_token.as_str() {
+            "" => None,
+            token => Some(token.parse::<u64>().map_err(|_| {
+                Status::invalid_argument(format!(
+                    "page_token '{token:.40}' is not one a ListBatches answer gave"
+                ))
+            })?),
+        };
+        let size = match request.page_size {
+            0 => DEFAULT_BATCHES_PAGE,
+            size => (size as usize).min(MAX_BATCHES_PAGE),
+        };
+        let page = self.lock().list(after, size, request.newest_first)?;
+        let next_page_token = match page.last() {
+            Some(last) if page.len() == size => last.batch.to_string(),
+            _ => String::new(),
+        };
+        let batches = page.into_iter().map(status_message).collect();
+        Ok(Response::new(pb::ListBatchesResponse {
+            batches,
+            next_page_token,
+        }))
+    }
+
+    async fn cancel_batch(
+        &self,
+        request: Request<pb::CancelBatchRequest>,
+    ) -> Result<Response<pb::BatchStatus>, Status> {
+        let batch = request.into_inner().batch_id;
+        let service = self.clone();
+        let progress = tokio::task::spawn_blocking(move || service.cancel(batch))
+            .await
+            .map_err(|e| Status::internal(format!("cancel: {e}")))??;
+        if progress.cancelled {
+            tracing::info!(batch, "batch cancelled");
+        } else {
+            tracing::info!(batch, "cancel of a finished batch: nothing changed");
+        }
+        Ok(Response::new(status_message(progress)))
+    }
+}

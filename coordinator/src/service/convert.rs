@@ -1,0 +1,130 @@
+//! Conversions between `tilesolve.v1` messages and the scheduler's types, and the one
+//! conversion from scheduler errors to gRPC statuses.
+
+use tilesolve::moves::{moves_from_string, moves_to_string};
+use tilesolve::proto::v1 as pb;
+use tilesolve::search::PartSize;
+use tilesolve::Direction;
+use tonic::Status;
+
+use crate::scheduler::{BatchProgress, SchedulerError, TaskOutcome, TaskReport, TaskSpec};
+use crate::store::{Store, StoredSolution};
+
+/// The one conversion from scheduler errors to gRPC statuses.
+impl From<SchedulerError> for Status {
+    fn from(error: SchedulerError) -> Status {
+        match error {
+            SchedulerError::InvalidArgument(_) => Status::invalid_argument(error.to_string()),
+            SchedulerError::UnknownBatch(_) | SchedulerError::UnknownWorker(_) => {
+                Status::not_found(error.to_string())
+            }
+            SchedulerError::ResourceExhausted(_) => Status::resource_exhausted(error.to_string()),
+            SchedulerError::PermissionDenied(_) => Status::permission_denied(error.to_string()),
+            SchedulerError::FailedPrecondition(_) => Status::failed_precondition(error.to_string()),
+            SchedulerError::Store(ref store) if Store::is_disk_full(store) => {
+                Status::resource_exhausted(format!(
+                    "the coordinator's disk is full ({error}): it stops serving and starts again \
+                     once its data directory takes writes; retry then"
+                ))
+            }
+            SchedulerError::Store(_) | SchedulerError::Pdb(_) | SchedulerError::Internal(_) => {
+                Status::internal(error.to_string())
+            }
+        }
+    }
+}
+
+pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
+    pb::BatchStatus {
+        batch_id: progress.batch,
+        total: progress.total,
+        solved: progress.solved,
+        failed: progress.failed,
+        done: progress.done,
+        bounds: progress.bounds,
+        nodes: progress.nodes,
+        nodes_per_second: progress.nodes_per_second,
+        workers: progress.workers,
+        preparing: progress.preparing.unwrap_or_default(),
+        cancelled: progress.cancelled,
+    }
+}
+
+pub(super) fn solution_message(stored: StoredSolution) -> pb::SolutionRecord {
+    pb::SolutionRecord {
+        length: stored.length,
+        moves: stored.moves,
+        tiles: stored.tiles.into_iter().map(u32::from).collect(),
+        nodes: stored.nodes,
+        seconds: stored.seconds,
+        heuristic: stored.heuristic,
+    }
+}
+
+fn parse_moves(text: &str) -> Result<Vec<Direction>, Status> {
+    moves_from_string(text).ok_or_else(|| {
+        Status::invalid_argument(format!("moves '{text}' must be letters U, D, L, R"))
+    })
+}
+
+pub(super) fn task_message(spec: TaskSpec) -> pb::Task {
+    pb::Task {
+        task_id: spec.id,
+        board: spec.board.to_string(),
+        goal: spec.goal.to_string(),
+        heuristic: spec.heuristic,
+        path: moves_to_string(&spec.path),
+        bound: spec.bound,
+        iterate: spec.iterate,
+        node_budget: spec.node_budget,
+        profile_depth: spec.profile_depth,
+        batch_id: spec.puzzle.0,
+        puzzle: spec.puzzle.1 + 1,
+    }
+}
+
+pub(super) fn report_of(result: pb::TaskResult) -> Result<TaskReport, Status> {
+    use pb::task_result::Outcome;
+    let outcome = match result.outcome {
+        Some(Outcome::Found(moves)) => TaskOutcome::Found(parse_moves(&moves)?),
+        Some(Outcome::NextBound(bound)) => TaskOutcome::Exceeded(bound),
+        Some(Outcome::BudgetSpentAt(bound)) => TaskOutcome::BudgetSpent(bound),
+        Some(Outcome::Error(reason)) => TaskOutcome::Failed(reason),
+        Some(Outcome::Split(split)) => TaskOutcome::Split {
+            children: parse_moves(&split.moves)?,
+            pruned_min_f: split.pruned_min_f,
+        },
+        None => {
+            return Err(Status::invalid_argument(format!(
+                "task {} result has no outcome",
+                result.task_id
+            )))
+        }
+    };
+    let parts = result
+        .parts
+        .into_iter()
+        .map(|part| {
+            Ok(PartSize {
+                moves: parse_moves(&part.moves)?,
+                expanded: part.nodes,
+                micros: part.micros,
+            })
+        })
+        .collect::<Result<Vec<_>, Status>>()?;
+    let seconds = |value: f64| {
+        if value.is_finite() {
+            value.max(0.0)
+        } else {
+            0.0
+        }
+    };
+    Ok(TaskReport {
+        task: result.task_id,
+        outcome,
+        nodes: result.nodes,
+        seconds: seconds(result.seconds),
+        queued_seconds: seconds(result.queued_seconds),
+        parts,
+    })
+}

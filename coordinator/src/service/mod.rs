@@ -1,0 +1,232 @@
+//! The gRPC services and what they share. Generated proto types stop here; the scheduler and
+//! the store never see them.
+//!
+//! - `handle`: the scheduler behind its lock, and the lock cycle every change goes through.
+//! - `client_api`: `tilesolve.v1.Tilesolve`, for clients.
+//! - `worker_api`: `tilesolve.v1.Workers`, for workers; `table_transfer` streams table files.
+//! - `convert`: messages to and from the scheduler's types, errors to statuses.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tilesolve::pdb::PdbStore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::compressed_tables::CompressedTables;
+use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, Swept};
+use crate::store::{Store, StoreError};
+use crate::table_supply::TableSupply;
+
+mod client_api;
+mod convert;
+mod handle;
+mod table_transfer;
+mod worker_api;
+
+use handle::Coordinator;
+
+/// How much the client API takes on at once; past these, calls are refused with
+/// ResourceExhausted rather than queued without bound.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Submissions being parsed and stored at the same time.
+    pub concurrent_submissions: usize,
+    /// Open `WatchBatch` streams.
+    pub watchers: usize,
+    /// Largest request message accepted (a batch is one message); larger ones are refused
+    /// with OutOfRange before they are read whole. At most [`tilesolve::proto::MAX_MESSAGE_BYTES`].
+    pub max_message_bytes: usize,
+    /// Audits the coordinator runs itself at once on its background pool (those no worker of
+    /// another lineage can run): a thread each.
+    pub audit_threads: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            concurrent_submissions: 64,
+            watchers: 1024,
+            max_message_bytes: tilesolve::proto::MAX_MESSAGE_BYTES,
+            audit_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// Both services share one scheduler.
+#[derive(Clone)]
+pub struct Service {
+    core: Coordinator,
+    /// The coordinator's pattern database files, served to workers and checked at registration.
+    pdbs: PdbStore,
+    /// Obtains the tables waiting batches need; receives the files workers upload.
+    supply: TableSupply,
+    heartbeat_interval: Duration,
+    /// For what needs no lock: a batch's lines read, and its items stored.
+    store: Store,
+    submissions: Arc<Semaphore>,
+    watchers: Arc<Semaphore>,
+    /// zstd copies of the tables, for workers that fetch them compressed.
+    compressed: Arc<CompressedTables>,
+}
+
+/// A permit, or ResourceExhausted naming what is full.
+fn permit(semaphore: &Arc<Semaphore>, what: &str) -> Result<OwnedSemaphorePermit, SchedulerError> {
+    semaphore.clone().try_acquire_owned().map_err(|_| {
+        SchedulerError::ResourceExhausted(format!("too many {what} at once; retry shortly"))
+    })
+}
+
+/// What a prune removed, and the store's size around it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub batches: u64,
+    pub items: u64,
+    pub boards: u64,
+    pub store_bytes_before: u64,
+    pub store_bytes_after: u64,
+}
+
+impl Service {
+    pub fn new(
+        scheduler: Arc<Mutex<Scheduler>>,
+        pdbs: PdbStore,
+        heartbeat_interval: Duration,
+        limits: Limits,
+    ) -> Service {
+        let core = Coordinator::new(scheduler, limits.audit_threads);
+        let store = core.lock().store_reader();
+        let supply = TableSupply::new(
+            core.scheduler.clone(),
+            pdbs.clone(),
+            core.flusher.clone(),
+            core.tasks_queued.clone(),
+        );
+        Service {
+            core,
+            store,
+            supply,
+            compressed: Arc::new(CompressedTables::new(pdbs.dir())),
+            pdbs,
+            heartbeat_interval,
+            submissions: Arc::new(Semaphore::new(limits.concurrent_submissions)),
+            watchers: Arc::new(Semaphore::new(limits.watchers)),
+        }
+    }
+
+    /// Returns expired leases to the queue and forgets silent workers
+    /// ([`Scheduler::sweep`]), then runs the audits that handed to the coordinator. Blocking.
+    pub fn sweep(&self) -> Result<Swept, SchedulerError> {
+        let mut swept = None;
+        self.core.cycle(Vec::new(), |scheduler| {
+            if swept.is_none() {
+                swept = Some(scheduler.sweep()?);
+            }
+            Ok(())
+        })?;
+        Ok(swept.unwrap_or_default())
+    }
+
+    /// The background loop that obtains pattern tables for waiting batches (the server runs it).
+    pub fn table_supply(&self) -> TableSupply {
+        self.supply.clone()
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Scheduler> {
+        self.core.lock()
+    }
+
+    /// Cancels a batch (see [`Scheduler::cancel`]) and makes it durable after releasing the
+    /// lock. Blocking: the flush waits for the disk.
+    pub fn cancel(&self, batch: u64) -> Result<BatchProgress, SchedulerError> {
+        let progress = self.lock().cancel(batch)?;
+        self.core.flusher.flush()?;
+        Ok(progress)
+    }
+
+    /// Writes everything the store holds in memory to disk (at shutdown).
+    pub fn flush_store(&self) -> Result<(), SchedulerError> {
+        self.core.flusher.flush()
+    }
+
+    /// Whether the store still takes writes ([`Store::writable`]). Blocking.
+    pub fn store_writable(&self) -> Result<(), StoreError> {
+        self.store.writable()
+    }
+
+    /// Removes the finished batches submitted more than `older_than` ago, with their items
+    /// (and, with `solutions`, their answers and the boards on their paths). Blocking: a page
+    /// of batches per lock and one batch per lock when removing, so workers' polls go on
+    /// between them. Both `prune` and `serve --keep-batches-days` come here.
+    pub fn prune_older_than(
+        &self,
+        older_than: Duration,
+        solutions: bool,
+    ) -> Result<Pruned, SchedulerError> {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let cutoff =
+            now_ms.saturating_sub(u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX));
+        let mut pruned = Pruned {
+            store_bytes_before: self.lock().store_bytes(),
+            ..Pruned::default()
+        };
+        let mut after = None;
+        loop {
+            let (old, last) = self.lock().finished_before(cutoff, after, 1_000)?;
+            self.prune_each(&old, solutions, &mut pruned)?;
+            match last {
+                Some(last) => after = Some(last),
+                None => break,
+            }
+        }
+        self.pruned(pruned)
+    }
+
+    /// Removes the finished ones of `batches`, with their answers if `solutions` is set.
+    pub fn prune_batches(
+        &self,
+        batches: &[u64],
+        solutions: bool,
+    ) -> Result<Pruned, SchedulerError> {
+        let mut pruned = Pruned {
+            store_bytes_before: self.lock().store_bytes(),
+            ..Pruned::default()
+        };
+        self.prune_each(batches, solutions, &mut pruned)?;
+        self.pruned(pruned)
+    }
+
+    fn prune_each(
+        &self,
+        batches: &[u64],
+        solutions: bool,
+        pruned: &mut Pruned,
+    ) -> Result<(), SchedulerError> {
+        for &batch in batches {
+            let (items, boards) = self.lock().prune(batch, solutions)?;
+            if items > 0 {
+                pruned.batches += 1;
+                pruned.items += items as u64;
+                pruned.boards += boards as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes what a prune removed and reports it.
+    fn pruned(&self, mut pruned: Pruned) -> Result<Pruned, SchedulerError> {
+        // The flush waits for the disk: not under the lock.
+        self.core.flusher.flush()?;
+        pruned.store_bytes_after = self.lock().store_bytes();
+        if pruned.batches > 0 {
+            tracing::info!(
+                batches = pruned.batches,
+                items = pruned.items,
+                boards = pruned.boards,
+                "batches pruned"
+            );
+        }
+        Ok(pruned)
+    }
+}

@@ -1,0 +1,195 @@
+//! The worker API (`tilesolve.v1.Workers`): registration, the poll that carries results in and
+//! tasks out, heartbeats, and table transfer (in `table_transfer`).
+
+use std::time::Duration;
+
+use tilesolve::proto::v1 as pb;
+use tilesolve::proto::PROTOCOL_VERSION;
+use tonic::{Request, Response, Status};
+
+use super::convert::{report_of, task_message};
+use super::table_transfer::ChunkStream;
+use super::Service;
+use crate::scheduler::SchedulerError;
+
+/// Longest a poll from an idle worker waits for work (well under the lease timeout and any
+/// client deadline; a worker that gets nothing asks again).
+const LONG_POLL: Duration = Duration::from_secs(1);
+
+#[tonic::async_trait]
+impl pb::workers_server::Workers for Service {
+    async fn register(
+        &self,
+        request: Request<pb::RegisterRequest>,
+    ) -> Result<Response<pb::RegisterResponse>, Status> {
+        let peer = request
+            .remote_addr()
+            .map_or_else(|| "unknown".to_string(), |addr| addr.to_string());
+        // Which worker token it presented (auth's check put it there): one lineage a token.
+        let token = request
+            .extensions()
+            .get::<crate::auth::TokenIndex>()
+            .map_or(0, |index| index.0);
+        let request = request.into_inner();
+        if request.protocol_version == 0 {
+            return Err(Status::invalid_argument(format!(
+                "protocol_version is required (this coordinator speaks version {PROTOCOL_VERSION})"
+            )));
+        }
+        if request.protocol_version != PROTOCOL_VERSION {
+            return Err(Status::failed_precondition(format!(
+                "worker protocol version {} is not this coordinator's {PROTOCOL_VERSION}",
+                request.protocol_version
+            )));
+        }
+        for file in &request.pdbs {
+            if !tilesolve::pdb::file::is_file_name(&file.name) {
+                return Err(Status::invalid_argument(format!(
+                    "pdbs: '{}' is not a pattern database file name",
+                    file.name
+                )));
+            }
+            let ours = self.pdbs.dir().join(&file.name);
+            if !ours.exists() {
+                continue;
+            }
+            if let Ok(header) = tilesolve::pdb::file::inspect(&ours, false) {
+                if header.checksum != file.checksum {
+                    tracing::warn!(file = %file.name, host = %request.host, "worker refused: pattern database differs");
+                    return Err(Status::failed_precondition(format!(
+                        "the worker's pattern database {} has checksum {:016x} but the coordinator's has {:016x}; \
+                         delete the worker's copy and it will be fetched again",
+                        file.name, file.checksum, header.checksum
+                    )));
+                }
+            }
+        }
+        let (worker_id, worker_secret) = {
+            let mut scheduler = self.lock();
+            let worker_id = scheduler.register_with_token(request.threads, &request.host, token)?;
+            scheduler.set_default_heuristics(worker_id, &request.default_heuristics);
+            scheduler.set_worker_name(worker_id, &request.name);
+            let tables: Vec<(String, u64)> = request
+                .pdbs
+                .iter()
+                .map(|file| (file.name.clone(), file.checksum))
+                .collect();
+            scheduler.set_worker_tables(worker_id, &tables);
+            (worker_id, scheduler.worker_secret(worker_id)?)
+        };
+        tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, %peer,
+            default_heuristics = %request.default_heuristics.join(", "), "worker registered");
+        Ok(Response::new(pb::RegisterResponse {
+            worker_id,
+            worker_secret,
+            heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u32,
+        }))
+    }
+
+    async fn poll(
+        &self,
+        request: Request<pb::PollRequest>,
+    ) -> Result<Response<pb::PollResponse>, Status> {
+        let request = request.into_inner();
+        self.lock()
+            .check_worker(request.worker_id, &request.worker_secret)?;
+        let results = request
+            .results
+            .into_iter()
+            .map(report_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        let results_count = results.len();
+        let (worker, leaving) = (request.worker_id, request.leaving);
+        // A leaving worker takes nothing more and never waits for work.
+        let (free_slots, idle) = match leaving {
+            true => (0, false),
+            false => (request.free_slots, request.idle),
+        };
+        // Registered before looking for tasks, so tasks queued from then on wake this call.
+        let woken = self.core.tasks_queued.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        // Finishing an iteration splits the next one: CPU work, kept off the async threads and
+        // done outside the scheduler's lock (`Coordinator::cycle`), so other workers' polls go
+        // on meanwhile.
+        let core = self.core.clone();
+        let (mut tasks, mut cancelled) = tokio::task::spawn_blocking(move || {
+            let (mut tasks, mut cancelled) = (Vec::new(), Vec::new());
+            let mut results = Some(results);
+            core.cycle(Vec::new(), |scheduler| {
+                if let Some(results) = results.take() {
+                    (tasks, cancelled) = scheduler.poll(worker, free_slots, results)?;
+                } else if tasks.len() < free_slots as usize {
+                    // The worker whose result ended an iteration gets the new one's first tasks.
+                    let wanted = free_slots - tasks.len() as u32;
+                    tasks.extend(scheduler.poll(worker, wanted, Vec::new())?.0);
+                }
+                Ok(())
+            })?;
+            Ok::<_, SchedulerError>((tasks, cancelled))
+        })
+        .await
+        .map_err(|e| Status::internal(e.to_string()))??;
+        if leaving {
+            let returned = self.lock().leave(worker)?;
+            // Audits only it could have run now fall to the coordinator.
+            let core = self.core.clone();
+            tokio::task::spawn_blocking(move || core.drain(Vec::new()));
+            if returned > 0 {
+                self.core.tasks_queued.notify_waiters();
+            }
+            tracing::info!(
+                worker,
+                tasks_returned = returned,
+                results = results_count,
+                "worker left: its tasks are back in the queue"
+            );
+            return Ok(Response::new(pb::PollResponse::default()));
+        }
+        // Long poll: a worker with every thread idle waits here (briefly) for the next tasks
+        // rather than asking again on its own schedule, so an iteration's tasks reach idle
+        // workers as soon as its split is done.
+        if tasks.is_empty() && idle && tokio::time::timeout(LONG_POLL, woken).await.is_ok() {
+            let (more, more_cancelled) = self.lock().poll(worker, free_slots, Vec::new())?;
+            tasks = more;
+            cancelled.extend(more_cancelled);
+        }
+        Ok(Response::new(pb::PollResponse {
+            tasks: tasks.into_iter().map(task_message).collect(),
+            cancelled,
+            send_pdbs: self.supply.requests_for(worker),
+        }))
+    }
+
+    type FetchPdbStream = ChunkStream;
+
+    async fn fetch_pdb(
+        &self,
+        request: Request<pb::FetchPdbRequest>,
+    ) -> Result<Response<ChunkStream>, Status> {
+        self.send_table(request.into_inner()).await
+    }
+
+    async fn upload_pdb(
+        &self,
+        request: Request<tonic::Streaming<pb::PdbUpload>>,
+    ) -> Result<Response<pb::UploadPdbResponse>, Status> {
+        self.take_upload(request.into_inner()).await
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        let request = request.into_inner();
+        let cancelled = {
+            let mut scheduler = self.lock();
+            scheduler.check_worker(request.worker_id, &request.worker_secret)?;
+            scheduler.heartbeat(request.worker_id, &request.running)?
+        };
+        Ok(Response::new(pb::HeartbeatResponse {
+            cancelled,
+            send_pdbs: self.supply.requests_for(request.worker_id),
+        }))
+    }
+}

@@ -1,0 +1,184 @@
+//! The `solutions` tree: answers, the boards on their paths, and withdrawing what a lying
+//! worker's reports proved.
+
+use serde::{Deserialize, Serialize};
+use tilesolve::moves::{moves_to_string, replay};
+use tilesolve::{Board, Direction, Solution};
+
+use super::format::{board_key, decode, encode_compact, remove_where};
+use super::search::SearchState;
+use super::{Store, StoreError};
+
+/// Whether [`Store::put_solution`] stores the boards on a solution's path besides its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathBoards {
+    Stored,
+    /// Only the solved board (and the goal): for answers found so cheaply that searching a
+    /// path board again costs less than writing 40 to 80 entries for every answer.
+    Skipped,
+}
+
+/// A solved board: the optimal moves from it to its goal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredSolution {
+    pub length: u32,
+    /// The blank's moves, one letter each.
+    pub moves: String,
+    pub tiles: Vec<u8>,
+    /// Nodes the search took: at least 1 for a board that was searched or proven on its own,
+    /// 0 for boards stored as part of another board's path.
+    pub nodes: u64,
+    pub seconds: f64,
+    pub heuristic: String,
+    /// The workers whose reports the answer rests on: if one of them is caught lying, the
+    /// answer is withdrawn and solved again ([`Store::withdraw_worker`]). (Absent from JSON
+    /// values written before it was kept.)
+    #[serde(default)]
+    pub workers: Vec<u64>,
+}
+
+impl Store {
+    /// The stored solution of `board` towards `goal`, if it was ever solved or lay on a solved
+    /// optimal path.
+    pub fn solution(
+        &self,
+        goal: &Board,
+        board: &Board,
+    ) -> Result<Option<StoredSolution>, StoreError> {
+        self.solutions
+            .get(board_key(goal, board))?
+            .map(|bytes| decode("solutions", &bytes))
+            .transpose()
+    }
+
+    /// Every stored solution that was searched for or proven on its own (`nodes > 0`; the
+    /// boards on its path follow from it), with its goal and board, in key order.
+    pub fn searched_solutions(
+        &self,
+    ) -> impl Iterator<Item = Result<(Board, Board, StoredSolution), StoreError>> + '_ {
+        self.solutions.iter().filter_map(|entry| {
+            let read = || -> Result<Option<(Board, Board, StoredSolution)>, StoreError> {
+                let (key, value) = entry?;
+                let solution: StoredSolution = decode("solutions", &value)?;
+                if solution.nodes == 0 {
+                    return Ok(None);
+                }
+                let corrupt = || StoreError::Corrupt {
+                    tree: "solutions",
+                    reason: "a key that is not a goal and a board".into(),
+                };
+                let cells = (*key.get(1).ok_or_else(corrupt)? as usize).pow(2);
+                let tiles = |range: std::ops::Range<usize>| -> Result<Board, StoreError> {
+                    let values: Vec<u64> = key
+                        .get(range)
+                        .ok_or_else(corrupt)?
+                        .iter()
+                        .map(|&t| u64::from(t))
+                        .collect();
+                    Board::from_tiles(&values).map_err(|_| corrupt())
+                };
+                let goal = tiles(2..2 + cells)?;
+                let board = tiles(2 + cells..2 + 2 * cells)?;
+                Ok(Some((goal, board, solution)))
+            };
+            read().transpose()
+        })
+    }
+
+    /// Stores a replayed optimal solution, marked with the `workers` whose reports it rests on;
+    /// with [`PathBoards::Stored`] also every board on its path with its exact distance (each
+    /// suffix of an optimal path is optimal).
+    pub fn put_solution(
+        &self,
+        solution: &Solution,
+        heuristic: &str,
+        workers: &[u64],
+        path_boards: PathBoards,
+    ) -> Result<(), StoreError> {
+        // Plain inserts, not a sled batch: every entry is a whole answer on its own, so a crash
+        // between them loses nothing that matters, and sled writes its log out twice for every
+        // batch (that was most of the coordinator's time on a batch of easy boards).
+        let mut board = solution.board;
+        let stored_steps = match path_boards {
+            PathBoards::Stored => solution.moves.len(),
+            PathBoards::Skipped => 1,
+        };
+        for (step, &direction) in solution.moves.iter().enumerate().take(stored_steps) {
+            let stored = StoredSolution {
+                length: (solution.moves.len() - step) as u32,
+                moves: moves_to_string(&solution.moves[step..]),
+                tiles: solution.tiles[step..].to_vec(),
+                // At least 1 for the board searched (its root was looked at, even when an
+                // exact table or a claim proven at its bound took no expansion): 0 marks the
+                // boards stored only as part of its path, which an export leaves out.
+                nodes: if step == 0 {
+                    solution.counters.expanded.max(1)
+                } else {
+                    0
+                },
+                seconds: if step == 0 { solution.seconds } else { 0.0 },
+                heuristic: heuristic.to_string(),
+                workers: workers.to_vec(),
+            };
+            self.solutions
+                .insert(board_key(&solution.goal, &board), encode_compact(&stored))?;
+            board = board.apply(direction).map_or(board, |(next, _)| next);
+        }
+        let goal_key = board_key(&solution.goal, &solution.goal);
+        let mut goals_stored = self.goals_stored.lock().unwrap_or_else(|p| p.into_inner());
+        if goals_stored.contains(&goal_key) {
+            return Ok(());
+        }
+        if !self.solutions.contains_key(&goal_key)? {
+            self.solutions.insert(
+                goal_key.clone(),
+                encode_compact(&StoredSolution {
+                    length: 0,
+                    moves: String::new(),
+                    tiles: Vec::new(),
+                    nodes: 0,
+                    seconds: 0.0,
+                    heuristic: heuristic.into(),
+                    workers: Vec::new(),
+                }),
+            )?;
+        }
+        goals_stored.insert(goal_key);
+        Ok(())
+    }
+
+    pub(super) fn forget_goals_stored(&self) {
+        self.goals_stored
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// Checks a stored solution by replaying it; `None` if it does not replay (never trusted).
+    pub fn verified(
+        goal: &Board,
+        board: &Board,
+        stored: &StoredSolution,
+    ) -> Option<Vec<Direction>> {
+        let moves: Option<Vec<Direction>> = stored
+            .moves
+            .chars()
+            .map(|c| Direction::ALL.into_iter().find(|d| d.letter() == c))
+            .collect();
+        let moves = moves?;
+        replay(board, goal, &moves).ok().map(|_| moves)
+    }
+
+    /// Removes every stored solution and search state that rests on `worker`'s reports (it was
+    /// caught lying); returns how many of each. A pass over both trees: quarantines are rare.
+    pub fn withdraw_worker(&self, worker: u64) -> Result<(usize, usize), StoreError> {
+        self.forget_goals_stored();
+        let solutions = remove_where(&self.solutions, "solutions", |s: StoredSolution| {
+            s.workers.contains(&worker)
+        })?;
+        let states = remove_where(&self.search, "search", |s: SearchState| {
+            s.workers.contains(&worker)
+        })?;
+        Ok((solutions, states))
+    }
+}

@@ -1,0 +1,333 @@
+//! The `batches`, `item_parts` and `items` trees: batches as submitted and their items as they
+//! ended.
+
+use serde::{Deserialize, Serialize};
+
+use super::answers::StoredSolution;
+use super::format::{
+    batch_entries, batch_key, board_key, decode, encode, encode_compact, item_key,
+};
+use super::{Store, StoreError};
+
+/// Items of a batch kept in one `item_parts` value: what a results page decodes at most beyond
+/// its own items, and the intake's part ([`crate::scheduler`] takes batches in a thousand
+/// lines at a time).
+pub const ITEMS_PER_PART: usize = 1_000;
+
+/// A batch as submitted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredBatch {
+    pub id: u64,
+    pub items: u32,
+    pub submitted_unix_ms: u64,
+    pub heuristic: String,
+    /// The goal it asked for (`blank-last`, `korf` or a board); None in batches stored before
+    /// it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
+    pub cancelled: bool,
+    /// Set when every item has ended: the batch's figures then come from here and the
+    /// coordinator keeps nothing of it in memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished: Option<BatchFigures>,
+}
+
+impl StoredBatch {
+    /// A batch as submitted, not cancelled and not finished.
+    pub fn new(
+        id: u64,
+        items: usize,
+        heuristic: &str,
+        goal: &str,
+        submitted_unix_ms: u64,
+    ) -> StoredBatch {
+        StoredBatch {
+            id,
+            items: items as u32,
+            submitted_unix_ms,
+            heuristic: heuristic.into(),
+            goal: Some(goal.into()),
+            cancelled: false,
+            finished: None,
+        }
+    }
+}
+
+/// A finished batch's figures.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchFigures {
+    pub solved: u32,
+    pub failed: u32,
+    /// Expanded nodes its tasks reported, and the seconds from submission (or the last
+    /// resumption) to its end, in the process that finished it.
+    pub nodes: u64,
+    pub seconds: f64,
+}
+
+/// Where an item stands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ItemStatus {
+    Queued,
+    Solved(StoredSolution),
+    Failed(String),
+}
+
+/// One line of a batch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredItem {
+    /// The board text as submitted.
+    pub text: String,
+    /// 1-based line in the submitted file, when it came from one.
+    pub line: Option<u32>,
+    /// The parsed board and its goal, when the text was valid.
+    pub board: Option<String>,
+    pub goal: Option<String>,
+    pub status: ItemStatus,
+    /// Moves the line claimed reach the goal (a `moves=` fact, as `tilesolve import` writes):
+    /// replayed at intake, and stored only once no shorter path exists (see `lifecycle`).
+    /// (Absent from JSON values written before it was kept.)
+    #[serde(default)]
+    pub claimed: Option<String>,
+}
+
+impl Store {
+    /// One more than the largest batch id in either tree. A batch's items are written before
+    /// its record, so a crash between the two leaves items whose id must not be reused (the
+    /// scheduler also keeps ids it handed out and has not stored). Ids stay small and
+    /// sequential across restarts, which sled's own id generator, reserving ranges, does not.
+    pub fn next_batch_id(&self) -> Result<u64, StoreError> {
+        let last = |tree: &sled::Tree| -> Result<u64, StoreError> {
+            Ok(tree
+                .last()?
+                .and_then(|(key, _)| key.get(1..9).and_then(|id| id.try_into().ok()))
+                .map_or(0, u64::from_be_bytes))
+        };
+        Ok(last(&self.batches)?
+            .max(last(&self.items)?)
+            .max(last(&self.item_parts)?)
+            + 1)
+    }
+
+    /// Writes items `first..` of `batch` as taken in, [`ITEMS_PER_PART`] to a value (a crash
+    /// between parts leaves items of a batch without a record, which nothing reads).
+    pub fn put_items(
+        &self,
+        batch: u64,
+        first: u32,
+        items: &[StoredItem],
+    ) -> Result<(), StoreError> {
+        for (start, part) in (first..)
+            .step_by(ITEMS_PER_PART)
+            .zip(items.chunks(ITEMS_PER_PART))
+        {
+            self.item_parts
+                .insert(item_key(batch, start), encode_compact(&part))?;
+        }
+        Ok(())
+    }
+
+    pub fn batch(&self, id: u64) -> Result<Option<StoredBatch>, StoreError> {
+        self.batches
+            .get(batch_key(id))?
+            .map(|bytes| decode("batches", &bytes))
+            .transpose()
+    }
+
+    /// Every batch, oldest first.
+    pub fn batches(&self) -> Result<Vec<StoredBatch>, StoreError> {
+        self.batches
+            .iter()
+            .values()
+            .map(|bytes| decode("batches", &bytes?))
+            .collect()
+    }
+
+    /// Every stored batch, each read on its own: one unreadable record is an error in its
+    /// place, not the end (for `tilesolve salvage`).
+    pub fn each_batch(&self) -> impl Iterator<Item = Result<StoredBatch, StoreError>> + '_ {
+        self.batches
+            .iter()
+            .values()
+            .map(|bytes| decode("batches", &bytes?))
+    }
+
+    /// The `count` most recent batches, newest first.
+    pub fn recent_batches(&self, count: usize) -> Result<Vec<StoredBatch>, StoreError> {
+        self.batches_page(None, count, true)
+    }
+
+    /// Up to `count` batches after the batch `after` (exclusive) in id order, or before it
+    /// when `newest_first`: one page, read as a range of keys, however many batches there are.
+    pub fn batches_page(
+        &self,
+        after: Option<u64>,
+        count: usize,
+        newest_first: bool,
+    ) -> Result<Vec<StoredBatch>, StoreError> {
+        let range = match (after, newest_first) {
+            (None, _) => self.batches.range::<Vec<u8>, _>(..),
+            (Some(id), false) => self.batches.range(batch_key(id.saturating_add(1))..),
+            (Some(id), true) => self.batches.range(..batch_key(id)),
+        };
+        let values = range.values();
+        let page: Box<dyn Iterator<Item = sled::Result<sled::IVec>>> = if newest_first {
+            Box::new(values.rev())
+        } else {
+            Box::new(values)
+        };
+        page.take(count)
+            .map(|bytes| decode("batches", &bytes?))
+            .collect()
+    }
+
+    pub fn put_batch(&self, batch: &StoredBatch) -> Result<(), StoreError> {
+        self.batches.insert(batch_key(batch.id), encode(batch))?;
+        Ok(())
+    }
+
+    /// Removes a batch and its items; with `solutions`, also the stored answers of its solved
+    /// items and every board on their paths. Returns (items, boards) removed.
+    pub fn remove_batch(&self, batch: u64, solutions: bool) -> Result<(usize, usize), StoreError> {
+        let count = self.batch(batch)?.map_or(0, |stored| stored.items as usize);
+        // Items are read only for their answers: a retention pass decodes nothing.
+        let stored = match solutions {
+            true => self.items(batch)?,
+            false => Vec::new(),
+        };
+        let mut boards = sled::Batch::default();
+        let mut board_count = 0;
+        for item in &stored {
+            let (ItemStatus::Solved(solved), Some(board), Some(goal)) =
+                (&item.status, &item.board, &item.goal)
+            else {
+                continue;
+            };
+            let (Ok(mut board), Ok(goal), Some(moves)) = (
+                tilesolve::parse_board(board),
+                tilesolve::parse_board(goal),
+                tilesolve::moves::moves_from_string(&solved.moves),
+            ) else {
+                continue;
+            };
+            boards.remove(board_key(&goal, &board));
+            board_count += 1;
+            for direction in moves {
+                let Some((next, _)) = board.apply(direction) else {
+                    break;
+                };
+                board = next;
+                if board != goal {
+                    boards.remove(board_key(&goal, &board));
+                    board_count += 1;
+                }
+            }
+        }
+        // A goal's own entry goes when a batch whose board was the goal does.
+        self.forget_goals_stored();
+        self.solutions.apply_batch(boards)?;
+        for tree in [&self.items, &self.item_parts] {
+            let mut removed = sled::Batch::default();
+            for key in tree.scan_prefix(batch_key(batch)).keys() {
+                removed.remove(key?);
+            }
+            tree.apply_batch(removed)?;
+        }
+        self.batches.remove(batch_key(batch))?;
+        Ok((count, board_count))
+    }
+
+    /// A batch's items in order.
+    pub fn items(&self, batch: u64) -> Result<Vec<StoredItem>, StoreError> {
+        Ok(self
+            .items_page(batch, 0, usize::MAX)?
+            .into_iter()
+            .map(|(_, item)| item)
+            .collect())
+    }
+
+    /// Up to `limit` of a batch's items from index `start` on, with their indices: each as it
+    /// ended (`items`), else as it was taken in (`item_parts`).
+    pub fn items_page(
+        &self,
+        batch: u64,
+        start: u32,
+        limit: usize,
+    ) -> Result<Vec<(u32, StoredItem)>, StoreError> {
+        let mut ended =
+            batch_entries::<StoredItem>(&self.items, "items", batch, item_key(batch, start))
+                .peekable();
+        let mut taken_in = self
+            .parts_from(batch, start)
+            .flat_map(|part| match part {
+                Ok((first, items)) => (first..).zip(items).map(Ok).collect(),
+                Err(error) => vec![Err(error)],
+            })
+            .filter(|entry| entry.as_ref().map_or(true, |(index, _)| *index >= start))
+            .peekable();
+        let mut page = Vec::new();
+        while page.len() < limit {
+            // An unreadable entry ends the page with its error.
+            if matches!(ended.peek(), Some(Err(_))) {
+                ended.next().transpose()?;
+            }
+            if matches!(taken_in.peek(), Some(Err(_))) {
+                taken_in.next().transpose()?;
+            }
+            let index_of = |entry: Option<&Result<(u32, StoredItem), StoreError>>| {
+                entry
+                    .and_then(|entry| entry.as_ref().ok())
+                    .map(|(index, _)| *index)
+            };
+            let next = match (index_of(ended.peek()), index_of(taken_in.peek())) {
+                (None, None) => break,
+                // An item as it ended stands over its part's copy.
+                (Some(ended_index), Some(taken_index)) if ended_index == taken_index => {
+                    taken_in.next();
+                    ended.next()
+                }
+                (Some(ended_index), Some(taken_index)) if taken_index < ended_index => {
+                    taken_in.next()
+                }
+                (Some(_), _) => ended.next(),
+                (None, Some(_)) => taken_in.next(),
+            };
+            if let Some(entry) = next {
+                page.push(entry?);
+            }
+        }
+        Ok(page)
+    }
+
+    /// The parts of `batch` that hold index `start` or later ones, in order.
+    pub(super) fn parts_from(
+        &self,
+        batch: u64,
+        start: u32,
+    ) -> impl Iterator<Item = Result<(u32, Vec<StoredItem>), StoreError>> + '_ {
+        // The part holding `start` begins at or before it.
+        let from = self
+            .item_parts
+            .range(item_key(batch, 0)..=item_key(batch, start))
+            .next_back()
+            .and_then(Result::ok)
+            .map_or_else(|| item_key(batch, start), |(key, _)| key.to_vec());
+        batch_entries(&self.item_parts, "item_parts", batch, from)
+    }
+
+    pub fn item(&self, batch: u64, index: u32) -> Result<Option<StoredItem>, StoreError> {
+        if let Some(bytes) = self.items.get(item_key(batch, index))? {
+            return decode("items", &bytes).map(Some);
+        }
+        Ok(self
+            .items_page(batch, index, 1)?
+            .into_iter()
+            .find(|(found, _)| *found == index)
+            .map(|(_, item)| item))
+    }
+
+    pub fn put_item(&self, batch: u64, index: u32, item: &StoredItem) -> Result<(), StoreError> {
+        self.items
+            .insert(item_key(batch, index), encode_compact(item))?;
+        Ok(())
+    }
+}

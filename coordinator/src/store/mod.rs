@@ -1,0 +1,296 @@
+//! The coordinator's store: the only module that touches sled.
+//!
+//! Trees and keys (every key starts with a format version byte; integers are big-endian so keys
+//! sort numerically):
+//! - `solutions`: version, side, goal tiles, board tiles -> [`StoredSolution`] (compact). Every
+//!   solved board, and every board on the optimal path of an answer that took a real search
+//!   (see [`PathBoards`]), is stored with its exact distance.
+//! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON).
+//! - `item_parts`: version, batch id (u64), first item index (u32) -> up to [`ITEMS_PER_PART`]
+//!   [`StoredItem`]s (compact), as the batch was taken in: one write for a thousand lines (an
+//!   entry each took ten times the CPU of a board's whole answer on a batch of easy boards).
+//! - `items`: version, batch id (u64), item index (u32) -> [`StoredItem`] (compact): an item as
+//!   it ended, over its part's copy. Batches stored before parts have every item here and no
+//!   part; reads merge the two trees, so both read alike.
+//! - `search`: version, side, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
+//!   bound of a puzzle still being solved, so a restart resumes at the right bound.
+//! - `tasks`: version, side, goal tiles, board tiles, task id (u64) -> [`TaskRecord`] (JSON):
+//!   every task a puzzle's search ran, with its size and time (and its measured parts when the
+//!   coordinator asked for them), beside the puzzle's search state; what `tilesolve simulate`
+//!   replays.
+//! - `meta`: version, name -> value; `incarnation` (u64) counts the coordinator's starts;
+//!   `format` (u64) is the newest [`STORE_FORMAT`] that wrote the store (absent: format 1);
+//!   `flushed` (u64) counts the flushes that made writes durable.
+//!
+//! Beside the store directory, `<dir>.flushed` holds the count of the last flush that finished
+//! (written after it, by rename): a store whose own count is lower lost writes it had made
+//! durable (a damaged or cut-short file, from which sled's recovery silently keeps only what
+//! came before the damage), and is refused by name rather than served half empty.
+//! [`Store::open_damaged`] opens it anyway, for `tilesolve salvage`.
+//!
+//! Values are JSON, but for the two trees written for every puzzle: "compact" is a zero byte
+//! then postcard, which took a third of the instructions JSON did for an item (encoding it, and
+//! reading it back for results). A zero byte never starts JSON, so values either wrote are
+//! read: stores from before compact values need no conversion. Postcard does not name fields,
+//! so a compact type's fields are never skipped when empty, and a field added to one needs a
+//! new leading byte.
+//!
+//! Writes that acknowledge something to a client (a new batch) are flushed before returning.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use thiserror::Error;
+
+mod answers;
+mod batches;
+mod format;
+mod search;
+#[cfg(test)]
+mod tests;
+
+pub use answers::{PathBoards, StoredSolution};
+pub use batches::{BatchFigures, ItemStatus, StoredBatch, StoredItem, ITEMS_PER_PART};
+use format::{meta_key, FlushGuard};
+pub use search::{RecordedOutcome, SearchState, TaskRecord};
+
+/// The store's layout, recorded in `meta` at every open: 1 was every item in `items` (stores
+/// from before the format was recorded), 2 adds `item_parts`. A store recorded with a newer
+/// format than this is refused by name: this version would miss what it cannot read (the
+/// queued items of a batch in parts, for one) instead of failing on it.
+pub const STORE_FORMAT: u64 = 2;
+
+/// The store's page cache unless told otherwise: lookups of recent answers and batches hit it;
+/// everything else is a read from the page cache of the kernel.
+pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("store: {0}")]
+    Sled(#[from] sled::Error),
+    #[error("store: unreadable record under {tree}: {reason}")]
+    Corrupt { tree: &'static str, reason: String },
+    /// The store could not be opened: named by its path, since an operator has to go and look.
+    #[error(
+        "store {}: {reason} (is another coordinator using it? if it is damaged: `tilesolve \
+         salvage --data {} -o rescue.jsonl` rescues what it still holds, then move it aside, \
+         restart and `tilesolve import rescue.jsonl`)",
+        path.display(),
+        path.parent().unwrap_or(path).display()
+    )]
+    Open { path: PathBuf, reason: String },
+    #[error(
+        "store {}: written by a newer tilesolve (store format {format}; this version reads formats \
+         up to {STORE_FORMAT}): run that version on it, or import an export of it into a new store",
+        path.display()
+    )]
+    Newer { path: PathBuf, format: u64 },
+    #[error(
+        "store {}: damaged: it holds writes up to flush {found}, and flush {expected} had finished ({reason}); nothing was changed. To rescue what it still holds: `tilesolve salvage --data {} -o rescue.jsonl`, then move {} aside, start the coordinator and `tilesolve import rescue.jsonl`",
+        path.display(),
+        path.parent().unwrap_or(path).display(),
+        path.display()
+    )]
+    Damaged {
+        path: PathBuf,
+        found: u64,
+        expected: u64,
+        reason: &'static str,
+    },
+}
+
+/// The coordinator's sled database.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    solutions: sled::Tree,
+    batches: sled::Tree,
+    items: sled::Tree,
+    item_parts: sled::Tree,
+    search: sled::Tree,
+    tasks: sled::Tree,
+    meta: sled::Tree,
+    /// Keys of goals whose own entry (length 0) is known to be stored: every answer would
+    /// otherwise look it up again.
+    goals_stored: Arc<Mutex<HashSet<Vec<u8>>>>,
+    /// The flush count (`meta` `flushed`) and the guard file beside the store.
+    flushes: Arc<FlushGuard>,
+}
+
+/// What a caught panic said.
+fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|text| text.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into())
+}
+
+/// Opens a store that this process has just closed: sled releases its file lock from a
+/// background thread shortly after the last handle is dropped, so the first attempts may find
+/// it still held.
+#[cfg(test)]
+pub(crate) fn reopen(dir: &Path) -> Store {
+    for _ in 0..100 {
+        if let Ok(store) = Store::open(dir) {
+            return store;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Store::open(dir).expect("the store reopens")
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`, with the default page cache.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        Store::open_with_cache(dir, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens (or creates) the store in `dir`; sled keeps at most about `cache_bytes` of pages
+    /// in memory (its own default, 1 GiB, was most of a busy coordinator's memory).
+    pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
+        let store = Store::open_unchecked(dir, cache_bytes)?;
+        let found = store.meta_u64("flushed")?.unwrap_or(0);
+        let expected = FlushGuard::read(&store.flushes.path);
+        if found < expected {
+            return Err(StoreError::Damaged {
+                path: dir.to_path_buf(),
+                found,
+                expected,
+                reason: "a disk fault or a file cut short",
+            });
+        }
+        let format = store.meta_u64("format")?.unwrap_or(1);
+        if format > STORE_FORMAT {
+            return Err(StoreError::Newer {
+                path: dir.to_path_buf(),
+                format,
+            });
+        }
+        if format < STORE_FORMAT {
+            store
+                .meta
+                .insert(meta_key("format"), &STORE_FORMAT.to_be_bytes())?;
+        }
+        Ok(store)
+    }
+
+    /// Opens a store [`Store::open`] refused as damaged, to read what it still holds (for
+    /// `tilesolve salvage`; give it a copy: sled's recovery may rewrite the files).
+    pub fn open_damaged(dir: &Path) -> Result<Store, StoreError> {
+        Store::open_unchecked(dir, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens the sled database without checking its flush count or format. A panic inside
+    /// sled (it has them on some damaged files) is an error naming the store.
+    fn open_unchecked(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
+        if !dir.join("db").exists() {
+            // A new store (the damaged one moved aside): an old guard says nothing of it.
+            let _ = std::fs::remove_file(FlushGuard::path_for(dir));
+        }
+        let opened = || -> Result<Store, sled::Error> {
+            let db = sled::Config::new()
+                .path(dir)
+                .cache_capacity(cache_bytes)
+                .open()?;
+            let guard = FlushGuard::path_for(dir);
+            Ok(Store {
+                solutions: db.open_tree("solutions")?,
+                batches: db.open_tree("batches")?,
+                items: db.open_tree("items")?,
+                item_parts: db.open_tree("item_parts")?,
+                search: db.open_tree("search")?,
+                tasks: db.open_tree("tasks")?,
+                meta: db.open_tree("meta")?,
+                goals_stored: Arc::default(),
+                flushes: Arc::new(FlushGuard {
+                    written: Mutex::new(FlushGuard::read(&guard)),
+                    path: guard,
+                    next: AtomicU64::new(0),
+                }),
+                db,
+            })
+        };
+        let open_error = |reason: String| StoreError::Open {
+            path: dir.to_path_buf(),
+            reason,
+        };
+        let store = std::panic::catch_unwind(opened)
+            .map_err(|panic| {
+                open_error(format!("sled stopped reading it: {}", panic_text(&panic)))
+            })?
+            .map_err(|error| open_error(error.to_string()))?;
+        let counted = store.meta_u64("flushed")?.unwrap_or(0);
+        let written = *store
+            .flushes
+            .written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        store
+            .flushes
+            .next
+            .store(counted.max(written) + 1, Ordering::SeqCst);
+        Ok(store)
+    }
+
+    /// A number kept in `meta` under `name`.
+    fn meta_u64(&self, name: &str) -> Result<Option<u64>, StoreError> {
+        self.meta
+            .get(meta_key(name))?
+            .map(|bytes| {
+                <[u8; 8]>::try_from(bytes.as_ref())
+                    .map(u64::from_be_bytes)
+                    .map_err(|_| StoreError::Corrupt {
+                        tree: "meta",
+                        reason: format!("{name} is not 8 bytes"),
+                    })
+            })
+            .transpose()
+    }
+
+    /// Bytes the database takes on disk (0 if sled cannot tell).
+    pub fn size_on_disk(&self) -> u64 {
+        self.db.size_on_disk().unwrap_or(0)
+    }
+
+    /// Counts one more start of the coordinator on these files and returns the new count, flushed
+    /// before it is returned so that no two starts ever see the same number.
+    pub fn next_incarnation(&self) -> Result<u64, StoreError> {
+        let next = self.meta_u64("incarnation")?.unwrap_or(0) + 1;
+        self.meta
+            .insert(meta_key("incarnation"), &next.to_be_bytes())?;
+        self.db.flush()?;
+        Ok(next)
+    }
+
+    /// Whether the store still takes writes: once one write failed (a full disk), sled fails
+    /// every later one, even after space returns, until the store is opened again. It writes
+    /// (a key overwritten each time) and flushes: a flush with nothing to write says nothing.
+    pub fn writable(&self) -> Result<(), StoreError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64);
+        self.meta.insert(meta_key("probe"), &now.to_be_bytes())?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Whether `error` is the disk being full.
+    pub fn is_disk_full(error: &StoreError) -> bool {
+        matches!(error, StoreError::Sled(sled::Error::Io(io)) if io.kind() == std::io::ErrorKind::StorageFull)
+    }
+
+    /// Makes every write so far durable, and records that it did beside the store.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        let count = self.flushes.next.fetch_add(1, Ordering::SeqCst);
+        self.meta
+            .insert(meta_key("flushed"), &count.to_be_bytes())?;
+        self.db.flush()?;
+        self.flushes
+            .record(count)
+            .map_err(|error| StoreError::Sled(sled::Error::Io(error)))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,133 @@
+//! The `search` and `tasks` trees: a puzzle's proven bound while it is solved, and the tasks
+//! its search ran (what `tilesolve simulate` replays).
+
+use serde::{Deserialize, Serialize};
+use tilesolve::Board;
+
+use super::format::{board_key, decode, encode};
+use super::{Store, StoreError};
+
+/// A puzzle's search progress.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchState {
+    /// No solution shorter than this exists (an iteration at this bound has not finished).
+    pub lower_bound: u32,
+    /// The workers whose reports the bound rests on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<u64>,
+}
+
+/// One finished task of a puzzle's search, as recorded for replaying the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub batch: u64,
+    pub index: u32,
+    pub bound: u32,
+    /// Moves from the puzzle's root to the task's board.
+    pub path: String,
+    /// A whole-puzzle task (IDA* from `bound` within a node budget).
+    pub iterate: bool,
+    pub outcome: RecordedOutcome,
+    pub nodes: u64,
+    /// The search's wall time on the worker.
+    pub seconds: f64,
+    /// From the lease to the report, at the coordinator.
+    pub round_trip_seconds: f64,
+    /// The measured descendants: (moves from the task's board, expanded nodes, microseconds).
+    pub parts: Vec<(String, u64, u64)>,
+    /// Measured after the run by `tilesolve simulate --complete` (a task the solution had
+    /// cancelled), not by a worker.
+    #[serde(default)]
+    pub measured_after: bool,
+}
+
+/// How a recorded task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecordedOutcome {
+    /// Found a goal; the solution's length.
+    Found(u32),
+    /// No goal within the bound; the least f over it.
+    Exceeded(u32),
+    /// A whole-puzzle task spent its budget in the iteration at this bound.
+    BudgetSpent(u32),
+    /// A subtree task spent its budget and came back as its children.
+    Split,
+    /// Still queued or running when another task found the solution: its size is unknown.
+    Cancelled,
+}
+
+impl Store {
+    pub fn search_state(
+        &self,
+        goal: &Board,
+        board: &Board,
+    ) -> Result<Option<SearchState>, StoreError> {
+        self.search
+            .get(board_key(goal, board))?
+            .map(|bytes| decode("search", &bytes))
+            .transpose()
+    }
+
+    pub fn remove_search_state(&self, goal: &Board, board: &Board) -> Result<(), StoreError> {
+        self.search.remove(board_key(goal, board))?;
+        Ok(())
+    }
+
+    pub fn put_search_state(
+        &self,
+        goal: &Board,
+        board: &Board,
+        state: SearchState,
+    ) -> Result<(), StoreError> {
+        self.search.insert(board_key(goal, board), encode(&state))?;
+        Ok(())
+    }
+
+    /// Records a finished task of the puzzle `board` (written by sled within half a second; a
+    /// record lost in a crash only makes a replay of that run less complete).
+    pub fn put_task_record(
+        &self,
+        goal: &Board,
+        board: &Board,
+        task: u64,
+        record: &TaskRecord,
+    ) -> Result<(), StoreError> {
+        let mut key = board_key(goal, board);
+        key.extend_from_slice(&task.to_be_bytes());
+        self.tasks.insert(key, encode(record))?;
+        Ok(())
+    }
+
+    /// Every recorded task of the puzzle `board`, in the order they were created.
+    pub fn task_records(&self, goal: &Board, board: &Board) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(self
+            .task_records_with_ids(goal, board)?
+            .into_iter()
+            .map(|(_, record)| record)
+            .collect())
+    }
+
+    /// [`Store::task_records`] with each record's task id.
+    pub fn task_records_with_ids(
+        &self,
+        goal: &Board,
+        board: &Board,
+    ) -> Result<Vec<(u64, TaskRecord)>, StoreError> {
+        let prefix = board_key(goal, board);
+        self.tasks
+            .scan_prefix(&prefix)
+            .map(|entry| {
+                let (key, value) = entry?;
+                let id = key
+                    .get(prefix.len()..)
+                    .and_then(|bytes| <[u8; 8]>::try_from(bytes).ok())
+                    .map(u64::from_be_bytes)
+                    .ok_or(StoreError::Corrupt {
+                        tree: "tasks",
+                        reason: "a key without a task id".into(),
+                    })?;
+                Ok((id, decode("tasks", &value)?))
+            })
+            .collect()
+    }
+}

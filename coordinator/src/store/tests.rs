@@ -1,0 +1,378 @@
+//! The store on real sled files in temporary directories.
+use super::format::{board_key, item_key, meta_key, COMPACT};
+use super::*;
+use tilesolve::heuristic::HeuristicKind;
+use tilesolve::{Board, Solution};
+use tilesolve::{SolveOptions, Solver};
+
+/// A batch stored as the scheduler's intake stores one: items, then its record.
+fn create_batch(store: &Store, goal: &str, items: &[StoredItem], now_unix_ms: u64) -> u64 {
+    let id = store.next_batch_id().unwrap();
+    store.put_items(id, 0, items).unwrap();
+    store
+        .put_batch(&StoredBatch::new(
+            id,
+            items.len(),
+            "default",
+            goal,
+            now_unix_ms,
+        ))
+        .unwrap();
+    id
+}
+
+fn item(text: &str) -> StoredItem {
+    StoredItem {
+        claimed: None,
+        text: text.into(),
+        line: Some(1),
+        board: Some(text.into()),
+        goal: None,
+        status: ItemStatus::Queued,
+    }
+}
+
+#[test]
+fn a_store_that_cannot_be_opened_is_named_by_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    std::fs::write(&path, b"not a directory").unwrap();
+    let message = Store::open(&path).err().expect("refused").to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+}
+
+#[test]
+fn a_store_that_lost_flushed_writes_is_refused_by_name_and_opens_for_salvage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    {
+        let store = Store::open(&path).unwrap();
+        store.flush().unwrap();
+        store.flush().unwrap();
+    }
+    let guard = dir.path().join("store.flushed");
+    assert_eq!(std::fs::read_to_string(&guard).unwrap(), "2");
+    drop(reopen(&path));
+    // As if the store's last flushes were lost after they finished.
+    std::fs::write(&guard, "7").unwrap();
+    let mut refused = Store::open(&path);
+    for _ in 0..100 {
+        if !matches!(refused, Err(StoreError::Open { .. })) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        refused = Store::open(&path);
+    }
+    let message = refused.err().expect("refused").to_string();
+    assert!(
+        message.contains(&format!("store {}: damaged", path.display()))
+            && message.contains("tilesolve salvage --data"),
+        "{message}"
+    );
+    assert!(Store::open_damaged(&path).is_ok());
+}
+
+#[test]
+fn a_store_of_a_newer_format_is_refused_by_name_and_an_older_one_is_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.meta_u64("format").unwrap(), Some(STORE_FORMAT));
+        // As a store from before the format was recorded.
+        store.meta.remove(meta_key("format")).unwrap();
+        store.flush().unwrap();
+    }
+    {
+        let store = reopen(dir.path());
+        assert_eq!(store.meta_u64("format").unwrap(), Some(STORE_FORMAT));
+        store
+            .meta
+            .insert(meta_key("format"), &(STORE_FORMAT + 1).to_be_bytes())
+            .unwrap();
+        store.flush().unwrap();
+    }
+    let refused = (0..100)
+        .find_map(|_| match Store::open(dir.path()) {
+            Err(error @ StoreError::Newer { .. }) => Some(error),
+            _ => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                None
+            }
+        })
+        .expect("refused as newer");
+    let message = refused.to_string();
+    assert!(
+        message.contains(&dir.path().display().to_string())
+            && message.contains(&format!("store format {}", STORE_FORMAT + 1)),
+        "{message}"
+    );
+}
+
+#[test]
+fn batch_ids_stay_small_and_sequential_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let store = reopen(dir.path());
+        ids.push(create_batch(&store, "blank-last", &[item("1,2,3")], 0));
+        ids.push(create_batch(&store, "blank-last", &[item("1,2,3")], 0));
+        store.flush().unwrap();
+    }
+    assert_eq!(ids, [1, 2, 3, 4, 5, 6]);
+}
+
+#[test]
+fn batches_survive_reopening_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let store = Store::open(dir.path()).unwrap();
+        let id = create_batch(
+            &store,
+            "blank-last",
+            &[item("1,2,3,4,5,6,7,0,8"), item("bad")],
+            42,
+        );
+        store.flush().unwrap();
+        let mut second = item("bad");
+        second.status = ItemStatus::Failed("unexpected 'b' at column 1".into());
+        store.put_item(id, 1, &second).unwrap();
+        store.flush().unwrap();
+        id
+    };
+    let store = reopen(dir.path());
+    let batch = store.batch(id).unwrap().unwrap();
+    assert_eq!((batch.items, batch.submitted_unix_ms), (2, 42));
+    let items = store.items(id).unwrap();
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0].status, ItemStatus::Queued);
+    assert!(matches!(&items[1].status, ItemStatus::Failed(reason) if reason.contains("column 1")));
+    assert_eq!(store.batches().unwrap().len(), 1);
+    assert!(store.batch(id + 1).unwrap().is_none());
+}
+
+#[test]
+fn items_read_as_they_ended_over_their_parts_across_part_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let total = 2 * ITEMS_PER_PART + 5;
+    let items: Vec<StoredItem> = (0..total).map(|i| item(&format!("line {i}"))).collect();
+    let id = create_batch(&store, "blank-last", &items, 1);
+    assert_eq!(store.item_parts.len(), 3);
+    let failed = |i: usize| StoredItem {
+        status: ItemStatus::Failed(format!("reason {i}")),
+        ..items[i].clone()
+    };
+    let ended = [0, ITEMS_PER_PART - 1, ITEMS_PER_PART, total - 1];
+    for &i in &ended {
+        store.put_item(id, i as u32, &failed(i)).unwrap();
+    }
+    let expected: Vec<StoredItem> = (0..total)
+        .map(|i| match ended.contains(&i) {
+            true => failed(i),
+            false => items[i].clone(),
+        })
+        .collect();
+    assert_eq!(store.items(id).unwrap(), expected);
+    // Pages starting inside a part and crossing into the next.
+    for (start, limit) in [(0, 3), (ITEMS_PER_PART - 2, 4), (total - 2, 10), (total, 5)] {
+        let page = store.items_page(id, start as u32, limit).unwrap();
+        let want: Vec<(u32, StoredItem)> = (start..total.min(start + limit))
+            .map(|i| (i as u32, expected[i].clone()))
+            .collect();
+        assert_eq!(page, want, "page from {start}");
+    }
+    assert_eq!(
+        store.item(id, ITEMS_PER_PART as u32).unwrap(),
+        Some(failed(ITEMS_PER_PART))
+    );
+    assert_eq!(store.item(id, 7).unwrap(), Some(items[7].clone()));
+    assert_eq!(store.item(id, total as u32).unwrap(), None);
+    // A batch stored before parts: every item in `items`.
+    for i in 0..3u32 {
+        store.put_item(id + 1, i, &items[i as usize]).unwrap();
+    }
+    assert_eq!(store.items(id + 1).unwrap(), items[..3].to_vec());
+    assert_eq!(store.next_batch_id().unwrap(), id + 2);
+    assert_eq!(store.remove_batch(id, false).unwrap(), (total, 0));
+    assert!(store.items(id).unwrap().is_empty());
+    assert_eq!(
+        (store.item_parts.len(), store.items(id + 1).unwrap().len()),
+        (0, 3)
+    );
+}
+
+/// A 31-move 8-puzzle, its goal and its solution.
+fn solved_eight_puzzle() -> (Board, Board, Solution) {
+    let goal = Board::blank_last(3);
+    let board = tilesolve::parse_board("8,6,7,2,5,4,3,0,1").unwrap();
+    let solution = Solver::new(goal, HeuristicKind::Manhattan)
+        .solve(&board, &SolveOptions::default(), None)
+        .unwrap();
+    (goal, board, solution)
+}
+
+#[test]
+fn json_values_of_earlier_versions_are_read_beside_compact_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (goal, board, solution) = solved_eight_puzzle();
+    // As an earlier version wrote them: JSON, empty fields left out.
+    let old_solution = r#"{"length":2,"moves":"DR","tiles":[6,8],"nodes":3,"seconds":0.5,"heuristic":"manhattan"}"#;
+    let old_item = format!(
+        r#"{{"text":"{board}","line":4,"board":"{board}","goal":"{goal}","status":{{"Solved":{old_solution}}}}}"#
+    );
+    store
+        .solutions
+        .insert(board_key(&goal, &board), old_solution.as_bytes())
+        .unwrap();
+    store
+        .items
+        .insert(item_key(9, 0), old_item.as_bytes())
+        .unwrap();
+    let expected = StoredSolution {
+        length: 2,
+        moves: "DR".into(),
+        tiles: vec![6, 8],
+        nodes: 3,
+        seconds: 0.5,
+        heuristic: "manhattan".into(),
+        workers: Vec::new(),
+    };
+    assert_eq!(
+        store.solution(&goal, &board).unwrap(),
+        Some(expected.clone())
+    );
+    let read = store.item(9, 0).unwrap().expect("stored");
+    assert_eq!((read.line, read.claimed.as_deref()), (Some(4), None));
+    assert_eq!(read.status, ItemStatus::Solved(expected));
+    // Written again, compact, and read back the same.
+    store.put_item(9, 1, &read).unwrap();
+    assert_eq!(
+        store.items.get(item_key(9, 1)).unwrap().unwrap()[0],
+        COMPACT
+    );
+    assert_eq!(store.item(9, 1).unwrap(), Some(read));
+    store
+        .put_solution(&solution, "manhattan", &[7], PathBoards::Skipped)
+        .unwrap();
+    let stored = store.solution(&goal, &board).unwrap().expect("stored");
+    assert_eq!((stored.length, stored.workers), (31, vec![7]));
+}
+
+#[test]
+fn a_cheap_answer_stores_its_board_and_not_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (goal, board, solution) = solved_eight_puzzle();
+    store
+        .put_solution(&solution, "manhattan", &[], PathBoards::Skipped)
+        .unwrap();
+    let stored = store.solution(&goal, &board).unwrap().expect("stored");
+    assert_eq!(stored.length, 31);
+    assert!(Store::verified(&goal, &board, &stored).is_some());
+    let next = board.apply(solution.moves[0]).unwrap().0;
+    assert!(store.solution(&goal, &next).unwrap().is_none());
+}
+
+#[test]
+fn every_board_on_a_solution_path_is_stored_with_its_distance() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (goal, board, solution) = solved_eight_puzzle();
+    store
+        .put_solution(&solution, "manhattan", &[], PathBoards::Stored)
+        .unwrap();
+    let mut current = board;
+    for (step, &direction) in solution.moves.iter().enumerate() {
+        let stored = store.solution(&goal, &current).unwrap().expect("stored");
+        assert_eq!(stored.length as usize, 31 - step);
+        assert!(Store::verified(&goal, &current, &stored).is_some());
+        current = current.apply(direction).unwrap().0;
+    }
+    assert_eq!(store.solution(&goal, &goal).unwrap().unwrap().length, 0);
+    let other_goal = Board::blank_first(3);
+    assert!(
+        store.solution(&other_goal, &board).unwrap().is_none(),
+        "solutions are per goal"
+    );
+    let mut forged = store.solution(&goal, &board).unwrap().unwrap();
+    forged.moves = "UUUU".into();
+    assert!(
+        Store::verified(&goal, &board, &forged).is_none(),
+        "a stored answer is replayed, not trusted"
+    );
+}
+
+#[test]
+fn incarnations_grow_across_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = Store::open(dir.path()).unwrap().next_incarnation().unwrap();
+    let second = reopen(dir.path()).next_incarnation().unwrap();
+    assert_eq!((first, second), (1, 2));
+}
+
+#[test]
+fn task_records_are_kept_per_puzzle_in_creation_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let goal = Board::blank_last(3);
+    let board = tilesolve::parse_board("8,6,7,2,5,4,3,0,1").unwrap();
+    let other = tilesolve::parse_board("1,2,3,4,5,6,7,0,8").unwrap();
+    let record = |bound: u32, path: &str| TaskRecord {
+        batch: 1,
+        index: 0,
+        bound,
+        path: path.into(),
+        iterate: false,
+        outcome: RecordedOutcome::Exceeded(bound + 2),
+        nodes: 10,
+        seconds: 0.5,
+        round_trip_seconds: 0.6,
+        parts: vec![("UL".into(), 4, 7)],
+        measured_after: false,
+    };
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .put_task_record(&goal, &board, 300, &record(29, "R"))
+            .unwrap();
+        store
+            .put_task_record(&goal, &board, 7, &record(27, "L"))
+            .unwrap();
+        store
+            .put_task_record(&goal, &other, 8, &record(1, ""))
+            .unwrap();
+        store.flush().unwrap();
+    }
+    let store = reopen(dir.path());
+    assert_eq!(
+        store.task_records(&goal, &board).unwrap(),
+        vec![record(27, "L"), record(29, "R")]
+    );
+    assert_eq!(store.task_records(&goal, &other).unwrap().len(), 1);
+}
+
+#[test]
+fn search_state_is_kept_until_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let goal = Board::blank_last(3);
+    let board = tilesolve::parse_board("2,4,0,1,8,5,3,6,7").unwrap();
+    let state = SearchState {
+        lower_bound: 24,
+        workers: vec![7],
+    };
+    store
+        .put_search_state(&goal, &board, state.clone())
+        .unwrap();
+    assert_eq!(store.search_state(&goal, &board).unwrap(), Some(state));
+    // Storing the answer leaves it (the scheduler removes it if its puzzle stored one).
+    let solution = Solver::new(goal, HeuristicKind::Manhattan)
+        .solve(&board, &SolveOptions::default(), None)
+        .unwrap();
+    store
+        .put_solution(&solution, "manhattan", &[], PathBoards::Stored)
+        .unwrap();
+    assert!(store.search_state(&goal, &board).unwrap().is_some());
+    store.remove_search_state(&goal, &board).unwrap();
+    assert_eq!(store.search_state(&goal, &board).unwrap(), None);
+}
