@@ -21,9 +21,10 @@ use tilesolve::proto::MAX_BATCH_LINES;
 use tilesolve::{parse_board, Board};
 
 use crate::calls::{connect, CallError, Client, Coordinator};
-use crate::distributed::{
-    progress_bar, read_pages, runtime, submit_lines, wait_until_done, ConnectArgs, Patience,
+use crate::client::{
+    progress_bar, read_pages, submit_lines, wait_until_done, ConnectArgs, Patience,
 };
+use crate::process::runtime;
 use crate::results::{printable, FormatArgs};
 
 #[derive(Args)]
@@ -480,55 +481,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                 })
                 .await?;
         }
-        // The batches go in once every answer is proven, so their items come from the store
-        // (at submission) instead of being searched again.
-        for (batch, items) in &file.batches {
-            if items.is_empty() {
-                eprintln!("batch {}: no items, not imported", batch.id);
-                continue;
-            }
-            let submitted = submit_lines(
-                &mut coordinator,
-                batch_lines(items),
-                &batch.heuristic,
-                &batch.goal,
-                args.output.format(),
-                args.wait && !batch.cancelled,
-            )
-            .await;
-            let submitted = match submitted {
-                Ok(submitted) => submitted,
-                Err(error) => match refusal(&error) {
-                    Some(reason) => {
-                        eprintln!("batch {}: not imported: {reason}", batch.id);
-                        done.batches_refused += 1;
-                        continue;
-                    }
-                    None => return Err(error),
-                },
-            };
-            done.batches += 1;
-            eprintln!("batch {} imported as batch {}", batch.id, submitted.batch);
-            let answered = items.iter().filter(|item| item.length.is_some()).count();
-            if submitted.from_store < answered as u32 {
-                eprintln!(
-                    "batch {}: {} of its {answered} answers did not come back from the store",
-                    batch.id,
-                    answered as u32 - submitted.from_store
-                );
-                done.batches_refused += 1;
-            }
-            // A cancelled batch is cancelled again: its items the store answered keep their
-            // answers, the rest fail as cancelled, as they did.
-            if batch.cancelled {
-                let request = pb::CancelBatchRequest {
-                    batch_id: submitted.batch,
-                };
-                coordinator
-                    .call(|mut client| async move { client.cancel_batch(request).await })
-                    .await?;
-            }
-        }
+        import_batches(&mut coordinator, &file, &args, &mut done).await?;
         anyhow::Ok(done)
     })?;
     eprintln!(
@@ -546,6 +499,64 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
         }
     );
     Ok(done.refused == 0 && done.batches_refused == 0)
+}
+
+/// Submits the export's batches once every answer is proven, so their items come from the
+/// store (at submission) instead of being searched again; a cancelled batch is cancelled again.
+async fn import_batches(
+    coordinator: &mut Coordinator,
+    file: &ExportFile,
+    args: &ImportArgs,
+    done: &mut Restored,
+) -> anyhow::Result<()> {
+    for (batch, items) in &file.batches {
+        if items.is_empty() {
+            eprintln!("batch {}: no items, not imported", batch.id);
+            continue;
+        }
+        let submitted = submit_lines(
+            coordinator,
+            batch_lines(items),
+            &batch.heuristic,
+            &batch.goal,
+            args.output.format(),
+            args.wait && !batch.cancelled,
+        )
+        .await;
+        let submitted = match submitted {
+            Ok(submitted) => submitted,
+            Err(error) => match refusal(&error) {
+                Some(reason) => {
+                    eprintln!("batch {}: not imported: {reason}", batch.id);
+                    done.batches_refused += 1;
+                    continue;
+                }
+                None => return Err(error),
+            },
+        };
+        done.batches += 1;
+        eprintln!("batch {} imported as batch {}", batch.id, submitted.batch);
+        let answered = items.iter().filter(|item| item.length.is_some()).count();
+        if submitted.from_store < answered as u32 {
+            eprintln!(
+                "batch {}: {} of its {answered} answers did not come back from the store",
+                batch.id,
+                answered as u32 - submitted.from_store
+            );
+            done.batches_refused += 1;
+        }
+        // A cancelled batch is cancelled again: its items the store answered keep their
+        // answers, the rest fail as cancelled, as they did.
+        if batch.cancelled {
+            let request = pb::CancelBatchRequest {
+                batch_id: submitted.batch,
+            };
+            coordinator
+                .call(|mut client| async move { client.cancel_batch(request).await })
+                .await?;
+        }
+    }
+    Ok(())
 }
 
 #[derive(Args)]

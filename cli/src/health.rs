@@ -15,7 +15,7 @@ use tonic_health::pb::HealthCheckRequest;
 #[derive(Args)]
 pub struct HealthArgs {
     /// The address to ask: a coordinator, or a worker's --health-listen.
-    #[arg(long, default_value = crate::distributed::DEFAULT_COORDINATOR)]
+    #[arg(long, default_value = crate::client::DEFAULT_COORDINATOR)]
     address: String,
     /// The service to ask about: "" (the default) is the process as a whole;
     /// "tilesolve.worker.ready" is a worker registered with its coordinator.
@@ -40,7 +40,7 @@ pub fn run(args: HealthArgs) -> anyhow::Result<bool> {
         ..ConnectOptions::new(args.address.clone())
     };
     let timeout = Duration::from_secs_f64(args.timeout.max(0.1));
-    crate::distributed::runtime()?.block_on(async {
+    crate::process::runtime()?.block_on(async {
         let ask = async {
             let mut client = HealthClient::new(options.connect().await.map_err(CallError::from)?);
             let answer = client

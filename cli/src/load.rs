@@ -11,7 +11,8 @@ use tilesolve::proto::v1 as pb;
 use tilesolve::{parse_board, Board, Direction, HeuristicKind, SolveOptions, Solver};
 
 use crate::calls::connect;
-use crate::distributed::{runtime, ConnectArgs};
+use crate::client::ConnectArgs;
+use crate::process::runtime;
 
 #[derive(Args)]
 pub struct LoadArgs {

@@ -2,24 +2,29 @@
 //! only parses arguments and turns errors into exit codes.
 
 mod backup;
+mod batch;
 mod bench;
 mod calls;
-mod distributed;
+mod client;
+mod exit_status;
 mod health;
 mod load;
 mod options;
 mod pdb;
+mod process;
 mod progress;
 mod report;
 mod results;
 mod salvage;
+mod serve;
 mod simulate;
 mod solve;
+mod worker;
 
 use std::process::ExitCode;
 
-use calls::ExitStatus;
 use clap::{CommandFactory, Parser, Subcommand};
+use exit_status::ExitStatus;
 
 /// mimalloc rather than glibc's malloc: under a steady load a coordinator on glibc kept
 /// growing (its per-thread arenas fragment under the store's churn) while what it held stayed
@@ -29,7 +34,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Optimal solutions to sliding-tile puzzles (8-, 15- and 24-puzzle).
 #[derive(Parser)]
-#[command(name = "tilesolve", version, about, after_help = calls::EXIT_STATUS_HELP)]
+#[command(name = "tilesolve", version, about, after_help = exit_status::EXIT_STATUS_HELP)]
 struct Cli {
     /// Log lines for people (`human`) or one JSON object per line (`json`); `RUST_LOG`
     /// filters them either way.
@@ -51,23 +56,23 @@ enum Command {
     Pdb(pdb::PdbCommand),
     /// Solve a batch file with an embedded coordinator, local workers and the store in the data
     /// directory: the way to run the main job on one machine.
-    Batch(distributed::BatchArgs),
+    Batch(batch::BatchArgs),
     /// Run the coordinator (gRPC) with its store in the data directory.
-    Serve(distributed::ServeArgs),
+    Serve(serve::ServeArgs),
     /// Run a worker that takes tasks from a coordinator.
-    Worker(distributed::WorkerArgs),
+    Worker(worker::WorkerArgs),
     /// Submit a batch file to a coordinator.
-    Submit(distributed::SubmitArgs),
+    Submit(client::SubmitArgs),
     /// A batch's progress.
-    Status(distributed::StatusArgs),
+    Status(client::StatusArgs),
     /// A batch's results.
-    Results(distributed::ResultsArgs),
+    Results(client::ResultsArgs),
     /// A stored solution.
-    Query(distributed::QueryArgs),
+    Query(client::QueryArgs),
     /// Every batch the coordinator holds.
-    Batches(distributed::ListArgs),
+    Batches(client::ListArgs),
     /// Cancel a batch.
-    Cancel(distributed::CancelArgs),
+    Cancel(client::CancelArgs),
     /// Every stored answer as JSON lines (a backup, taken while the coordinator runs).
     Export(backup::ExportArgs),
     /// Load a file `export` wrote into a coordinator: each answer is replayed and proven
@@ -119,15 +124,15 @@ fn main() -> ExitCode {
         Command::Solve(args) => solve::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Pdb(command) => pdb::run(command),
-        Command::Batch(args) => distributed::batch(args),
-        Command::Serve(args) => distributed::serve(args),
-        Command::Worker(args) => distributed::worker(args),
-        Command::Submit(args) => distributed::submit(args),
-        Command::Status(args) => distributed::status(args),
-        Command::Results(args) => distributed::results(args),
-        Command::Query(args) => distributed::query(args),
-        Command::Batches(args) => distributed::list(args),
-        Command::Cancel(args) => distributed::cancel(args),
+        Command::Batch(args) => batch::batch(args),
+        Command::Serve(args) => serve::serve(args),
+        Command::Worker(args) => worker::worker(args),
+        Command::Submit(args) => client::submit(args),
+        Command::Status(args) => client::status(args),
+        Command::Results(args) => client::results(args),
+        Command::Query(args) => client::query(args),
+        Command::Batches(args) => client::list(args),
+        Command::Cancel(args) => client::cancel(args),
         Command::Export(args) => backup::export(args),
         Command::Import(args) => backup::import(args),
         Command::Prune(args) => backup::prune(args),

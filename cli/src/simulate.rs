@@ -7,7 +7,9 @@ use anyhow::{bail, Context};
 use clap::Args;
 use tilesolve::pdb::PdbStore;
 use tilesolve_coordinator::scheduler::{SchedulerConfig, MAX_PREFETCH};
-use tilesolve_coordinator::simulate::{load_run, measure_cancelled, simulate, SimulationPolicy};
+use tilesolve_coordinator::simulate::{
+    load_run, measure_cancelled, simulate, RecordedPuzzle, SimulationPolicy,
+};
 use tilesolve_coordinator::store::Store;
 
 use crate::options::PolicyArgs;
@@ -103,78 +105,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         Some(ms) => bail!("--overhead-ms must be a non-negative number, not {ms}"),
         None => measured_overhead.unwrap_or(0.0),
     };
-    println!("batch {}: {} puzzles", args.batch, puzzles.len());
-    for puzzle in &puzzles {
-        let total = puzzle.prelude_nodes + puzzle.measured_nodes + puzzle.predicted_nodes;
-        println!(
-            "  item {:>3}: {} moves, {} nodes ({} whole-puzzle, {:.1}% predicted), split iterations at {}",
-            puzzle.index + 1,
-            puzzle.length,
-            total,
-            puzzle.prelude_nodes,
-            100.0 * puzzle.predicted_nodes as f64 / total.max(1) as f64,
-            if puzzle.bounds.is_empty() {
-                "none".to_string()
-            } else {
-                puzzle
-                    .bounds
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            }
-        );
-    }
-    if args.iterations {
-        for puzzle in &puzzles {
-            for it in puzzle.iteration_summaries() {
-                println!(
-                    "  item {:>3} bound {:>3}: {:>7} pieces, {:>12} nodes, {:>8.3} s, largest piece {:.4} s",
-                    puzzle.index + 1,
-                    it.bound,
-                    it.units,
-                    it.nodes,
-                    it.seconds,
-                    it.largest_unit_seconds
-                );
-            }
-        }
-    }
-    let config = args.policy.apply(SchedulerConfig::default());
-    println!(
-        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker{}",
-        config.split_balance,
-        config.min_split_nodes,
-        config.min_split_nodes_per_thread,
-        config.tasks_per_thread,
-        config.profile_depth,
-        config.subtree_task_budget,
-        args.coordinator_ms,
-        overhead_seconds * 1e3,
-        if args.overhead_ms.is_none() {
-            " (median measured in the run)"
-        } else {
-            ""
-        },
-        args.prefetch,
-        if args.exhaustive {
-            ", every iteration searched to its end"
-        } else {
-            ""
-        }
-    );
-    let policy = SimulationPolicy {
-        tasks_per_thread: config.tasks_per_thread,
-        split_balance: config.split_balance,
-        min_split_nodes: config.min_split_nodes,
-        min_split_nodes_per_thread: config.min_split_nodes_per_thread,
-        profile_depth: config.profile_depth,
-        subtree_task_budget: config.subtree_task_budget,
-        overhead_seconds,
-        coordinator_seconds_per_task: args.coordinator_ms.max(0.0) / 1e3,
-        exhaustive: args.exhaustive,
-        prefetch: args.prefetch as usize,
-    };
+    print_recording(args.batch, &puzzles, args.iterations);
+    let policy = policy(&args, overhead_seconds);
     println!(
         "{:>7} {:>12} {:>9} {:>10} {:>9} {:>10} {:>8} {:>10} {:>9}",
         "workers",
@@ -235,4 +167,85 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         println!("* the recording was too coarse for the policy's split at this size (record with a larger serve --record-depth)");
     }
     Ok(true)
+}
+
+/// What the recording holds: each puzzle's nodes and split iterations (and, with
+/// `iterations`, each iteration's measured pieces).
+fn print_recording(batch: u64, puzzles: &[RecordedPuzzle], iterations: bool) {
+    println!("batch {}: {} puzzles", batch, puzzles.len());
+    for puzzle in puzzles {
+        let total = puzzle.prelude_nodes + puzzle.measured_nodes + puzzle.predicted_nodes;
+        println!(
+            "  item {:>3}: {} moves, {} nodes ({} whole-puzzle, {:.1}% predicted), split iterations at {}",
+            puzzle.index + 1,
+            puzzle.length,
+            total,
+            puzzle.prelude_nodes,
+            100.0 * puzzle.predicted_nodes as f64 / total.max(1) as f64,
+            if puzzle.bounds.is_empty() {
+                "none".to_string()
+            } else {
+                puzzle
+                    .bounds
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            }
+        );
+    }
+    if iterations {
+        for puzzle in puzzles {
+            for it in puzzle.iteration_summaries() {
+                println!(
+                    "  item {:>3} bound {:>3}: {:>7} pieces, {:>12} nodes, {:>8.3} s, largest piece {:.4} s",
+                    puzzle.index + 1,
+                    it.bound,
+                    it.units,
+                    it.nodes,
+                    it.seconds,
+                    it.largest_unit_seconds
+                );
+            }
+        }
+    }
+}
+
+/// The scheduling policy to simulate, from the command line, printed.
+fn policy(args: &SimulateArgs, overhead_seconds: f64) -> SimulationPolicy {
+    let config = args.policy.apply(SchedulerConfig::default());
+    println!(
+        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker{}",
+        config.split_balance,
+        config.min_split_nodes,
+        config.min_split_nodes_per_thread,
+        config.tasks_per_thread,
+        config.profile_depth,
+        config.subtree_task_budget,
+        args.coordinator_ms,
+        overhead_seconds * 1e3,
+        if args.overhead_ms.is_none() {
+            " (median measured in the run)"
+        } else {
+            ""
+        },
+        args.prefetch,
+        if args.exhaustive {
+            ", every iteration searched to its end"
+        } else {
+            ""
+        }
+    );
+    SimulationPolicy {
+        tasks_per_thread: config.tasks_per_thread,
+        split_balance: config.split_balance,
+        min_split_nodes: config.min_split_nodes,
+        min_split_nodes_per_thread: config.min_split_nodes_per_thread,
+        profile_depth: config.profile_depth,
+        subtree_task_budget: config.subtree_task_budget,
+        overhead_seconds,
+        coordinator_seconds_per_task: args.coordinator_ms.max(0.0) / 1e3,
+        exhaustive: args.exhaustive,
+        prefetch: args.prefetch as usize,
+    }
 }

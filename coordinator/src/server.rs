@@ -24,6 +24,8 @@ use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
 use crate::service::{Limits, Service};
 use crate::store::{Store, StoreError};
 use crate::web;
+use tonic_health::pb::health_server::{Health, HealthServer};
+
 use tilesolve::proto::MAX_MESSAGE_BYTES;
 
 /// Concurrent calls one connection may have open; more wait for a slot.
@@ -125,66 +127,11 @@ pub async fn run(
     config: ServeConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let store = Store::open_with_cache(&config.data.join("store"), config.store_cache_bytes)?;
-    let pdbs = PdbStore::new(&config.data, config.build_threads);
-    // Before any worker registers: the checksums it is compared with are then those of the
-    // packed files, which is what upgraded workers hold.
-    let repacking = pdbs.clone();
-    let log = |event: PdbEvent<'_>| match event {
-        PdbEvent::Packing { path, entries } => {
-            tracing::info!(file = %path.display(), entries, "packing a pattern table an earlier version built (once; the coordinator answers when it is done)")
-        }
-        PdbEvent::Packed { path, seconds } => {
-            tracing::info!(file = %path.display(), seconds, "packed a pattern table to half a byte an entry")
-        }
-        _ => {}
-    };
-    match tokio::task::spawn_blocking(move || repacking.repack_present(&log)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(error)) => tracing::warn!(%error, "could not pack a pattern table"),
-        Err(error) => tracing::warn!(%error, "packing pattern tables stopped"),
-    }
     let lease_timeout = config.scheduler.lease_timeout;
-    let scheduler = Arc::new(Mutex::new(Scheduler::new(
-        store,
-        pdbs.clone(),
-        config.scheduler,
-    )?));
+    let (scheduler, pdbs) = open_scheduler(&config).await?;
 
     let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits);
-    // The sweep runs several times per lease timeout, so a dead worker's tasks return promptly.
-    let sweeper = {
-        let service = service.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(lease_timeout / 4);
-            loop {
-                tick.tick().await;
-                let sweeping = service.clone();
-                let swept = match tokio::task::spawn_blocking(move || sweeping.sweep()).await {
-                    Ok(swept) => swept,
-                    Err(error) => Err(SchedulerError::Internal(error.to_string())),
-                };
-                match swept {
-                    Ok(swept) => {
-                        for worker in &swept.workers_lost {
-                            tracing::warn!(
-                                worker,
-                                "worker lost: no heartbeat within the lease timeout"
-                            );
-                        }
-                        if swept.tasks_requeued > 0 || swept.puzzles_failed > 0 {
-                            tracing::warn!(
-                                requeued = swept.tasks_requeued,
-                                puzzles_failed = swept.puzzles_failed,
-                                "expired leases returned to the queue"
-                            );
-                        }
-                    }
-                    Err(error) => tracing::error!(%error, "lease sweep"),
-                }
-            }
-        })
-    };
+    let sweeper = spawn_sweeper(service.clone(), lease_timeout);
 
     // Batches resumed from the store, or submitted from now on, may wait for pattern tables.
     let table_supply = service.table_supply();
@@ -193,8 +140,6 @@ pub async fn run(
     let retention = config
         .keep_batches
         .map(|keep| tokio::spawn(prune_old_batches(service.clone(), keep)));
-    let client_check = TokenCheck::client(config.token.as_deref(), &config.worker_tokens);
-    let worker_check = TokenCheck::worker(&config.worker_tokens, config.token.as_deref());
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<pb::tilesolve_server::TilesolveServer<Service>>()
@@ -202,13 +147,7 @@ pub async fn run(
     health
         .set_serving::<pb::workers_server::WorkersServer<Service>>()
         .await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
-        .build_v1()?;
-    // grpcurl 1.8 and Python's grpc_reflection speak only the older v1alpha.
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
-        .build_v1alpha()?;
+    let router = routes(&service, &config, health_service)?;
     tracing::info!(
         address = ?listener.local_addr().ok(),
         data = %config.data.display(),
@@ -233,37 +172,6 @@ pub async fn run(
             ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem)),
         )?;
     }
-    let max_message_bytes = config.limits.max_message_bytes.min(MAX_MESSAGE_BYTES);
-    let mut routes = tonic::service::Routes::builder();
-    routes
-        .add_service(InterceptedService::new(
-            pb::tilesolve_server::TilesolveServer::new(service.clone())
-                .max_decoding_message_size(max_message_bytes),
-            client_check.clone(),
-        ))
-        .add_service(InterceptedService::new(
-            pb::workers_server::WorkersServer::new(service.clone())
-                .max_decoding_message_size(max_message_bytes),
-            worker_check,
-        ))
-        .add_service(health_service)
-        .add_service(InterceptedService::new(reflection, client_check.clone()))
-        .add_service(InterceptedService::new(reflection_v1alpha, client_check));
-    // gRPC paths go to the services; everything else (the dashboard, /metrics) to the web side.
-    let rpc_metrics = RpcMetrics::default();
-    let router = routes
-        .routes()
-        .into_axum_router()
-        .layer(axum::middleware::from_fn_with_state(
-            rpc_metrics.clone(),
-            rpc_metrics::record,
-        ))
-        .merge(web::router(
-            service.clone(),
-            config.token.as_deref(),
-            rpc_metrics,
-        ))
-        .fallback(web::unknown_path);
     let (stopping, stop_requested) = tokio::sync::oneshot::channel::<()>();
     let mut store_failed = None;
     let failure = store_failure(service.clone(), health.clone());
@@ -307,6 +215,121 @@ pub async fn run(
     }
     result?;
     Ok(flushed?)
+}
+
+/// The store opened, tables packed by an earlier version packed once, and the scheduler on
+/// them (unfinished batches resumed).
+async fn open_scheduler(
+    config: &ServeConfig,
+) -> Result<(Arc<Mutex<Scheduler>>, PdbStore), ServeError> {
+    let store = Store::open_with_cache(&config.data.join("store"), config.store_cache_bytes)?;
+    let pdbs = PdbStore::new(&config.data, config.build_threads);
+    // Before any worker registers: the checksums it is compared with are then those of the
+    // packed files, which is what upgraded workers hold.
+    let repacking = pdbs.clone();
+    let log = |event: PdbEvent<'_>| match event {
+        PdbEvent::Packing { path, entries } => {
+            tracing::info!(file = %path.display(), entries, "packing a pattern table an earlier version built (once; the coordinator answers when it is done)")
+        }
+        PdbEvent::Packed { path, seconds } => {
+            tracing::info!(file = %path.display(), seconds, "packed a pattern table to half a byte an entry")
+        }
+        _ => {}
+    };
+    match tokio::task::spawn_blocking(move || repacking.repack_present(&log)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "could not pack a pattern table"),
+        Err(error) => tracing::warn!(%error, "packing pattern tables stopped"),
+    }
+    let scheduler = Arc::new(Mutex::new(Scheduler::new(
+        store,
+        pdbs.clone(),
+        config.scheduler.clone(),
+    )?));
+    Ok((scheduler, pdbs))
+}
+
+/// Sweeps several times per lease timeout, so a dead worker's tasks return promptly.
+fn spawn_sweeper(service: Service, lease_timeout: Duration) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(lease_timeout / 4);
+        loop {
+            tick.tick().await;
+            let sweeping = service.clone();
+            let swept = match tokio::task::spawn_blocking(move || sweeping.sweep()).await {
+                Ok(swept) => swept,
+                Err(error) => Err(SchedulerError::Internal(error.to_string())),
+            };
+            match swept {
+                Ok(swept) => {
+                    for worker in &swept.workers_lost {
+                        tracing::warn!(
+                            worker,
+                            "worker lost: no heartbeat within the lease timeout"
+                        );
+                    }
+                    if swept.tasks_requeued > 0 || swept.puzzles_failed > 0 {
+                        tracing::warn!(
+                            requeued = swept.tasks_requeued,
+                            puzzles_failed = swept.puzzles_failed,
+                            "expired leases returned to the queue"
+                        );
+                    }
+                }
+                Err(error) => tracing::error!(%error, "lease sweep"),
+            }
+        }
+    })
+}
+
+/// Every route the listener serves: the gRPC services behind their token checks, health and
+/// reflection, and the web side (dashboard, `/metrics`) for every other path.
+fn routes(
+    service: &Service,
+    config: &ServeConfig,
+    health_service: HealthServer<impl Health>,
+) -> Result<axum::Router, ServeError> {
+    let client_check = TokenCheck::client(config.token.as_deref(), &config.worker_tokens);
+    let worker_check = TokenCheck::worker(&config.worker_tokens, config.token.as_deref());
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    // grpcurl 1.8 and Python's grpc_reflection speak only the older v1alpha.
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+    let max_message_bytes = config.limits.max_message_bytes.min(MAX_MESSAGE_BYTES);
+    let mut routes = tonic::service::Routes::builder();
+    routes
+        .add_service(InterceptedService::new(
+            pb::tilesolve_server::TilesolveServer::new(service.clone())
+                .max_decoding_message_size(max_message_bytes),
+            client_check.clone(),
+        ))
+        .add_service(InterceptedService::new(
+            pb::workers_server::WorkersServer::new(service.clone())
+                .max_decoding_message_size(max_message_bytes),
+            worker_check,
+        ))
+        .add_service(health_service)
+        .add_service(InterceptedService::new(reflection, client_check.clone()))
+        .add_service(InterceptedService::new(reflection_v1alpha, client_check));
+    // gRPC paths go to the services; everything else (the dashboard, /metrics) to the web side.
+    let rpc_metrics = RpcMetrics::default();
+    let router = routes
+        .routes()
+        .into_axum_router()
+        .layer(axum::middleware::from_fn_with_state(
+            rpc_metrics.clone(),
+            rpc_metrics::record,
+        ))
+        .merge(web::router(
+            service.clone(),
+            config.token.as_deref(),
+            rpc_metrics,
+        ))
+        .fallback(web::unknown_path);
+    Ok(router)
 }
 
 /// Removes finished batches older than `keep`, again and again: every tenth of `keep`, but at

@@ -152,48 +152,46 @@ impl TableSupply {
         }
     }
 
-    /// One look at every waiting batch's solvers: start what can start, fetch, build or load.
-    fn step(&self) -> Result<(), SchedulerError> {
-        let (keys, may_build) = {
-            let scheduler = locked(&self.scheduler);
-            let mut keys: Vec<SolverKey> = Vec::new();
-            for need in scheduler.table_needs() {
-                for key in need.keys {
-                    if !keys.contains(&key) {
-                        keys.push(key);
-                    }
+    /// The solvers waiting batches need, each with the tables it lacks and which workers hold
+    /// each; and whether this coordinator may build tables.
+    #[allow(clippy::type_complexity)]
+    fn wanted(
+        &self,
+    ) -> Result<
+        (
+            Vec<(SolverKey, Vec<PatternSpec>, Vec<Vec<(WorkerId, u64)>>)>,
+            bool,
+        ),
+        SchedulerError,
+    > {
+        let scheduler = locked(&self.scheduler);
+        let mut keys: Vec<SolverKey> = Vec::new();
+        for need in scheduler.table_needs() {
+            for key in need.keys {
+                if !keys.contains(&key) {
+                    keys.push(key);
                 }
             }
-            let mut wanted = Vec::new();
-            for key in keys {
-                let missing = scheduler.missing_tables(&key)?;
-                let holders: Vec<Vec<(WorkerId, u64)>> = missing
-                    .iter()
-                    .map(|spec| scheduler.table_holders(&spec.file_name()))
-                    .collect();
-                wanted.push((key, missing, holders));
-            }
-            (wanted, scheduler.may_build_tables())
-        };
+        }
+        let mut wanted = Vec::new();
+        for key in keys {
+            let missing = scheduler.missing_tables(&key)?;
+            let holders: Vec<Vec<(WorkerId, u64)>> = missing
+                .iter()
+                .map(|spec| scheduler.table_holders(&spec.file_name()))
+                .collect();
+            wanted.push((key, missing, holders));
+        }
+        Ok((wanted, scheduler.may_build_tables()))
+    }
+
+    /// One look at every waiting batch's solvers: start what can start, fetch, build or load.
+    fn step(&self) -> Result<(), SchedulerError> {
+        let (keys, may_build) = self.wanted()?;
         let mut descriptions = HashMap::new();
         let mut state = locked(&self.state);
         let now = Instant::now();
-        let stalled: Vec<String> = state
-            .fetches
-            .iter()
-            .filter(|(_, fetch)| now.duration_since(fetch.last_progress) > FETCH_STALL)
-            .map(|(name, _)| name.clone())
-            .collect();
-        for name in stalled {
-            if let Some(fetch) = state.fetches.remove(&name) {
-                tracing::warn!(file = %name, worker = fetch.worker, "pattern table fetch stalled; looking elsewhere");
-                state
-                    .failed_sources
-                    .entry(name)
-                    .or_default()
-                    .insert(fetch.worker);
-            }
-        }
+        forget_stalled(&mut state, now);
         let mut asked = false;
         for (key, missing, holders) in keys {
             if let Some(work) = state.working.get(&key) {
@@ -482,5 +480,26 @@ impl TableSupply {
         }
         drop(state);
         self.wake();
+    }
+}
+
+/// Gives up fetches that made no progress for [`FETCH_STALL`]: their worker is not asked for
+/// that table again.
+fn forget_stalled(state: &mut SupplyState, now: Instant) {
+    let stalled: Vec<String> = state
+        .fetches
+        .iter()
+        .filter(|(_, fetch)| now.duration_since(fetch.last_progress) > FETCH_STALL)
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in stalled {
+        if let Some(fetch) = state.fetches.remove(&name) {
+            tracing::warn!(file = %name, worker = fetch.worker, "pattern table fetch stalled; looking elsewhere");
+            state
+                .failed_sources
+                .entry(name)
+                .or_default()
+                .insert(fetch.worker);
+        }
     }
 }

@@ -572,41 +572,27 @@ async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
         (scheduler.totals(), scheduler.store_bytes())
     };
     let mut registry = Registry::with_prefix("tilesolve");
-    let counter = |registry: &mut Registry, name: &str, help: &str, value: u64| {
-        let metric: Counter = Counter::default();
-        metric.inc_by(value);
-        registry.register(name, help, metric);
-    };
-    let gauge = |registry: &mut Registry, name: &str, help: &str, value: f64| {
-        let metric: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
-        metric.set(value);
-        registry.register(name, help, metric);
-    };
-    counter(
-        &mut registry,
-        "nodes_searched",
-        "Expanded nodes reported by workers",
-        totals.nodes,
-    );
-    counter(
-        &mut registry,
-        "tasks_done",
-        "Tasks whose results were applied",
-        totals.tasks_done,
-    );
-    counter(
-        &mut registry,
-        "puzzles_solved",
-        "Puzzles solved optimally",
-        totals.puzzles_solved,
-    );
-    counter(
-        &mut registry,
-        "puzzles_failed",
-        "Puzzles that failed",
-        totals.puzzles_failed,
-    );
-    for (name, help, value) in [
+    let counters = [
+        (
+            "nodes_searched",
+            "Expanded nodes reported by workers",
+            totals.nodes,
+        ),
+        (
+            "tasks_done",
+            "Tasks whose results were applied",
+            totals.tasks_done,
+        ),
+        (
+            "puzzles_solved",
+            "Puzzles solved optimally",
+            totals.puzzles_solved,
+        ),
+        (
+            "puzzles_failed",
+            "Puzzles that failed",
+            totals.puzzles_failed,
+        ),
         (
             "audits_upheld",
             "Audits that found no path shorter than the audited report claimed",
@@ -637,51 +623,54 @@ async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
             "Puzzles searched again because a report they rested on was false",
             totals.puzzles_restarted,
         ),
-    ] {
-        counter(&mut registry, name, help, value);
+    ];
+    for (name, help, value) in counters {
+        let metric: Counter = Counter::default();
+        metric.inc_by(value);
+        registry.register(name, help, metric);
     }
-    gauge(
-        &mut registry,
-        "nodes_per_second",
-        "Expanded nodes per second, all workers",
-        totals.nodes_per_second,
-    );
-    gauge(
-        &mut registry,
-        "tasks_queued",
-        "Tasks waiting for a worker",
-        totals.tasks_queued as f64,
-    );
-    gauge(
-        &mut registry,
-        "tasks_running",
-        "Tasks leased to workers",
-        totals.tasks_running as f64,
-    );
-    gauge(
-        &mut registry,
-        "puzzles_pending",
-        "Puzzles not finished",
-        totals.puzzles_pending as f64,
-    );
-    gauge(
-        &mut registry,
-        "workers_connected",
-        "Workers heard from within the lease timeout",
-        totals.workers as f64,
-    );
-    gauge(
-        &mut registry,
-        "worker_threads",
-        "Search threads of the connected workers",
-        totals.worker_threads as f64,
-    );
-    gauge(
-        &mut registry,
-        "store_bytes",
-        "Bytes the sled store takes on disk",
-        store_bytes as f64,
-    );
+    let gauges = [
+        (
+            "nodes_per_second",
+            "Expanded nodes per second, all workers",
+            totals.nodes_per_second,
+        ),
+        (
+            "tasks_queued",
+            "Tasks waiting for a worker",
+            totals.tasks_queued as f64,
+        ),
+        (
+            "tasks_running",
+            "Tasks leased to workers",
+            totals.tasks_running as f64,
+        ),
+        (
+            "puzzles_pending",
+            "Puzzles not finished",
+            totals.puzzles_pending as f64,
+        ),
+        (
+            "workers_connected",
+            "Workers heard from within the lease timeout",
+            totals.workers as f64,
+        ),
+        (
+            "worker_threads",
+            "Search threads of the connected workers",
+            totals.worker_threads as f64,
+        ),
+        (
+            "store_bytes",
+            "Bytes the sled store takes on disk",
+            store_bytes as f64,
+        ),
+    ];
+    for (name, help, value) in gauges {
+        let metric: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
+        metric.set(value);
+        registry.register(name, help, metric);
+    }
     state.rpc_metrics.register(&mut registry);
     let build_info = Family::<Vec<(&str, &str)>, Gauge>::default();
     build_info
@@ -691,12 +680,8 @@ async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
     let mut text = String::new();
     encode(&mut text, &registry)
         .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    Ok((
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response())
+    Ok(([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response())
 }
+
+/// The content type of `/metrics`.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

@@ -12,6 +12,7 @@ use tilesolve::{parse_board, Board, Direction, Solution};
 use super::deferred::{Deferred, DeferredDone, FinishedSplit, PendingSplit, UnauditedClaim};
 use super::intake::parse_heuristic;
 use super::records;
+use super::tasks::TaskEntry;
 use super::types::{
     PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId, MAX_ATTEMPTS,
 };
@@ -305,29 +306,7 @@ impl Scheduler {
         );
         let outcome = match judge(&entry.spec, &report.outcome) {
             Verdict::Plausible => report.outcome.clone(),
-            Verdict::Impossible(reason) => {
-                tracing::warn!(batch, puzzle, task, worker, %reason, "impossible report: the task goes back to the queue");
-                let struck_out = self.workers.strike(worker);
-                // Not the task's fault: it does not lose an attempt (the worker's strikes bound
-                // how often this can happen).
-                self.tasks.retry_as_new(entry);
-                if struck_out {
-                    self.quarantine(
-                        worker,
-                        format!("{MAX_STRIKES} impossible reports, the last: {reason}"),
-                    )?;
-                }
-                return Ok(());
-            }
-            Verdict::Shorter(length) => {
-                return self.restart_puzzle(
-                    puzzle_id,
-                    &format!(
-                        "a {length}-move path below bound {}: an earlier report was false",
-                        entry.spec.bound
-                    ),
-                );
-            }
+            verdict => return self.refuse(worker, entry, verdict),
         };
         if let TaskOutcome::Failed(reason) = &outcome {
             if self.workers.failed(worker) {
@@ -400,6 +379,55 @@ impl Scheduler {
                 }
             }
         };
+        self.follow(puzzle_id, entry, worker, next)
+    }
+
+    /// Refuses a report [`judge`] found impossible or disproved: an impossible one counts
+    /// against its worker and its task goes back to the queue; a path shorter than the task's
+    /// bound proves an earlier report false, and the puzzle starts again.
+    fn refuse(
+        &mut self,
+        worker: WorkerId,
+        entry: TaskEntry,
+        verdict: Verdict,
+    ) -> Result<(), SchedulerError> {
+        let (batch, puzzle, task) = (entry.puzzle.0, entry.puzzle.1 + 1, entry.spec.id);
+        let puzzle_id = entry.puzzle;
+        match verdict {
+            Verdict::Plausible => Ok(()),
+            Verdict::Impossible(reason) => {
+                tracing::warn!(batch, puzzle, task, worker, %reason, "impossible report: the task goes back to the queue");
+                let struck_out = self.workers.strike(worker);
+                // Not the task's fault: it does not lose an attempt (the worker's strikes bound
+                // how often this can happen).
+                self.tasks.retry_as_new(entry);
+                if struck_out {
+                    self.quarantine(
+                        worker,
+                        format!("{MAX_STRIKES} impossible reports, the last: {reason}"),
+                    )?;
+                }
+                Ok(())
+            }
+            Verdict::Shorter(length) => self.restart_puzzle(
+                puzzle_id,
+                &format!(
+                    "a {length}-move path below bound {}: an earlier report was false",
+                    entry.spec.bound
+                ),
+            ),
+        }
+    }
+
+    /// Does what an applied report leaves to do for its puzzle: wait, queue the children of a
+    /// split subtree, store the answer, start the next iteration, retry or fail.
+    fn follow(
+        &mut self,
+        puzzle_id: PuzzleId,
+        entry: TaskEntry,
+        worker: WorkerId,
+        next: Next,
+    ) -> Result<(), SchedulerError> {
         match next {
             Next::Wait => Ok(()),
             Next::Split(children) => {

@@ -1,0 +1,244 @@
+//! `tilesolve serve`: the coordinator, with its store, its tables and its web dashboard, until
+//! a stop signal; reopened on the same address once a full disk takes writes again.
+
+use crate::client::read_file;
+use crate::process::{default_threads, runtime, stop_signal};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::options::{MemoryArgs, PolicyArgs};
+use anyhow::{bail, Context};
+use clap::Args;
+use tilesolve::proto::MAX_MESSAGE_BYTES;
+use tilesolve_coordinator::scheduler::{SchedulerConfig, DEFAULT_AUDIT_FRACTION};
+use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
+use tilesolve_coordinator::service::Limits;
+use tilesolve_coordinator::store::{StoreError, DEFAULT_CACHE_BYTES};
+use tokio::net::TcpListener;
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Address to listen on. 127.0.0.1 unless told otherwise.
+    #[arg(long, env = "TILESOLVE_LISTEN", default_value = "127.0.0.1:7411")]
+    listen: String,
+    /// Data directory: the sled store and pattern databases.
+    #[arg(long, env = "TILESOLVE_DATA", default_value = "tilesolve-data")]
+    data: PathBuf,
+    /// Seconds without a heartbeat after which a worker's tasks return to the queue.
+    #[arg(long, env = "TILESOLVE_LEASE_TIMEOUT", default_value_t = 10.0)]
+    lease_timeout: f64,
+    /// Expanded nodes a puzzle may take as one task before its iterations are split into
+    /// subtree tasks.
+    #[arg(long, default_value_t = SchedulerConfig::default().whole_task_budget)]
+    split_after: u64,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    #[command(flatten)]
+    memory: MemoryArgs,
+    /// Unfinished puzzles held at most (about 4 KB of memory each); batches past it are refused
+    /// until some finish.
+    #[arg(long, env = "TILESOLVE_MAX_PENDING", default_value_t = SchedulerConfig::default().max_pending_puzzles)]
+    max_pending: usize,
+    /// Refuse every call (but health checks) without this bearer token. Prefer the
+    /// environment variable: a command line is visible to every user of the host.
+    #[arg(long, env = "TILESOLVE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// The worker API's own token: workers then need it and cannot use the client API, and
+    /// the client token cannot register, poll or fetch tables. Without it, workers use --token.
+    /// Give it more than once (or comma-separated) to give hosts or owners tokens of their
+    /// own: workers under one token never audit each other's reports (a token holder may
+    /// register any number of workers), so with a single token the coordinator runs every
+    /// audit itself.
+    #[arg(
+        long,
+        env = "TILESOLVE_WORKER_TOKEN",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    worker_token: Vec<String>,
+    /// Serve TLS with this PEM certificate chain (needs --tls-key).
+    #[arg(
+        long,
+        env = "TILESOLVE_TLS_CERT",
+        requires = "tls_key",
+        value_name = "PEM"
+    )]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's PEM private key.
+    #[arg(
+        long,
+        env = "TILESOLVE_TLS_KEY",
+        requires = "tls_cert",
+        value_name = "PEM"
+    )]
+    tls_key: Option<PathBuf>,
+    /// Share of a worker's reports re-checked on another worker once its first few passed
+    /// (every report of a new worker is checked); a false one quarantines the worker and what
+    /// rests on its reports is solved again. Whatever the share, an answer longer than its
+    /// estimate is stored only after the claims it rests on were checked. 0 trusts every
+    /// worker and checks nothing.
+    #[arg(long, env = "TILESOLVE_AUDIT_FRACTION", default_value_t = DEFAULT_AUDIT_FRACTION, value_parser = audit_fraction)]
+    audit_fraction: f64,
+    /// MiB of store pages kept in memory (sled's cache): the coordinator's memory is this plus
+    /// its unfinished work.
+    #[arg(long, env = "TILESOLVE_STORE_CACHE_MIB", default_value_t = DEFAULT_CACHE_BYTES >> 20)]
+    store_cache_mib: u64,
+    /// Seconds a connection may move no byte either way before it is closed (live clients
+    /// are pinged more often than this, so only silent sockets are dropped).
+    #[arg(long, env = "TILESOLVE_IDLE_TIMEOUT", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
+    idle_timeout: f64,
+    /// Never build a pattern table here: take it from a connected worker that holds it, and
+    /// refuse a batch needing a table that no connected worker holds.
+    #[arg(long, env = "TILESOLVE_NO_TABLE_BUILDS")]
+    no_table_builds: bool,
+    /// Remove finished batches (and their items; answers stay, so queries still find them)
+    /// once they were submitted this many days ago (fractions allowed), checking every tenth
+    /// of that. Without it every batch is kept; `tilesolve prune` removes them by hand.
+    #[arg(long, env = "TILESOLVE_KEEP_BATCHES_DAYS", value_name = "DAYS", value_parser = days)]
+    keep_batches_days: Option<Duration>,
+    /// Largest request in MiB (a submitted batch is one request): larger ones are refused
+    /// (OutOfRange) before they take that memory. At most the default.
+    #[arg(long, env = "TILESOLVE_MAX_MESSAGE_MIB", default_value_t = (MAX_MESSAGE_BYTES >> 20) as u32,
+          value_parser = clap::value_parser!(u32).range(1..=(MAX_MESSAGE_BYTES >> 20) as i64))]
+    max_message_mib: u32,
+}
+
+fn days(text: &str) -> Result<Duration, String> {
+    match text.parse::<f64>() {
+        Ok(days) if days > 0.0 && days <= 36_500.0 => Ok(Duration::from_secs_f64(days * 86_400.0)),
+        _ => Err(format!(
+            "'{text}' is not a number of days above 0 (at most 36500)"
+        )),
+    }
+}
+
+fn audit_fraction(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.0..=1.0).contains(&value) => Ok(value),
+        _ => Err(format!("'{text}' is not a share from 0 to 1")),
+    }
+}
+
+pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
+    runtime()?.block_on(async {
+        let listener = TcpListener::bind(&args.listen)
+            .await
+            .with_context(|| format!("listening on {}", args.listen))?;
+        eprintln!("tilesolve coordinator on {}", listener.local_addr()?);
+        let scheduler = SchedulerConfig {
+            lease_timeout: Duration::from_secs_f64(args.lease_timeout.max(0.1)),
+            whole_task_budget: args.split_after.max(1),
+            table_budget: args.memory.bytes(),
+            audit_fraction: args.audit_fraction,
+            build_tables: !args.no_table_builds,
+            ..args.policy.apply(SchedulerConfig::default())
+        };
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsIdentity {
+                cert_pem: read_file(cert, "TLS certificate")?,
+                key_pem: read_file(key, "TLS key")?,
+            }),
+            _ => None,
+        };
+        if args.token.as_deref() == Some("") {
+            bail!("--token (or TILESOLVE_TOKEN) is set but empty");
+        }
+        if args.worker_token.iter().any(String::is_empty) {
+            bail!("--worker-token (or TILESOLVE_WORKER_TOKEN) is set but empty");
+        }
+        if args.token.as_ref().is_some_and(|token| args.worker_token.contains(token)) {
+            bail!("--worker-token is the same as --token: give workers their own token, or leave --worker-token out");
+        }
+        if !listener.local_addr()?.ip().is_loopback() {
+            match (&args.token, &tls) {
+                (None, _) => tracing::warn!("serving beyond this host without a token: anyone who can reach the port can submit and run work"),
+                (Some(_), None) => tracing::warn!("serving beyond this host with a token but without TLS: the token crosses the network in the clear (serve TLS with --tls-cert and --tls-key)"),
+                (Some(_), Some(_)) => {}
+            }
+            if args.token.is_some() && args.worker_token.is_empty() {
+                tracing::info!("workers share the client token: with --worker-token they get their own, which cannot submit or read batches");
+            }
+        }
+        let config = ServeConfig {
+            data: args.data,
+            scheduler: SchedulerConfig {
+                max_pending_puzzles: args.max_pending,
+                ..scheduler
+            },
+            build_threads: default_threads(),
+            token: args.token,
+            worker_tokens: args.worker_token,
+            tls,
+            limits: Limits {
+                max_message_bytes: (args.max_message_mib as usize) << 20,
+                ..Limits::default()
+            },
+            idle_timeout: Duration::from_secs_f64(args.idle_timeout.max(1.0)),
+            store_cache_bytes: args.store_cache_mib << 20,
+            keep_batches: args.keep_batches_days,
+        };
+        serve_until_stopped(listener, config).await?;
+        Ok(true)
+    })
+}
+
+/// Runs the coordinator until SIGTERM or Ctrl-C. When its store stops taking writes (a full
+/// disk: sled fails every write after one failed), serving stops; once the data directory
+/// takes writes again, the store is opened again on the same address, and everything
+/// acknowledged is there (clients and workers retry meanwhile).
+async fn serve_until_stopped(listener: TcpListener, config: ServeConfig) -> anyhow::Result<()> {
+    let address = listener.local_addr()?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        stop_signal().await;
+        let _ = stop.send(true);
+    });
+    let stop_requested = move || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|&stop| stop).await;
+        }
+    };
+    let mut listener = Some(listener);
+    // After a failure, sled releases the store's lock only once its last handle is gone.
+    let mut reopen_tries = 0;
+    loop {
+        let listening = match listener.take() {
+            Some(listener) => listener,
+            None => TcpListener::bind(address)
+                .await
+                .with_context(|| format!("listening on {address} again"))?,
+        };
+        let error = match server::run(listening, config.clone(), stop_requested()).await {
+            Err(server::ServeError::StoreFailed(error)) => error,
+            Err(server::ServeError::Store(StoreError::Open { .. }))
+                if (1..60).contains(&reopen_tries) =>
+            {
+                reopen_tries += 1;
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            other => return Ok(other?),
+        };
+        reopen_tries = 1;
+        tracing::error!(%error, data = %config.data.display(), "serving stopped: waiting until the data directory takes writes, then starting again");
+        tokio::select! {
+            () = stop_requested() => return Ok(()),
+            () = until_writable(&config.data) => {}
+        }
+        tracing::info!("the data directory takes writes again: starting again");
+    }
+}
+
+/// Resolves once a megabyte can be written to `dir` (and is removed again), looking every 5 s.
+async fn until_writable(dir: &std::path::Path) {
+    let probe = dir.join(".space-probe");
+    loop {
+        let written = std::fs::write(&probe, vec![0u8; 1 << 20]);
+        let _ = std::fs::remove_file(&probe);
+        if written.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+}

@@ -1,0 +1,369 @@
+//! One registration's life: connect, register, then poll with free slots and finished results
+//! in one call while heartbeats keep the held tasks' leases alive; and leaving, which hands
+//! every held task back.
+
+use std::convert::Infallible;
+use std::sync::atomic::AtomicBool;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use tilesolve::connect::AuthChannel;
+use tilesolve::proto::v1 as pb;
+use tilesolve::proto::PROTOCOL_VERSION;
+use tilesolve::task::TaskTimes;
+
+use crate::tables::held_pdbs;
+use crate::threads::{cancel, default_heuristics, held_tasks, Running};
+use crate::upload::Uploader;
+use crate::{WorkerConfig, WorkersClient};
+
+pub(crate) enum SessionEnd {
+    Refused(String),
+    Lost(String),
+}
+
+/// How long a finished short task's result may wait to travel with others (see
+/// [`TaskTimes`]).
+const REPORT_AFTER: Duration = Duration::from_millis(10);
+
+/// The longest pause before trying a lost coordinator again.
+pub(crate) const MAX_RETRY: Duration = Duration::from_secs(5);
+
+/// Pauses between tries to reach a lost coordinator: from 100 ms doubling to [`MAX_RETRY`], each
+/// plus up to as much again at random, so a hundred workers that lost a restarting coordinator
+/// do not all knock at the same instant.
+pub(crate) fn reconnect_pauses() -> impl Iterator<Item = Duration> {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(MAX_RETRY)
+        .with_jitter()
+        .without_max_times()
+        .build()
+}
+
+/// Longest a stopping worker waits for the coordinator to take back its tasks.
+pub const LEAVE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A registration with the coordinator: what a later call (leaving, too) names itself by.
+pub(crate) struct Registration {
+    client: WorkersClient,
+    worker_id: u64,
+    worker_secret: String,
+}
+
+/// Stops every task this worker holds and tells the coordinator it is leaving, with the
+/// results it has: the coordinator puts the rest back in the queue at once.
+pub(crate) async fn leave(
+    registration: Option<Registration>,
+    running: &Running,
+    results: &mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
+    mut finished: Vec<pb::TaskResult>,
+) {
+    // Results are taken before the searches are stopped: a search stopped now reports a
+    // failure, which must not reach the coordinator as the task's fault.
+    while let Ok(result) = results.try_recv() {
+        finished.push(result);
+    }
+    let held = held_tasks(running);
+    cancel(running, &held);
+    let Some(mut registration) = registration else {
+        tracing::info!("worker stopping (not registered: nothing to hand back)");
+        return;
+    };
+    let reported = finished.len();
+    let call = registration.client.poll(pb::PollRequest {
+        worker_id: registration.worker_id,
+        worker_secret: registration.worker_secret,
+        free_slots: 0,
+        idle: false,
+        results: finished,
+        leaving: true,
+    });
+    match tokio::time::timeout(LEAVE_TIMEOUT, call).await {
+        Ok(Ok(_)) => tracing::info!(
+            worker = registration.worker_id,
+            handed_back = held.len(),
+            reported,
+            "worker left the coordinator"
+        ),
+        Ok(Err(status)) => tracing::warn!(
+            worker = registration.worker_id,
+            error = %status.message(),
+            "could not leave the coordinator: its tasks return when their leases expire"
+        ),
+        Err(_) => tracing::warn!(
+            worker = registration.worker_id,
+            timeout = ?LEAVE_TIMEOUT,
+            "the coordinator did not answer the leave: its tasks return when their leases expire"
+        ),
+    }
+}
+
+/// Whether the coordinator turned this worker away for good (retrying cannot help).
+fn is_refusal(status: &tonic::Status) -> bool {
+    matches!(
+        status.code(),
+        tonic::Code::FailedPrecondition
+            | tonic::Code::InvalidArgument
+            | tonic::Code::Unauthenticated
+            | tonic::Code::PermissionDenied
+    )
+}
+
+/// How a failed call ends the session: for good when the coordinator refused this worker.
+fn ended(status: tonic::Status) -> SessionEnd {
+    let what = format!("{:?}: {}", status.code(), status.message());
+    if is_refusal(&status) {
+        SessionEnd::Refused(what)
+    } else {
+        SessionEnd::Lost(what)
+    }
+}
+
+/// One registration's life: register, then poll until the connection fails or the coordinator
+/// no longer knows this worker.
+pub(crate) struct Session<'a> {
+    pub(crate) config: &'a WorkerConfig,
+    pub(crate) threads: usize,
+    /// Tasks held per thread (running and prefetched) while tasks are not short enough to pack
+    /// ([`TaskTimes`]).
+    pub(crate) holds_unpacked: u32,
+    pub(crate) running: &'a Running,
+    pub(crate) jobs: &'a mpsc::Sender<(pb::Task, Instant)>,
+    pub(crate) results: &'a mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
+    pub(crate) finished: &'a mut Vec<pb::TaskResult>,
+    pub(crate) registration: &'a mut Option<Registration>,
+}
+
+impl Session<'_> {
+    pub(crate) async fn run(mut self) -> SessionEnd {
+        *self.registration = None;
+        match self.registered().await {
+            Ok(never) => match never {},
+            Err(end) => end,
+        }
+    }
+
+    /// Registers, then polls until the connection fails or the coordinator no longer knows
+    /// this worker; heartbeats run beside the polls and may end the session too.
+    async fn registered(&mut self) -> Result<Infallible, SessionEnd> {
+        // Tasks still running belong to an earlier registration whose leases are gone: stop them.
+        cancel(self.running, &held_tasks(self.running));
+        let (channel, registered) = self.register().await?;
+        let (worker_id, worker_secret) = (registered.worker_id, registered.worker_secret);
+        tracing::info!(
+            worker = worker_id,
+            threads = self.threads,
+            "registered with coordinator"
+        );
+        let registration = Registration {
+            client: WorkersClient::new(channel.clone()),
+            worker_id,
+            worker_secret: worker_secret.clone(),
+        };
+        *self.registration = Some(Registration {
+            client: registration.client.clone(),
+            worker_id,
+            worker_secret: worker_secret.clone(),
+        });
+        self.config.readiness.set(true).await;
+        let uploader = Uploader::new(
+            WorkersClient::new(channel.clone()),
+            worker_id,
+            worker_secret.clone(),
+            self.config.data.clone(),
+        );
+        let mut heartbeat = tokio::spawn(heartbeats(
+            WorkersClient::new(channel),
+            worker_id,
+            worker_secret,
+            Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(100))),
+            self.running.clone(),
+            uploader.clone(),
+        ));
+        // While every thread is busy only heartbeats talk to the coordinator, so they too may
+        // end the session.
+        let outcome = tokio::select! {
+            outcome = self.poll(registration, uploader) => outcome,
+            ended = &mut heartbeat => match ended {
+                Ok(end) => Err(end),
+                Err(panic) => Err(SessionEnd::Lost(format!("heartbeat task: {panic}"))),
+            },
+        };
+        heartbeat.abort();
+        outcome
+    }
+
+    /// Connects and registers: the channel, and the coordinator's answer.
+    async fn register(&self) -> Result<(AuthChannel, pb::RegisterResponse), SessionEnd> {
+        let config = self.config;
+        let channel = match config.coordinator.connect().await {
+            Ok(channel) => channel,
+            Err(error @ tilesolve::connect::ConnectError::Unreachable { .. }) => {
+                return Err(SessionEnd::Lost(error.to_string()))
+            }
+            Err(error) => return Err(SessionEnd::Refused(error.to_string())),
+        };
+        let host = std::env::var("HOSTNAME")
+            .or_else(|_| {
+                std::fs::read_to_string("/etc/hostname").map(|name| name.trim().to_string())
+            })
+            .unwrap_or_default();
+        let name = config
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{host} (pid {})", std::process::id()));
+        let registered = WorkersClient::new(channel.clone())
+            .register(pb::RegisterRequest {
+                threads: self.threads as u32,
+                protocol_version: PROTOCOL_VERSION,
+                host,
+                pdbs: held_pdbs(&config.data),
+                default_heuristics: default_heuristics(config.table_budget),
+                name,
+            })
+            .await
+            .map_err(ended)?
+            .into_inner();
+        Ok((channel, registered))
+    }
+
+    /// Polls for tasks with the results finished since the last poll, hands the tasks to the
+    /// threads, and waits while every thread is busy, until a call fails.
+    async fn poll(
+        &mut self,
+        mut registration: Registration,
+        uploader: Uploader,
+    ) -> Result<Infallible, SessionEnd> {
+        let mut task_times = TaskTimes::default();
+        // When the oldest result not yet sent finished.
+        let mut unreported_since = None;
+        loop {
+            let (mut count, mut seconds) = (0, 0.0);
+            while let Ok(result) = self.results.try_recv() {
+                count += 1;
+                seconds += result.seconds;
+                self.finished.push(result);
+            }
+            task_times.add(count, seconds);
+            if self.finished.is_empty() {
+                unreported_since = None;
+            } else {
+                unreported_since.get_or_insert_with(Instant::now);
+            }
+            let per_thread = task_times.tasks_per_thread(self.holds_unpacked);
+            let holds = self.threads * per_thread as usize;
+            let held = self.running.lock().unwrap_or_else(|p| p.into_inner()).len();
+            // Short tasks are packed: the worker asks again once half its tasks are done, and
+            // sends results at most REPORT_AFTER late, so that a poll carries many each way.
+            let packing = per_thread > self.holds_unpacked;
+            let ask = if packing {
+                held <= holds / 2
+            } else {
+                held < holds
+            };
+            let report_in = unreported_since.map(|since: Instant| {
+                if packing && held > 0 {
+                    REPORT_AFTER.saturating_sub(since.elapsed())
+                } else {
+                    Duration::ZERO
+                }
+            });
+            if !ask && report_in.is_none_or(|wait| !wait.is_zero()) {
+                // Every thread is busy and the waiting tasks are enough: wait for one to finish,
+                // or for the results to be due (heartbeats keep the leases).
+                let next = match report_in {
+                    Some(wait) => tokio::time::timeout(wait, self.results.recv())
+                        .await
+                        .ok()
+                        .flatten(),
+                    None => self.results.recv().await,
+                };
+                if let Some(result) = next {
+                    task_times.add(1, result.seconds);
+                    self.finished.push(result);
+                }
+                continue;
+            }
+            let free = if ask {
+                holds.saturating_sub(held) as u32
+            } else {
+                0
+            };
+            unreported_since = None;
+            let response = registration
+                .client
+                .poll(pb::PollRequest {
+                    worker_id: registration.worker_id,
+                    worker_secret: registration.worker_secret.clone(),
+                    free_slots: free,
+                    // Results sent with this call are applied before it waits.
+                    idle: held == 0,
+                    results: std::mem::take(self.finished),
+                    leaving: false,
+                })
+                .await
+                .map_err(ended)?
+                .into_inner();
+            cancel(self.running, &response.cancelled);
+            uploader.send(response.send_pdbs);
+            let idle = response.tasks.is_empty();
+            for task in response.tasks {
+                self.running
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(task.task_id, Arc::new(AtomicBool::new(false)));
+                if self.jobs.send((task, Instant::now())).is_err() {
+                    return Err(SessionEnd::Refused("worker threads have stopped".into()));
+                }
+            }
+            if idle {
+                // Nothing to do: wait for a result or a little while before asking again.
+                if let Ok(Some(result)) =
+                    tokio::time::timeout(Duration::from_millis(50), self.results.recv()).await
+                {
+                    self.finished.push(result);
+                }
+            }
+        }
+    }
+}
+
+/// Renews the leases of running tasks until the coordinator says it does not know this worker
+/// (transient errors are left to the poll loop and the next beat).
+async fn heartbeats(
+    mut client: WorkersClient,
+    worker_id: u64,
+    worker_secret: String,
+    every: Duration,
+    running: Running,
+    uploader: Uploader,
+) -> SessionEnd {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let ids = held_tasks(&running);
+        match client
+            .heartbeat(pb::HeartbeatRequest {
+                worker_id,
+                worker_secret: worker_secret.clone(),
+                running: ids,
+            })
+            .await
+        {
+            Ok(response) => {
+                let response = response.into_inner();
+                cancel(&running, &response.cancelled);
+                uploader.send(response.send_pdbs);
+            }
+            Err(status) if status.code() == tonic::Code::NotFound => {
+                return SessionEnd::Lost(status.message().to_string())
+            }
+            Err(status) if is_refusal(&status) => {
+                return SessionEnd::Refused(status.message().to_string())
+            }
+            Err(_) => {}
+        }
+    }
+}

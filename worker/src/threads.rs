@@ -1,0 +1,279 @@
+//! The search threads: each runs one task at a time on the kernel, with the solver for its goal
+//! and heuristic (built once per worker) and its cancel flag.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
+
+use tilesolve::heuristic_choice::HeuristicChoice;
+use tilesolve::moves::moves_to_string;
+use tilesolve::pdb::PdbStore;
+use tilesolve::proto::v1 as pb;
+use tilesolve::task::{run_task, TaskOutcome, Work};
+use tilesolve::{parse_board, Board, Direction, Solver};
+
+use crate::tables::{log_table_event, Fetcher, Tables};
+use crate::{Metrics, WorkerConfig};
+
+/// Tasks this worker holds (running, or prefetched and waiting for a thread), with their cancel
+/// flags.
+pub(crate) type Running = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
+
+/// Solvers by (goal, heuristic name), shared by the threads.
+pub(crate) type Solvers = Arc<Mutex<HashMap<(Board, String), Arc<Solver>>>>;
+
+/// Starts `threads` search threads: each takes the next task from `jobs`, runs it with its
+/// cancel flag from `running` and sends the result back. They end when `jobs` closes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn start_threads(
+    config: &WorkerConfig,
+    threads: usize,
+    job_receiver: Arc<Mutex<mpsc::Receiver<(pb::Task, Instant)>>>,
+    result_sender: tokio::sync::mpsc::UnboundedSender<pb::TaskResult>,
+    running: &Running,
+    solvers: &Solvers,
+    pdbs: &PdbStore,
+    fetcher: &Fetcher,
+) {
+    for _ in 0..threads {
+        let table_budget = config.table_budget;
+        let (jobs, sender, running, solvers, pdbs, fetcher, metrics) = (
+            job_receiver.clone(),
+            result_sender.clone(),
+            running.clone(),
+            solvers.clone(),
+            pdbs.clone(),
+            fetcher.clone(),
+            config.metrics.clone(),
+        );
+        std::thread::spawn(move || loop {
+            let (task, arrived) = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            };
+            // Every line logged about the task, here and in what it calls (fetching a table,
+            // say), carries the ids the coordinator logs it under.
+            let span = tracing::info_span!(
+                "task",
+                batch = task.batch_id,
+                puzzle = task.puzzle,
+                task = task.task_id
+            );
+            let _in_task = span.enter();
+            tracing::debug!(bound = task.bound, iterate = task.iterate, "task started");
+            let queued_seconds = arrived.elapsed().as_secs_f64();
+            let cancel = running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&task.task_id)
+                .cloned();
+            let result = pb::TaskResult {
+                queued_seconds,
+                ..execute(
+                    &task,
+                    &solvers,
+                    Tables {
+                        pdbs: &pdbs,
+                        fetcher: &fetcher,
+                        budget: table_budget,
+                        metrics: &metrics,
+                    },
+                    cancel.as_deref(),
+                )
+            };
+            metrics.task_finished(&result);
+            if let Some(pb::task_result::Outcome::Error(reason)) = &result.outcome {
+                tracing::warn!(%reason, "task failed");
+            }
+            running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&task.task_id);
+            if sender.send(result).is_err() {
+                return;
+            }
+        });
+    }
+}
+
+/// The ids of the tasks this worker holds (running or prefetched).
+pub(crate) fn held_tasks(running: &Running) -> Vec<u64> {
+    running
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .keys()
+        .copied()
+        .collect()
+}
+
+pub(crate) fn cancel(running: &Running, ids: &[u64]) {
+    let running = running.lock().unwrap_or_else(|p| p.into_inner());
+    for id in ids {
+        if let Some(flag) = running.get(id) {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs one task on the calling thread.
+fn execute(
+    task: &pb::Task,
+    solvers: &Solvers,
+    tables: Tables<'_>,
+    cancel: Option<&AtomicBool>,
+) -> pb::TaskResult {
+    use pb::task_result::Outcome;
+    let fail = |reason: String| pb::TaskResult {
+        task_id: task.task_id,
+        nodes: 0,
+        seconds: 0.0,
+        outcome: Some(Outcome::Error(reason)),
+        parts: Vec::new(),
+        queued_seconds: 0.0,
+    };
+    let (board, goal) = match (parse_board(&task.board), parse_board(&task.goal)) {
+        (Ok(board), Ok(goal)) => (board, goal),
+        (Err(e), _) | (_, Err(e)) => return fail(format!("bad task board: {e}")),
+    };
+    let Some(path) = task
+        .path
+        .chars()
+        .map(|c| Direction::ALL.into_iter().find(|d| d.letter() == c))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return fail(format!("bad task path '{}'", task.path));
+    };
+    let solver = match solver_for(solvers, tables, &goal, &task.heuristic) {
+        Ok(solver) => solver,
+        Err(reason) => return fail(reason),
+    };
+    // Timed from here: a first task's pattern database load is the worker's cost, not the
+    // search's (the coordinator records these times for replaying the run).
+    let started = Instant::now();
+    let run = run_task(
+        &solver,
+        Work {
+            board: &board,
+            path: &path,
+            bound: task.bound,
+            iterate: task.iterate,
+            node_budget: task.node_budget,
+            profile_depth: task.profile_depth,
+        },
+        cancel,
+    );
+    let seconds = started.elapsed().as_secs_f64();
+    tracing::debug!(
+        nodes = run.nodes,
+        seconds,
+        outcome = run.outcome.kind(),
+        "task finished"
+    );
+    let outcome = match run.outcome {
+        TaskOutcome::Found(moves) => Outcome::Found(moves_to_string(&moves)),
+        TaskOutcome::Exceeded(bound) => Outcome::NextBound(bound),
+        TaskOutcome::BudgetSpent(bound) => Outcome::BudgetSpentAt(bound),
+        TaskOutcome::Split {
+            children,
+            pruned_min_f,
+        } => Outcome::Split(pb::SplitChildren {
+            moves: moves_to_string(&children),
+            pruned_min_f,
+        }),
+        TaskOutcome::Failed(reason) => Outcome::Error(reason),
+    };
+    pb::TaskResult {
+        task_id: task.task_id,
+        nodes: run.nodes,
+        seconds,
+        queued_seconds: 0.0,
+        outcome: Some(outcome),
+        parts: run
+            .parts
+            .into_iter()
+            .map(|part| pb::PartSize {
+                moves: moves_to_string(&part.moves),
+                nodes: part.expanded,
+                micros: part.micros,
+            })
+            .collect(),
+    }
+}
+
+/// The solver for a goal and heuristic, built once per worker (pattern databases are loaded or
+/// built under the lock, so concurrent threads wait for one build rather than racing).
+fn solver_for(
+    solvers: &Solvers,
+    tables: Tables<'_>,
+    goal: &Board,
+    heuristic: &str,
+) -> Result<Arc<Solver>, String> {
+    let mut solvers = solvers.lock().unwrap_or_else(|p| p.into_inner());
+    let key = (*goal, heuristic.to_string());
+    if let Some(solver) = solvers.get(&key) {
+        return Ok(solver.clone());
+    }
+    let requested: HeuristicChoice = heuristic.parse().map_err(|e| format!("{e}"))?;
+    let choice = requested.resolve(goal, tables.budget);
+    tables.fetcher.fetch_missing(tables.pdbs, choice, goal);
+    let built = choice
+        .build(goal, tables.budget, tables.pdbs, &log_table_event)
+        .map_err(|e| e.to_string())?;
+    tables.metrics.tables_loaded(built.table_bytes());
+    let solver = Arc::new(Solver::with_heuristic(*goal, built, choice.to_string()));
+    solvers.insert(key, solver.clone());
+    Ok(solver)
+}
+
+/// Loads, on a thread of its own, the solver of the default heuristic for the blank-last goal of
+/// every size whose tables are all in the data directory already, so that the first task does
+/// not wait while they are mapped and checked (one that comes sooner waits on the solvers' lock
+/// for the same load). Fetches and builds nothing.
+pub(crate) fn preload_present(
+    solvers: Solvers,
+    pdbs: PdbStore,
+    fetcher: Fetcher,
+    budget: u64,
+    metrics: Metrics,
+) {
+    std::thread::spawn(move || {
+        let default = HeuristicChoice::Default.to_string();
+        for side in 3..=5 {
+            let goal = Board::blank_last(side);
+            let Some(preset) = HeuristicChoice::Default.resolve(&goal, budget).preset() else {
+                continue;
+            };
+            if !pdbs
+                .missing(preset, &goal)
+                .is_ok_and(|missing| missing.is_empty())
+            {
+                continue;
+            }
+            let tables = Tables {
+                pdbs: &pdbs,
+                fetcher: &fetcher,
+                budget,
+                metrics: &metrics,
+            };
+            match solver_for(&solvers, tables, &goal, &default) {
+                Ok(_) => tracing::info!(side, %preset, "pattern tables loaded ahead of tasks"),
+                Err(reason) => {
+                    tracing::warn!(side, %preset, %reason, "pattern tables not loaded ahead")
+                }
+            }
+        }
+    });
+}
+
+/// What `default` means on this worker for each board size (blank-last goal), as it tells
+/// the coordinator: e.g. "5x5 pdb:6-6-6-6-max".
+pub(crate) fn default_heuristics(table_budget: u64) -> Vec<String> {
+    (3..=5)
+        .map(|side| {
+            let goal = Board::blank_last(side);
+            let choice = HeuristicChoice::Default.resolve(&goal, table_budget);
+            format!("{side}x{side} {choice}")
+        })
+        .collect()
+}
