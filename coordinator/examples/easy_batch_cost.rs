@@ -43,7 +43,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         choice.to_string(),
     );
     let mut scheduler = Scheduler::new(store, pdbs, config)?;
-    scheduler.install_solver((goal, "default".into()), solver.clone());
+    scheduler.install_solver(
+        (goal, tilesolve::heuristic_choice::HeuristicChoice::Default),
+        solver.clone(),
+    );
 
     let started = Instant::now();
     let batch = scheduler.submit(&lines, "default", "")?.batch;

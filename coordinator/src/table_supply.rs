@@ -117,10 +117,7 @@ impl TableSupply {
     /// Fetches and builds nothing: tables that are not here are still only obtained for a batch.
     pub fn preload_present(&self) {
         for side in 3..=5 {
-            let key: SolverKey = (
-                Board::blank_last(side),
-                HeuristicChoice::Default.to_string(),
-            );
+            let key: SolverKey = (Board::blank_last(side), HeuristicChoice::Default);
             let present = {
                 let scheduler = locked(&self.scheduler);
                 !scheduler.has_solver(&key)
@@ -129,9 +126,7 @@ impl TableSupply {
                         .is_ok_and(|missing| missing.is_empty())
             };
             if present && !locked(&self.state).working.contains_key(&key) {
-                locked(&self.state)
-                    .working
-                    .insert(key.clone(), Work::Loading);
+                locked(&self.state).working.insert(key, Work::Loading);
                 self.spawn_work(key, false);
             }
         }
@@ -205,8 +200,8 @@ impl TableSupply {
                 continue;
             }
             if missing.is_empty() {
-                state.working.insert(key.clone(), Work::Loading);
-                descriptions.insert(key.clone(), "loading pattern tables".into());
+                state.working.insert(key, Work::Loading);
+                descriptions.insert(key, "loading pattern tables".into());
                 self.spawn_work(key, false);
                 continue;
             }
@@ -258,10 +253,8 @@ impl TableSupply {
             }
             match unobtainable {
                 Some(_) if may_build => {
-                    state
-                        .working
-                        .insert(key.clone(), Work::Building { done: 0.0 });
-                    descriptions.insert(key.clone(), "building pattern tables: 0%".into());
+                    state.working.insert(key, Work::Building { done: 0.0 });
+                    descriptions.insert(key, "building pattern tables: 0%".into());
                     self.spawn_work(key, true);
                 }
                 Some(name) => {
@@ -302,7 +295,7 @@ impl TableSupply {
                 Err(Unmade::SetAside(reason)) => {
                     let times = {
                         let mut state = locked(&supply.state);
-                        let times = state.set_aside.entry(key.clone()).or_default();
+                        let times = state.set_aside.entry(key).or_default();
                         *times += 1;
                         *times
                     };
@@ -324,11 +317,7 @@ impl TableSupply {
     }
 
     fn make_solver(&self, key: &SolverKey, build: bool) -> Result<Solver, Unmade> {
-        let choice = key
-            .1
-            .parse::<HeuristicChoice>()
-            .map_err(|e| Unmade::Failed(e.to_string()))?
-            .resolve(&key.0, self.table_budget);
+        let choice = key.1.resolve(&key.0, self.table_budget);
         let pdbs = if build {
             self.pdbs.clone()
         } else {

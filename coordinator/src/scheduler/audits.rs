@@ -43,7 +43,7 @@ use super::types::{
     Lineage, PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId,
     MAX_ATTEMPTS,
 };
-use super::{batches, Scheduler};
+use super::{batches, intake, Scheduler};
 use crate::store::ItemStatus;
 use crate::store::{StoreError, StoredBatch};
 
@@ -171,8 +171,8 @@ impl Scheduler {
         let Some(p) = self.puzzles.get(&puzzle) else {
             return;
         };
-        let (goal, heuristic) = (p.goal, p.heuristic.clone());
-        let solver = match self.solver(&goal, &heuristic) {
+        let (goal, heuristic) = (p.goal, p.heuristic);
+        let solver = match self.solver(&goal, heuristic) {
             Ok(solver) => solver.clone(),
             // A puzzle starts only once the coordinator holds its tables, so this is a fault.
             Err(error) => {
@@ -525,8 +525,10 @@ impl Scheduler {
                 })?;
             }
             if !batch.cancelled {
+                // A stored batch's heuristic, as it was named at its intake.
+                let heuristic = intake::parse_heuristic(&batch.heuristic)?;
                 for index in changed {
-                    self.start_item(batch.id, index, &items[index as usize], &batch.heuristic)?;
+                    self.start_item(batch.id, index, &items[index as usize], heuristic)?;
                 }
             }
         }
@@ -552,7 +554,7 @@ impl Scheduler {
         let Some(p) = self.puzzles.get(&puzzle) else {
             return Ok(());
         };
-        let (goal, board, heuristic) = (p.goal, p.board, p.heuristic.clone());
+        let (goal, board, heuristic) = (p.goal, p.board, p.heuristic);
         let (batch, index) = puzzle;
         tracing::warn!(batch, puzzle = index + 1, %reason, "puzzle starts again");
         self.cancel_tasks(puzzle);
@@ -568,7 +570,7 @@ impl Scheduler {
             .item(batch, index)?
             .ok_or_else(|| corrupt("missing"))?;
         // The heuristic as the puzzle has it: a batch being taken in has no record yet.
-        self.start_item(batch, index, &item, &heuristic)
+        self.start_item(batch, index, &item, heuristic)
     }
 }
 

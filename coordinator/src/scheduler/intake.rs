@@ -22,7 +22,7 @@ pub(super) const INTAKE_PART: usize = 1_000;
 /// A batch's lines read and checked against the store, before the scheduler sees it
 /// ([`Scheduler::read_batch`], no lock held).
 pub struct ReadBatch {
-    heuristic: String,
+    heuristic: HeuristicChoice,
     goal: Goal,
     items: Items,
 }
@@ -32,7 +32,7 @@ pub struct ReadBatch {
 /// time. Nothing is acknowledged until every part has started and the store is flushed.
 pub struct Intake {
     batch: u64,
-    heuristic: String,
+    heuristic: HeuristicChoice,
     goal: String,
     items: Vec<StoredItem>,
     submitted_unix_ms: u64,
@@ -74,7 +74,7 @@ impl Intake {
             store.put_batch(&StoredBatch::new(
                 self.batch,
                 total,
-                &self.heuristic,
+                &self.heuristic.to_string(),
                 &self.goal,
                 self.submitted_unix_ms,
             ))?;
@@ -127,7 +127,7 @@ impl Scheduler {
         if let Some(preset) = choice.preset() {
             check_sides(lines, preset.side(), &choice)?;
         }
-        let heuristic = choice.to_string();
+        let heuristic = choice;
         let items = read_items(lines, goal, store)?;
         if items.items.is_empty() {
             return Err(SchedulerError::InvalidArgument(
@@ -173,8 +173,8 @@ impl Scheduler {
         } = read;
         let queued = queued(&items.items);
         self.check_capacity(queued)?;
-        self.check_tables_obtainable(&items.items, &heuristic)?;
-        let in_parts = self.solvers_ready(&items.items, &heuristic)?;
+        self.check_tables_obtainable(&items.items, heuristic)?;
+        let in_parts = self.solvers_ready(&items.items, heuristic)?;
         // Ids handed out by this process count too: an intake stores its record last.
         let batch = self.store.next_batch_id()?.max(self.last_batch_id + 1);
         self.last_batch_id = batch;
@@ -208,7 +208,7 @@ impl Scheduler {
             intake.batch,
             part.start as u32,
             &intake.items[part],
-            &intake.heuristic,
+            intake.heuristic,
         )?;
         let done = intake.started == intake.items.len();
         if done && queued(&intake.items) == 0 {

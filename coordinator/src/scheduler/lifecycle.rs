@@ -5,12 +5,12 @@
 use std::collections::{BTreeSet, HashSet};
 use std::time::Instant;
 
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::search::Counters;
 use tilesolve::{parse_board, Board, Direction, Solution};
 
 use super::deferred::{Deferred, DeferredDone, FinishedSplit, PendingSplit, UnauditedClaim};
-use super::intake::parse_heuristic;
 use super::records;
 use super::tasks::TaskEntry;
 use super::types::{
@@ -29,7 +29,7 @@ pub(super) struct Puzzle {
     pub(super) board: Board,
     pub(super) goal: Board,
     /// The heuristic as the batch named it.
-    pub(super) heuristic: String,
+    pub(super) heuristic: HeuristicChoice,
     pub(super) bound: u32,
     next_bound: u32,
     pub(super) outstanding: HashSet<TaskId>,
@@ -188,7 +188,7 @@ impl Scheduler {
         batch: u64,
         index: u32,
         item: &StoredItem,
-        heuristic: &str,
+        heuristic: HeuristicChoice,
     ) -> Result<(), SchedulerError> {
         let (Some(board), Some(goal)) = (&item.board, &item.goal) else {
             return Ok(());
@@ -203,9 +203,6 @@ impl Scheduler {
                 .into())
             }
         };
-        // Tasks name the heuristic as the batch asked for it, so each worker resolves `default`
-        // within its own memory budget.
-        let requested = parse_heuristic(heuristic)?.to_string();
         // A stored bound rests on the workers that proved it, and so does what is built on it.
         let search_state = self.store.search_state(&goal, &board)?;
         let bound_stored = search_state.is_some();
@@ -227,7 +224,7 @@ impl Scheduler {
             Puzzle {
                 board,
                 goal,
-                heuristic: heuristic.to_string(),
+                heuristic,
                 bound,
                 next_bound: u32::MAX,
                 outstanding: HashSet::new(),
@@ -257,7 +254,9 @@ impl Scheduler {
             puzzle,
             board,
             goal,
-            heuristic: requested,
+            // As the batch asked for it, so each worker resolves `default` within its own
+            // memory budget.
+            heuristic,
             path: Vec::new(),
             bound,
             iterate: true,
@@ -488,7 +487,7 @@ impl Scheduler {
             // Nothing shorter than `bound` exists, and the claimed path is no longer.
             return self.finish_solved(puzzle_id, moves);
         }
-        let (board, goal, heuristic) = (puzzle.board, puzzle.goal, puzzle.heuristic.clone());
+        let (board, goal, heuristic) = (puzzle.board, puzzle.goal, puzzle.heuristic);
         let workers: Vec<u64> = puzzle.workers.iter().copied().collect();
         if bound as usize >= tilesolve::search::MAX_DEPTH {
             return self.finish_failed(
@@ -516,7 +515,7 @@ impl Scheduler {
             min_split_nodes_per_thread: self.config.min_split_nodes_per_thread,
             max_depth: u32::MAX,
         };
-        let solver = self.solver(&goal, &heuristic)?.clone();
+        let solver = self.solver(&goal, heuristic)?.clone();
         let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) else {
             return Ok(());
         };
@@ -584,7 +583,7 @@ impl Scheduler {
             "iteration split"
         );
         let goal = puzzle.goal;
-        let heuristic = parse_heuristic(&puzzle.heuristic)?.to_string();
+        let heuristic = puzzle.heuristic;
         let wave = self.tasks.next_wave();
         for task in frontier.tasks {
             let spec = TaskSpec {
@@ -592,7 +591,7 @@ impl Scheduler {
                 puzzle: puzzle_id,
                 board: task.board,
                 goal,
-                heuristic: heuristic.clone(),
+                heuristic,
                 path: task.path,
                 bound,
                 iterate: false,
@@ -673,7 +672,7 @@ impl Scheduler {
         let (board, goal, heuristic, nodes, seconds, bound_stored) = (
             puzzle.board,
             puzzle.goal,
-            puzzle.heuristic.clone(),
+            puzzle.heuristic,
             puzzle.nodes,
             puzzle.started.elapsed().as_secs_f64(),
             puzzle.bound_stored,
@@ -702,7 +701,7 @@ impl Scheduler {
             seconds,
         };
         self.record_cancelled(puzzle_id);
-        let name = self.solver(&goal, &heuristic)?.heuristic().to_string();
+        let name = self.solver(&goal, heuristic)?.heuristic().to_string();
         // A path board of an answer found this cheaply is searched again faster than 40 to 80
         // store entries per answer are written (measured: they were 40% of the coordinator's
         // time on a batch of easy boards).

@@ -1,6 +1,6 @@
 //! The scheduler: batches in, subtree tasks out, results back in, optimal answers into the store.
 //!
-//! Per puzzle (DESIGN.md): first one whole-puzzle task (IDA* from the proven lower bound, with a
+//! Per puzzle: first one whole-puzzle task (IDA* from the proven lower bound, with a
 //! node budget), so that cheap puzzles cost one round trip. A puzzle that spends the budget is
 //! hard: each IDA* iteration is then split at a frontier depth into many deduplicated subtree
 //! tasks under the iteration's bound. The first subtree that finds a goal ends the puzzle (its
@@ -14,10 +14,23 @@
 //! has started on these files), so a worker's report from before a restart never matches a task
 //! of the new process.
 //! The scheduler is plain synchronous code behind a mutex: no tokio, no gRPC types.
+//!
+//! `Scheduler`'s methods live with the part of its job they do:
+//! - here: `new` (resuming the store's unfinished batches), registration and `poll`, `heartbeat`,
+//!   `sweep`, `leave`, the read-only views (`progress`, `list`, `query`, `totals`, ...), and
+//!   `cancel` and `prune`;
+//! - `intake`: `read_batch`, `open_batch`, `start_part`, `abandon`, `line_errors`;
+//! - `lifecycle`: `start_item`, `apply` (one report), the iterations and their splits,
+//!   `take_deferred` / `finish_deferred`, `finish_solved`, `finish_failed`;
+//! - `audits`: `maybe_audit`, `audit_answer`, `apply_audit`, `quarantine`, `restart_puzzle`;
+//! - `tables`: `prepare`, `start_or_wait`, `table_needs`, `install_solver`, waiting batches.
+//!
+//! Shared types are in `types` and `config`; the CPU work handed out of the lock in `deferred`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::PdbStore;
 use tilesolve::{parse_board, Board, Solver};
 
@@ -53,9 +66,9 @@ use lifecycle::Puzzle;
 use tasks::{Tasks, LEASE_MIN_NODE_RATE};
 use workers::{Workers, MAX_FAILURES_IN_A_ROW};
 
-/// The coordinator's state, behind one mutex: a thin owner of its parts, each of which keeps
-/// its own state private (`workers`, `tasks`, `batches`, `records`) and of the puzzles whose
-/// life `lifecycle` runs.
+/// The coordinator's state, behind one mutex. Its parts keep their own state private
+/// (`workers`, `tasks`, `batches`, `records`); the puzzles (whose life `lifecycle` runs), the
+/// solvers and the batches waiting for tables are its own.
 pub struct Scheduler {
     store: Store,
     pdbs: PdbStore,
@@ -126,7 +139,8 @@ impl Scheduler {
             let items = scheduler.store.items(batch.id)?;
             let counts = batches::counts(&items);
             scheduler.batches.open(batch.id, counts);
-            scheduler.start_or_wait(batch.id, 0, &items, &batch.heuristic)?;
+            let heuristic = intake::parse_heuristic(&batch.heuristic)?;
+            scheduler.start_or_wait(batch.id, 0, &items, heuristic)?;
             if counts.1 + counts.2 == counts.0 {
                 // Finished before its figures were stored (a store from an older version).
                 scheduler.close_batch(batch.id)?;
@@ -147,16 +161,14 @@ impl Scheduler {
     }
 
     /// The solver for a goal and heuristic name: ready for every started puzzle (see `tables`).
-    fn solver(&self, goal: &Board, heuristic: &str) -> Result<&Solver, SchedulerError> {
-        self.solvers
-            .get(&(*goal, heuristic.to_string()))
-            .ok_or_else(|| {
-                SchedulerError::Internal(format!(
-                    "no solver loaded for {heuristic} on {}x{} boards",
-                    goal.side(),
-                    goal.side()
-                ))
-            })
+    fn solver(&self, goal: &Board, heuristic: HeuristicChoice) -> Result<&Solver, SchedulerError> {
+        self.solvers.get(&(*goal, heuristic)).ok_or_else(|| {
+            SchedulerError::Internal(format!(
+                "no solver loaded for {heuristic} on {}x{} boards",
+                goal.side(),
+                goal.side()
+            ))
+        })
     }
 
     /// Accepts a batch: parses every line (bad lines become failed items naming the line and

@@ -11,7 +11,7 @@ use tilesolve::pdb::file::PatternSpec;
 use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::{parse_board, Board, Solver};
 
-use super::intake::{self, parse_goal, parse_heuristic};
+use super::intake::{self, parse_goal};
 use super::types::{SchedulerError, WorkerId};
 use super::Scheduler;
 use crate::store::{ItemStatus, StoredItem};
@@ -19,7 +19,7 @@ use tilesolve::proto::MAX_BATCH_LINES;
 
 /// A solver's identity: the goal, and the heuristic as the batch named it (`default` is
 /// resolved within the coordinator's table budget).
-pub type SolverKey = (Board, String);
+pub type SolverKey = (Board, HeuristicChoice);
 
 /// A batch on disk whose items need tables the scheduler has not loaded yet.
 pub(super) struct WaitingBatch {
@@ -52,7 +52,7 @@ impl Scheduler {
         if lines.len() > MAX_BATCH_LINES {
             return Ok(());
         }
-        let (Ok(choice), Ok(goal)) = (parse_heuristic(heuristic), parse_goal(goal)) else {
+        let (Ok(choice), Ok(goal)) = (intake::parse_heuristic(heuristic), parse_goal(goal)) else {
             return Ok(());
         };
         for side in intake::sides(lines, goal) {
@@ -73,7 +73,7 @@ impl Scheduler {
 
     /// The heuristic `key` names, `default` resolved within the coordinator's table budget.
     fn resolved(&self, key: &SolverKey) -> Result<HeuristicChoice, SchedulerError> {
-        Ok(parse_heuristic(&key.1)?.resolve(&key.0, self.config.table_budget))
+        Ok(key.1.resolve(&key.0, self.config.table_budget))
     }
 
     /// Why no solver can be made for `key`: a named preset for another board size. Its items
@@ -100,7 +100,7 @@ impl Scheduler {
             .build(&key.0, self.config.table_budget, &self.pdbs, &quiet)
             .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
         self.solvers.insert(
-            key.clone(),
+            *key,
             Solver::with_heuristic(key.0, built, choice.to_string()),
         );
         Ok(true)
@@ -110,7 +110,7 @@ impl Scheduler {
     pub(super) fn solvers_ready(
         &mut self,
         items: &[StoredItem],
-        heuristic: &str,
+        heuristic: HeuristicChoice,
     ) -> Result<bool, SchedulerError> {
         for key in Scheduler::keys_of(items, heuristic) {
             if self.unusable(&key)?.is_none() && !self.solver_ready(&key)? {
@@ -121,7 +121,7 @@ impl Scheduler {
     }
 
     /// The solver keys of a batch's queued items (goals parsed once each).
-    fn keys_of(items: &[StoredItem], heuristic: &str) -> HashSet<SolverKey> {
+    fn keys_of(items: &[StoredItem], heuristic: HeuristicChoice) -> HashSet<SolverKey> {
         let goals: BTreeSet<&str> = items
             .iter()
             .filter(|item| item.status == ItemStatus::Queued)
@@ -130,7 +130,7 @@ impl Scheduler {
         goals
             .into_iter()
             .filter_map(|goal| parse_board(goal).ok())
-            .map(|goal| (goal, heuristic.to_string()))
+            .map(|goal| (goal, heuristic))
             .collect()
     }
 
@@ -150,7 +150,7 @@ impl Scheduler {
     pub(super) fn check_tables_obtainable(
         &mut self,
         items: &[StoredItem],
-        heuristic: &str,
+        heuristic: HeuristicChoice,
     ) -> Result<(), SchedulerError> {
         if self.config.build_tables {
             return Ok(());
@@ -185,7 +185,7 @@ impl Scheduler {
         batch: u64,
         first: u32,
         items: &[StoredItem],
-        heuristic: &str,
+        heuristic: HeuristicChoice,
     ) -> Result<(), SchedulerError> {
         let (mut missing, mut unusable) = (HashSet::new(), HashMap::new());
         for key in Scheduler::keys_of(items, heuristic) {
@@ -205,7 +205,7 @@ impl Scheduler {
                 .goal
                 .as_deref()
                 .and_then(|goal| parse_board(goal).ok())
-                .map(|goal| (goal, heuristic.to_string()));
+                .map(|goal| (goal, heuristic));
             if let Some(reason) = key.as_ref().and_then(|key| unusable.get(key)) {
                 self.finish_failed(puzzle, reason.clone())?;
             } else if key.is_some_and(|key| missing.contains(&key)) {
@@ -313,7 +313,8 @@ impl Scheduler {
                 continue;
             };
             let items = self.store.items(batch)?;
-            self.start_or_wait(batch, 0, &items, &stored.heuristic)?;
+            let heuristic = intake::parse_heuristic(&stored.heuristic)?;
+            self.start_or_wait(batch, 0, &items, heuristic)?;
         }
         Ok(ready)
     }

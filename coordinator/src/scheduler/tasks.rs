@@ -463,7 +463,9 @@ mod tests {
             puzzle: (1, 0),
             board: Board::blank_last(4),
             goal: Board::blank_last(4),
-            heuristic: "manhattan".into(),
+            heuristic: tilesolve::heuristic_choice::HeuristicChoice::Classic(
+                tilesolve::heuristic::HeuristicKind::Manhattan,
+            ),
             path: Vec::new(),
             bound: 50,
             iterate,

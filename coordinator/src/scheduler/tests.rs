@@ -37,13 +37,7 @@ fn work_until_done(
             .poll(worker, slots, std::mem::take(&mut results))
             .unwrap();
         scheduler.run_deferred().unwrap();
-        for task in tasks {
-            let run = run_linear_conflict(&task);
-            results.push(TaskReport {
-                parts: run.parts,
-                ..TaskReport::new(task.id, run.outcome, run.nodes)
-            });
-        }
+        results.extend(tasks.iter().map(truthful));
     }
     panic!("batch {batch} did not finish");
 }
@@ -765,7 +759,10 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
 
     // A worker that holds them makes the same batch acceptable: stored, acknowledged, waiting.
     let worker = scheduler.register(1, "holder").unwrap();
-    let key = (Board::blank_last(4), "pdb:5-5-5".to_string());
+    let key = (
+        Board::blank_last(4),
+        "pdb:5-5-5".parse::<HeuristicChoice>().unwrap(),
+    );
     let files: Vec<(String, u64)> = scheduler
         .missing_tables(&key)
         .unwrap()
@@ -781,7 +778,7 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
         scheduler.table_needs(),
         vec![TableNeed {
             batch: submitted.batch,
-            keys: vec![key.clone()]
+            keys: vec![key]
         }]
     );
     let progress = scheduler.progress(submitted.batch).unwrap();
@@ -799,10 +796,7 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
         "{reason}"
     );
     assert_eq!(scheduler.totals().puzzles_pending, 1);
-    scheduler.set_preparing(HashMap::from([(
-        key.clone(),
-        "fetching x: 1 of 2 MB".into(),
-    )]));
+    scheduler.set_preparing(HashMap::from([(key, "fetching x: 1 of 2 MB".into())]));
     assert_eq!(
         scheduler
             .progress(submitted.batch)
@@ -825,7 +819,7 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
         .build(&key.0, u64::MAX, &pdbs, &quiet)
         .unwrap();
     scheduler.install_solver(
-        key.clone(),
+        key,
         Solver::with_heuristic(key.0, heuristic, "pdb:5-5-5".to_string()),
     );
     assert_eq!(
@@ -863,6 +857,16 @@ fn first_answer_length(scheduler: &Scheduler, batch: u64) -> u32 {
 fn run_linear_conflict(task: &TaskSpec) -> tilesolve::task::TaskRun {
     let solver = Solver::new(task.goal, tilesolve::HeuristicKind::LinearConflict);
     run_task(&solver, task.work(), None)
+}
+
+/// What an honest worker reports for `task`: the real kernel's run (linear conflict), with
+/// the parts it measured. Every simulated worker in these tests reports through it.
+fn truthful(task: &TaskSpec) -> TaskReport {
+    let run = run_linear_conflict(task);
+    TaskReport {
+        parts: run.parts,
+        ..TaskReport::new(task.id, run.outcome, run.nodes)
+    }
 }
 
 /// A lie told: `board` (optimal in `optimal` moves) submitted as one whole task, which a liar
@@ -1013,10 +1017,7 @@ fn a_batch_is_taken_in_parts_and_its_first_part_is_solved_before_the_rest_is_sto
         let (tasks, _) = scheduler
             .poll(worker, 64, std::mem::take(&mut results))
             .unwrap();
-        for task in tasks {
-            let run = run_linear_conflict(&task);
-            results.push(TaskReport::new(task.id, run.outcome, run.nodes));
-        }
+        results.extend(tasks.iter().map(truthful));
         solved_early = scheduler.progress(batch).unwrap().solved;
     }
     assert!(solved_early > 0);
@@ -1432,13 +1433,7 @@ fn work_beside(
         let (tasks, _) = scheduler
             .poll(honest, 1, std::mem::take(&mut results))
             .unwrap();
-        for task in tasks {
-            let run = run_linear_conflict(&task);
-            results.push(TaskReport {
-                parts: run.parts,
-                ..TaskReport::new(task.id, run.outcome, run.nodes)
-            });
-        }
+        results.extend(tasks.iter().map(truthful));
         std::thread::sleep(Duration::from_millis(1));
         scheduler.sweep().unwrap();
         scheduler.run_deferred().unwrap();
@@ -1489,14 +1484,8 @@ fn a_worker_whose_reports_keep_failing_is_shut_out_and_its_failures_retried_else
     let honest = scheduler.register(1, "honest").unwrap();
     let erring = scheduler.register(1, "erring").unwrap();
     let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
-    let truthful: Vec<TaskReport> = tasks
-        .iter()
-        .map(|task| {
-            let run = run_linear_conflict(task);
-            TaskReport::new(task.id, run.outcome, run.nodes)
-        })
-        .collect();
-    scheduler.poll(honest, 0, truthful).unwrap();
+    let reports: Vec<TaskReport> = tasks.iter().map(truthful).collect();
+    scheduler.poll(honest, 0, reports).unwrap();
     // The erring worker fails one task after another, each as often as it is given back:
     // three failures would have failed a puzzle for good.
     let mut failures = Vec::new();

@@ -3,6 +3,7 @@
 //! worker's word is held to. A leaf: it names no other part of the scheduler.
 
 use thiserror::Error;
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::search::PartSize;
 pub use tilesolve::task::TaskOutcome;
 use tilesolve::task::Work;
@@ -70,7 +71,8 @@ pub struct TaskSpec {
     pub puzzle: PuzzleId,
     pub board: Board,
     pub goal: Board,
-    pub heuristic: String,
+    /// As the batch named it (`default` is resolved by each worker).
+    pub heuristic: HeuristicChoice,
     /// Moves from the puzzle's root to `board`.
     pub path: Vec<Direction>,
     pub bound: u32,

@@ -72,7 +72,7 @@ pub(super) fn task_message(spec: TaskSpec) -> pb::Task {
         task_id: spec.id,
         board: spec.board.to_string(),
         goal: spec.goal.to_string(),
-        heuristic: spec.heuristic,
+        heuristic: spec.heuristic.to_string(),
         path: moves_to_string(&spec.path),
         bound: spec.bound,
         iterate: spec.iterate,
