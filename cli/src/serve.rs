@@ -72,11 +72,15 @@ pub struct ServeArgs {
         value_name = "PEM"
     )]
     tls_key: Option<PathBuf>,
-    /// Share of a worker's reports re-checked on another worker once its first few passed
-    /// (every report of a new worker is checked); a false one quarantines the worker and what
-    /// rests on its reports is solved again. Whatever the share, an answer longer than its
-    /// estimate is stored only after the claims it rests on were checked. 0 trusts every
-    /// worker and checks nothing.
+    /// How far workers' reports are checked: `sample` re-checks a new worker's cheap reports
+    /// and then a share of all (--audit-fraction); a false one quarantines the worker and what
+    /// rests on its reports is solved again. `full` also checks, before an answer is stored,
+    /// every claim it rests on (for workers on machines you do not control; up to a second
+    /// search of each answer's last iteration). `off` trusts every worker (RELIABILITY.md).
+    #[arg(long, env = "TILESOLVE_VERIFY", default_value = "sample", value_parser = ["off", "sample", "full"])]
+    verify: String,
+    /// Share of a worker's reports re-checked on another worker (or the coordinator) once it
+    /// passed probation, under `--verify sample` or `full`.
     #[arg(long, env = "TILESOLVE_AUDIT_FRACTION", default_value_t = DEFAULT_AUDIT_FRACTION, value_parser = audit_fraction)]
     audit_fraction: f64,
     /// MiB of store pages kept in memory (sled's cache): the coordinator's memory is this plus
@@ -130,6 +134,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             whole_task_budget: args.split_after.max(1),
             table_budget: args.memory.bytes(),
             audit_fraction: args.audit_fraction,
+            verify: args.verify.parse().map_err(anyhow::Error::msg)?,
             build_tables: !args.no_table_builds,
             ..args.policy.apply(SchedulerConfig::default())
         };

@@ -234,7 +234,7 @@ fn three_colluding_registrations_of_one_token_store_no_wrong_answer() {
     let server = Coordinator::start(
         &dir.path().join("coordinator"),
         "127.0.0.1:0",
-        &[],
+        &["--verify", "full"],
         &[
             ("TILESOLVE_TOKEN", CLIENT_TOKEN),
             ("TILESOLVE_WORKER_TOKEN", WORKER_TOKEN),
@@ -279,7 +279,7 @@ fn a_liar_whose_only_auditor_never_asks_for_work_is_audited_by_the_coordinator()
     let server = Coordinator::start(
         &dir.path().join("coordinator"),
         "127.0.0.1:0",
-        &["--lease-timeout", "2"],
+        &["--lease-timeout", "2", "--verify", "full"],
         &[
             ("TILESOLVE_TOKEN", CLIENT_TOKEN),
             ("TILESOLVE_WORKER_TOKEN", &tokens),

@@ -23,8 +23,8 @@ const SERVE: [&str; 8] = [
     "1",
     // Audits off: this is about leases, and answers waiting for their audits leave stretches
     // in which a worker of these tiny tasks holds nothing to hand back or lose.
-    "--audit-fraction",
-    "0",
+    "--verify",
+    "off",
 ];
 
 #[test]

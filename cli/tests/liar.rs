@@ -173,8 +173,16 @@ fn with_a_worker_that_lies_on_every_task_every_stored_answer_is_optimal() {
     let server = Coordinator::start(
         &dir.path().join("coordinator"),
         "127.0.0.1:0",
-        // Small budgets, so the 15-puzzles are split into subtree tasks (and some split again).
-        &["--split-after", "3000", "--subtree-budget", "5000"],
+        // Small budgets, so the 15-puzzles are split into subtree tasks (and some split again);
+        // the full check, which promises that no lie reaches an answer at all.
+        &[
+            "--split-after",
+            "3000",
+            "--subtree-budget",
+            "5000",
+            "--verify",
+            "full",
+        ],
         &[
             ("TILESOLVE_TOKEN", CLIENT_TOKEN),
             ("TILESOLVE_WORKER_TOKEN", WORKER_TOKEN),

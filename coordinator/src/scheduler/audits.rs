@@ -34,6 +34,7 @@
 use tilesolve::moves::replay;
 use tilesolve::{Board, Direction};
 
+use super::config::{Verify, PROBATION_SAMPLE_NODES};
 use super::deferred::{
     Deferred, FinishedAudit, PendingAudit, UnauditedClaim, COORDINATOR_AUDIT_NODES,
     COORDINATOR_CHUNK_NODES,
@@ -107,7 +108,8 @@ impl Scheduler {
         outcome: &TaskOutcome,
         nodes: u64,
     ) -> Vec<UnauditedClaim> {
-        if self.config.audit_fraction <= 0.0 || !self.puzzles.contains_key(&entry.puzzle) {
+        let verify = self.config.verify;
+        if verify == Verify::Off || !self.puzzles.contains_key(&entry.puzzle) {
             return Vec::new();
         }
         let node_budget = if entry.spec.iterate {
@@ -144,10 +146,16 @@ impl Scheduler {
         if claims.is_empty() {
             return claims;
         }
-        let drawn = self.workers.on_probation(worker)
-            || draw(self.audit_seed, entry.spec.id) < self.config.audit_fraction;
+        let on_probation = self.workers.on_probation(worker)
+            && (verify == Verify::Full || nodes <= PROBATION_SAMPLE_NODES);
+        let drawn =
+            on_probation || draw(self.audit_seed, entry.spec.id) < self.config.audit_fraction;
         if !drawn {
-            return claims;
+            // Kept for the answer's audits under `full`; under `sample` nobody audits them.
+            return match verify {
+                Verify::Full => claims,
+                Verify::Off | Verify::Sample => Vec::new(),
+            };
         }
         for claim in claims {
             self.route_audit(entry.puzzle, claim);

@@ -4,6 +4,45 @@ use std::time::Duration;
 
 use tilesolve::pdb::default_memory_budget;
 
+/// How far the coordinator checks what workers report (`serve --verify`; the threat model of
+/// each is in RELIABILITY.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verify {
+    /// Every worker trusted: nothing is audited. For a pool of your own machines that you
+    /// trust not to be faulty.
+    Off,
+    /// Sampled audits: a new worker's cheap claims until it has passed probation, then a share
+    /// ([`SchedulerConfig::audit_fraction`]) of its reports. A false claim found quarantines
+    /// its worker and withdraws everything that rests on its reports, but an answer may be
+    /// read before that. About the sampled share in CPU.
+    #[default]
+    Sample,
+    /// Today's full guarantee: besides the samples, every claim an answer rests on is audited
+    /// on another lineage (or the coordinator) before the answer is stored, and every claim of
+    /// a worker on probation, whatever its size. For pools with machines you do not control;
+    /// it costs up to a second search of each answer's last iteration.
+    Full,
+}
+
+impl std::str::FromStr for Verify {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Verify, String> {
+        match text {
+            "off" => Ok(Verify::Off),
+            "sample" => Ok(Verify::Sample),
+            "full" => Ok(Verify::Full),
+            other => Err(format!("'{other}' is not off, sample or full")),
+        }
+    }
+}
+
+/// Under [`Verify::Sample`], a worker on probation has its claims audited only when the report
+/// that made them expanded at most this many nodes (about a tenth of a second): a liar is
+/// caught on its first cheap lie, and probation does not cost a second search of every first
+/// hard task.
+pub const PROBATION_SAMPLE_NODES: u64 = 1_000_000;
+
 #[derive(Clone, Debug)]
 pub struct SchedulerConfig {
     /// Expanded nodes a whole-puzzle task may spend before the puzzle is split.
@@ -33,8 +72,10 @@ pub struct SchedulerConfig {
     /// combines bounds from several of them still holds).
     pub table_budget: u64,
     /// The share of a worker's reports audited once it is past probation (see `audits`):
-    /// each audit costs about one more task. 0 turns audits off (every worker trusted).
+    /// each audit costs about one more task.
     pub audit_fraction: f64,
+    /// How far workers' reports are checked (`serve --verify`).
+    pub verify: Verify,
     /// Whether the coordinator may build a pattern table that no connected worker can send
     /// it (`serve --no-table-builds` turns it off: a batch needing such a table is refused).
     pub build_tables: bool,
@@ -64,6 +105,7 @@ impl Default for SchedulerConfig {
             profile_depth: 4,
             table_budget: default_memory_budget(),
             audit_fraction: DEFAULT_AUDIT_FRACTION,
+            verify: Verify::default(),
             build_tables: true,
         }
     }

@@ -51,7 +51,9 @@ mod types;
 mod workers;
 
 pub use batches::BatchProgress;
-pub use config::{SchedulerConfig, DEFAULT_AUDIT_FRACTION, DEFAULT_MAX_PENDING};
+pub use config::{
+    SchedulerConfig, Verify, DEFAULT_AUDIT_FRACTION, DEFAULT_MAX_PENDING, PROBATION_SAMPLE_NODES,
+};
 pub use deferred::{Deferred, DeferredDone};
 pub use intake::{Intake, ReadBatch};
 pub use lifecycle::subtree_budget;

@@ -595,6 +595,8 @@ fn lie(task: &TaskSpec, truth: TaskOutcome, told: usize) -> TaskOutcome {
     }
 }
 
+/// Under the default, `--verify sample`: a worker that lies about every task is caught on probation
+/// (its claims are cheap) and nothing it told stays stored.
 #[test]
 fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
     let data = tempfile::tempdir().unwrap();
@@ -665,6 +667,9 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
     // certain: only claims a shorter path refutes can be disproved, and which claims are made
     // and audited depends on the lease order and the audit draw (1 run in about 15 saw none).
     assert!(totals.workers_quarantined >= 1, "{totals:?}");
+    // The default, `--verify sample`: no answer waited for the claims it rests on to be
+    // checked; the liar's lies were withdrawn when it was caught.
+    assert_eq!(totals.answer_audits, 0, "{totals:?}");
     for (item, (board, optimal)) in scheduler.items(batch).unwrap().iter().zip(&boards) {
         let ItemStatus::Solved(solved) = &item.status else {
             panic!("{board}: {:?}", item.status);
@@ -1067,13 +1072,14 @@ fn an_intake_that_fails_part_way_is_forgotten_and_frees_its_capacity() {
     assert!(scheduler.progress(intake.batch()).is_err());
 }
 
-/// A scheduler whose draw never picks a report once a worker is past probation (audits on,
-/// at a share no test reaches).
+/// A scheduler under `--verify full` whose draw never picks a report once a worker is past
+/// probation (audits on, at a share no test reaches): what stops a lie then is the full check.
 fn past_probation_setup(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {
     scheduler_in(
         dir,
         SchedulerConfig {
             audit_fraction: 1e-15,
+            verify: Verify::Full,
             ..config
         },
     )
@@ -1336,10 +1342,13 @@ fn registrations_under_one_token_never_audit_each_other() {
 #[test]
 fn a_report_claiming_a_huge_search_is_audited_all_the_same() {
     let data = tempfile::tempdir().unwrap();
+    // Under `full` (under `sample`, a claim's size decides whether probation checks it: that
+    // mode guards against faults, not against a liar choosing what it reports).
     let mut scheduler = scheduler_in(
         data.path(),
         SchedulerConfig {
             whole_task_budget: u64::MAX / 4,
+            verify: Verify::Full,
             ..SchedulerConfig::default()
         },
     );
