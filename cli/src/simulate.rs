@@ -58,6 +58,12 @@ pub struct SimulateArgs {
     /// Also print each split iteration's measured pieces.
     #[arg(long)]
     iterations: bool,
+    /// Seconds the best sequential search takes on the same boards (`tilesolve bench
+    /// --threads 1`'s solve seconds): speedup and efficiency are then also given against it.
+    /// The recording's own work holds what the split repeated or wasted, so speedup against
+    /// it flatters the cluster.
+    #[arg(long, value_name = "SECONDS")]
+    sequential_seconds: Option<f64>,
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
@@ -107,18 +113,12 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
     };
     print_recording(args.batch, &puzzles, args.iterations);
     let policy = policy(&args, overhead_seconds);
-    println!(
-        "{:>7} {:>12} {:>9} {:>10} {:>9} {:>10} {:>8} {:>10} {:>9}",
-        "workers",
-        "makespan s",
-        "speedup",
-        "efficiency",
-        "tasks",
-        "tasks/s",
-        "busy",
-        "predicted",
-        "split s"
-    );
+    let sequential = match args.sequential_seconds {
+        Some(seconds) if seconds.is_finite() && seconds > 0.0 => Some(seconds),
+        Some(seconds) => bail!("--sequential-seconds must be a positive number, not {seconds}"),
+        None => None,
+    };
+    print_header(sequential.is_some());
     // Exhaustive runs do the same search at every size: measured against that work itself
     // (no policy's one-worker run, whose overheads and budget splits would flatter the rest).
     let mut single = args
@@ -138,7 +138,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         let speedup = t1 / result.makespan_seconds.max(1e-12);
         limited |= result.granularity_limited;
         println!(
-            "{:>7} {:>12.3} {:>9.1} {:>9.1}% {:>9} {:>10.0} {:>7.1}% {:>9.1}% {:>9.3}{}",
+            "{:>7} {:>12.3} {:>9.1} {:>9.1}% {:>9} {:>10.0} {:>7.1}% {:>9.1}% {:>9.3}{}{}",
             workers,
             result.makespan_seconds,
             speedup,
@@ -148,6 +148,13 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
             100.0 * result.busy_seconds / (workers as f64 * result.makespan_seconds).max(1e-12),
             100.0 * result.predicted_seconds / result.busy_seconds.max(1e-12),
             result.split_seconds,
+            match sequential {
+                Some(seconds) => {
+                    let against = seconds / result.makespan_seconds.max(1e-12);
+                    format!("  {against:.2}x, {:.1}%", 100.0 * against / workers as f64)
+                }
+                None => String::new(),
+            },
             if result.granularity_limited {
                 "  *"
             } else {
@@ -248,4 +255,25 @@ fn policy(args: &SimulateArgs, overhead_seconds: f64) -> SimulationPolicy {
         exhaustive: args.exhaustive,
         prefetch: args.prefetch as usize,
     }
+}
+
+/// The table's header; `sequential` adds the column against one thread.
+fn print_header(sequential: bool) {
+    println!(
+        "{:>7} {:>12} {:>9} {:>10} {:>9} {:>10} {:>8} {:>10} {:>9}{}",
+        "workers",
+        "makespan s",
+        "speedup",
+        "efficiency",
+        "tasks",
+        "tasks/s",
+        "busy",
+        "predicted",
+        "split s",
+        if sequential {
+            "  against one thread"
+        } else {
+            ""
+        }
+    );
 }
