@@ -237,6 +237,7 @@ impl Solver {
             cancel,
             deadline: options.time_limit.map(|limit| started + limit),
             max_nodes: options.node_limit,
+            whole_iterations: false,
         };
         let (found, counters, iterations) =
             dispatch!(&self.heuristic, h => self.search(h, board, options, limits));

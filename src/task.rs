@@ -121,6 +121,7 @@ pub fn run_task(solver: &Solver, work: Work<'_>, cancel: Option<&AtomicBool>) ->
             cancel,
             deadline: None,
             max_nodes: Some(work.node_budget.max(1)),
+            whole_iterations: true,
         };
         let outcome = solver.iterate(work.board, work.bound, limits);
         let result = match outcome.result {
@@ -139,6 +140,7 @@ pub fn run_task(solver: &Solver, work: Work<'_>, cancel: Option<&AtomicBool>) ->
         cancel,
         deadline: None,
         max_nodes: (work.node_budget > 0).then_some(work.node_budget),
+        whole_iterations: false,
     };
     let (outcome, counters, parts) = if work.profile_depth > 0 {
         let profiled = solver.search_subtree_profiled(
@@ -233,6 +235,47 @@ mod tests {
         let mut instant = TaskTimes::default();
         instant.add(PACK_AFTER_TASKS, 0.0);
         assert_eq!(instant.tasks_per_thread(2), MAX_PACKED);
+    }
+
+    /// A whole task stops between iterations rather than in one it would not finish: it spends
+    /// less than its budget, and the bound it reports is one no solution is shorter than.
+    #[test]
+    fn a_whole_task_stops_before_an_iteration_it_could_not_finish() {
+        let goal = Board::blank_last(4);
+        let solver = Solver::new(goal, HeuristicKind::LinearConflict);
+        // Korf's instance 1 (57 moves), blank last.
+        let root = parse_board("13,6,8,12,15,14,0,10,11,7,4,5,9,1,3,2").unwrap();
+        let optimal = solver
+            .solve(&root, &crate::SolveOptions::default(), None)
+            .unwrap()
+            .len() as u32;
+        let task = |node_budget| Work {
+            board: &root,
+            path: &[],
+            bound: 0,
+            iterate: true,
+            node_budget,
+            profile_depth: 0,
+        };
+        let whole = run_task(&solver, task(u64::MAX), None);
+        assert!(matches!(whole.outcome, TaskOutcome::Found(ref m) if m.len() as u32 == optimal));
+        let budget = whole.nodes / 3;
+        let stopped = run_task(&solver, task(budget), None);
+        let TaskOutcome::BudgetSpent(at) = stopped.outcome else {
+            panic!("{:?}", stopped.outcome);
+        };
+        assert!(stopped.nodes < budget, "{} of {budget}", stopped.nodes);
+        assert!(at <= optimal, "{at} > {optimal}");
+        // Resumed at that bound, the search finds the same length.
+        let resumed = run_task(
+            &solver,
+            Work {
+                bound: at,
+                ..task(u64::MAX)
+            },
+            None,
+        );
+        assert!(matches!(resumed.outcome, TaskOutcome::Found(ref m) if m.len() as u32 == optimal));
     }
 
     /// Profiling must not change what a subtree search finds or what it counts.

@@ -249,9 +249,26 @@ pub enum IdaStop {
     NoSolution,
 }
 
+/// Whether the next iteration, predicted to grow over `this_iteration` as it grew over
+/// `last_iteration`, would take the search past `budget` (nothing is predicted from a first
+/// iteration).
+fn next_would_overrun(
+    expanded: u64,
+    this_iteration: u64,
+    last_iteration: u64,
+    budget: u64,
+) -> bool {
+    if last_iteration == 0 {
+        return false;
+    }
+    let growth = (this_iteration as f64 / last_iteration as f64).max(1.0);
+    expanded as f64 + this_iteration as f64 * growth > budget as f64
+}
+
 /// Iterative deepening A*: bounded searches from the root with the bound raised each time to the
 /// smallest f that exceeded it. With an admissible heuristic the first solution is optimal.
 /// `start_bound` resumes at a bound already proven (no solution is shorter); 0 starts at h.
+/// With [`Limits::whole_iterations`], a budget ends the search between iterations when it can.
 pub fn ida_star<H: Heuristic>(
     heuristic: &H,
     neighbors: &Neighbors,
@@ -261,9 +278,12 @@ pub fn ida_star<H: Heuristic>(
     start_bound: u32,
     limits: Limits<'_>,
 ) -> IdaOutcome {
+    let iteration_budget = limits.max_nodes.filter(|_| limits.whole_iterations);
     let mut kernel = Kernel::new(heuristic, neighbors, goal, limits).with_pruning(pruning);
     let mut bound = heuristic.estimate(&Position::new(start)).max(start_bound);
     let mut iterations = 0;
+    // Expanded nodes before the iteration in progress, and in the one before it.
+    let (mut before, mut last_iteration) = (0u64, 0u64);
     loop {
         iterations += 1;
         let result = match kernel.search(start, 0, None, bound) {
@@ -276,7 +296,18 @@ pub fn ida_star<H: Heuristic>(
             }
             Bounded::Exceeded { next_bound } => {
                 bound = next_bound;
-                continue;
+                let expanded = kernel.counters().expanded;
+                let this_iteration = expanded - before;
+                if let Some(budget) = iteration_budget {
+                    if next_would_overrun(expanded, this_iteration, last_iteration, budget) {
+                        Err(IdaStop::Aborted(Abort::NodeLimit))
+                    } else {
+                        (before, last_iteration) = (expanded, this_iteration);
+                        continue;
+                    }
+                } else {
+                    continue;
+                }
             }
         };
         return IdaOutcome {

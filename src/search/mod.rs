@@ -35,6 +35,11 @@ pub struct Limits<'a> {
     pub deadline: Option<Instant>,
     /// Budget of expanded nodes.
     pub max_nodes: Option<u64>,
+    /// With `max_nodes`, IDA* also stops between iterations, before one predicted (by the
+    /// growth of the last two) to overrun the budget: the distributed whole-puzzle task, whose
+    /// unfinished iteration would be searched again as subtree tasks, so work spent on it
+    /// would be lost.
+    pub whole_iterations: bool,
 }
 
 impl Limits<'_> {
