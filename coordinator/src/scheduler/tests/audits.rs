@@ -1,0 +1,579 @@
+//! Audits and quarantine: lying workers under `sample` and `full`, lineages, the coordinator's own audits.
+
+use super::*;
+
+/// How a lying worker answers a task it ran for real: longer paths for whole puzzles, raised
+/// bounds that hide the answers of subtrees, moves off the board now and then; as an auditor
+/// it never finds anything.
+fn lie(task: &TaskSpec, truth: TaskOutcome, told: usize) -> TaskOutcome {
+    if told % 7 == 3 {
+        return TaskOutcome::Found(vec![Direction::Up; 40]);
+    }
+    match truth {
+        TaskOutcome::Found(mut moves) if task.iterate => {
+            let detour = Direction::ALL
+                .into_iter()
+                .find(|&d| {
+                    tilesolve::moves::replay(&task.board, &task.goal, &[d, d.opposite()]).is_err()
+                        && task.board.apply(d).is_some()
+                })
+                .unwrap_or(Direction::Up);
+            moves.splice(0..0, [detour, detour.opposite()]);
+            TaskOutcome::Found(moves)
+        }
+        TaskOutcome::Found(_) => TaskOutcome::Exceeded(task.bound + 2),
+        TaskOutcome::Exceeded(next) => TaskOutcome::Exceeded(next + 2),
+        TaskOutcome::BudgetSpent(at) => TaskOutcome::BudgetSpent(at + 2),
+        other => other,
+    }
+}
+
+/// Under the default, `--verify sample`: a worker that lies about every task is caught on probation
+/// (its claims are cheap) and nothing it told stays stored.
+#[test]
+fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: 2_000,
+            subtree_task_budget: 3_000,
+            tasks_per_thread: 8,
+            ..SchedulerConfig::default()
+        },
+    );
+    let mut boards = examples();
+    boards.push(("8,6,7,2,5,4,3,0,1".into(), 31));
+    boards.push(("6,4,7,8,5,0,3,2,1".into(), 31));
+    boards.push(("1,2,3,4,5,6,0,7,8".into(), 2));
+    let lines: Vec<String> = boards.iter().map(|(b, _)| b.clone()).collect();
+    let batch = scheduler
+        .submit(&lines, "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let honest = scheduler.register(2, "honest").unwrap();
+    let mut liar = scheduler.register(2, "liar").unwrap();
+    let (mut honest_results, mut liar_results) = (Vec::new(), Vec::new());
+    let (mut told, mut liars) = (0, 1);
+    for _ in 0..100_000 {
+        if scheduler.progress(batch).unwrap().done {
+            break;
+        }
+        match scheduler.poll(liar, 2, std::mem::take(&mut liar_results)) {
+            Ok((tasks, _)) => {
+                for task in tasks {
+                    let truth = run_linear_conflict(&task);
+                    told += 1;
+                    let outcome = lie(&task, truth.outcome, told);
+                    liar_results.push(TaskReport::new(task.id, outcome, truth.nodes));
+                }
+            }
+            // Quarantined: it comes back as a new worker, as a persistent liar would.
+            Err(SchedulerError::PermissionDenied(_)) if liars < 3 => {
+                liar = scheduler.register(2, "liar").unwrap();
+                liars += 1;
+            }
+            Err(SchedulerError::PermissionDenied(_)) => {}
+            Err(error) => panic!("{error}"),
+        }
+        let (tasks, _) = scheduler
+            .poll(honest, 2, std::mem::take(&mut honest_results))
+            .unwrap();
+        scheduler.run_deferred().unwrap();
+        for task in tasks {
+            let truth = run_linear_conflict(&task);
+            honest_results.push(TaskReport {
+                parts: truth.parts,
+                ..TaskReport::new(task.id, truth.outcome, truth.nodes)
+            });
+        }
+        scheduler.sweep().unwrap();
+    }
+    let progress = scheduler.progress(batch).unwrap();
+    assert!(
+        progress.done && progress.solved == boards.len() as u32,
+        "{progress:?} {:?}",
+        scheduler.totals()
+    );
+    let totals = scheduler.totals();
+    // Strikes (moves off the board) make the quarantine certain. A disproof is likely but not
+    // certain: only claims a shorter path refutes can be disproved, and which claims are made
+    // and audited depends on the lease order and the audit draw (1 run in about 15 saw none).
+    assert!(totals.workers_quarantined >= 1, "{totals:?}");
+    // The default, `--verify sample`: no answer waited for the claims it rests on to be
+    // checked; the liar's lies were withdrawn when it was caught.
+    assert_eq!(totals.answer_audits, 0, "{totals:?}");
+    for (item, (board, optimal)) in scheduler.items(batch).unwrap().iter().zip(&boards) {
+        let ItemStatus::Solved(solved) = &item.status else {
+            panic!("{board}: {:?}", item.status);
+        };
+        assert_eq!(solved.length, *optimal, "{board}");
+        assert_eq!(
+            scheduler.query(board, "").unwrap().map(|s| s.length),
+            Some(*optimal),
+            "{board}"
+        );
+    }
+}
+
+/// A lie told: `board` (optimal in `optimal` moves) submitted as one whole task, which a liar
+/// answers two moves too long while an honest worker stands by to audit it.
+struct ToldLie {
+    scheduler: Scheduler,
+    batch: u64,
+    liar: WorkerId,
+    honest: WorkerId,
+    /// How the scheduler took the liar's poll with the lie.
+    reported: Result<(), SchedulerError>,
+}
+
+fn tell_a_lie(dir: &std::path::Path, board: &str, optimal: usize) -> ToldLie {
+    let config = SchedulerConfig {
+        whole_task_budget: u64::MAX / 4,
+        ..SchedulerConfig::default()
+    };
+    let mut scheduler = scheduler_in(dir, config);
+    let batch = scheduler
+        .submit(&[board.to_string()], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let liar = scheduler.register(1, "liar").unwrap();
+    let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    let truth = run_linear_conflict(&tasks[0]);
+    let lied = lie(&tasks[0], truth.outcome, 1);
+    assert!(matches!(&lied, TaskOutcome::Found(moves) if moves.len() == optimal + 2));
+    // Another worker is there to audit (with none, an audit is skipped).
+    let honest = scheduler.register(1, "honest").unwrap();
+    let reports = vec![TaskReport::new(tasks[0].id, lied, truth.nodes)];
+    let reported = scheduler.poll(liar, 0, reports).map(|_| ());
+    ToldLie {
+        scheduler,
+        batch,
+        liar,
+        honest,
+        reported,
+    }
+}
+
+#[test]
+fn an_audit_disproves_a_path_two_moves_too_long_and_quarantines_its_worker() {
+    let data = tempfile::tempdir().unwrap();
+    // 31 moves, far past its linear-conflict estimate: the whole task iterates, so its answer
+    // claims that nothing shorter exists below the board.
+    let ToldLie {
+        mut scheduler,
+        batch,
+        liar,
+        honest,
+        reported,
+    } = tell_a_lie(data.path(), "8,6,7,2,5,4,3,0,1", 31);
+    assert!(matches!(
+        reported,
+        Ok(()) | Err(SchedulerError::PermissionDenied(_))
+    ));
+    assert!(
+        !scheduler.progress(batch).unwrap().done,
+        "the answer waits for its audit"
+    );
+
+    work_until_done(&mut scheduler, honest, 1, batch, Vec::new());
+    let totals = scheduler.totals();
+    assert_eq!(totals.audits_disproved, 1, "{totals:?}");
+    assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
+    assert!(matches!(
+        scheduler.poll(liar, 1, Vec::new()),
+        Err(SchedulerError::PermissionDenied(_))
+    ));
+    assert_eq!(first_answer_length(&scheduler, batch), 31);
+}
+
+#[test]
+fn an_audit_that_spends_its_budget_goes_on_in_its_children_and_disproves_the_lie() {
+    let data = tempfile::tempdir().unwrap();
+    // A 15-puzzle: searching it again under one move short of a lie takes more nodes than the
+    // kernel runs between looks at its budget (4096).
+    let (board, optimal) = examples().swap_remove(0);
+    let ToldLie {
+        mut scheduler,
+        batch,
+        honest,
+        reported,
+        ..
+    } = tell_a_lie(data.path(), &board, optimal as usize);
+    assert!(reported.is_ok());
+    // The honest worker's first task is the audit, and it runs out of nodes (as a real one
+    // does on a larger board): it comes back as its children, not as "nothing found".
+    let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    let starved = run_linear_conflict(&TaskSpec {
+        node_budget: 1,
+        ..tasks[0].clone()
+    });
+    assert!(
+        matches!(starved.outcome, TaskOutcome::Split { .. }),
+        "{starved:?}"
+    );
+    let starved = vec![TaskReport::new(tasks[0].id, starved.outcome, starved.nodes)];
+    work_until_done(&mut scheduler, honest, 4, batch, starved);
+    let totals = scheduler.totals();
+    assert_eq!(totals.audits_disproved, 1, "{totals:?}");
+    assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
+    assert_eq!(
+        first_answer_length(&scheduler, batch),
+        optimal,
+        "the lie never stands"
+    );
+}
+
+/// A scheduler under `--verify full` whose draw never picks a report once a worker is past
+/// probation (audits on, at a share no test reaches): what stops a lie then is the full check.
+fn past_probation_setup(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {
+    scheduler_in(
+        dir,
+        SchedulerConfig {
+            audit_fraction: 1e-15,
+            verify: Verify::Full,
+            ..config
+        },
+    )
+}
+
+/// Has `liar` earn its way past probation on true answers, each claiming that nothing shorter
+/// exists, which `honest`'s audits uphold. Returns what `honest` has yet to report.
+fn earn_trust(scheduler: &mut Scheduler, liar: WorkerId, honest: WorkerId) -> Vec<TaskReport> {
+    let warm_up = scheduler
+        .submit(&distinct_eight_puzzles(40, 7), "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let truthful = |_: &TaskSpec, outcome: TaskOutcome| outcome;
+    let (mut liar_results, mut honest_results) = (Vec::new(), Vec::new());
+    while !scheduler.progress(warm_up).unwrap().done {
+        let (tasks, _) = scheduler
+            .poll(liar, 1, std::mem::take(&mut liar_results))
+            .unwrap();
+        liar_results = answer(tasks, &truthful);
+        scheduler.run_deferred().unwrap();
+        let (tasks, _) = scheduler
+            .poll(honest, 1, std::mem::take(&mut honest_results))
+            .unwrap();
+        honest_results = answer(tasks, &truthful);
+    }
+    scheduler.poll(liar, 0, liar_results).unwrap();
+    assert!(
+        !scheduler.workers.on_probation(liar),
+        "{:?}",
+        scheduler.totals()
+    );
+    honest_results
+}
+
+/// Runs `tasks` as `worker` truthfully, except as `tell` rewrites an outcome.
+fn answer(
+    tasks: Vec<TaskSpec>,
+    tell: &dyn Fn(&TaskSpec, TaskOutcome) -> TaskOutcome,
+) -> Vec<TaskReport> {
+    tasks
+        .into_iter()
+        .map(|task| {
+            let run = run_linear_conflict(&task);
+            TaskReport {
+                parts: run.parts,
+                ..TaskReport::new(task.id, tell(&task, run.outcome), run.nodes)
+            }
+        })
+        .collect()
+}
+
+/// `moves` with a step out and back first, from `board` (not undoing `after`).
+fn with_detour(
+    board: &Board,
+    after: Option<Direction>,
+    mut moves: Vec<Direction>,
+) -> Vec<Direction> {
+    let detour = Direction::ALL
+        .into_iter()
+        .find(|&d| board.apply(d).is_some() && after.is_none_or(|last| last.opposite() != d))
+        .unwrap();
+    moves.splice(0..0, [detour, detour.opposite()]);
+    moves
+}
+
+/// Submits a 31-move 8-puzzle that `liar` takes as a whole task and answers in 33 moves (a
+/// step out and back first); the answer waits for its audit. Returns the batch.
+fn answer_31_moves_in_33(scheduler: &mut Scheduler, liar: WorkerId) -> u64 {
+    let batch = scheduler
+        .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    let lie = |task: &TaskSpec, outcome: TaskOutcome| match outcome {
+        TaskOutcome::Found(moves) => TaskOutcome::Found(with_detour(&task.board, None, moves)),
+        other => other,
+    };
+    let lied = answer(tasks, &lie);
+    scheduler.poll(liar, 0, lied).unwrap();
+    assert!(
+        !scheduler.progress(batch).unwrap().done,
+        "the answer waits for its audit"
+    );
+    batch
+}
+
+#[test]
+fn a_liar_past_probation_cannot_lengthen_a_whole_task_answer_unseen() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = past_probation_setup(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    );
+    let liar = scheduler.register(1, "liar").unwrap();
+    let honest = scheduler.register(1, "honest").unwrap();
+    let honest_results = earn_trust(&mut scheduler, liar, honest);
+    let answer_audits = scheduler.totals().answer_audits;
+    // Now a lie no draw picks.
+    let batch = answer_31_moves_in_33(&mut scheduler, liar);
+    assert_eq!(scheduler.totals().answer_audits, answer_audits + 1);
+    work_until_done(&mut scheduler, honest, 1, batch, honest_results);
+    let totals = scheduler.totals();
+    assert_eq!(totals.audits_disproved, 1, "{totals:?}");
+    assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
+    assert_eq!(first_answer_length(&scheduler, batch), 31);
+}
+
+#[test]
+fn a_liar_past_probation_cannot_hide_a_subtree_answer_unseen() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = past_probation_setup(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: 2_000,
+            subtree_task_budget: 0,
+            tasks_per_thread: 8,
+            ..SchedulerConfig::default()
+        },
+    );
+    let liar = scheduler.register(64, "liar").unwrap();
+    let honest = scheduler.register(1, "honest").unwrap();
+    let mut honest_results = earn_trust(&mut scheduler, liar, honest);
+    let answer_audits = scheduler.totals().answer_audits;
+    let (board, optimal) = examples().swap_remove(0);
+    let batch = scheduler
+        .submit(std::slice::from_ref(&board), "linear-conflict", "")
+        .unwrap()
+        .batch;
+    // The liar asks for more than there is, so it runs every search task; the honest worker
+    // gets only what the liar may not run: audits of the liar's claims.
+    // It tells the truth but for the answer: at the optimal bound it says there is nothing
+    // (raising the bound), and at the next one it answers with a detour.
+    let lie = |task: &TaskSpec, outcome: TaskOutcome| match outcome {
+        TaskOutcome::Found(_) if !task.iterate && task.bound == optimal => {
+            TaskOutcome::Exceeded(optimal + 2)
+        }
+        TaskOutcome::Found(moves)
+            if !task.iterate && (task.path.len() + moves.len()) as u32 == optimal =>
+        {
+            TaskOutcome::Found(with_detour(&task.board, task.path.last().copied(), moves))
+        }
+        other => other,
+    };
+    let truthful = |_: &TaskSpec, outcome: TaskOutcome| outcome;
+    let mut liar_results = Vec::new();
+    let mut quarantined = false;
+    for _ in 0..100_000 {
+        if scheduler.progress(batch).unwrap().done {
+            break;
+        }
+        if !quarantined {
+            match scheduler.poll(liar, 10_000, std::mem::take(&mut liar_results)) {
+                Ok((tasks, _)) => liar_results = answer(tasks, &lie),
+                Err(SchedulerError::PermissionDenied(_)) => quarantined = true,
+                Err(error) => panic!("{error}"),
+            }
+        }
+        scheduler.run_deferred().unwrap();
+        let (tasks, _) = scheduler
+            .poll(honest, 1, std::mem::take(&mut honest_results))
+            .unwrap();
+        scheduler.run_deferred().unwrap();
+        honest_results = answer(tasks, &truthful);
+    }
+    let totals = scheduler.totals();
+    assert!(scheduler.progress(batch).unwrap().done, "{totals:?}");
+    assert!(totals.answer_audits > answer_audits, "{totals:?}");
+    assert_eq!(totals.audits_disproved, 1, "{totals:?}");
+    assert_eq!(totals.workers_quarantined, 1, "{totals:?}");
+    assert_eq!(
+        first_answer_length(&scheduler, batch),
+        optimal,
+        "the hidden answer is found again"
+    );
+}
+
+#[test]
+fn the_coordinator_audits_a_lone_workers_claims_itself() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    );
+    // A lone liar: nobody else could audit it.
+    let liar = scheduler.register(1, "liar").unwrap();
+    let batch = answer_31_moves_in_33(&mut scheduler, liar);
+    scheduler.run_deferred().unwrap();
+    let totals = scheduler.totals();
+    assert_eq!(
+        (
+            totals.audits_skipped,
+            totals.audits_disproved,
+            totals.workers_quarantined
+        ),
+        (0, 1, 1),
+        "{totals:?}"
+    );
+    // An honest worker solves it again, and its answer, audited the same way, stands.
+    let honest = scheduler.register(1, "honest").unwrap();
+    work_until_done(&mut scheduler, honest, 1, batch, Vec::new());
+    let totals = scheduler.totals();
+    assert_eq!(
+        (totals.audits_skipped, totals.audits_upheld),
+        (0, 1),
+        "{totals:?}"
+    );
+    assert_eq!(first_answer_length(&scheduler, batch), 31);
+}
+
+#[test]
+fn registrations_under_one_token_never_audit_each_other() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    );
+    // Two registrations of one token holder: each would uphold the other's lie.
+    let liar = scheduler.register_with_token(1, "liar", 0).unwrap();
+    let accomplice = scheduler.register_with_token(1, "accomplice", 0).unwrap();
+    let batch = answer_31_moves_in_33(&mut scheduler, liar);
+    let (tasks, _) = scheduler.poll(accomplice, 4, Vec::new()).unwrap();
+    assert!(
+        tasks.is_empty(),
+        "the accomplice is given the audit: {tasks:?}"
+    );
+    scheduler.run_deferred().unwrap();
+    let totals = scheduler.totals();
+    assert_eq!(
+        (totals.audits_disproved, totals.workers_quarantined),
+        (1, 1),
+        "the coordinator audits the claim itself: {totals:?}"
+    );
+    // A worker under another token may audit the accomplice's reports: its claims go to it
+    // as tasks. Once the accomplice leaves, the coordinator audits the newcomer's.
+    let other = scheduler.register_with_token(1, "other", 1).unwrap();
+    let (tasks, _) = scheduler.poll(accomplice, 1, Vec::new()).unwrap();
+    let reports = answer(tasks, &|_, outcome| outcome);
+    scheduler.poll(accomplice, 0, reports).unwrap();
+    let (audits, _) = scheduler.poll(other, 4, Vec::new()).unwrap();
+    assert!(
+        audits.iter().any(|task| !task.iterate),
+        "the accomplice's claim is audited by the other token's worker: {audits:?}"
+    );
+    scheduler.leave(accomplice).unwrap();
+    let reports = answer(audits, &|_, outcome| outcome);
+    work_until_done(&mut scheduler, other, 1, batch, reports);
+    assert_eq!(first_answer_length(&scheduler, batch), 31);
+}
+
+#[test]
+fn a_report_claiming_a_huge_search_is_audited_all_the_same() {
+    let data = tempfile::tempdir().unwrap();
+    // Under `full` (under `sample`, a claim's size decides whether probation checks it: that
+    // mode guards against faults, not against a liar choosing what it reports).
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            verify: Verify::Full,
+            ..SchedulerConfig::default()
+        },
+    );
+    let liar = scheduler.register(1, "liar").unwrap();
+    let batch = scheduler
+        .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
+    let lie = |task: &TaskSpec, outcome: TaskOutcome| match outcome {
+        TaskOutcome::Found(moves) => TaskOutcome::Found(with_detour(&task.board, None, moves)),
+        other => other,
+    };
+    let lied: Vec<TaskReport> = answer(tasks, &lie)
+        .into_iter()
+        .map(|report| TaskReport {
+            nodes: 50_000_000,
+            ..report
+        })
+        .collect();
+    scheduler.poll(liar, 0, lied).unwrap();
+    let long: Vec<Deferred> = scheduler.take_deferred();
+    assert!(
+        long.iter().any(Deferred::is_long),
+        "a big claim is audited on the coordinator's background pool"
+    );
+    for work in long {
+        scheduler.finish_deferred(work.run()).unwrap();
+    }
+    scheduler.run_deferred().unwrap();
+    let totals = scheduler.totals();
+    assert_eq!(
+        (totals.audits_disproved, totals.workers_quarantined),
+        (1, 1),
+        "{totals:?}"
+    );
+    assert!(!scheduler.progress(batch).unwrap().done, "solved again");
+}
+
+#[test]
+fn an_audit_no_worker_takes_within_a_lease_timeout_runs_on_the_coordinator() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            lease_timeout: Duration::from_millis(50),
+            ..SchedulerConfig::default()
+        },
+    );
+    let liar = scheduler.register_with_token(1, "liar", 0).unwrap();
+    // Another token's registration that heartbeats and never asks for work.
+    let silent = scheduler.register_with_token(1, "silent", 1).unwrap();
+    answer_31_moves_in_33(&mut scheduler, liar);
+    assert!(
+        scheduler.take_deferred().is_empty(),
+        "queued for the silent one"
+    );
+    std::thread::sleep(Duration::from_millis(60));
+    scheduler.heartbeat(silent, &[]).unwrap();
+    scheduler.heartbeat(liar, &[]).unwrap();
+    scheduler.sweep().unwrap();
+    scheduler.run_deferred().unwrap();
+    let totals = scheduler.totals();
+    assert_eq!(
+        (
+            totals.audits_skipped,
+            totals.audits_disproved,
+            totals.workers_quarantined
+        ),
+        (0, 1, 1),
+        "{totals:?}"
+    );
+}

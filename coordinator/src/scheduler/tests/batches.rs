@@ -1,0 +1,248 @@
+//! Batches: intake in parts, garbage refused, cancels, listing, and finished batches out of memory.
+
+use super::*;
+
+#[test]
+fn a_cancelled_batch_withdraws_its_tasks() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let lines: Vec<String> = examples().into_iter().map(|(b, _)| b).collect();
+    let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
+    let worker = scheduler.register(1, "test").unwrap();
+    let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+    let progress = scheduler.cancel(submitted.batch).unwrap();
+    assert!(progress.done);
+    assert_eq!(progress.failed, lines.len() as u32);
+    assert_eq!(
+        scheduler.heartbeat(worker, &[tasks[0].id]).unwrap(),
+        vec![tasks[0].id],
+        "the worker is told"
+    );
+    assert!(
+        scheduler.poll(worker, 1, Vec::new()).unwrap().0.is_empty(),
+        "nothing left to do"
+    );
+    assert_eq!(scheduler.list(None, 10, false).unwrap().len(), 1);
+}
+
+#[test]
+fn cancelling_a_finished_batch_changes_nothing_and_a_running_one_keeps_its_answers() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let easy = "1,2,3,4,5,6,0,7,8".to_string();
+    let finished = scheduler
+        .submit(std::slice::from_ref(&easy), "linear-conflict", "")
+        .unwrap()
+        .batch;
+    run_to_completion(&mut scheduler, finished, 1);
+    let before = scheduler.items(finished).unwrap();
+    let progress = scheduler.cancel(finished).unwrap();
+    assert!(progress.done && !progress.cancelled, "{progress:?}");
+    assert_eq!((progress.solved, progress.failed), (1, 0));
+    assert_eq!(scheduler.items(finished).unwrap(), before);
+    let stored = scheduler.store.batch(finished).unwrap().unwrap();
+    assert!(
+        !stored.cancelled,
+        "a finished batch is never marked cancelled"
+    );
+
+    // A running batch: its answered item stays answered, the rest fail as cancelled.
+    let hard = examples()[5].0.clone();
+    let running = scheduler
+        .submit(&[easy, hard], "manhattan", "")
+        .unwrap()
+        .batch;
+    assert_eq!(
+        scheduler.progress(running).unwrap().solved,
+        1,
+        "from the store"
+    );
+    let progress = scheduler.cancel(running).unwrap();
+    assert!(progress.done && progress.cancelled, "{progress:?}");
+    assert_eq!((progress.solved, progress.failed), (1, 1));
+    assert!(matches!(
+        scheduler.items(running).unwrap()[0].status,
+        ItemStatus::Solved(_)
+    ));
+}
+
+#[test]
+fn garbage_is_refused_at_intake_and_nothing_is_stored() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let garbage = vec!["\u{1b}[31mred".to_string(), "1,1,1".to_string()];
+    let refused = scheduler.submit(&garbage, "default", "");
+    let Err(SchedulerError::InvalidArgument(reason)) = refused else {
+        panic!("a batch of only invalid lines is refused: {refused:?}");
+    };
+    assert!(
+        reason.contains("every one of the batch's 2 board lines is invalid"),
+        "{reason}"
+    );
+    let long = vec![
+        "1,2,3,4,5,6,7,0,8".to_string(),
+        format!("1,2,3,4,5,6,7,0,8 # {}", "x".repeat(5000)),
+    ];
+    let refused = scheduler.submit(&long, "default", "");
+    let Err(SchedulerError::InvalidArgument(reason)) = refused else {
+        panic!("a line past the limit is refused: {refused:?}");
+    };
+    assert!(reason.starts_with("line 2 is 5020 bytes long"), "{reason}");
+    assert!(
+        scheduler.list(None, 10, false).unwrap().is_empty(),
+        "nothing stored"
+    );
+    // One good line among bad ones is a batch: the bad ones fail by line.
+    let mixed = vec!["1,2,3,4,5,6,7,0,8".to_string(), "1,1,1".to_string()];
+    assert_eq!(scheduler.submit(&mixed, "default", "").unwrap().invalid, 1);
+}
+
+#[test]
+fn no_pattern_database_is_built_for_a_batch_that_will_be_refused_or_has_no_valid_board() {
+    let data = tempfile::tempdir().unwrap();
+    let pdbs = PdbStore::new(data.path().join("pdb"), 1);
+    let builds = std::sync::Mutex::new(0);
+    let count = |event: PdbEvent<'_>| {
+        if let PdbEvent::Building { .. } = event {
+            *builds.lock().unwrap() += 1;
+        }
+    };
+    let solvable = "1,2,3,4,5,6,7,8,9,10,11,12,13,14,0,15".to_string();
+    // Two tiles swapped: no move sequence reaches the goal.
+    let unsolvable = "2,1,3,4,5,6,7,8,9,10,11,12,13,14,15,0".to_string();
+    let too_long = vec![solvable.clone(); MAX_BATCH_LINES + 1];
+    for lines in [too_long, vec![unsolvable, "1,2,x".into()]] {
+        Scheduler::prepare(&pdbs, &lines, "pdb:5-5-5", "", u64::MAX, &count).unwrap();
+    }
+    assert_eq!(*builds.lock().unwrap(), 0);
+    Scheduler::prepare(&pdbs, &[solvable], "pdb:5-5-5", "", u64::MAX, &count).unwrap();
+    assert!(
+        *builds.lock().unwrap() > 0,
+        "a batch with a valid board builds"
+    );
+}
+
+#[test]
+fn a_finished_batch_leaves_memory_and_its_figures_stay_answerable() {
+    let data = tempfile::tempdir().unwrap();
+    let lines = ["8,6,7,2,5,4,3,0,1".to_string(), "1,2,3".to_string()];
+    let (batch, figures) = {
+        let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+        let batch = scheduler.submit(&lines, "manhattan", "").unwrap().batch;
+        assert!(
+            scheduler.batches.counts(batch).is_some(),
+            "open while it runs"
+        );
+        run_to_completion(&mut scheduler, batch, 1);
+        assert_eq!(
+            scheduler.batches.counts(batch),
+            None,
+            "nothing kept once done"
+        );
+        let progress = scheduler.progress(batch).unwrap();
+        assert!(progress.done && progress.solved == 1 && progress.failed == 1);
+        assert!(progress.nodes > 0);
+        // A batch answered wholly from the store is closed as it is acknowledged.
+        let again = scheduler.submit(&lines, "manhattan", "").unwrap().batch;
+        assert_eq!(scheduler.batches.counts(again), None);
+        assert!(scheduler.progress(again).unwrap().done);
+        scheduler.flusher().flush().unwrap();
+        (batch, progress)
+    };
+    let scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    assert_eq!(
+        scheduler.progress(batch).unwrap(),
+        figures,
+        "the same after a restart"
+    );
+}
+
+#[test]
+fn batches_are_listed_a_page_at_a_time_either_way() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    for _ in 0..5 {
+        scheduler
+            .submit(&["1,2,3,4,5,6,7,0,8".to_string()], "manhattan", "")
+            .unwrap();
+    }
+    let ids = |page: Vec<BatchProgress>| page.iter().map(|p| p.batch).collect::<Vec<_>>();
+    assert_eq!(ids(scheduler.list(None, 2, false).unwrap()), [1, 2]);
+    assert_eq!(ids(scheduler.list(Some(2), 2, false).unwrap()), [3, 4]);
+    assert_eq!(ids(scheduler.list(Some(4), 2, false).unwrap()), [5]);
+    assert_eq!(ids(scheduler.list(None, 2, true).unwrap()), [5, 4]);
+    assert_eq!(ids(scheduler.list(Some(4), 10, true).unwrap()), [3, 2, 1]);
+    assert_eq!(
+        ids(scheduler.list(Some(1), 10, true).unwrap()),
+        Vec::<u64>::new()
+    );
+}
+
+#[test]
+fn a_batch_is_taken_in_parts_and_its_first_part_is_solved_before_the_rest_is_stored() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let lines = walked_boards(2 * intake::INTAKE_PART + 10);
+    let store = scheduler.store_reader();
+    let read = Scheduler::read_batch(&store, &lines, "manhattan", "").unwrap();
+    let mut intake = scheduler.open_batch(read).unwrap();
+    let batch = intake.batch();
+    assert!(intake.store_part(&store).unwrap());
+    assert!(!scheduler.start_part(&mut intake).unwrap());
+    // The first part is solved while the rest is not stored yet (and the batch has no record).
+    let worker = scheduler.register(4, "test").unwrap();
+    let mut results = Vec::new();
+    let mut solved_early = 0;
+    for _ in 0..10 {
+        let (tasks, _) = scheduler
+            .poll(worker, 64, std::mem::take(&mut results))
+            .unwrap();
+        results.extend(tasks.iter().map(truthful));
+        solved_early = scheduler.progress(batch).unwrap().solved;
+    }
+    assert!(solved_early > 0);
+    assert!(store.batch(batch).unwrap().is_none());
+    // A second batch meanwhile gets an id of its own.
+    let other = scheduler.submit(&lines[..3], "manhattan", "").unwrap();
+    assert_ne!(other.batch, batch);
+    while intake.store_part(&store).unwrap() {
+        scheduler.start_part(&mut intake).unwrap();
+    }
+    assert_eq!(intake.submitted().items, lines.len() as u32);
+    work_until_done(&mut scheduler, worker, 4, batch, results);
+    let items = scheduler.items(batch).unwrap();
+    assert_eq!(items.len(), lines.len());
+    for (number, (item, line)) in items.iter().zip(&lines).enumerate() {
+        assert_eq!((&item.text, item.line), (line, Some(number as u32 + 1)));
+        assert!(matches!(item.status, ItemStatus::Solved(_)), "{item:?}");
+    }
+    let stored = store.batch(batch).unwrap().unwrap();
+    assert_eq!(stored.finished.map(|f| f.solved), Some(lines.len() as u32));
+}
+
+#[test]
+fn an_intake_that_fails_part_way_is_forgotten_and_frees_its_capacity() {
+    let data = tempfile::tempdir().unwrap();
+    let limit = 2 * intake::INTAKE_PART;
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            max_pending_puzzles: limit,
+            ..SchedulerConfig::default()
+        },
+    );
+    let lines = walked_boards(limit);
+    let store = scheduler.store_reader();
+    let read = Scheduler::read_batch(&store, &lines, "manhattan", "").unwrap();
+    let mut intake = scheduler.open_batch(read).unwrap();
+    // Counted while it is taken in: nothing more fits.
+    assert!(scheduler.check_capacity(1).is_err());
+    assert!(intake.store_part(&store).unwrap());
+    scheduler.start_part(&mut intake).unwrap();
+    scheduler.abandon(&intake);
+    // Its started puzzles are gone with their tasks, and it no longer counts.
+    let worker = scheduler.register(1, "test").unwrap();
+    assert!(scheduler.poll(worker, 8, Vec::new()).unwrap().0.is_empty());
+    scheduler.check_capacity(limit).unwrap();
+    assert!(scheduler.progress(intake.batch()).is_err());
+}

@@ -1,0 +1,194 @@
+//! Workers: what each may hold, earned leases, hogs and workers whose reports keep failing.
+
+use super::*;
+
+#[test]
+fn a_worker_holds_at_most_its_threads_times_prefetch_however_often_it_asks() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    // 60 distinct 8-puzzles: 60 whole-puzzle tasks in the queue.
+    let lines = distinct_eight_puzzles(60, 7);
+    scheduler.submit(&lines, "manhattan", "").unwrap();
+    assert!(
+        matches!(
+            scheduler.register(MAX_WORKER_THREADS + 1, "greedy"),
+            Err(SchedulerError::InvalidArgument(_))
+        ),
+        "more threads than any machine has is refused"
+    );
+    let greedy = scheduler.register(2, "greedy").unwrap();
+    let limit = 2 * (1 + MAX_PREFETCH) as usize;
+    let mut held = 0;
+    for _ in 0..5 {
+        held += scheduler
+            .poll(greedy, u32::MAX, Vec::new())
+            .unwrap()
+            .0
+            .len();
+        scheduler.heartbeat(greedy, &[]).unwrap();
+    }
+    assert_eq!(
+        held, limit,
+        "asking again never goes past 2 threads x (1 + prefetch)"
+    );
+    let honest = scheduler.register(1, "honest").unwrap();
+    let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1, "the queue is not all leased to one worker");
+}
+
+#[test]
+fn a_worker_whose_tasks_are_short_holds_many_unless_its_times_are_impossible() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let lines = distinct_eight_puzzles(3000, 11);
+    scheduler.submit(&lines, "manhattan", "").unwrap();
+    let unpacked = 1 + MAX_PREFETCH as usize;
+    // Each worker runs what it is given and reports it with the time it claims, asking for all
+    // it may hold; returns the most it ever held.
+    let mut run = |name: &str, seconds: f64| {
+        let worker = scheduler.register(1, name).unwrap();
+        let (mut held, mut most, mut results) = (Vec::new(), 0, Vec::new());
+        for _ in 0..80 {
+            let (tasks, _) = scheduler.poll(worker, u32::MAX, results).unwrap();
+            held.extend(tasks);
+            most = most.max(held.len());
+            results = held
+                .drain(..)
+                .map(|task: TaskSpec| {
+                    let solver = Solver::new(task.goal, tilesolve::HeuristicKind::Manhattan);
+                    let run = run_task(&solver, task.work(), None);
+                    TaskReport {
+                        seconds,
+                        ..TaskReport::new(task.id, run.outcome, run.nodes.max(1))
+                    }
+                })
+                .collect();
+        }
+        most
+    };
+    assert_eq!(
+        run("instant", 0.0),
+        unpacked,
+        "no time is no reason to pack"
+    );
+    assert_eq!(
+        run("faster than light", 1e-12),
+        unpacked,
+        "nor an impossible one"
+    );
+    assert_eq!(run("slow", 1.0), unpacked);
+    let packed = run("quick", 0.001);
+    assert!(
+        packed > unpacked && packed <= MAX_PACKED_HELD,
+        "0.05 s of 1 ms tasks: {packed}"
+    );
+}
+
+#[test]
+fn a_registration_declaring_many_threads_holds_only_what_it_has_earned() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            lease_timeout: Duration::from_millis(50),
+            ..SchedulerConfig::default()
+        },
+    );
+    let batch = scheduler
+        .submit(&distinct_eight_puzzles(60, 7), "manhattan", "")
+        .unwrap()
+        .batch;
+    let hog = scheduler.register(1024, "hog").unwrap();
+    let honest = scheduler.register(1, "honest").unwrap();
+    let (held, _) = scheduler.poll(hog, 1024, Vec::new()).unwrap();
+    assert_eq!(
+        held.len(),
+        crate::scheduler::workers::FIRST_LEASES,
+        "1,024 threads declared, none shown"
+    );
+    // It never runs them: its leases expire and the honest worker does everything (the
+    // sweep also hands the coordinator the audits that waited for the hog, which never polls).
+    work_beside(&mut scheduler, honest, batch, |scheduler| {
+        scheduler.heartbeat(hog, &[]).unwrap();
+        false
+    });
+    let progress = scheduler.progress(batch).unwrap();
+    assert_eq!((progress.solved, progress.failed), (60, 0));
+}
+
+#[test]
+fn a_worker_whose_reports_keep_failing_is_shut_out_and_its_failures_retried_elsewhere() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let batch = scheduler
+        .submit(&distinct_eight_puzzles(20, 11), "manhattan", "")
+        .unwrap()
+        .batch;
+    let honest = scheduler.register(1, "honest").unwrap();
+    let erring = scheduler.register(1, "erring").unwrap();
+    let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
+    let reports: Vec<TaskReport> = tasks.iter().map(truthful).collect();
+    scheduler.poll(honest, 0, reports).unwrap();
+    // The erring worker fails one task after another, each as often as it is given back:
+    // three failures would have failed a puzzle for good.
+    let mut failures = Vec::new();
+    let mut shut_out = false;
+    for _ in 0..10 {
+        match scheduler.poll(erring, 1, std::mem::take(&mut failures)) {
+            Ok((tasks, _)) => {
+                failures = tasks
+                    .iter()
+                    .map(|task| {
+                        TaskReport::new(task.id, TaskOutcome::Failed("disk full".into()), 0)
+                    })
+                    .collect();
+            }
+            Err(error) => {
+                assert!(
+                    error.to_string().contains("reports were failures"),
+                    "{error}"
+                );
+                shut_out = true;
+                break;
+            }
+        }
+    }
+    assert!(shut_out, "the erring worker was shut out");
+    assert_eq!(scheduler.totals().workers_quarantined, 1);
+    work_until_done(&mut scheduler, honest, 1, batch, Vec::new());
+    let progress = scheduler.progress(batch).unwrap();
+    assert_eq!(
+        (progress.solved, progress.failed),
+        (20, 0),
+        "nothing failed for good"
+    );
+}
+
+#[test]
+fn a_hog_that_heartbeats_the_tasks_it_never_runs_loses_them_at_their_deadline() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            // 2,000 nodes at the least rate a worker runs: a 20 ms deadline past the timeout.
+            whole_task_budget: 2_000,
+            lease_timeout: Duration::from_millis(50),
+            ..SchedulerConfig::default()
+        },
+    );
+    let batch = scheduler
+        .submit(&distinct_eight_puzzles(30, 5), "manhattan", "")
+        .unwrap()
+        .batch;
+    let hog = scheduler.register(1024, "hog").unwrap();
+    let honest = scheduler.register(1, "honest").unwrap();
+    let (held, _) = scheduler.poll(hog, 1024, Vec::new()).unwrap();
+    let held: Vec<TaskId> = held.iter().map(|task| task.id).collect();
+    // "Still running them", for ever.
+    let shut_out = work_beside(&mut scheduler, honest, batch, |scheduler| {
+        scheduler.heartbeat(hog, &held).is_err()
+    });
+    assert!(shut_out, "the hog was shut out");
+    let progress = scheduler.progress(batch).unwrap();
+    assert_eq!((progress.solved, progress.failed), (30, 0));
+}
