@@ -218,13 +218,17 @@ fn assert_all_optimal(url: &str, dir: &Path, boards: &[(String, u64)]) {
     }
 }
 
-fn registered_honest(server: &Coordinator) {
-    common::wait_until("the honest worker", Duration::from_secs(30), || {
-        server
-            .log_text()
+/// Waits until the honest worker and `fakes` fake workers have registered, so a batch
+/// submitted next can reach each of them.
+fn registered_honest(server: &Coordinator, fakes: usize) {
+    common::wait_until("the workers", Duration::from_secs(30), || {
+        let log = server.log_text();
+        let registered = log
             .lines()
-            .any(|line| line.contains("worker registered") && !line.contains("host=liar"))
-            .then_some(())
+            .filter(|line| line.contains("worker registered"));
+        let (liars, honest): (Vec<&str>, Vec<&str>) =
+            registered.partition(|line| line.contains("host=liar"));
+        (!honest.is_empty() && liars.len() >= fakes).then_some(())
     });
 }
 
@@ -254,7 +258,7 @@ fn three_colluding_registrations_of_one_token_store_no_wrong_answer() {
         })
         .collect();
     let mut honest = start_honest_worker(&url, &dir.path().join("honest"), WORKER_TOKEN);
-    registered_honest(&server);
+    registered_honest(&server, 3);
 
     assert_all_optimal(&url, dir.path(), &boards(200));
     stop.store(true, Ordering::Relaxed);
@@ -303,7 +307,7 @@ fn a_liar_whose_only_auditor_never_asks_for_work_is_audited_by_the_coordinator()
     // The honest worker shares the liar's token: the only worker that may audit either is the
     // silent one, so every audit waits a lease timeout in the queue and then runs here.
     let _honest = start_honest_worker(&url, &dir.path().join("honest"), WORKER_TOKEN);
-    registered_honest(&server);
+    registered_honest(&server, 2);
 
     assert_all_optimal(&url, dir.path(), &boards(40));
     stop.store(true, Ordering::Relaxed);
@@ -330,7 +334,7 @@ fn a_hog_and_an_erring_worker_beside_an_honest_one_fail_nothing() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let _honest = start_honest_worker(&url, &dir.path().join("honest"), WORKER_TOKEN);
-    registered_honest(&server);
+    registered_honest(&server, 0);
     let hog = runtime.spawn(fake_worker(
         url.clone(),
         WORKER_TOKEN,
