@@ -51,13 +51,15 @@ fn a_worker_sent_sigterm_hands_its_tasks_back_at_once() {
     write_batch(&path, &boards, false);
     let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &SERVE, &[]);
     let url = server.url();
+    // Alone until it leaves, so that it holds tasks then (beside a second worker it could be
+    // caught between its tasks, with nothing to hand back); the batch ends on the other.
     let leaving = worker(&url, &dir.path().join("w1"), &["--prefetch", "2"]);
-    let _staying = worker(&url, &dir.path().join("w2"), &[]);
     let batch = common::submit(&url, &path);
 
     common::wait_for_mid_batch(&url, &batch);
     sigterm(&leaving);
     assert!(exit_status(leaving, "the worker to exit after SIGTERM"));
+    let _staying = worker(&url, &dir.path().join("w2"), &[]);
 
     wait_until("the batch to finish", Duration::from_secs(300), || {
         (status(&url, &batch, &[])?["done"] == true).then_some(())
