@@ -6,6 +6,7 @@
 #
 # usage: [WORKERS=2] [HEURISTIC=default] [SERVE_ARGS="--audit-fraction 0"] \
 #            scripts/cluster-batch.sh TABLE_DIR BATCH_FILE
+#   KEEP=DIR copies the processes' logs there.
 #   TABLE_DIR holds the pattern table files (linked into each process's data directory, so
 #   nothing is built or fetched); the binary is target/release/tilesolve unless BIN names one.
 set -euo pipefail
@@ -18,7 +19,8 @@ work=$(mktemp -d)
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 url="http://127.0.0.1:$port"
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+keep() { if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.log "$work/answers.txt" "$KEEP/"; fi; }
+trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; keep; rm -rf "$work"' EXIT
 names=(coordinator)
 for i in $(seq 1 "$workers"); do names+=("worker $i"); done
 for dir in coordinator $(seq -f "w%g" 1 "$workers"); do
@@ -49,3 +51,4 @@ for i in "${!pids[@]}"; do
 done
 echo "coordinator + workers: CPU $total s"
 "$bin" status --coordinator "$url" --json 1 | python3 -c 'import json, sys; print("nodes counted by the coordinator:", json.load(sys.stdin)["nodes"])'
+curl -s "$url/metrics" | grep -E "^tilesolve_audits" | tr '\n' ' '; echo

@@ -13,6 +13,7 @@ use crate::direction::Direction;
 use crate::heuristic::{Heuristic, HeuristicKind};
 use crate::heuristic_choice::AnyHeuristic;
 use crate::moves::{replay, Neighbors, ReplayError};
+use crate::search::pruning::START;
 use crate::search::{
     a_star, ida_star, profiled_search, AStarError, Abort, Bounded, Counters, IdaOutcome, IdaStop,
     Kernel, Limits, MovePruning, Profiled, Pruning, SubtreeRoot,
@@ -255,27 +256,91 @@ impl Solver {
         })
     }
 
-    /// One distributed subtree task: the subtree below `board`, reached from its puzzle's root at
-    /// depth `g` by a last move `last`, searched under `bound`.
+    /// One distributed subtree task: the subtree below `board`, reached from its puzzle's root
+    /// by `path`, searched under `bound` as one thread's search would search it there.
+    ///
+    /// Where that search has no path out of the subtree at all (the pruning forbids every way
+    /// on before one passes the bound: rare, and a small tree), it has no next bound to
+    /// report, and a report without one cannot be told from a claim that the puzzle has no
+    /// solution. The subtree is then searched again with the machine started afresh (which
+    /// prunes less, so what it finds is as sound), and that search's next bound is reported.
     pub fn search_subtree(
         &self,
         board: &Board,
-        g: u32,
-        last: Option<Direction>,
+        path: &[Direction],
         bound: u32,
         limits: Limits<'_>,
     ) -> (Bounded, Counters) {
+        let (outcome, mut counters) =
+            self.search_subtree_from(board, path, self.machine_after(path), bound, limits);
+        if !matches!(
+            outcome,
+            Bounded::Exceeded {
+                next_bound: u32::MAX
+            }
+        ) {
+            return (outcome, counters);
+        }
+        let (afresh, spent) = self.search_subtree_from(board, path, START, bound, limits);
+        counters += spent;
+        (afresh, counters)
+    }
+
+    fn search_subtree_from(
+        &self,
+        board: &Board,
+        path: &[Direction],
+        machine: u32,
+        bound: u32,
+        limits: Limits<'_>,
+    ) -> (Bounded, Counters) {
+        let (g, last) = (path.len() as u32, path.last().copied());
         dispatch!(&self.heuristic, h => {
             let mut kernel =
                 Kernel::new(h, &self.neighbors, &self.goal, limits).with_pruning(self.pruning);
-            let outcome = kernel.search(board, g, last, bound);
+            let outcome = kernel.search_from(board, g, last, machine, bound);
             (outcome, kernel.counters())
         })
+    }
+
+    /// The pruning machine's state at the end of `path` from the puzzle's root, where one
+    /// thread's search would have it; afresh (sound, prunes less) for a path the machine
+    /// forbids, which no split of this solver's hands out.
+    pub fn machine_after(&self, path: &[Direction]) -> u32 {
+        self.pruning.resumed_after(path)
+    }
+
+    /// The move-sequence pruning this solver's searches follow.
+    pub fn pruning(&self) -> &'static MovePruning {
+        self.pruning
     }
 
     /// [`Solver::search_subtree`], measuring each descendant `depth` moves below `board` (see
     /// [`crate::search::profiled_search`]); `path` leads from the puzzle's root to `board`.
     pub fn search_subtree_profiled(
+        &self,
+        board: &Board,
+        path: &[Direction],
+        bound: u32,
+        limits: Limits<'_>,
+        depth: u32,
+    ) -> Profiled {
+        let mut profiled = self.profiled_from_path(board, path, bound, limits, depth);
+        if matches!(
+            profiled.outcome,
+            Bounded::Exceeded {
+                next_bound: u32::MAX
+            }
+        ) {
+            // No path out of the subtree (see `search_subtree`): the parts stay as measured.
+            let (afresh, spent) = self.search_subtree_from(board, path, START, bound, limits);
+            profiled.outcome = afresh;
+            profiled.counters += spent;
+        }
+        profiled
+    }
+
+    fn profiled_from_path(
         &self,
         board: &Board,
         path: &[Direction],
@@ -295,6 +360,7 @@ impl Solver {
                     board,
                     g: path.len() as u32,
                     last: path.last().copied(),
+                    machine: self.machine_after(path),
                 },
                 bound,
                 depth,

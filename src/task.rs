@@ -6,6 +6,8 @@ use std::sync::atomic::AtomicBool;
 
 use crate::board::Board;
 use crate::direction::Direction;
+use crate::search::pruning::DEAD;
+use crate::search::MovePruning;
 use crate::search::{Abort, Bounded, IdaStop, Limits, PartSize};
 use crate::solver::Solver;
 
@@ -152,13 +154,7 @@ pub fn run_task(solver: &Solver, work: Work<'_>, cancel: Option<&AtomicBool>) ->
         );
         (profiled.outcome, profiled.counters, profiled.parts)
     } else {
-        let (outcome, counters) = solver.search_subtree(
-            work.board,
-            work.path.len() as u32,
-            work.path.last().copied(),
-            work.bound,
-            limits,
-        );
+        let (outcome, counters) = solver.search_subtree(work.board, work.path, work.bound, limits);
         (outcome, counters, Vec::new())
     };
     let result = match outcome {
@@ -176,6 +172,25 @@ pub fn run_task(solver: &Solver, work: Work<'_>, cancel: Option<&AtomicBool>) ->
     }
 }
 
+/// The children of a task's board that its search follows, in search order: on the board, not
+/// undoing the last move of `path`, and not completing a word `pruning` forbids after `path`
+/// (see [`Solver::machine_after`]). A split report hands back some of them; of the others it
+/// claims no path within the bound (the coordinator audits exactly these, with the pruning
+/// of the board size that workers run).
+pub fn followed_children(
+    pruning: &MovePruning,
+    board: &Board,
+    path: &[Direction],
+) -> Vec<(Direction, Board)> {
+    let machine = pruning.resumed_after(path);
+    Direction::ALL
+        .into_iter()
+        .filter(|d| path.last() != Some(&d.opposite()))
+        .filter(|&d| pruning.next(machine, d as usize) != DEAD)
+        .filter_map(|d| board.apply(d).map(|(child, _)| (d, child)))
+        .collect()
+}
+
 /// The children of a subtree's root that are worth searching under `bound`, for handing an
 /// over-budget subtree back as smaller tasks (the partial search is given up: at most one
 /// budget's worth of work, for no single subtree holding up its iteration).
@@ -183,13 +198,7 @@ fn split_children(solver: &Solver, board: &Board, path: &[Direction], bound: u32
     let g = path.len() as u32;
     let mut children = Vec::new();
     let mut pruned_min_f = u32::MAX;
-    for direction in Direction::ALL {
-        if path.last() == Some(&direction.opposite()) {
-            continue;
-        }
-        let Some((child, _)) = board.apply(direction) else {
-            continue;
-        };
+    for (direction, child) in followed_children(solver.pruning(), board, path) {
         let f = g + 1 + solver.estimate(&child);
         if f <= bound {
             children.push(direction);
@@ -208,6 +217,62 @@ mod tests {
     use super::*;
     use crate::heuristic::HeuristicKind;
     use crate::parse_board;
+
+    /// A path one thread's search follows, from `board`, after which the pruning forbids every
+    /// move on (found breadth-first).
+    fn path_with_no_way_on(solver: &Solver, board: &Board) -> Option<(Board, Vec<Direction>)> {
+        let mut level = vec![(*board, Vec::new())];
+        for _ in 0..12 {
+            let mut next = Vec::new();
+            for (node, path) in level {
+                let children = followed_children(solver.pruning(), &node, &path);
+                if children.is_empty() {
+                    return Some((node, path));
+                }
+                for (direction, child) in children {
+                    let mut longer = path.clone();
+                    longer.push(direction);
+                    next.push((child, longer));
+                }
+            }
+            level = next;
+        }
+        None
+    }
+
+    /// Where the pruning leaves a subtree task no way on, the task still reports a next bound
+    /// (from the search started afresh), never "nothing past the bound", which the coordinator
+    /// must take for a claim that the puzzle has no solution.
+    #[test]
+    fn a_subtree_the_pruning_closes_still_reports_a_next_bound() {
+        let goal = Board::blank_last(4);
+        let solver = Solver::new(goal, HeuristicKind::Manhattan);
+        let board = parse_board("14,13,15,7,11,12,9,5,6,0,2,1,4,8,10,3").unwrap();
+        let (node, path) = path_with_no_way_on(&solver, &board).expect("such a path exists");
+        let bound = path.len() as u32 + solver.estimate(&node);
+        let work = Work {
+            board: &node,
+            path: &path,
+            bound,
+            iterate: false,
+            node_budget: 0,
+            profile_depth: 0,
+        };
+        for profile_depth in [0, 2] {
+            let run = run_task(
+                &solver,
+                Work {
+                    profile_depth,
+                    ..work
+                },
+                None,
+            );
+            match run.outcome {
+                TaskOutcome::Exceeded(next) => assert!(next > bound && next < 100, "{next}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn short_tasks_are_packed_once_enough_have_finished_and_long_ones_never() {

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use super::pruning::{DEAD, START};
+use super::pruning::DEAD;
 use super::{Bounded, Counters, Kernel};
 use crate::board::Board;
 use crate::direction::Direction;
@@ -35,12 +35,14 @@ pub struct Profiled {
     pub parts: Vec<PartSize>,
 }
 
-/// The root of a subtree search: a board reached at cost `g` by the move `last`.
+/// The root of a subtree search: a board reached at cost `g` by the move `last`, with the
+/// pruning machine in state `machine`.
 #[derive(Clone, Copy, Debug)]
 pub struct SubtreeRoot<'a> {
     pub board: &'a Board,
     pub g: u32,
     pub last: Option<Direction>,
+    pub machine: u32,
 }
 
 /// Searches the subtree below `root` under `bound`, as [`Kernel::search`] would, measuring each
@@ -54,7 +56,12 @@ pub fn profiled_search<H: Heuristic>(
     bound: u32,
     depth: u32,
 ) -> Profiled {
-    let SubtreeRoot { board, g, last } = root;
+    let SubtreeRoot {
+        board,
+        g,
+        last,
+        machine,
+    } = root;
     let mut walk = Walk {
         kernel,
         estimate,
@@ -71,7 +78,7 @@ pub fn profiled_search<H: Heuristic>(
     let outcome = if g + h > bound {
         Bounded::Exceeded { next_bound: g + h }
     } else {
-        match walk.visit(board, g, last, START) {
+        match walk.visit(board, g, last, machine) {
             Some(stop) => stop,
             None => Bounded::Exceeded {
                 next_bound: walk.next_bound,

@@ -11,9 +11,16 @@
 //! is. Take the least path `M` (in that order) from a root to the goal: if it contained a
 //! forbidden `A`, swapping in `B` would give a legal path to the same goal that is smaller than
 //! `M`. So `M` contains no forbidden word, is never pruned, and has optimal length: IDA* with an
-//! admissible heuristic still finds an optimal answer. The same holds below any node on `M`,
-//! which is why a distributed subtree task may start the machine afresh at its root (with the
-//! undo rule for its last move, as always): a subtree's part of `M` is a subword of `M`.
+//! admissible heuristic still finds an optimal answer.
+//!
+//! A distributed subtree task continues the machine from the state its path from the puzzle's
+//! root leads to ([`MovePruning::state_after`]), so it searches below its board exactly what
+//! one thread's search would. That stays sound with an iteration split at a frontier whose
+//! repeated boards are dropped, keeping the first path to each in this same order: `M`'s prefix
+//! is the least path to its board (a smaller one, followed by the rest of `M`, would be a
+//! smaller path to the goal), so it is the copy kept, and the rest of `M` is never pruned. A
+//! search started afresh at a subtree's root (the state [`START`], with the undo rule for its
+//! last move) prunes less and is sound too: a subtree's part of `M` is a subword of `M`.
 //!
 //! # How the machine is made
 //!
@@ -123,6 +130,28 @@ impl MovePruning {
     #[inline(always)]
     pub fn next(&self, state: u32, direction: usize) -> u32 {
         self.transitions[state as usize][direction & 3]
+    }
+
+    /// The state after the moves of `path` from [`START`] ([`DEAD`] once they contain a
+    /// forbidden word).
+    pub fn state_after(&self, path: &[Direction]) -> u32 {
+        path.iter()
+            .try_fold(START, |state, &d| {
+                let next = self.next(state, d as usize);
+                (next != DEAD).then_some(next)
+            })
+            .unwrap_or(DEAD)
+    }
+
+    /// Where a search resumed at the end of `path` starts the machine: [`state_after`], or
+    /// afresh ([`START`]: sound, prunes less) for a path the machine forbids.
+    ///
+    /// [`state_after`]: MovePruning::state_after
+    pub fn resumed_after(&self, path: &[Direction]) -> u32 {
+        match self.state_after(path) {
+            DEAD => START,
+            state => state,
+        }
     }
 
     pub fn states(&self) -> usize {

@@ -83,8 +83,16 @@ pub(crate) fn start_threads(
                 )
             };
             metrics.task_finished(&result);
-            if let Some(pb::task_result::Outcome::Error(reason)) = &result.outcome {
-                tracing::warn!(%reason, "task failed");
+            let cancelled = cancel.as_deref().is_some_and(|c| c.load(Ordering::Relaxed));
+            match &result.outcome {
+                // The coordinator withdrew it (its puzzle was solved): routine, not a failure.
+                Some(pb::task_result::Outcome::Error(_)) if cancelled => {
+                    tracing::debug!("task cancelled")
+                }
+                Some(pb::task_result::Outcome::Error(reason)) => {
+                    tracing::warn!(%reason, "task failed")
+                }
+                _ => {}
             }
             running
                 .lock()

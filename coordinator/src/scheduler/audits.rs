@@ -72,15 +72,14 @@ fn claims(spec: &TaskSpec, outcome: &TaskOutcome) -> Vec<(Board, Vec<Direction>,
         TaskOutcome::Split {
             children,
             pruned_min_f,
-        } => Direction::ALL
+        } => spec
+            .followed_children()
             .into_iter()
-            .filter(|d| !children.contains(d))
-            .filter(|d| spec.path.last().is_none_or(|last| last.opposite() != *d))
-            .filter_map(|d| {
-                let (board, _) = spec.board.apply(d)?;
+            .filter(|(d, _)| !children.contains(d))
+            .map(|(d, board)| {
                 let mut path = spec.path.clone();
                 path.push(d);
-                Some((board, path, *pruned_min_f))
+                (board, path, *pruned_min_f)
             })
             .collect(),
         _ => Vec::new(),

@@ -82,13 +82,8 @@ enum Verdict {
 /// No path is searched this long (the kernel's limit).
 const LONGEST: u32 = tilesolve::search::MAX_DEPTH as u32;
 
-/// Moves from a task's board that stay on it and do not undo the move that reached it.
 fn legal_children(spec: &TaskSpec) -> usize {
-    Direction::ALL
-        .into_iter()
-        .filter(|d| spec.path.last().is_none_or(|last| last.opposite() != *d))
-        .filter(|&d| spec.board.apply(d).is_some())
-        .count()
+    spec.followed_children().len()
 }
 
 fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {

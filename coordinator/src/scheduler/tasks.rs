@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use tilesolve::Direction;
+
 use super::types::{Lineage, PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
 use crate::queue::ReadyQueue;
 
@@ -15,6 +17,11 @@ pub(super) struct Lease {
     /// No renewal goes past this: the task's node budget at [`LEASE_MIN_NODE_RATE`], plus a
     /// lease timeout (none for a task without a budget).
     deadline: Option<Instant>,
+}
+
+/// A task's place in its wave of the ready queue: its path from the puzzle's root.
+fn place(path: &[Direction]) -> Vec<u8> {
+    path.iter().map(|&d| d as u8).collect()
 }
 
 /// Expanded nodes a second below which no worker runs a task (a hundredth of the kernel's
@@ -130,7 +137,7 @@ impl Tasks {
         predicted: u64,
         audit: Option<Audit>,
     ) {
-        let id = spec.id;
+        let (id, path) = (spec.id, place(&spec.path));
         self.entries.insert(
             id,
             TaskEntry {
@@ -145,7 +152,7 @@ impl Tasks {
                 failed_by: Vec::new(),
             },
         );
-        self.ready.push(puzzle.0, wave, predicted, id);
+        self.ready.push(puzzle.0, wave, path, id);
     }
 
     /// Leases ready tasks to `worker` until `now + timeout`, up to `count` or until it holds
@@ -178,7 +185,7 @@ impl Tasks {
                 .audit
                 .is_some_and(|audit| audit.of == worker || audit.lineage == holding.lineage)
             {
-                passed_over.push((entry.puzzle.0, entry.wave, entry.predicted, id));
+                passed_over.push((entry.puzzle.0, entry.wave, place(&entry.spec.path), id));
                 continue;
             }
             // A whole task's `predicted` is its budget, not a prediction: it is never long.
@@ -186,7 +193,7 @@ impl Tasks {
                 && entry.predicted > holding.long_above_nodes
                 && held + leased.len() >= holding.threads
             {
-                passed_over.push((entry.puzzle.0, entry.wave, entry.predicted, id));
+                passed_over.push((entry.puzzle.0, entry.wave, place(&entry.spec.path), id));
                 long_passed += 1;
                 continue;
             }
@@ -207,8 +214,8 @@ impl Tasks {
             );
             leased.push(entry.spec.clone());
         }
-        for (batch, wave, predicted, id) in passed_over {
-            self.ready.push(batch, wave, predicted, id);
+        for (batch, wave, path, id) in passed_over {
+            self.ready.push(batch, wave, path, id);
         }
         if !leased.is_empty() {
             *self.held.entry(worker).or_default() += leased.len();
@@ -230,7 +237,8 @@ impl Tasks {
         for &id in &ids {
             if let Some(entry) = self.entries.get_mut(&id) {
                 entry.lease = None;
-                self.ready.push(entry.puzzle.0, entry.wave, u64::MAX, id);
+                self.ready
+                    .push(entry.puzzle.0, entry.wave, place(&entry.spec.path), id);
             }
         }
         self.held.remove(&worker);
@@ -335,13 +343,13 @@ impl Tasks {
             } else {
                 entry.attempts += 1;
             }
-            let (puzzle, wave) = (entry.puzzle, entry.wave);
+            let (puzzle, wave, path) = (entry.puzzle, entry.wave, place(&entry.spec.path));
             let exhausted = entry.attempts >= MAX_ATTEMPTS;
             self.released(lease.worker);
             if exhausted {
                 expired.exhausted.push((puzzle, id));
             } else {
-                self.ready.push(puzzle.0, wave, u64::MAX, id);
+                self.ready.push(puzzle.0, wave, path, id);
                 expired.requeued += 1;
             }
         }
@@ -395,8 +403,12 @@ impl Tasks {
     }
 
     fn requeue(&mut self, entry: TaskEntry, attempts: u32) {
-        let (id, puzzle, wave, predicted) =
-            (entry.spec.id, entry.puzzle, entry.wave, entry.predicted);
+        let (id, puzzle, wave, path) = (
+            entry.spec.id,
+            entry.puzzle,
+            entry.wave,
+            place(&entry.spec.path),
+        );
         self.entries.insert(
             id,
             TaskEntry {
@@ -406,7 +418,7 @@ impl Tasks {
                 ..entry
             },
         );
-        self.ready.push(puzzle.0, wave, predicted, id);
+        self.ready.push(puzzle.0, wave, path, id);
     }
 
     pub(super) fn get(&self, task: TaskId) -> Option<&TaskEntry> {

@@ -4,7 +4,7 @@
 
 use thiserror::Error;
 use tilesolve::heuristic_choice::HeuristicChoice;
-use tilesolve::search::PartSize;
+use tilesolve::search::{MovePruning, PartSize, Pruning};
 pub use tilesolve::task::TaskOutcome;
 use tilesolve::task::Work;
 use tilesolve::{Board, Direction};
@@ -94,6 +94,13 @@ impl TaskSpec {
             node_budget: self.node_budget,
             profile_depth: self.profile_depth,
         }
+    }
+
+    /// The children of the task's board that a worker's search follows (workers run the board
+    /// size's duplicate pruning): a split report hands some back and claims the rest.
+    pub fn followed_children(&self) -> Vec<(Direction, Board)> {
+        let pruning = MovePruning::for_side(self.board.side(), Pruning::Duplicates);
+        tilesolve::task::followed_children(pruning, &self.board, &self.path)
     }
 }
 

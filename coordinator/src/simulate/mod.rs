@@ -21,7 +21,7 @@
 //! - The last iteration was cut short by the solution: tasks cancelled then were never measured.
 //!   Their size is predicted from their subtrees' sizes one iteration earlier times the
 //!   iteration's growth over the tasks that did finish (the same prediction the scheduler's
-//!   largest-first order relies on), and the share of predicted work is reported.
+//!   split balances by), and the share of predicted work is reported.
 //! - A finer split than the recording cannot be simulated: the split depth stops at the
 //!   shallowest unit, and the report says when that limited the number of tasks.
 //!

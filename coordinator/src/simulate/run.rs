@@ -69,7 +69,7 @@ pub fn simulate(
         sim.queue.push(
             0,
             sim.waves,
-            puzzle.prelude_nodes,
+            Vec::new(),
             SimTask {
                 puzzle: index,
                 iteration: None,
@@ -99,7 +99,7 @@ pub(super) struct Simulation<'a> {
     /// When the coordinator is next free to serve a call.
     pub(super) coordinator_free: f64,
     /// Splits under way outside the coordinator's lock: when each is done, and its tasks.
-    pub(super) splits_done: Vec<(f64, Vec<(u64, SimTask)>)>,
+    pub(super) splits_done: Vec<(f64, Vec<SimTask>)>,
     pub(super) result: SimulationResult,
 }
 
@@ -157,7 +157,7 @@ impl Simulation<'_> {
                     for mut child in children {
                         child.predicted = predicted;
                         child.wave = task.wave;
-                        self.queue.push(0, task.wave, predicted, child);
+                        self.queue.push(0, task.wave, child.path.clone(), child);
                     }
                     self.finish_task(puzzle, now);
                     continue;
@@ -244,7 +244,7 @@ impl Simulation<'_> {
                 let wave = self.waves;
                 let tasks = tasks
                     .into_iter()
-                    .map(|(predicted, task)| (predicted, SimTask { wave, ..task }))
+                    .map(|(_, task)| SimTask { wave, ..task })
                     .collect();
                 self.splits_done.push((at, tasks));
                 return;
@@ -262,8 +262,8 @@ impl Simulation<'_> {
             .partition(|(at, _)| *at <= now);
         self.splits_done = pending;
         for (_, tasks) in done {
-            for (predicted, task) in tasks {
-                self.queue.push(0, task.wave, predicted, task);
+            for task in tasks {
+                self.queue.push(0, task.wave, task.path.clone(), task);
             }
         }
         self.splits_done
