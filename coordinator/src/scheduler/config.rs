@@ -51,7 +51,11 @@ pub struct SchedulerConfig {
     pub lease_timeout: Duration,
     /// Most subtree tasks per worker thread when splitting an iteration.
     pub tasks_per_thread: usize,
-    /// Split an iteration until no task is predicted above its size / (threads x this).
+    /// Split an iteration until no task is predicted above its size / (threads x this). Tasks
+    /// go out in search order, not largest first, so they must be fine: in the last iteration
+    /// the others search ahead while the goal's task runs, and a large task met late holds
+    /// up the end (16 against 4: the same at 2 simulated workers, 87.6% against 81.7% at 16
+    /// and 64.3% against 56.2% at 64, replaying a recorded 1.2e9-node Korf-24 run).
     pub split_balance: usize,
     /// Never split a subtree predicted smaller than this (expanded nodes) ...
     pub min_split_nodes: u64,
@@ -97,7 +101,7 @@ impl Default for SchedulerConfig {
             whole_task_budget: 20_000_000,
             lease_timeout: Duration::from_secs(10),
             tasks_per_thread: 200,
-            split_balance: 4,
+            split_balance: 16,
             min_split_nodes: 30_000,
             min_split_nodes_per_thread: 250,
             subtree_task_budget: 200_000_000,
