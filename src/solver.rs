@@ -273,17 +273,28 @@ impl Solver {
     ) -> (Bounded, Counters) {
         let (outcome, mut counters) =
             self.search_subtree_from(board, path, self.machine_after(path), bound, limits);
-        if !matches!(
-            outcome,
-            Bounded::Exceeded {
-                next_bound: u32::MAX
-            }
-        ) {
-            return (outcome, counters);
+        let outcome = self.reopened(outcome, &mut counters, board, path, bound, limits);
+        (outcome, counters)
+    }
+
+    /// `outcome`, or, when it says the pruning closed the subtree (no next bound), the outcome
+    /// of searching it again with the machine started afresh (see [`Solver::search_subtree`]),
+    /// whose nodes are added to `counters`.
+    fn reopened(
+        &self,
+        outcome: Bounded,
+        counters: &mut Counters,
+        board: &Board,
+        path: &[Direction],
+        bound: u32,
+        limits: Limits<'_>,
+    ) -> Bounded {
+        if !matches!(outcome, Bounded::Exceeded { next_bound } if next_bound == u32::MAX) {
+            return outcome;
         }
         let (afresh, spent) = self.search_subtree_from(board, path, START, bound, limits);
-        counters += spent;
-        (afresh, counters)
+        *counters += spent;
+        afresh
     }
 
     fn search_subtree_from(
@@ -326,17 +337,15 @@ impl Solver {
         depth: u32,
     ) -> Profiled {
         let mut profiled = self.profiled_from_path(board, path, bound, limits, depth);
-        if matches!(
+        // The parts stay as measured.
+        profiled.outcome = self.reopened(
             profiled.outcome,
-            Bounded::Exceeded {
-                next_bound: u32::MAX
-            }
-        ) {
-            // No path out of the subtree (see `search_subtree`): the parts stay as measured.
-            let (afresh, spent) = self.search_subtree_from(board, path, START, bound, limits);
-            profiled.outcome = afresh;
-            profiled.counters += spent;
-        }
+            &mut profiled.counters,
+            board,
+            path,
+            bound,
+            limits,
+        );
         profiled
     }
 

@@ -481,17 +481,27 @@ mod tests {
         })
     }
 
+    /// The first three of Korf's 100 15-puzzles, each with its optimal length (solved here with
+    /// `solver`).
+    fn three_korf_boards(solver: &Solver) -> Vec<(Board, usize)> {
+        let text = include_str!("../../tests/data/korf100-blank-last.txt");
+        let boards = text.lines().filter(|l| !l.starts_with('#')).take(3);
+        boards
+            .map(|line| {
+                let board = tilesolve::parse_board(line.split(" # ").next().unwrap()).unwrap();
+                let optimal = solver
+                    .solve(&board, &SolveOptions::default(), None)
+                    .unwrap();
+                (board, optimal.len())
+            })
+            .collect()
+    }
+
     #[test]
     fn balanced_splits_find_the_optimal_length() {
         let goal = Board::blank_last(4);
         let solver = Solver::new(goal, HeuristicKind::LinearConflict);
-        let text = include_str!("../../tests/data/korf100-blank-last.txt");
-        for line in text.lines().filter(|l| !l.starts_with('#')).take(3) {
-            let board = tilesolve::parse_board(line.split(" # ").next().unwrap()).unwrap();
-            let optimal = solver
-                .solve(&board, &SolveOptions::default(), None)
-                .unwrap()
-                .len();
+        for (board, optimal) in three_korf_boards(&solver) {
             assert_eq!(balanced_ida(&board, &goal), optimal, "{board}");
         }
     }
@@ -531,13 +541,8 @@ mod tests {
     fn a_split_last_iteration_costs_no_more_than_one_thread() {
         let goal = Board::blank_last(4);
         let solver = Solver::new(goal, HeuristicKind::LinearConflict);
-        let text = include_str!("../../tests/data/korf100-blank-last.txt");
-        for line in text.lines().filter(|l| !l.starts_with('#')).take(3) {
-            let board = tilesolve::parse_board(line.split(" # ").next().unwrap()).unwrap();
-            let optimal = solver
-                .solve(&board, &SolveOptions::default(), None)
-                .unwrap()
-                .len() as u32;
+        for (board, optimal) in three_korf_boards(&solver) {
+            let optimal = optimal as u32;
             let (whole, counters) = solver.search_subtree(&board, &[], optimal, Limits::default());
             assert!(matches!(whole, Bounded::Found(_)));
             for depth in [4, 8, 12] {
