@@ -39,8 +39,8 @@ pub enum PdbEvent<'a> {
         path: &'a Path,
         seconds: f64,
     },
-    /// A table kept at a byte an entry (built by an earlier version) about to be rewritten
-    /// packed: seconds of work, once.
+    /// A table kept at a byte an entry (built by an earlier version), its values found to fit
+    /// half a byte, about to be rewritten packed: once.
     Packing {
         path: &'a Path,
         entries: u64,
@@ -174,14 +174,16 @@ impl PdbStore {
     ) -> Result<Arc<PatternTable>, PdbError> {
         let started = Instant::now();
         let spec = &table.spec;
-        events(PdbEvent::Packing {
-            path,
-            entries: spec.entries(),
-        });
+        // Announced only once its values are known to fit: a table whose values never do (the
+        // 8-puzzle's exact one) is tried on every load, and must not say so every time.
         let Some(packed) = packed::pack(&spec.goal, &spec.tiles, table.entries(), self.threads)
         else {
             return Ok(Arc::new(table));
         };
+        events(PdbEvent::Packing {
+            path,
+            entries: spec.entries(),
+        });
         file::write(path, spec, &packed, true)?;
         let repacked = file::load(path, spec, true)?;
         events(PdbEvent::Packed {
