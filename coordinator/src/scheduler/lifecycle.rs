@@ -755,8 +755,17 @@ impl Scheduler {
                 .item(batch, index)?
                 .map(|item| StoredItem { status, ..item }),
         };
-        if let Some(item) = item {
-            self.store.put_item(batch, index, &item)?;
+        match item {
+            // An answer this cheap is found again faster than its own entry is written: held
+            // and written into its part with others (a crash forgets it; see `store::ended`).
+            Some(
+                item @ StoredItem {
+                    status: ItemStatus::Solved(StoredSolution { nodes, .. }),
+                    ..
+                },
+            ) if nodes < PATH_BOARDS_MIN_NODES => self.store.put_item_later(batch, index, item)?,
+            Some(item) => self.store.put_item(batch, index, &item)?,
+            None => {}
         }
         // Each answer is not flushed on its own (sled writes it out within half a second, and a
         // lost answer is recomputed from the flushed batch); a finished batch is flushed by the

@@ -224,6 +224,7 @@ impl Store {
         }
         // A goal's own entry goes when a batch whose board was the goal does.
         self.forget_goals_stored();
+        self.forget_ended(batch);
         self.solutions.apply_batch(boards)?;
         for tree in [&self.items, &self.item_parts] {
             let mut removed = sled::Batch::default();
@@ -246,8 +247,24 @@ impl Store {
     }
 
     /// Up to `limit` of a batch's items from index `start` on, with their indices: each as it
-    /// ended (`items`), else as it was taken in (`item_parts`).
+    /// ended (held in memory, else `items`), else as it was taken in (`item_parts`).
     pub fn items_page(
+        &self,
+        batch: u64,
+        start: u32,
+        limit: usize,
+    ) -> Result<Vec<(u32, StoredItem)>, StoreError> {
+        loop {
+            let (written, held) = self.held_from(batch, start);
+            let mut page = self.stored_items_page(batch, start, limit)?;
+            if self.overlay_held(written, held, &mut page) {
+                return Ok(page);
+            }
+        }
+    }
+
+    /// [`Store::items_page`] as the trees hold it.
+    fn stored_items_page(
         &self,
         batch: u64,
         start: u32,
@@ -315,6 +332,9 @@ impl Store {
     }
 
     pub fn item(&self, batch: u64, index: u32) -> Result<Option<StoredItem>, StoreError> {
+        if let Some(item) = self.held_item(batch, index) {
+            return Ok(Some(item));
+        }
         if let Some(bytes) = self.items.get(item_key(batch, index))? {
             return decode("items", &bytes).map(Some);
         }
@@ -323,11 +343,5 @@ impl Store {
             .into_iter()
             .find(|(found, _)| *found == index)
             .map(|(_, item)| item))
-    }
-
-    pub fn put_item(&self, batch: u64, index: u32, item: &StoredItem) -> Result<(), StoreError> {
-        self.items
-            .insert(item_key(batch, index), encode_compact(item))?;
-        Ok(())
     }
 }

@@ -114,7 +114,12 @@ pub(super) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 
 /// A value of the `solutions` or `items` tree (see the module's notes).
 pub(super) fn encode_compact<T: Serialize>(value: &T) -> Vec<u8> {
-    postcard::to_extend(value, vec![COMPACT]).unwrap_or_default()
+    // Sized before it is written: a part of a thousand items grown as it filled took fresh
+    // pages from the system at every doubling (a sixth of a coordinator's time on easy boards).
+    let mut bytes =
+        Vec::with_capacity(1 + postcard::experimental::serialized_size(value).unwrap_or(0));
+    bytes.push(COMPACT);
+    postcard::to_extend(value, bytes).unwrap_or_default()
 }
 
 /// Reads a value in either form.

@@ -11,7 +11,8 @@
 //!   entry each took ten times the CPU of a board's whole answer on a batch of easy boards).
 //! - `items`: version, batch id (u64), item index (u32) -> [`StoredItem`] (compact): an item as
 //!   it ended, over its part's copy. Batches stored before parts have every item here and no
-//!   part; reads merge the two trees, so both read alike.
+//!   part; reads merge the two trees, so both read alike. Cheap answers' items skip this tree:
+//!   they are held in memory and written into their parts a group at a time (`ended`).
 //! - `search`: version, side, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
 //!   bound of a puzzle still being solved, so a restart resumes at the right bound.
 //! - `tasks`: version, side, goal tiles, board tiles, task id (u64) -> [`TaskRecord`] (JSON):
@@ -46,6 +47,7 @@ use thiserror::Error;
 
 mod answers;
 mod batches;
+mod ended;
 mod format;
 mod search;
 #[cfg(test)]
@@ -117,6 +119,8 @@ pub struct Store {
     goals_stored: Arc<Mutex<HashSet<Vec<u8>>>>,
     /// The flush count (`meta` `flushed`) and the guard file beside the store.
     flushes: Arc<FlushGuard>,
+    /// Cheap answers' items not yet written into their parts ([`Store::put_item_later`]).
+    ended: Arc<Mutex<ended::EndedItems>>,
 }
 
 /// What a caught panic said.
@@ -210,6 +214,7 @@ impl Store {
                     path: guard,
                     next: AtomicU64::new(0),
                 }),
+                ended: Arc::default(),
                 db,
             })
         };
@@ -284,6 +289,7 @@ impl Store {
 
     /// Makes every write so far durable, and records that it did beside the store.
     pub fn flush(&self) -> Result<(), StoreError> {
+        self.write_ended()?;
         let count = self.flushes.next.fetch_add(1, Ordering::SeqCst);
         self.meta
             .insert(meta_key("flushed"), &count.to_be_bytes())?;

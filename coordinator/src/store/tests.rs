@@ -201,6 +201,68 @@ fn items_read_as_they_ended_over_their_parts_across_part_boundaries() {
     );
 }
 
+#[test]
+fn items_held_for_later_read_as_ended_and_reach_their_parts_at_a_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let total = ITEMS_PER_PART + 3;
+    let items: Vec<StoredItem> = (0..total).map(|i| item(&format!("line {i}"))).collect();
+    let failed = |i: usize, reason: &str| StoredItem {
+        status: ItemStatus::Failed(format!("{reason} {i}")),
+        ..items[i].clone()
+    };
+    let (id, expected) = {
+        let store = Store::open(dir.path()).unwrap();
+        let id = create_batch(&store, "blank-last", &items, 1);
+        // Item 2 ended once on its own: a later end must not hide under that entry.
+        store.put_item(id, 2, &failed(2, "first")).unwrap();
+        for i in [1, 2, ITEMS_PER_PART - 1, ITEMS_PER_PART + 1] {
+            store
+                .put_item_later(id, i as u32, failed(i, "held"))
+                .unwrap();
+        }
+        // Item 3 held, then ended on its own: the entry of its own stands.
+        store.put_item_later(id, 3, failed(3, "held")).unwrap();
+        store.put_item(id, 3, &failed(3, "own")).unwrap();
+        let expected: Vec<StoredItem> = (0..total)
+            .map(|i| match i {
+                3 => failed(i, "own"),
+                1 | 2 => failed(i, "held"),
+                i if i == ITEMS_PER_PART - 1 || i == ITEMS_PER_PART + 1 => failed(i, "held"),
+                _ => items[i].clone(),
+            })
+            .collect();
+        assert_eq!(store.items(id).unwrap(), expected, "held, before a write");
+        assert_eq!(store.item(id, 1).unwrap(), Some(failed(1, "held")));
+        let page = store.items_page(id, ITEMS_PER_PART as u32, 2).unwrap();
+        assert_eq!(
+            page[1],
+            (
+                ITEMS_PER_PART as u32 + 1,
+                failed(ITEMS_PER_PART + 1, "held")
+            )
+        );
+        store.flush().unwrap();
+        (id, expected)
+    };
+    let store = reopen(dir.path());
+    assert_eq!(
+        store.items(id).unwrap(),
+        expected,
+        "after the flush, from the files"
+    );
+    assert_eq!(
+        store.items.len(),
+        2,
+        "only the two items that ended on their own"
+    );
+    // A held item of a removed batch is not written back.
+    store.put_item_later(id, 0, failed(0, "held")).unwrap();
+    store.remove_batch(id, false).unwrap();
+    store.flush().unwrap();
+    assert!(store.items(id).unwrap().is_empty());
+    assert_eq!((store.items.len(), store.item_parts.len()), (0, 0));
+}
+
 /// A 31-move 8-puzzle, its goal and its solution.
 fn solved_eight_puzzle() -> (Board, Board, Solution) {
     let goal = Board::blank_last(3);

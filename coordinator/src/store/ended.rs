@@ -1,0 +1,186 @@
+//! Items that ended cheaply, held in memory and written into their batch's parts a group at a
+//! time ([`Store::put_item_later`]).
+//!
+//! An `items` entry per answer cost a coordinator more CPU than the search that found an easy
+//! answer (sled splits a leaf every 16 keys and clones nodes as it goes): on 10,000 random
+//! walks, writing each ended item took a fifth of the coordinator's time. Here a part of a
+//! thousand items is rewritten once for all of its items that ended since the last write.
+//!
+//! Invariants:
+//! - Reads see held items over both trees: [`Store::item`] looks here first, and
+//!   [`Store::items_page`] overlays what it read with a copy taken before it read, and reads
+//!   again if a write moved items from here into the parts meanwhile (the `written` count).
+//! - An item with an `items` entry of its own is never held: that entry stands over its part,
+//!   so a later end written into the part would be hidden. It is written there instead.
+//! - Held items are removed only after their part is written, under the same lock, so an item
+//!   is always in one of the two places a reader looks.
+//! - Only answers whose loss costs less than their write are held: a crash forgets them and
+//!   their boards are searched again (the scheduler holds back only cheap answers).
+
+use std::collections::BTreeMap;
+
+use super::batches::StoredItem;
+use super::format::{decode, encode_compact, item_index, item_key};
+use super::{Store, StoreError};
+
+/// Held items that start a write of them all: a bound on the memory they take (about 300
+/// bytes each) and on how long one write holds readers off.
+const WRITE_AT: usize = 4_000;
+
+/// Items ended and not yet written, by (batch, index).
+#[derive(Default)]
+pub(super) struct EndedItems {
+    held: BTreeMap<(u64, u32), StoredItem>,
+    /// Writes of held items into parts so far.
+    written: u64,
+}
+
+impl Store {
+    /// Records how an item ended, written into its part with others later (by [`Store::flush`]
+    /// or once [`WRITE_AT`] are held). For answers cheap enough to search again: a crash before
+    /// the write loses them.
+    pub fn put_item_later(
+        &self,
+        batch: u64,
+        index: u32,
+        item: StoredItem,
+    ) -> Result<(), StoreError> {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        if self.items.contains_key(item_key(batch, index))? {
+            self.items
+                .insert(item_key(batch, index), encode_compact(&item))?;
+            return Ok(());
+        }
+        ended.held.insert((batch, index), item);
+        if ended.held.len() >= WRITE_AT {
+            self.write_held(&mut ended)?;
+        }
+        Ok(())
+    }
+
+    /// Records how an item ended, now.
+    pub fn put_item(&self, batch: u64, index: u32, item: &StoredItem) -> Result<(), StoreError> {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        self.items
+            .insert(item_key(batch, index), encode_compact(item))?;
+        ended.held.remove(&(batch, index));
+        Ok(())
+    }
+
+    /// Writes every held item into its part.
+    pub fn write_ended(&self) -> Result<(), StoreError> {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        self.write_held(&mut ended)
+    }
+
+    /// Forgets the held items of `batch` (being removed).
+    pub(super) fn forget_ended(&self, batch: u64) {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        ended.held.retain(|&(held_batch, _), _| held_batch != batch);
+        ended.written += 1;
+    }
+
+    /// The held item `index` of `batch`, if it is held.
+    pub(super) fn held_item(&self, batch: u64, index: u32) -> Option<StoredItem> {
+        let ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        ended.held.get(&(batch, index)).cloned()
+    }
+
+    /// A copy of the held items of `batch` from index `start` on, and the count of writes so
+    /// far (see [`Store::overlay_held`]).
+    pub(super) fn held_from(&self, batch: u64, start: u32) -> (u64, BTreeMap<u32, StoredItem>) {
+        let ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let held = ended
+            .held
+            .range((batch, start)..=(batch, u32::MAX))
+            .map(|(&(_, index), item)| (index, item.clone()))
+            .collect();
+        (ended.written, held)
+    }
+
+    /// Lays `held` (taken by [`Store::held_from`] before `page` was read) over `page`; false
+    /// when a write moved held items into the parts since, and the page must be read again.
+    pub(super) fn overlay_held(
+        &self,
+        written: u64,
+        mut held: BTreeMap<u32, StoredItem>,
+        page: &mut [(u32, StoredItem)],
+    ) -> bool {
+        if self.ended.lock().unwrap_or_else(|p| p.into_inner()).written != written {
+            return false;
+        }
+        for (index, item) in page.iter_mut() {
+            if let Some(ended) = held.remove(index) {
+                *item = ended;
+            }
+        }
+        true
+    }
+
+    /// Writes the held items into their parts, a part once for all of its items (an item
+    /// without a part, of a batch stored before parts, into `items`), then lets them go.
+    fn write_held(&self, ended: &mut EndedItems) -> Result<(), StoreError> {
+        if ended.held.is_empty() {
+            return Ok(());
+        }
+        let mut part: Option<Part> = None;
+        for (&(batch, index), item) in &ended.held {
+            if !part.as_ref().is_some_and(|part| part.holds(batch, index)) {
+                if let Some(done) = part.take() {
+                    self.item_parts
+                        .insert(done.key, encode_compact(&done.items))?;
+                }
+                part = self.part_holding(batch, index)?;
+            }
+            match &mut part {
+                Some(part) if part.holds(batch, index) => {
+                    part.items[(index - part.first) as usize] = item.clone()
+                }
+                _ => {
+                    self.items
+                        .insert(item_key(batch, index), encode_compact(item))?;
+                }
+            }
+        }
+        if let Some(done) = part {
+            self.item_parts
+                .insert(done.key, encode_compact(&done.items))?;
+        }
+        ended.held.clear();
+        ended.written += 1;
+        Ok(())
+    }
+
+    /// The part of `batch` that holds item `index`, if it has one.
+    fn part_holding(&self, batch: u64, index: u32) -> Result<Option<Part>, StoreError> {
+        let Some((key, bytes)) = self
+            .item_parts
+            .range(item_key(batch, 0)..=item_key(batch, index))
+            .next_back()
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        let part = Part {
+            batch,
+            key: key.to_vec(),
+            first: item_index(&key),
+            items: decode("item_parts", &bytes)?,
+        };
+        Ok(part.holds(batch, index).then_some(part))
+    }
+}
+
+/// A part read to be written again with ended items.
+struct Part {
+    batch: u64,
+    key: Vec<u8>,
+    first: u32,
+    items: Vec<StoredItem>,
+}
+
+impl Part {
+    fn holds(&self, batch: u64, index: u32) -> bool {
+        self.batch == batch && (self.first..self.first + self.items.len() as u32).contains(&index)
+    }
+}
