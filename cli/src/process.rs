@@ -35,3 +35,22 @@ pub(crate) async fn stop_signal() {
     };
     tracing::info!(signal, "stopping");
 }
+
+/// Keeps this process on small pages: the allocator asks for transparent huge pages on its
+/// arena, and a coordinator, whose heap is small objects scattered as sled and the scheduler
+/// grow it, then had the kernel zero a whole 2 MiB page for each few it touched: a third of a
+/// fresh coordinator's CPU on a batch of 10,000 easy boards (BENCHMARKS.md). Workers keep huge
+/// pages: their pattern tables, looked up at random, are what they are for.
+#[cfg(target_os = "linux")]
+pub fn small_pages_only() {
+    // SAFETY: PR_SET_THP_DISABLE takes integer arguments only and changes no memory; a kernel
+    // without it returns an error, which leaves the process as it was.
+    let refused = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0;
+    if refused {
+        tracing::debug!("the kernel kept transparent huge pages on");
+    }
+}
+
+/// Elsewhere pages are left as the system chooses.
+#[cfg(not(target_os = "linux"))]
+pub fn small_pages_only() {}

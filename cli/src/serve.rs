@@ -2,7 +2,7 @@
 //! a stop signal; reopened on the same address once a full disk takes writes again.
 
 use crate::client::read_file;
-use crate::process::{default_threads, runtime, stop_signal};
+use crate::process::{default_threads, runtime, small_pages_only, stop_signal};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -124,6 +124,7 @@ fn audit_fraction(text: &str) -> Result<f64, String> {
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
+    small_pages_only();
     runtime()?.block_on(async {
         let listener = TcpListener::bind(&args.listen)
             .await
