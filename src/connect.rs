@@ -31,6 +31,9 @@ pub struct ConnectOptions {
 pub enum ConnectError {
     #[error("coordinator address '{url}': {reason}")]
     Address { url: String, reason: String },
+    /// `http://` to a coordinator that serves TLS, or `https://` to one that does not.
+    #[error("coordinator address '{url}': {reason}")]
+    Scheme { url: String, reason: String },
     #[error("the token cannot be sent in a gRPC header: it must be printable ASCII")]
     Token,
     #[error("TLS settings: {0}")]
@@ -78,6 +81,14 @@ impl ConnectOptions {
             url: self.url.clone(),
             reason,
         };
+        if !["http://", "https://"]
+            .iter()
+            .any(|scheme| self.url.len() > scheme.len() && self.url.starts_with(scheme))
+        {
+            return Err(bad(
+                "an address is http://HOST:PORT, or https://HOST:PORT for TLS (e.g. http://127.0.0.1:7411)".into(),
+            ));
+        }
         // Keep-alive pings find a dead peer (a pulled cable, a killed host) within seconds
         // instead of leaving a worker waiting on a connection nobody will answer.
         let mut endpoint = Endpoint::from_shared(self.url.clone())
@@ -112,16 +123,63 @@ impl ConnectOptions {
     /// Connects now (so an unreachable coordinator is reported at once).
     pub async fn connect(&self) -> Result<AuthChannel, ConnectError> {
         let bearer = self.bearer()?;
-        let channel = self
-            .endpoint()?
-            .connect()
-            .await
-            .map_err(|e| ConnectError::Unreachable {
-                url: self.url.clone(),
-                reason: error_chain(&e),
-            })?;
+        let channel = self.endpoint()?.connect().await.map_err(|e| {
+            let reason = error_chain(&e);
+            // rustls read a record that is not TLS: the coordinator there speaks plain HTTP/2.
+            if reason.contains("InvalidContentType") {
+                ConnectError::Scheme {
+                    url: self.url.clone(),
+                    reason: "the coordinator there does not speak TLS: use http://".into(),
+                }
+            } else {
+                ConnectError::Unreachable {
+                    url: self.url.clone(),
+                    reason,
+                }
+            }
+        })?;
         Ok(InterceptedService::new(channel, bearer))
     }
+
+    /// What a failed call means when it is an `http://` address answered by a TLS server: such a
+    /// call fails with a bare HTTP/2 protocol error. Then the address is asked again, once, with
+    /// the HTTP/2 preface, and a TLS alert record in answer (0x15, then version 3) names the
+    /// mistake.
+    pub async fn scheme_mismatch(&self, status: &Status) -> Option<ConnectError> {
+        if status.code() != tonic::Code::Internal || !status.message().contains("h2 protocol error")
+        {
+            return None;
+        }
+        let authority = self.url.strip_prefix("http://")?.split('/').next()?;
+        answers_with_tls(authority)
+            .await
+            .then(|| ConnectError::Scheme {
+                url: self.url.clone(),
+                reason: "the coordinator there speaks TLS: use https:// (and --tls-ca with the \
+                     certificate of the authority that signed its certificate)"
+                    .into(),
+            })
+    }
+}
+
+/// Whether the server at `authority` (host:port) answers the HTTP/2 preface with a TLS alert.
+async fn answers_with_tls(authority: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let probe = async {
+        let mut stream = tokio::net::TcpStream::connect(authority).await.ok()?;
+        stream
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .ok()?;
+        let mut first = [0u8; 2];
+        stream.read_exact(&mut first).await.ok()?;
+        Some(first == [0x15, 0x03])
+    };
+    tokio::time::timeout(Duration::from_secs(2), probe)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(false)
 }
 
 /// An error with its causes, which is where transport errors say what actually went wrong

@@ -54,6 +54,13 @@ impl CallError {
     pub fn exit_status(&self) -> ExitStatus {
         match self {
             CallError::Refused { .. } => ExitStatus::Refused,
+            // The address or the settings to reach it are wrong: trying again cannot help.
+            CallError::Connect(
+                ConnectError::Address { .. }
+                | ConnectError::Scheme { .. }
+                | ConnectError::Token
+                | ConnectError::Tls(_),
+            ) => ExitStatus::BadInput,
             CallError::Connect(_) | CallError::Lost(_) => ExitStatus::Unreachable,
         }
     }
@@ -172,7 +179,10 @@ impl Coordinator {
         let client = self.client().await?;
         match call(client).await {
             Ok(response) => Ok(response.into_inner()),
-            Err(status) => Err(self.failed(status)),
+            Err(status) => match self.options.scheme_mismatch(&status).await {
+                Some(mismatch) => Err(mismatch.into()),
+                None => Err(self.failed(status)),
+            },
         }
     }
 

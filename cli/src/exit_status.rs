@@ -7,8 +7,9 @@ pub enum ExitStatus {
     Done = 0,
     /// Done, but some boards were not solved: invalid lines, failures, cancelled, not stored.
     Unsolved = 1,
-    /// The command line is wrong (clap exits with it before any command runs), or the file it
-    /// names is not a batch's text: refused before anything is sent.
+    /// The command line is wrong (clap exits with it before any command runs), the file it
+    /// names is not a batch's text, or the coordinator's address is malformed or of the wrong
+    /// scheme: refused before anything is sent.
     BadInput = 2,
     /// The coordinator could not be reached, after retrying.
     Unreachable = 3,
@@ -24,7 +25,8 @@ Exit status:
   0  done: every board solved (or the command did what it was asked)
   1  done, but some boards were not solved: invalid lines, failures, cancelled, not stored
   2  the command line is wrong, or its batch file is not text (a NUL byte, binary noise, a
-     line over 4096 bytes): refused before anything is sent
+     line over 4096 bytes): refused before anything is sent; so is a malformed coordinator
+     address, or http:// to a coordinator that speaks TLS (https:// to one that does not)
   3  could not reach the coordinator (transport faults are retried first)
   4  the coordinator refused the call: token, permission, a malformed or too large request,
      an unknown batch (the message says which and what to do)

@@ -32,6 +32,24 @@ fn run_at(url: &str, token: &str, args: &[&str]) -> (Option<i32>, String, String
 const RETRYING: &str = "trying the coordinator again";
 
 #[test]
+fn a_wrong_address_exits_2_at_once_saying_what_to_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let tls_to_plain = format!("https://{}", server.address);
+    let cases = [
+        ("http//127.0.0.1:7411", "an address is http://HOST:PORT"),
+        (server.address.as_str(), "an address is http://HOST:PORT"),
+        (tls_to_plain.as_str(), "does not speak TLS: use http://"),
+    ];
+    for (url, says) in cases {
+        let (code, _, stderr, _) = run_at(url, "", &["batches"]);
+        assert_eq!(code, Some(2), "{url}: {stderr}");
+        assert!(stderr.contains(says), "{url}: {stderr}");
+        assert!(!stderr.contains(RETRYING), "{url}: not retried: {stderr}");
+    }
+}
+
+#[test]
 fn each_refusal_exits_4_at_once_with_its_cause() {
     let dir = tempfile::tempdir().unwrap();
     let server = Coordinator::start(

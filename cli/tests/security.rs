@@ -116,8 +116,18 @@ fn tls_with_a_private_authority() {
     assert!(!ok, "a client that does not trust the authority is refused");
     assert!(stderr.to_lowercase().contains("certificate"), "{stderr}");
     let plain = server.url();
-    let (ok, _, _) = run_with_env(&["batches", "--coordinator", &plain], &secret);
-    assert!(!ok, "plain HTTP/2 to a TLS port fails");
+    let output = std::process::Command::new(common::BIN)
+        .args(["batches", "--coordinator", &plain])
+        .env("TILESOLVE_TOKEN", "tls-token")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "http:// to a TLS port is a mistake in the address: {stderr}"
+    );
+    assert!(stderr.contains("speaks TLS: use https://"), "{stderr}");
 
     let mut worker_args = vec!["--token", "tls-token"];
     worker_args.extend_from_slice(&tls);

@@ -223,10 +223,15 @@ impl Session<'_> {
                 default_heuristics: default_heuristics(config.table_budget),
                 name,
             })
-            .await
-            .map_err(ended)?
-            .into_inner();
-        Ok((channel, registered))
+            .await;
+        match registered {
+            Ok(registered) => Ok((channel, registered.into_inner())),
+            // http:// to a coordinator that speaks TLS: no retry can help.
+            Err(status) => Err(match config.coordinator.scheme_mismatch(&status).await {
+                Some(mismatch) => SessionEnd::Refused(mismatch.to_string()),
+                None => ended(status),
+            }),
+        }
     }
 
     /// Polls for tasks with the results finished since the last poll, hands the tasks to the
