@@ -95,8 +95,14 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff), e.g. `tilesolve man > /usr/share/man/man1/tilesolve.1`.
-    Man,
+    /// Print the manual page (roff); with --dir, write it and the page of every subcommand
+    /// (`tilesolve-submit.1`, ... which it refers to) there, e.g. `tilesolve man --dir
+    /// /usr/local/share/man/man1`.
+    Man {
+        /// Directory to write every page to, instead of printing this one.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
     /// Replay a recorded batch (its tasks' sizes and times, kept by the coordinator) with 1 to
     /// 1,024 virtual workers under the scheduler's policy; prints makespan and efficiency.
     Simulate(simulate::SimulateArgs),
@@ -149,10 +155,14 @@ fn main() -> ExitCode {
             );
             Ok(true)
         }
-        Command::Man => clap_mangen::Man::new(Cli::command())
-            .render(&mut std::io::stdout())
-            .map(|()| true)
-            .map_err(anyhow::Error::from),
+        // Without the `help` subcommand, which has no page of its own.
+        Command::Man { dir: None } => {
+            clap_mangen::Man::new(Cli::command().disable_help_subcommand(true))
+                .render(&mut std::io::stdout())
+                .map(|()| true)
+                .map_err(anyhow::Error::from)
+        }
+        Command::Man { dir: Some(dir) } => write_man_pages(&dir),
     };
     let status = match outcome {
         Ok(true) => ExitStatus::Done,
@@ -171,6 +181,16 @@ fn main() -> ExitCode {
 
 /// Whether `error` is a write to a pipe whose reader has gone (directly, or inside a CSV
 /// writer's error).
+/// Writes the manual page and one per subcommand (the pages the first one names) into `dir`.
+fn write_man_pages(dir: &std::path::Path) -> anyhow::Result<bool> {
+    use anyhow::Context;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    clap_mangen::generate_to(Cli::command(), dir)
+        .with_context(|| format!("writing manual pages into {}", dir.display()))?;
+    eprintln!("manual pages written to {}", dir.display());
+    Ok(true)
+}
+
 fn reader_went_away(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
         let io = cause.downcast_ref::<std::io::Error>().or_else(|| {

@@ -366,3 +366,30 @@ fn a_reader_that_stops_reading_is_no_error() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(output.status.success(), "{:?}: {stderr}", output.status);
 }
+
+#[test]
+fn every_manual_page_named_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = tilesolve(&["man", "--dir", dir.path().to_str().unwrap()], "");
+    assert!(written.status.success());
+    let printed = tilesolve(&["man"], "");
+    let mut pages = vec![String::from_utf8_lossy(&printed.stdout).into_owned()];
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        pages.push(std::fs::read_to_string(entry.unwrap().path()).unwrap());
+    }
+    let mut named = 0;
+    for page in &pages {
+        // roff writes a page reference as `tilesolve\-submit(1)`.
+        for reference in page.split_whitespace().filter(|word| word.ends_with("(1)")) {
+            let name = reference.trim_end_matches("(1)").replace("\\-", "-");
+            if name.starts_with("tilesolve-") {
+                named += 1;
+                assert!(
+                    dir.path().join(format!("{name}.1")).exists(),
+                    "{name}(1) is named but not written"
+                );
+            }
+        }
+    }
+    assert!(named > 20, "the subcommands are named ({named})");
+}
