@@ -570,6 +570,24 @@ pub struct PruneArgs {
     /// so queries and later batches still find them.
     #[arg(long)]
     solutions: bool,
+    /// Count what would go, and remove nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Remove them even when they are every finished batch the coordinator holds (without it,
+    /// such a prune stops after the count).
+    #[arg(long)]
+    yes: bool,
+}
+
+/// A prune that would remove every finished batch, asked for without `--yes`.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "this removes every finished batch the coordinator holds ({batches} batches, {items} items): \
+     run it again with --yes to remove them (--dry-run counts without removing)"
+)]
+pub struct PruneNeedsYes {
+    batches: u64,
+    items: u64,
 }
 
 pub fn prune(args: PruneArgs) -> anyhow::Result<bool> {
@@ -582,8 +600,27 @@ pub fn prune(args: PruneArgs) -> anyhow::Result<bool> {
         solutions: args.solutions,
         batch_ids: Vec::new(),
     };
+    let runtime = runtime()?;
+    let preview = runtime.block_on(coordinator.call(|mut client| {
+        let request = request.clone();
+        async move { client.preview_prune(request).await }
+    }))?;
+    if args.dry_run {
+        println!(
+            "would prune {} batches ({} items) of the {} finished batches the coordinator holds; nothing removed",
+            preview.batches, preview.items, preview.finished_batches
+        );
+        return Ok(true);
+    }
+    if preview.batches > 0 && preview.batches >= preview.finished_batches && !args.yes {
+        return Err(PruneNeedsYes {
+            batches: preview.batches,
+            items: preview.items,
+        }
+        .into());
+    }
     // Pruning twice prunes once: safe to retry.
-    let pruned = runtime()?.block_on(coordinator.call(|mut client| {
+    let pruned = runtime.block_on(coordinator.call(|mut client| {
         let request = request.clone();
         async move { client.prune_batches(request).await }
     }))?;

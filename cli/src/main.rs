@@ -179,8 +179,6 @@ fn main() -> ExitCode {
     ExitCode::from(status as u8)
 }
 
-/// Whether `error` is a write to a pipe whose reader has gone (directly, or inside a CSV
-/// writer's error).
 /// Writes the manual page and one per subcommand (the pages the first one names) into `dir`.
 fn write_man_pages(dir: &std::path::Path) -> anyhow::Result<bool> {
     use anyhow::Context;
@@ -191,6 +189,8 @@ fn write_man_pages(dir: &std::path::Path) -> anyhow::Result<bool> {
     Ok(true)
 }
 
+/// Whether `error` is a write to a pipe whose reader has gone (directly, or inside a CSV
+/// writer's error).
 fn reader_went_away(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
         let io = cause.downcast_ref::<std::io::Error>().or_else(|| {
@@ -211,10 +211,9 @@ fn exit_status(error: &anyhow::Error) -> ExitStatus {
     if let Some(call) = error.downcast_ref::<calls::CallError>() {
         return call.exit_status();
     }
-    if error
-        .chain()
-        .any(|cause| cause.is::<tilesolve::batch_file::NotText>())
-    {
+    if error.chain().any(|cause| {
+        cause.is::<tilesolve::batch_file::NotText>() || cause.is::<backup::PruneNeedsYes>()
+    }) {
         return ExitStatus::BadInput;
     }
     match error.downcast_ref::<tilesolve_worker::WorkerError>() {

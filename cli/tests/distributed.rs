@@ -556,7 +556,28 @@ fn prune_removes_old_finished_batches_and_keeps_or_drops_their_answers() {
     submit();
     submit();
     assert!(prune(&["--older-than-days", "30"]).starts_with("pruned 0 batches"));
-    let pruned = prune(&["--older-than-days", "0"]);
+    let counted = prune(&["--older-than-days", "0", "--dry-run"]);
+    assert!(
+        counted.starts_with("would prune 2 batches (4 items) of the 2 finished batches"),
+        "{counted}"
+    );
+    // Every finished batch: counted, and removed only with --yes.
+    let refused = Command::new(BIN)
+        .args(["prune", "--coordinator", &url, "--older-than-days", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("every finished batch") && stderr.contains("--yes"),
+        "{stderr}"
+    );
+    let (ok, listed, _) = run(&["batches", "--coordinator", &url]);
+    assert!(
+        ok && listed.lines().count() == 2,
+        "nothing removed: {listed}"
+    );
+    let pruned = prune(&["--older-than-days", "0", "--yes"]);
     assert!(
         pruned.starts_with("pruned 2 batches (4 items, 0 stored boards)"),
         "{pruned}"
@@ -566,7 +587,7 @@ fn prune_removes_old_finished_batches_and_keeps_or_drops_their_answers() {
     assert_eq!(query(), Some(31));
     // With --solutions the answers go too: every board on their paths.
     submit();
-    let pruned = prune(&["--older-than-days", "0", "--solutions"]);
+    let pruned = prune(&["--older-than-days", "0", "--solutions", "--yes"]);
     assert!(
         pruned.starts_with("pruned 1 batches (2 items, 33 stored boards)"),
         "{pruned}"

@@ -128,6 +128,27 @@ impl pb::tilesolve_server::Tilesolve for Service {
             boards: pruned.boards,
             store_bytes_before: pruned.store_bytes_before,
             store_bytes_after: pruned.store_bytes_after,
+            finished_batches: 0,
+        }))
+    }
+
+    async fn preview_prune(
+        &self,
+        request: Request<pb::PruneBatchesRequest>,
+    ) -> Result<Response<pb::PruneBatchesResponse>, Status> {
+        let request = request.into_inner();
+        let older_than = Duration::from_secs(request.older_than_seconds);
+        let service = self.clone();
+        let preview = tokio::task::spawn_blocking(move || {
+            service.preview_prune(older_than, &request.batch_ids)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("prune preview: {e}")))??;
+        Ok(Response::new(pb::PruneBatchesResponse {
+            batches: preview.batches,
+            items: preview.items,
+            finished_batches: preview.finished_batches,
+            ..pb::PruneBatchesResponse::default()
         }))
     }
 

@@ -86,6 +86,22 @@ pub struct Pruned {
     pub store_bytes_after: u64,
 }
 
+/// What a prune would remove, and the finished batches there are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PrunePreview {
+    pub batches: u64,
+    pub items: u64,
+    pub finished_batches: u64,
+}
+
+/// The submission time before which batches are older than `older_than`, in ms since 1970.
+fn cutoff_unix_ms(older_than: Duration) -> u64 {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    now_ms.saturating_sub(u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX))
+}
+
 impl Service {
     pub fn new(
         scheduler: Arc<Mutex<Scheduler>>,
@@ -162,11 +178,7 @@ impl Service {
         older_than: Duration,
         solutions: bool,
     ) -> Result<Pruned, SchedulerError> {
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let cutoff =
-            now_ms.saturating_sub(u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX));
+        let cutoff = cutoff_unix_ms(older_than);
         let mut pruned = Pruned {
             store_bytes_before: self.lock().store_bytes(),
             ..Pruned::default()
@@ -181,6 +193,34 @@ impl Service {
             }
         }
         self.pruned(pruned)
+    }
+
+    /// What [`Service::prune_older_than`] (or, with `batches`, [`Service::prune_batches`]) would
+    /// remove, removing nothing: a pass over the batch records, without the lock.
+    pub fn preview_prune(
+        &self,
+        older_than: Duration,
+        batches: &[u64],
+    ) -> Result<PrunePreview, SchedulerError> {
+        let cutoff = cutoff_unix_ms(older_than);
+        let store = self.lock().store_reader();
+        let mut preview = PrunePreview::default();
+        for batch in store.each_batch() {
+            let batch = batch?;
+            if batch.finished.is_none() {
+                continue;
+            }
+            preview.finished_batches += 1;
+            let chosen = match batches.is_empty() {
+                true => batch.submitted_unix_ms < cutoff,
+                false => batches.contains(&batch.id),
+            };
+            if chosen {
+                preview.batches += 1;
+                preview.items += u64::from(batch.items);
+            }
+        }
+        Ok(preview)
     }
 
     /// Removes the finished ones of `batches`, with their answers if `solutions` is set.
