@@ -68,5 +68,5 @@ echo "up:"; query 'up'
 echo "RPC latency, 0.99 quantile by method over 30 s (seconds; Poll is a long poll: idle workers wait there):"
 query 'histogram_quantile(0.99, sum by (method, le) (rate(tilesolve_rpc_seconds_bucket[30s]))) >= 0'
 echo "RPC calls by method:"; query 'sum by (method) (tilesolve_rpc_seconds_count)'
-echo "worker:"; query '{__name__=~"tilesolve_worker_(tasks_done_total|tasks_failed_total|nodes_searched_total|table_bytes|task_seconds_count)"}'
+echo "worker:"; query '{__name__=~"tilesolve_worker_(tasks_done_total|tasks_failed_total|tasks_cancelled_total|nodes_searched_total|table_bytes|task_seconds_count)"}'
 echo "build:"; query 'tilesolve_build_info'

@@ -30,6 +30,7 @@ struct Inner {
     nodes_per_second: Gauge<f64, AtomicU64>,
     tasks_done: Counter,
     tasks_failed: Counter,
+    tasks_cancelled: Counter,
     task_seconds: Histogram,
     table_bytes: Gauge,
 }
@@ -60,6 +61,7 @@ impl Default for Metrics {
             nodes_per_second: Gauge::default(),
             tasks_done: Counter::default(),
             tasks_failed: Counter::default(),
+            tasks_cancelled: Counter::default(),
             // 1 ms to about 4.7 hours, each bucket 4 times the last.
             task_seconds: Histogram::new(exponential_buckets(0.001, 4.0, 12)),
             table_bytes: Gauge::default(),
@@ -86,6 +88,11 @@ impl Default for Metrics {
             inner.tasks_failed.clone(),
         );
         worker.register(
+            "tasks_cancelled",
+            "Tasks the coordinator withdrew while they ran (their puzzle was solved): routine",
+            inner.tasks_cancelled.clone(),
+        );
+        worker.register(
             "task_seconds",
             "Search seconds of each finished task",
             inner.task_seconds.clone(),
@@ -100,12 +107,14 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Counts a finished task's result.
-    pub(crate) fn task_finished(&self, result: &pb::TaskResult) {
+    /// Counts a finished task's result; an error of a task the coordinator `cancelled` is
+    /// counted as cancelled, not failed.
+    pub(crate) fn task_finished(&self, result: &pb::TaskResult, cancelled: bool) {
         let inner = &self.0;
         inner.nodes.inc_by(result.nodes);
         inner.task_seconds.observe(result.seconds);
         match result.outcome {
+            Some(pb::task_result::Outcome::Error(_)) if cancelled => inner.tasks_cancelled.inc(),
             Some(pb::task_result::Outcome::Error(_)) => inner.tasks_failed.inc(),
             _ => inner.tasks_done.inc(),
         };
@@ -170,5 +179,36 @@ impl Metrics {
             }
         });
         tracing::info!(%address, "worker metrics serving at /metrics");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counted(text: &str, name: &str) -> u64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+    }
+
+    #[test]
+    fn a_withdrawn_task_counts_as_cancelled_not_failed() {
+        let metrics = Metrics::default();
+        let error = pb::TaskResult {
+            outcome: Some(pb::task_result::Outcome::Error("stopped".into())),
+            ..pb::TaskResult::default()
+        };
+        metrics.task_finished(&error, true);
+        metrics.task_finished(&pb::TaskResult::default(), false);
+        let text = metrics.encode();
+        assert_eq!(counted(&text, "tilesolve_worker_tasks_cancelled_total"), 1);
+        assert_eq!(counted(&text, "tilesolve_worker_tasks_failed_total"), 0);
+        metrics.task_finished(&error, false);
+        assert_eq!(
+            counted(&metrics.encode(), "tilesolve_worker_tasks_failed_total"),
+            1
+        );
     }
 }

@@ -82,8 +82,8 @@ pub(crate) fn start_threads(
                     cancel.as_deref(),
                 )
             };
-            metrics.task_finished(&result);
             let cancelled = cancel.as_deref().is_some_and(|c| c.load(Ordering::Relaxed));
+            metrics.task_finished(&result, cancelled);
             match &result.outcome {
                 // The coordinator withdrew it (its puzzle was solved): routine, not a failure.
                 Some(pb::task_result::Outcome::Error(_)) if cancelled => {
