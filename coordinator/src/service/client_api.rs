@@ -24,6 +24,25 @@ const MAX_BATCHES_PAGE: usize = 10_000;
 type ExportStream = Pin<Box<dyn Stream<Item = Result<pb::ExportedSolution, Status>> + Send>>;
 
 impl Service {
+    /// A prune (or its preview) of what `request` names: a pass over the store, on a blocking
+    /// thread.
+    async fn prune_pass<T: Send + 'static>(
+        &self,
+        request: Request<pb::PruneBatchesRequest>,
+        pass: impl FnOnce(&Service, Duration, &pb::PruneBatchesRequest) -> Result<T, SchedulerError>
+            + Send
+            + 'static,
+    ) -> Result<T, Status> {
+        let request = request.into_inner();
+        let older_than = Duration::from_secs(request.older_than_seconds);
+        let service = self.clone();
+        Ok(
+            tokio::task::spawn_blocking(move || pass(&service, older_than, &request))
+                .await
+                .map_err(|e| Status::internal(format!("prune: {e}")))??,
+        )
+    }
+
     /// Accepts a batch for either API: parsing and store writes off the async threads, and a
     /// flush before the batch is acknowledged (from then on it survives a crash). Lines are read
     /// and items stored outside the scheduler's lock; items start a part at a time
@@ -110,18 +129,15 @@ impl pb::tilesolve_server::Tilesolve for Service {
         &self,
         request: Request<pb::PruneBatchesRequest>,
     ) -> Result<Response<pb::PruneBatchesResponse>, Status> {
-        let request = request.into_inner();
-        let older_than = Duration::from_secs(request.older_than_seconds);
-        let service = self.clone();
-        let pruned = tokio::task::spawn_blocking(move || {
-            if request.batch_ids.is_empty() {
-                service.prune_older_than(older_than, request.solutions)
-            } else {
-                service.prune_batches(&request.batch_ids, request.solutions)
-            }
-        })
-        .await
-        .map_err(|e| Status::internal(format!("prune: {e}")))??;
+        let pruned = self
+            .prune_pass(request, |service, older_than, request| {
+                if request.batch_ids.is_empty() {
+                    service.prune_older_than(older_than, request.solutions)
+                } else {
+                    service.prune_batches(&request.batch_ids, request.solutions)
+                }
+            })
+            .await?;
         Ok(Response::new(pb::PruneBatchesResponse {
             batches: pruned.batches,
             items: pruned.items,
@@ -136,14 +152,11 @@ impl pb::tilesolve_server::Tilesolve for Service {
         &self,
         request: Request<pb::PruneBatchesRequest>,
     ) -> Result<Response<pb::PruneBatchesResponse>, Status> {
-        let request = request.into_inner();
-        let older_than = Duration::from_secs(request.older_than_seconds);
-        let service = self.clone();
-        let preview = tokio::task::spawn_blocking(move || {
-            service.preview_prune(older_than, &request.batch_ids)
-        })
-        .await
-        .map_err(|e| Status::internal(format!("prune preview: {e}")))??;
+        let preview = self
+            .prune_pass(request, |service, older_than, request| {
+                service.preview_prune(older_than, &request.batch_ids)
+            })
+            .await?;
         Ok(Response::new(pb::PruneBatchesResponse {
             batches: preview.batches,
             items: preview.items,
