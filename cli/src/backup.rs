@@ -162,6 +162,7 @@ async fn export_batches(client: &mut Client, out: &mut dyn Write) -> anyhow::Res
                 page_size: 0,
                 page_token: list_token.clone(),
                 newest_first: false,
+                state: String::new(),
             })
             .await
             .map_err(CallError::from)?

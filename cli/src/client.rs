@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::calls::{backoff, CallError, Client, Coordinator};
-use crate::results::{status_json, Format, FormatArgs, ResultsOutput};
+use crate::results::{printable, status_json, utc_time, Format, FormatArgs, ResultsOutput};
 use anyhow::{bail, Context};
 use backon::BackoffBuilder;
 use clap::Args;
@@ -406,6 +406,9 @@ pub struct ListArgs {
     /// Newest first.
     #[arg(long)]
     newest_first: bool,
+    /// Only batches in this state.
+    #[arg(long, value_parser = ["running", "done", "cancelled", "failed"])]
+    state: Option<String>,
     /// One JSON object per batch per line.
     #[arg(long)]
     json: bool,
@@ -425,15 +428,38 @@ fn print_status_line(status: &pb::BatchStatus, json: bool) {
     if json {
         println!("{}", status_json(status));
     } else {
-        println!(
-            "batch {}: {} of {} solved, {} failed, {}",
-            status.batch_id,
-            status.solved,
-            status.total,
-            status.failed,
-            if status.done { "done" } else { "running" }
-        );
+        println!("{}", status_text(status));
     }
+}
+
+/// A batch's status for people: `batch 3: 7 of 10 solved, 0 failed, running (about 12 s to
+/// go); submitted 2026-11-25T20:14:03Z, pdb:7-8`.
+fn status_text(status: &pb::BatchStatus) -> String {
+    let state = if status.state.is_empty() {
+        if status.done {
+            "done"
+        } else {
+            "running"
+        }
+    } else {
+        status.state.as_str()
+    };
+    let eta = status
+        .eta_seconds
+        .map(|seconds| format!(" (about {seconds:.0} s to go)"))
+        .unwrap_or_default();
+    let mut line = format!(
+        "batch {}: {} of {} solved, {} failed, {state}{eta}",
+        status.batch_id, status.solved, status.total, status.failed
+    );
+    if status.submitted_unix_ms > 0 {
+        line.push_str(&format!(
+            "; submitted {}, {}",
+            utc_time(status.submitted_unix_ms),
+            printable(&status.heuristic)
+        ));
+    }
+    line
 }
 
 pub fn list(args: ListArgs) -> anyhow::Result<bool> {
@@ -447,6 +473,7 @@ pub fn list(args: ListArgs) -> anyhow::Result<bool> {
                 page_size: left.min(1_000) as u32,
                 page_token: token,
                 newest_first: args.newest_first,
+                state: args.state.clone().unwrap_or_default(),
             };
             let page = coordinator
                 .call(|mut client| {
@@ -510,14 +537,12 @@ pub fn status(args: StatusArgs) -> anyhow::Result<bool> {
         };
         if args.json {
             println!("{}", status_json(&status));
+        } else if status.done {
+            println!("{}", status_text(&status));
         } else {
             println!(
-                "batch {}: {} of {} solved, {} failed, {}; running bounds {:?}; {} workers",
-                status.batch_id,
-                status.solved,
-                status.total,
-                status.failed,
-                if status.done { "done" } else { "running" },
+                "{}; running bounds {:?}; {} workers",
+                status_text(&status),
                 status.bounds,
                 status.workers
             );

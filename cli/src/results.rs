@@ -201,7 +201,44 @@ pub fn status_json(status: &pb::BatchStatus) -> serde_json::Value {
         "cancelled": status.cancelled,
         "nodes": status.nodes,
         "nodes_per_second": status.nodes_per_second,
+        "state": status.state,
+        "submitted_unix_ms": status.submitted_unix_ms,
+        "submitted": utc_time(status.submitted_unix_ms),
+        "heuristic": status.heuristic,
+        "goal": status.goal,
+        "eta_seconds": status.eta_seconds,
     })
+}
+
+/// `unix_ms` as an ISO 8601 UTC time to the second (`2026-11-25T20:14:03Z`); empty for 0 (not
+/// recorded).
+pub fn utc_time(unix_ms: u64) -> String {
+    if unix_ms == 0 {
+        return String::new();
+    }
+    let seconds = unix_ms / 1000;
+    let (days, time) = ((seconds / 86_400) as i64, seconds % 86_400);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's `civil_from_days`).
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        time / 3600,
+        time / 60 % 60,
+        time % 60
+    )
 }
 
 /// `text` fit for a terminal: control characters (an escape sequence that would recolour or
@@ -227,7 +264,15 @@ pub fn printable(text: &str) -> Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
-    use super::printable;
+    use super::{printable, utc_time};
+
+    #[test]
+    fn times_read_as_utc_dates() {
+        assert_eq!(utc_time(0), "");
+        assert_eq!(utc_time(1_000), "1970-01-01T00:00:01Z");
+        assert_eq!(utc_time(951_782_400_000), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_time(1_795_637_643_999), "2026-11-25T20:14:03Z");
+    }
 
     #[test]
     fn control_characters_are_escaped_and_plain_text_is_kept() {

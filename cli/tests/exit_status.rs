@@ -178,7 +178,23 @@ fn json_and_csv_print_what_they_say() {
     let batch: serde_json::Value = serde_json::from_str(listed.trim()).unwrap();
     assert_eq!(batch["total"], boards.len() + 1);
     assert_eq!(batch["done"], true);
+    assert_eq!(batch["state"], "done");
+    assert!(batch["submitted_unix_ms"].as_u64().unwrap() > 1_700_000_000_000);
+    assert!(
+        batch["submitted"].as_str().unwrap().ends_with('Z'),
+        "{batch}"
+    );
+    assert!(!batch["heuristic"].as_str().unwrap().is_empty(), "{batch}");
+    assert!(
+        batch["eta_seconds"].is_null(),
+        "a finished batch has no ETA"
+    );
     let id = batch["batch"].to_string();
+    for (state, shown) in [("done", 1), ("running", 0), ("cancelled", 0)] {
+        let (status, listed, _, _) = run_at(&url, "", &["batches", "--state", state]);
+        assert_eq!(status, Some(0));
+        assert_eq!(listed.lines().count(), shown, "--state {state}: {listed}");
+    }
 
     let (status, one, _, _) = run_at(&url, "", &["status", &id, "--json"]);
     assert_eq!(status, Some(0));

@@ -210,9 +210,7 @@ struct BatchJson {
 
 impl From<BatchProgress> for BatchJson {
     fn from(p: BatchProgress) -> BatchJson {
-        let finished = p.solved + p.failed;
-        let eta_seconds = (!p.done && finished >= 5 && p.total >= 10 && p.seconds > 0.0)
-            .then(|| p.seconds / f64::from(finished) * f64::from(p.total - finished));
+        let eta_seconds = p.eta_seconds();
         BatchJson {
             batch: p.batch,
             total: p.total,

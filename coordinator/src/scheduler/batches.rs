@@ -25,6 +25,31 @@ pub struct BatchProgress {
     /// It was cancelled before it finished (known for finished batches, and in what
     /// [`super::Scheduler::cancel`] returns).
     pub cancelled: bool,
+    /// As submitted: when (ms since 1970), with which heuristic and towards which goal
+    /// (empty for batches stored before the goal was kept).
+    pub submitted_unix_ms: u64,
+    pub heuristic: String,
+    pub goal: String,
+}
+
+impl BatchProgress {
+    /// `running`, `done`, `cancelled`, or `failed` (done with every item failed).
+    pub fn state(&self) -> &'static str {
+        match (self.cancelled, self.done) {
+            (true, _) => "cancelled",
+            (false, false) => "running",
+            (false, true) if self.total > 0 && self.failed == self.total => "failed",
+            (false, true) => "done",
+        }
+    }
+
+    /// Seconds to go, only when enough similar puzzles have finished to extrapolate from (5 of
+    /// a batch of 10 or more); a single hard puzzle gets none, because no honest one exists.
+    pub fn eta_seconds(&self) -> Option<f64> {
+        let finished = self.solved + self.failed;
+        (!self.done && finished >= 5 && self.total >= 10 && self.seconds > 0.0)
+            .then(|| self.seconds / f64::from(finished) * f64::from(self.total - finished))
+    }
 }
 
 /// (total, solved, failed) of a batch's items.
@@ -140,6 +165,9 @@ impl Batches {
             seconds: figures.seconds,
             preparing: None,
             cancelled: false,
+            submitted_unix_ms: 0,
+            heuristic: String::new(),
+            goal: String::new(),
         }
     }
 
@@ -177,6 +205,9 @@ impl Batches {
             seconds,
             preparing: None,
             cancelled: false,
+            submitted_unix_ms: 0,
+            heuristic: String::new(),
+            goal: String::new(),
         }
     }
 }

@@ -425,18 +425,26 @@ impl Scheduler {
 
     /// A batch's progress.
     pub fn progress(&self, batch: u64) -> Result<BatchProgress, SchedulerError> {
+        // A batch still being taken in has counts here and no record yet.
+        let stored = self.store.batch(batch)?;
+        let submitted = |progress: BatchProgress| match &stored {
+            Some(stored) => BatchProgress {
+                submitted_unix_ms: stored.submitted_unix_ms,
+                heuristic: stored.heuristic.clone(),
+                goal: stored.goal.clone().unwrap_or_default(),
+                ..progress
+            },
+            None => progress,
+        };
         let counts = match self.batches.counts(batch) {
             Some(counts) => counts,
             None => {
-                let stored = self
-                    .store
-                    .batch(batch)?
-                    .ok_or(SchedulerError::UnknownBatch(batch))?;
+                let stored = stored.as_ref().ok_or(SchedulerError::UnknownBatch(batch))?;
                 if let Some(figures) = &stored.finished {
-                    return Ok(BatchProgress {
+                    return Ok(submitted(BatchProgress {
                         cancelled: stored.cancelled,
                         ..Batches::finished(batch, stored.items, figures)
-                    });
+                    }));
                 }
                 batches::counts(&self.store.items(batch)?)
             }
@@ -451,7 +459,7 @@ impl Scheduler {
             .batches
             .progress(batch, counts, bounds, self.workers.len() as u32);
         progress.preparing = self.preparing(batch);
-        Ok(progress)
+        Ok(submitted(progress))
     }
 
     /// The connected workers.

@@ -318,12 +318,25 @@ impl pb::tilesolve_server::Tilesolve for Service {
             0 => DEFAULT_BATCHES_PAGE,
             size => (size as usize).min(MAX_BATCHES_PAGE),
         };
+        if !matches!(
+            request.state.as_str(),
+            "" | "running" | "done" | "cancelled" | "failed"
+        ) {
+            return Err(Status::invalid_argument(format!(
+                "state '{:.40}' is none of running, done, cancelled, failed",
+                request.state
+            )));
+        }
         let page = self.lock().list(after, size, request.newest_first)?;
         let next_page_token = match page.last() {
             Some(last) if page.len() == size => last.batch.to_string(),
             _ => String::new(),
         };
-        let batches = page.into_iter().map(status_message).collect();
+        let batches = page
+            .into_iter()
+            .filter(|progress| request.state.is_empty() || progress.state() == request.state)
+            .map(status_message)
+            .collect();
         Ok(Response::new(pb::ListBatchesResponse {
             batches,
             next_page_token,

@@ -35,6 +35,7 @@ impl From<SchedulerError> for Status {
 }
 
 pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
+    let (state, eta_seconds) = (progress.state().to_string(), progress.eta_seconds());
     pb::BatchStatus {
         batch_id: progress.batch,
         total: progress.total,
@@ -47,6 +48,11 @@ pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
         workers: progress.workers,
         preparing: progress.preparing.unwrap_or_default(),
         cancelled: progress.cancelled,
+        submitted_unix_ms: progress.submitted_unix_ms,
+        heuristic: progress.heuristic,
+        goal: progress.goal,
+        state,
+        eta_seconds,
     }
 }
 
