@@ -106,11 +106,14 @@ fn one_puzzle_is_followed_from_the_coordinator_log_into_the_worker_log() {
     ] {
         assert!(worker_metrics.contains(name), "{name}: {worker_metrics}");
     }
+    let (found, _, _) = run(&["status", "--coordinator", &url, "999"]);
+    assert!(!found, "no batch 999");
     let coordinator_metrics = get(&format!("{url}/metrics")).expect("coordinator metrics");
     for name in [
+        "tilesolve_rpc_refused_total{method=\"/tilesolve.v1.Tilesolve/GetBatch\",code=\"NotFound\"} 1",
         "tilesolve_rpc_seconds_bucket{",
         "method=\"/tilesolve.v1.Workers/Poll\"",
-        "method=\"/tilesolve.v1.Tilesolve/SubmitBatch\"",
+        "method=\"/tilesolve.v1.Tilesolve/SubmitBatch\",code=\"Ok\"",
         "tilesolve_build_info{version=",
     ] {
         assert!(

@@ -1,13 +1,17 @@
-//! How long each gRPC call takes, by method, for `/metrics`: seconds from a request's arrival
-//! to its response's headers (for a streaming call, to the stream's start). Measured by an
-//! axum middleware on the gRPC routes, so every service (client, worker, health, reflection)
-//! is covered without touching their handlers.
+//! How long each gRPC call takes, by method and status code, for `/metrics`: seconds from a
+//! request's arrival to its response's headers (for a streaming call, to the stream's start),
+//! and a count of the calls refused. Measured by an axum middleware on the gRPC routes, so
+//! every service (client, worker, health, reflection) is covered without touching their
+//! handlers. The code is the `grpc-status` header of a refusal (tonic answers an error with
+//! headers only); a call whose headers carry none is counted `Ok`, its status following in
+//! the trailers.
 
 use std::time::Instant;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
@@ -18,6 +22,7 @@ type Labels = Vec<(&'static str, String)>;
 #[derive(Clone)]
 pub struct RpcMetrics {
     seconds: Family<Labels, Histogram, fn() -> Histogram>,
+    refused: Family<Labels, Counter>,
 }
 
 /// 100 µs to about 26 s, each bucket 4 times the last.
@@ -29,6 +34,7 @@ impl Default for RpcMetrics {
     fn default() -> RpcMetrics {
         RpcMetrics {
             seconds: Family::new_with_constructor(buckets),
+            refused: Family::default(),
         }
     }
 }
@@ -38,8 +44,13 @@ impl RpcMetrics {
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "rpc_seconds",
-            "Seconds from a gRPC request to its response headers, by method",
+            "Seconds from a gRPC request to its response headers, by method and status code",
             self.seconds.clone(),
+        );
+        registry.register(
+            "rpc_refused",
+            "gRPC calls answered with an error status, by method and code",
+            self.refused.clone(),
         );
     }
 }
@@ -50,9 +61,19 @@ pub async fn record(State(metrics): State<RpcMetrics>, request: Request, next: N
     let method = request.uri().path().to_string();
     let started = Instant::now();
     let response = next.run(request).await;
+    let code = response
+        .headers()
+        .get("grpc-status")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<i32>().ok())
+        .map_or(tonic::Code::Ok, tonic::Code::from_i32);
+    let labels = vec![("method", method), ("code", format!("{code:?}"))];
     metrics
         .seconds
-        .get_or_create(&vec![("method", method)])
+        .get_or_create(&labels)
         .observe(started.elapsed().as_secs_f64());
+    if code != tonic::Code::Ok {
+        metrics.refused.get_or_create(&labels).inc();
+    }
     response
 }
