@@ -426,7 +426,15 @@ impl Scheduler {
     /// A batch's progress.
     pub fn progress(&self, batch: u64) -> Result<BatchProgress, SchedulerError> {
         // A batch still being taken in has counts here and no record yet.
-        let stored = self.store.batch(batch)?;
+        self.progress_of(batch, self.store.batch(batch)?)
+    }
+
+    /// [`Scheduler::progress`] of `batch`, whose record (if stored) is `stored`.
+    fn progress_of(
+        &self,
+        batch: u64,
+        stored: Option<StoredBatch>,
+    ) -> Result<BatchProgress, SchedulerError> {
         let submitted = |progress: BatchProgress| match &stored {
             Some(stored) => BatchProgress {
                 submitted_unix_ms: stored.submitted_unix_ms,
@@ -532,8 +540,8 @@ impl Scheduler {
     ) -> Result<Vec<BatchProgress>, SchedulerError> {
         self.store
             .batches_page(after, count, newest_first)?
-            .iter()
-            .map(|batch| self.progress(batch.id))
+            .into_iter()
+            .map(|batch| self.progress_of(batch.id, Some(batch)))
             .collect()
     }
 
