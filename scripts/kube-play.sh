@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Plays deploy/kubernetes/ on this host with `podman kube play`: the coordinator and N workers
+# Plays deploy/kubernetes/base/ on this host with `podman kube play`: the coordinator and N workers
 # as pods on a podman network, from the image deploy/image.sh built. Prints the coordinator's
 # address (last line) once it and every worker are ready.
 #
@@ -7,8 +7,9 @@
 #   scripts/kube-play.sh down       # remove them (the store's volume stays)
 #   scripts/kube-play.sh down --volumes   # and the store
 #
-# Environment: TILESOLVE_KUBE_PORT (host port, default 7411), TILESOLVE_TOKEN (default: a new
-# random token, written to target/kube-play/token).
+# Environment: TILESOLVE_KUBE_PORT (host port, default 7411), TILESOLVE_TOKEN and
+# TILESOLVE_WORKER_TOKEN (default: new random tokens, written to target/kube-play/token and
+# worker-token).
 #
 # What podman 4.3 plays differs from a cluster, so the manifests are rendered first, into
 # target/kube-play/play.yaml:
@@ -20,7 +21,8 @@
 #   gives each worker its own network namespace, so their health ports do not collide).
 # - Its secretKeyRef reads a podman secret holding JSON (key: base64 value), not a Secret
 #   manifest: the script creates that secret.
-# - The coordinator's port is published on 127.0.0.1 with a hostPort; gRPC probes are not run
+# - The coordinator's port is published on 127.0.0.1 with a hostPort (the workers' metrics port
+#   is left undeclared: podman would publish it on the host); gRPC probes are not run
 #   by podman, so the script itself asks each pod's health endpoint with `tilesolve health`.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../deploy/podman/env.sh"
@@ -75,12 +77,15 @@ render_coordinator() {
             print "      persistentVolumeClaim:"
             print "        claimName: " volume
         }
-    ' deploy/kubernetes/coordinator.yaml
+    ' deploy/kubernetes/base/coordinator.yaml
 }
 
+# The workers' Deployment with its replica count and image; without its declared metrics port,
+# which podman 4.3 publishes on the host (every worker would bind the host's 9464): the
+# metrics are still served inside each pod.
 render_workers() {
     sed -e "s|^  replicas: [0-9]*$|  replicas: $1|" -e "s|image: tilesolve$|image: $image|" \
-        deploy/kubernetes/worker.yaml
+        -e '/^          ports:$/{N;N;/name: metrics/d}' deploy/kubernetes/base/worker.yaml
 }
 
 # tilesolve from the image, on the host's network: no tilesolve needed on the host.
@@ -119,10 +124,13 @@ if ! podman image exists "$image"; then
 fi
 down
 mkdir -p "$state"
-token="${TILESOLVE_TOKEN:-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')}"
-(umask 077 && printf '%s\n' "$token" > "$state/token")
-printf '{"token":"%s"}' "$(printf '%s' "$token" | base64 -w0)" \
-    | podman secret create tilesolve - >/dev/null
+random_token() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+token="${TILESOLVE_TOKEN:-$(random_token)}"
+worker_token="${TILESOLVE_WORKER_TOKEN:-$(random_token)}"
+(umask 077 && printf '%s\n' "$token" > "$state/token" \
+    && printf '%s\n' "$worker_token" > "$state/worker-token")
+printf '{"token":"%s","worker-token":"%s"}' "$(printf '%s' "$token" | base64 -w0)" \
+    "$(printf '%s' "$worker_token" | base64 -w0)" | podman secret create tilesolve - >/dev/null
 podman network create "$network" >/dev/null
 podman volume exists "$volume" || podman volume create "$volume" >/dev/null
 

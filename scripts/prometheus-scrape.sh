@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A real Prometheus (Debian's `prometheus` package: apt-get install prometheus) scraping a
-# coordinator and a worker on this host while they solve a batch; prints what Prometheus holds.
+# coordinator and a worker on this host while they solve a batch, with deploy/monitoring's alert
+# rules loaded; prints what Prometheus holds, the rules' state, and runs every query of
+# deploy/monitoring/grafana-dashboard.json (each must be accepted; most return series).
 #
 #   scripts/prometheus-scrape.sh [SECONDS]      # default 20 s of scraping, every 2 s
 #
@@ -35,6 +37,9 @@ printf '%s' "$TILESOLVE_TOKEN" > "$work/token"
 cat > "$work/prometheus.yml" <<YAML
 global:
   scrape_interval: 2s
+  evaluation_interval: 2s
+rule_files:
+  - $root/deploy/monitoring/tilesolve-alerts.yaml
 scrape_configs:
   - job_name: tilesolve-coordinator
     authorization:
@@ -70,3 +75,37 @@ query 'histogram_quantile(0.99, sum by (method, le) (rate(tilesolve_rpc_seconds_
 echo "RPC calls by method:"; query 'sum by (method) (tilesolve_rpc_seconds_count)'
 echo "worker:"; query '{__name__=~"tilesolve_worker_(tasks_done_total|tasks_failed_total|tasks_cancelled_total|nodes_searched_total|table_bytes|task_seconds_count)"}'
 echo "build:"; query 'tilesolve_build_info'
+echo "process (both jobs):"; query '{__name__=~"process_(cpu_seconds_total|resident_memory_bytes|open_fds)"}'
+echo "store disk:"; query '{__name__=~"tilesolve_store_disk_(free|size)_bytes"}'
+echo "alert rules loaded:"
+curl -s "http://127.0.0.1:$prometheus_port/api/v1/rules" | python3 -c '
+import json, sys
+rules = [r for g in json.load(sys.stdin)["data"]["groups"] for r in g["rules"]]
+if not rules:
+    sys.exit("  no rules loaded")
+for r in rules:
+    print("  " + r["name"] + ": " + r["state"] + " (" + r["health"] + ")")
+if any(r["health"] != "ok" for r in rules):
+    sys.exit("  a rule failed to evaluate")'
+echo "dashboard queries (\$__rate_interval as 30s):"
+python3 - "$root/deploy/monitoring/grafana-dashboard.json" "$api" <<'PY'
+import json, sys, urllib.parse, urllib.request
+board, api = sys.argv[1], sys.argv[2]
+answered = with_data = 0
+failed = []
+for panel in json.load(open(board))["panels"]:
+    for target in panel.get("targets", []):
+        expr = target["expr"].replace("$__rate_interval", "30s")
+        url = api + "?" + urllib.parse.urlencode({"query": expr})
+        try:
+            reply = json.load(urllib.request.urlopen(url))
+        except Exception as error:  # Prometheus answers 400 to a query it cannot parse
+            failed.append(f"{panel['title']}: {expr}: {error}")
+            continue
+        answered += 1
+        with_data += bool(reply["data"]["result"])
+print(f"  {answered} accepted, {with_data} with series, {len(failed)} refused")
+for line in failed:
+    print("  refused: " + line)
+sys.exit(1 if failed else 0)
+PY

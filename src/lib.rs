@@ -16,6 +16,8 @@
 //! - [`task`]: the unit of distributed work (one subtree under one bound) and how to run it.
 //! - [`proto`]: generated `tilesolve.v1` gRPC types, for the service layer only.
 //! - [`connect`]: reaching a coordinator: address, bearer token, TLS.
+//! - [`process_stats`]: the process's CPU, memory and descriptors, and a disk's free space, for
+//!   the `process_*` metrics.
 //!
 //! The coordinator and worker crates build on this; the `tilesolve` binary lives in `cli/`.
 
@@ -28,6 +30,7 @@ pub mod heuristic_choice;
 pub mod moves;
 pub mod parse;
 pub mod pdb;
+pub mod process_stats;
 pub mod proto;
 pub mod search;
 pub mod solver;

@@ -1,5 +1,5 @@
 //! The container image and the Kubernetes manifests, run for real: `deploy/image.sh` builds the
-//! image, `scripts/kube-play.sh 2` plays deploy/kubernetes/ with podman (a coordinator and two
+//! image, `scripts/kube-play.sh 2` plays deploy/kubernetes/base/ with podman (a coordinator and two
 //! workers, each in its own pod, talking over a podman network by pod name), a batch submitted
 //! from the host is solved at its published optimal lengths, and a worker pod stopped mid-batch
 //! (SIGTERM) loses nothing: its tasks are back in the queue at once, not after a lease timeout.
@@ -106,6 +106,31 @@ fn the_manifests_played_with_podman_solve_a_batch_and_a_stopped_worker_pod_loses
     let url = played.lines().last().unwrap_or_default().trim().to_string();
     assert_eq!(url, format!("http://127.0.0.1:{port}"), "{played}");
     let env = [("TILESOLVE_TOKEN", token)];
+    // Each worker runs as many threads as its CPU request (4, through the Downward API), and
+    // registers with the worker token (the client token is not in its environment).
+    let metrics = ureq::get(&format!("{url}/metrics"))
+        .set("authorization", &format!("Bearer {token}"))
+        .call()
+        .expect("the coordinator's metrics")
+        .into_string()
+        .unwrap();
+    assert!(
+        metrics.contains("\ntilesolve_worker_threads 8.0\n"),
+        "{metrics}"
+    );
+    for pod in [
+        "tilesolve-worker-pod-0-worker",
+        "tilesolve-worker-pod-1-worker",
+    ] {
+        let log = podman(&["logs", pod]);
+        assert!(log.contains("worker starting threads=4 "), "{log}");
+        let environment = podman(&["inspect", pod, "--format", "{{.Config.Env}}"]);
+        assert!(environment.contains("TILESOLVE_WORKER_TOKEN="), "{pod}");
+        assert!(
+            !environment.contains("TILESOLVE_TOKEN="),
+            "{pod} holds the client token"
+        );
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let boards = known_boards(40);

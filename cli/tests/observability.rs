@@ -103,6 +103,10 @@ fn one_puzzle_is_followed_from_the_coordinator_log_into_the_worker_log() {
         "tilesolve_worker_nodes_searched_total ",
         "tilesolve_worker_table_bytes ",
         "tilesolve_build_info{version=",
+        "\nprocess_cpu_seconds_total ",
+        "\nprocess_resident_memory_bytes ",
+        "\nprocess_open_fds ",
+        "\n# EOF\n",
     ] {
         assert!(worker_metrics.contains(name), "{name}: {worker_metrics}");
     }
@@ -115,6 +119,11 @@ fn one_puzzle_is_followed_from_the_coordinator_log_into_the_worker_log() {
         "method=\"/tilesolve.v1.Workers/Poll\"",
         "method=\"/tilesolve.v1.Tilesolve/SubmitBatch\",code=\"Ok\"",
         "tilesolve_build_info{version=",
+        "\nprocess_cpu_seconds_total ",
+        "\nprocess_start_time_seconds ",
+        "\ntilesolve_store_disk_free_bytes ",
+        "\ntilesolve_store_disk_size_bytes ",
+        "\n# EOF\n",
     ] {
         assert!(
             coordinator_metrics.contains(name),

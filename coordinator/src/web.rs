@@ -15,7 +15,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -26,7 +26,7 @@ use tilesolve::connect::token_matches;
 use crate::request_origin;
 use crate::rpc_metrics::RpcMetrics;
 
-use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, WorkerView};
+use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, SchedulerTotals, WorkerView};
 use crate::service::Service;
 use crate::store::{ItemStatus, StoredItem};
 use tilesolve::proto::MAX_BATCH_LINES;
@@ -565,11 +565,30 @@ async fn solution(
 
 /// Prometheus text format, built from one consistent snapshot per scrape.
 async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
-    let (totals, store_bytes) = {
+    let (totals, store_bytes, disk_space) = {
         let scheduler = state.service.lock();
-        (scheduler.totals(), scheduler.store_bytes())
+        (
+            scheduler.totals(),
+            scheduler.store_bytes(),
+            scheduler.store_disk_space(),
+        )
     };
     let mut registry = Registry::with_prefix("tilesolve");
+    register_counters(&mut registry, &totals);
+    register_gauges(&mut registry, &totals, store_bytes, disk_space);
+    state.rpc_metrics.register(&mut registry);
+    let build_info = Family::<Vec<(&str, &str)>, Gauge>::default();
+    build_info
+        .get_or_create(&vec![("version", env!("CARGO_PKG_VERSION"))])
+        .set(1);
+    registry.register("build_info", "The tilesolve version running", build_info);
+    let text = exposition(&registry)
+        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    Ok(([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response())
+}
+
+/// The scheduler's counters, each a total since the coordinator started.
+fn register_counters(registry: &mut Registry, totals: &SchedulerTotals) {
     let counters = [
         (
             "nodes_searched",
@@ -627,6 +646,15 @@ async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
         metric.inc_by(value);
         registry.register(name, help, metric);
     }
+}
+
+/// The scheduler's and the store's levels at this scrape.
+fn register_gauges(
+    registry: &mut Registry,
+    totals: &SchedulerTotals,
+    store_bytes: u64,
+    disk_space: Option<(u64, u64)>,
+) {
     let gauges = [
         (
             "nodes_per_second",
@@ -664,21 +692,34 @@ async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
             store_bytes as f64,
         ),
     ];
-    for (name, help, value) in gauges {
+    let disk_gauges = disk_space.map(|(free, total)| {
+        [
+            (
+                "store_disk_free_bytes",
+                "Bytes the coordinator may still write on the store's file system",
+                free as f64,
+            ),
+            (
+                "store_disk_size_bytes",
+                "Size in bytes of the store's file system",
+                total as f64,
+            ),
+        ]
+    });
+    for (name, help, value) in gauges.into_iter().chain(disk_gauges.into_iter().flatten()) {
         let metric: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
         metric.set(value);
         registry.register(name, help, metric);
     }
-    state.rpc_metrics.register(&mut registry);
-    let build_info = Family::<Vec<(&str, &str)>, Gauge>::default();
-    build_info
-        .get_or_create(&vec![("version", env!("CARGO_PKG_VERSION"))])
-        .set(1);
-    registry.register("build_info", "The tilesolve version running", build_info);
+}
+
+/// A scrape's text: the registry, then the process's own `process_*` metrics.
+fn exposition(registry: &Registry) -> Result<String, std::fmt::Error> {
     let mut text = String::new();
-    encode(&mut text, &registry)
-        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    Ok(([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response())
+    encode_registry(&mut text, registry)?;
+    text.push_str(&tilesolve::process_stats::ProcessStats::openmetrics_now());
+    encode_eof(&mut text)?;
+    Ok(text)
 }
 
 /// The content type of `/metrics`.

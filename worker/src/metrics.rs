@@ -1,7 +1,7 @@
 //! The worker's Prometheus metrics, served at `/metrics` on an address of its own
 //! (`worker --metrics-listen`): nodes searched and their rate, tasks done and failed, task
-//! seconds as a histogram, the pattern table bytes held, and the build. The search threads only
-//! add to atomics; a scrape encodes them.
+//! seconds as a histogram, the pattern table bytes held, the build, and the process's own
+//! `process_*`. The search threads only add to atomics; a scrape encodes them.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -127,11 +127,13 @@ impl Metrics {
             .inc_by(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
 
-    /// The metrics in the OpenMetrics text format.
+    /// The metrics in the OpenMetrics text format, the process's own `process_*` among them.
     pub fn encode(&self) -> String {
         let mut text = String::new();
         // Writing to a String cannot fail.
-        let _ = encode(&mut text, &self.0.registry);
+        let _ = encode_registry(&mut text, &self.0.registry);
+        text.push_str(&tilesolve::process_stats::ProcessStats::openmetrics_now());
+        let _ = encode_eof(&mut text);
         text
     }
 

@@ -530,6 +530,11 @@ impl Scheduler {
         self.store.size_on_disk()
     }
 
+    /// Free and total bytes of the store's file system.
+    pub fn store_disk_space(&self) -> Option<(u64, u64)> {
+        self.store.disk_space()
+    }
+
     /// The progress of up to `count` stored batches after (or, `newest_first`, before) the
     /// batch `after`.
     pub fn list(

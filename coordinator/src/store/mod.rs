@@ -121,6 +121,8 @@ pub struct Store {
     flushes: Arc<FlushGuard>,
     /// Cheap answers' items not yet written into their parts ([`Store::put_item_later`]).
     ended: Arc<Mutex<ended::EndedItems>>,
+    /// The store's directory, for the free space of its disk.
+    dir: Arc<Path>,
 }
 
 /// What a caught panic said.
@@ -215,6 +217,7 @@ impl Store {
                     next: AtomicU64::new(0),
                 }),
                 ended: Arc::default(),
+                dir: Arc::from(dir),
                 db,
             })
         };
@@ -258,6 +261,11 @@ impl Store {
     /// Bytes the database takes on disk (0 if sled cannot tell).
     pub fn size_on_disk(&self) -> u64 {
         self.db.size_on_disk().unwrap_or(0)
+    }
+
+    /// Free and total bytes of the file system the store is on (`None` if it cannot be read).
+    pub fn disk_space(&self) -> Option<(u64, u64)> {
+        tilesolve::process_stats::disk_space(&self.dir)
     }
 
     /// Counts one more start of the coordinator on these files and returns the new count, flushed
