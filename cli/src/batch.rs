@@ -66,6 +66,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             store_cache_bytes: DEFAULT_CACHE_BYTES,
             keep_batches: None,
+            history_interval: None,
         };
         let coordinator = tokio::spawn(server::run(listener, config, async {
             let _ = coordinator_stop.await;

@@ -10,6 +10,7 @@ use crate::options::{MemoryArgs, PolicyArgs};
 use anyhow::{bail, Context};
 use clap::Args;
 use tilesolve::proto::MAX_MESSAGE_BYTES;
+use tilesolve_coordinator::history::DEFAULT_HISTORY_INTERVAL;
 use tilesolve_coordinator::scheduler::{SchedulerConfig, DEFAULT_AUDIT_FRACTION};
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
@@ -105,6 +106,20 @@ pub struct ServeArgs {
     #[arg(long, env = "TILESOLVE_MAX_MESSAGE_MIB", default_value_t = (MAX_MESSAGE_BYTES >> 20) as u32,
           value_parser = clap::value_parser!(u32).range(1..=(MAX_MESSAGE_BYTES >> 20) as i64))]
     max_message_mib: u32,
+    /// Seconds between samples of the dashboard's history (solved, nodes, queue, workers),
+    /// kept in the store for 8 days so its charts survive reloads and restarts.
+    #[arg(long, env = "TILESOLVE_HISTORY_SECONDS", default_value_t = DEFAULT_HISTORY_INTERVAL.as_secs_f64(),
+          value_parser = history_seconds)]
+    history_seconds: f64,
+}
+
+fn history_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if (0.1..=3600.0).contains(&seconds) => Ok(seconds),
+        _ => Err(format!(
+            "'{text}' is not a number of seconds from 0.1 to 3600"
+        )),
+    }
 }
 
 fn days(text: &str) -> Result<Duration, String> {
@@ -182,6 +197,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             idle_timeout: Duration::from_secs_f64(args.idle_timeout.max(1.0)),
             store_cache_bytes: args.store_cache_mib << 20,
             keep_batches: args.keep_batches_days,
+            history_interval: Some(Duration::from_secs_f64(args.history_seconds)),
         };
         serve_until_stopped(listener, config).await?;
         Ok(true)

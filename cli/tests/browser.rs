@@ -1,7 +1,9 @@
 //! The dashboard end to end in a real browser: Debian's headless Chromium driven through
 //! chromedriver (the W3C WebDriver protocol over HTTP), against a coordinator and a worker
-//! started as processes. The test types a board, submits it, waits for the optimal length and
-//! plays the animation to the goal, then opens the solution's shareable link.
+//! started as processes, a test per view: the work view (batches paged, filtered and searched,
+//! workers, history charts with axes, all still there after the coordinator restarts), the
+//! puzzle view (a typed board solved and played to the goal, its shareable link), the batch
+//! submitter and the batch page (bad lines named, items, downloads, cancel, look-ups).
 //!
 //! `.ci/run` installs `chromium` and `chromium-driver`; where they are missing the test says so
 //! and passes, unless `CI` is set. With `TILESOLVE_SCREENSHOT=FILE` it saves a PNG of the page.
@@ -13,7 +15,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine;
-use common::{known_boards, submit, wait_until, worker, write_batch, Coordinator, Process};
+use common::{
+    known_boards, run, submit, wait_until, walked, worker, write_batch, Coordinator, Process,
+};
 use serde_json::{json, Value};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -176,6 +180,11 @@ impl Browser {
         })
     }
 
+    /// Runs `script` (a function body) in the page and gives what it returns.
+    fn script(&self, script: &str) -> Value {
+        self.post("/execute/sync", json!({ "script": script, "args": [] }))
+    }
+
     fn screenshot(&self, path: &str) {
         let png = self.get("/screenshot");
         let bytes = base64::engine::general_purpose::STANDARD
@@ -211,6 +220,8 @@ fn the_dashboard_solves_a_typed_board_and_animates_it_to_the_goal() {
     let browser = Browser::start();
     browser.open(&url);
     browser.wait_for_text("#totals", "live totals", |t| t.contains("2 workers"));
+    // The page opens on the work; the puzzle view is a tab.
+    browser.click("#tab-puzzle");
     // 31 moves: one of the two hardest 8-puzzles.
     browser.type_into("#board-input", "8,6,7,2,5,4,3,0,1");
     browser.click("#solve");
@@ -221,6 +232,7 @@ fn the_dashboard_solves_a_typed_board_and_animates_it_to_the_goal() {
         t == "goal reached"
     });
     assert_eq!(browser.text("#position"), "move 31 of 31");
+    browser.click("#tab-work");
     browser.wait_for_text("#batches", "the batches table", |t| t.contains("13 / 13"));
     if let Ok(path) = std::env::var("TILESOLVE_SCREENSHOT") {
         browser.screenshot(&path);
@@ -326,6 +338,7 @@ fn the_dashboard_submits_opens_cancels_and_looks_up() {
 
     // Three boards of examples15 and a bad line, pasted: the bad line is named before sending.
     let pasted: Vec<&str> = vec![&boards[0].0, &boards[1].0, "1,2,3,x", &boards[2].0];
+    browser.click("#tab-submit");
     browser.type_into("#batch-input", &pasted.join("\n"));
     browser.click("#batch-heuristic option[value='pdb:5-5-5']");
     browser.wait_for_text("#batch-check", "the check of the pasted lines", |t| {
@@ -384,7 +397,7 @@ fn the_dashboard_submits_opens_cancels_and_looks_up() {
     }
 
     // A stored board is looked up without a search; another is not stored.
-    browser.open(&url);
+    browser.open(&format!("{url}/#puzzle"));
     browser.type_into("#board-input", &boards[0].0);
     browser.click("#lookup");
     browser.wait_for_text("#length", "the stored length", |t| {
@@ -423,4 +436,135 @@ fn the_dashboard_submits_opens_cancels_and_looks_up() {
     });
     assert!(state.starts_with("0 of 1 solved, 1 failed"), "{state}");
     assert!(browser.text("#batch-items").contains("cancelled"));
+}
+
+/// The chart's drawn lines and tick labels, and its accessible summary.
+fn chart(browser: &Browser, id: &str) -> (u64, u64, String) {
+    let found = browser.script(&format!(
+        "const svg = document.getElementById('{id}');
+         return [svg.querySelectorAll('polyline').length,
+                 svg.querySelectorAll('text.tick').length,
+                 svg.getAttribute('aria-label') || ''];"
+    ));
+    (
+        found[0].as_u64().unwrap_or(0),
+        found[1].as_u64().unwrap_or(0),
+        found[2].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+#[test]
+fn the_work_view_pages_filters_and_charts_history_that_survives_a_restart() {
+    if !browser_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("coordinator");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let serve = ["--history-seconds", "0.5"];
+    let server = Coordinator::start(&data, &listen, &serve, &[]);
+    let url = server.url();
+    let _worker = worker(&url, &dir.path().join("w1"), &[]);
+    // 24 batches of one 15-puzzle each, then one that would take hours (Manhattan on Korf #88),
+    // cancelled: 25 batches, two pages of the list.
+    for (index, (board, _)) in walked(4, 30, 24, 11).iter().enumerate() {
+        let file = dir.path().join(format!("b{index}.txt"));
+        std::fs::write(&file, format!("{board}\n")).unwrap();
+        submit(&url, &file);
+    }
+    let hard = dir.path().join("hard.txt");
+    std::fs::write(&hard, "15,2,12,11,14,13,9,5,1,3,8,7,0,10,6,4\n").unwrap();
+    let (ok, _, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--goal",
+        "korf",
+        "--heuristic",
+        "manhattan",
+        hard.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let (ok, _, stderr) = run(&["cancel", "--coordinator", &url, "25"]);
+    assert!(ok, "{stderr}");
+
+    let browser = Browser::start();
+    browser.open(&url);
+    browser.wait_for_text("#batches-range", "the first page", |t| {
+        t == "page 1 · 20 batches"
+    });
+    let first = browser.text("#batches");
+    assert!(first.starts_with("25 "), "newest first: {first}");
+    assert!(
+        first.contains("cancelled") && first.contains("manhattan"),
+        "{first}"
+    );
+    browser.click("#batches-older");
+    browser.wait_for_text("#batches-range", "the second page", |t| {
+        t == "page 2 · 5 batches"
+    });
+    assert!(browser.text("#batches").starts_with("5 "));
+    browser.click("#batches-newer");
+    browser.wait_for_text("#batches-range", "the first page again", |t| {
+        t == "page 1 · 20 batches"
+    });
+    browser.click("#batch-state-filter option[value='cancelled']");
+    browser.wait_for_text("#batches-range", "the cancelled batch", |t| {
+        t == "page 1 · 1 batches"
+    });
+    assert!(browser.text("#batches").starts_with("25 "));
+    browser.click("#batch-state-filter option[value='']");
+    browser.type_into("#batch-search", "5-5-5");
+    let found = browser.wait_for_text("#batches", "the pdb:5-5-5 batches", |t| {
+        !t.contains("manhattan") && t.lines().count() == 20
+    });
+    assert!(found.starts_with("24 "), "{found}");
+
+    // The charts: lines with labelled axes (five times, at least two values), from the
+    // coordinator's samples every half second.
+    let (lines, ticks, label) = wait_until("drawn charts", Duration::from_secs(30), || {
+        let drawn = chart(&browser, "chart-solved");
+        (drawn.0 >= 1 && drawn.1 >= 7).then_some(drawn)
+    });
+    assert!(
+        label.starts_with("puzzles / min: solved "),
+        "{label} ({lines} lines, {ticks} ticks)"
+    );
+    let solved_before = browser.text("#totals");
+    assert!(
+        solved_before.contains("24 solved, 1 failed (all time)"),
+        "{solved_before}"
+    );
+
+    // A restart: the batches, the totals and the charts come back from the store.
+    server.process.kill();
+    let server = Coordinator::start(&data, &listen, &serve, &[]);
+    browser.open("about:blank");
+    browser.open(&server.url());
+    browser.wait_for_text("#batches-range", "the first page after the restart", |t| {
+        t == "page 1 · 20 batches"
+    });
+    browser.wait_for_text("#totals", "the totals after the restart", |t| {
+        t.contains("24 solved, 1 failed (all time)")
+    });
+    wait_until(
+        "charts from the stored history",
+        Duration::from_secs(30),
+        || {
+            let (lines, ticks, _) = chart(&browser, "chart-solved");
+            (lines >= 1 && ticks >= 7).then_some(())
+        },
+    );
+    let note = browser.text("#history-note");
+    assert!(
+        note.contains("sampled every 0.5 s by the coordinator"),
+        "{note}"
+    );
+    if let Ok(path) = std::env::var("TILESOLVE_WORK_SCREENSHOT") {
+        browser.screenshot(&path);
+    }
 }

@@ -15,6 +15,8 @@
 //! - [`auth`]: the bearer-token check in front of the services.
 //! - [`idle`]: closes connections that move no byte for the idle timeout.
 //! - [`web`]: the dashboard page, its JSON API and live events, and `/metrics`, on the same port.
+//! - [`history`]: the work over time (solved, nodes, queue), sampled into the store for the
+//!   dashboard's charts.
 //! - [`request_origin`]: what a web request must show of where it comes from (JSON writes; a
 //!   local host name when there is no token).
 //! - [`rpc_metrics`]: per-method gRPC latency histograms (a middleware on the gRPC routes).
@@ -23,6 +25,7 @@
 pub mod auth;
 pub mod compressed_tables;
 pub mod frontier;
+pub mod history;
 pub mod idle;
 pub mod queue;
 pub mod request_origin;

@@ -18,6 +18,7 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, ServerTlsConfig};
 
 use crate::auth::TokenCheck;
+use crate::history::{self, History};
 use crate::idle::{keepalive_interval, IdleTimeout};
 use crate::rpc_metrics::{self, RpcMetrics};
 use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
@@ -67,6 +68,9 @@ pub struct ServeConfig {
     /// answers stay): what keeps a long-running coordinator's store, and sled's memory for it,
     /// from growing with every batch ever submitted. None keeps every batch.
     pub keep_batches: Option<Duration>,
+    /// How often the dashboard's history is sampled into the store (None: never, for a
+    /// coordinator no one watches, such as `tilesolve batch`'s own).
+    pub history_interval: Option<Duration>,
 }
 
 /// The default [`ServeConfig::idle_timeout`]: long past any pause of a live client (pinged
@@ -140,6 +144,14 @@ pub async fn run(
     let retention = config
         .keep_batches
         .map(|keep| tokio::spawn(prune_old_batches(service.clone(), keep)));
+    let history = History::open(service.store().clone())?;
+    let recorder = config.history_interval.map(|every| {
+        tokio::spawn(history::record_every(
+            history.clone(),
+            service.clone(),
+            every,
+        ))
+    });
     let (health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<pb::tilesolve_server::TilesolveServer<Service>>()
@@ -147,7 +159,7 @@ pub async fn run(
     health
         .set_serving::<pb::workers_server::WorkersServer<Service>>()
         .await;
-    let router = routes(&service, &config, health_service)?;
+    let router = routes(&service, &config, health_service, history)?;
     tracing::info!(
         address = ?listener.local_addr().ok(),
         data = %config.data.display(),
@@ -202,8 +214,8 @@ pub async fn run(
     };
     sweeper.abort();
     supply.abort();
-    if let Some(retention) = retention {
-        retention.abort();
+    for task in retention.into_iter().chain(recorder) {
+        task.abort();
     }
     if let Some(error) = store_failed {
         result?;
@@ -288,6 +300,7 @@ fn routes(
     service: &Service,
     config: &ServeConfig,
     health_service: HealthServer<impl Health>,
+    history: History,
 ) -> Result<axum::Router, ServeError> {
     let client_check = TokenCheck::client(config.token.as_deref(), &config.worker_tokens);
     let worker_check = TokenCheck::worker(&config.worker_tokens, config.token.as_deref());
@@ -327,6 +340,12 @@ fn routes(
             service.clone(),
             config.token.as_deref(),
             rpc_metrics,
+            web::Charts {
+                history,
+                interval: config
+                    .history_interval
+                    .unwrap_or(history::DEFAULT_HISTORY_INTERVAL),
+            },
         ))
         .fallback(web::unknown_path);
     Ok(router)

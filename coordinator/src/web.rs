@@ -15,42 +15,47 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use prometheus_client::encoding::text::{encode_eof, encode_registry};
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 use tilesolve::connect::token_matches;
+
+mod lists;
+mod metrics;
+
+pub use lists::Charts;
 
 use crate::request_origin;
 use crate::rpc_metrics::RpcMetrics;
 
-use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, SchedulerTotals, WorkerView};
+use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, WorkerView, RATE_WINDOW};
 use crate::service::Service;
 use crate::store::{ItemStatus, StoredItem};
 use tilesolve::proto::MAX_BATCH_LINES;
 
 const INDEX_HTML: &str = include_str!("../web/index.html");
 const APP_JS: &str = include_str!("../web/app.js");
+const CHARTS_JS: &str = include_str!("../web/charts.js");
 const STYLE_CSS: &str = include_str!("../web/style.css");
-
-/// Batches the dashboard lists.
-const RECENT_BATCHES: usize = 20;
 
 #[derive(Clone)]
 struct WebState {
     service: Service,
     token: Option<Arc<str>>,
     rpc_metrics: RpcMetrics,
+    charts: Charts,
 }
 
 /// The dashboard's routes, to be merged with the gRPC services' router.
-pub fn router(service: Service, token: Option<&str>, rpc_metrics: RpcMetrics) -> Router {
+pub fn router(
+    service: Service,
+    token: Option<&str>,
+    rpc_metrics: RpcMetrics,
+    charts: Charts,
+) -> Router {
     let state = WebState {
         service,
         token: token.map(Arc::from),
         rpc_metrics,
+        charts,
     };
     Router::new()
         .route(
@@ -62,10 +67,16 @@ pub fn router(service: Service, token: Option<&str>, rpc_metrics: RpcMetrics) ->
             get(|| async { page(APP_JS, "text/javascript; charset=utf-8") }),
         )
         .route(
+            "/charts.js",
+            get(|| async { page(CHARTS_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
             "/style.css",
             get(|| async { page(STYLE_CSS, "text/css; charset=utf-8") }),
         )
         .route("/api/overview", get(overview))
+        .route("/api/history", get(lists::history))
+        .route("/api/batch-list", get(lists::batch_list))
         .route("/api/solve", post(solve))
         .route("/api/check", post(check_lines))
         .route("/api/batches", post(submit_batch))
@@ -73,7 +84,7 @@ pub fn router(service: Service, token: Option<&str>, rpc_metrics: RpcMetrics) ->
         .route("/api/batches/{id}/cancel", post(cancel_batch))
         .route("/api/batches/{id}/download", get(download))
         .route("/api/solution", get(solution))
-        .route("/metrics", get(metrics))
+        .route("/metrics", get(metrics::metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state)
 }
@@ -178,7 +189,10 @@ async fn require_token(
         metadata.insert(tilesolve::connect::AUTHORIZATION, given);
     }
     // The page itself is public (it only asks for the token); its data is not.
-    let public = matches!(request.uri().path(), "/" | "/app.js" | "/style.css");
+    let public = matches!(
+        request.uri().path(),
+        "/" | "/app.js" | "/charts.js" | "/style.css"
+    );
     if public || token_matches(&metadata, token) {
         return next.run(request).await;
     }
@@ -193,6 +207,11 @@ async fn require_token(
 #[derive(Serialize)]
 struct BatchJson {
     batch: u64,
+    /// running, done, cancelled or failed (done with every item failed).
+    state: &'static str,
+    submitted_unix_ms: u64,
+    heuristic: String,
+    goal: String,
     total: u32,
     solved: u32,
     failed: u32,
@@ -213,6 +232,10 @@ impl From<BatchProgress> for BatchJson {
         let eta_seconds = p.eta_seconds();
         BatchJson {
             batch: p.batch,
+            state: p.state(),
+            submitted_unix_ms: p.submitted_unix_ms,
+            heuristic: p.heuristic,
+            goal: p.goal,
             total: p.total,
             solved: p.solved,
             failed: p.failed,
@@ -269,31 +292,34 @@ impl WorkerJson {
 
 #[derive(Serialize)]
 struct OverviewJson {
+    /// Since the store's history began (carried across restarts), not this process's counts.
+    puzzles_solved_all_time: u64,
+    puzzles_failed_all_time: u64,
+    /// The window of `nodes_per_second` (and each worker's).
+    rate_window_seconds: u64,
     puzzles_solved: u64,
     puzzles_pending: u64,
     tasks_queued: u64,
     tasks_running: u64,
     nodes: u64,
     nodes_per_second: f64,
-    batches: Vec<BatchJson>,
     workers: Vec<WorkerJson>,
 }
 
-fn overview_of(service: &Service) -> Result<OverviewJson, WebError> {
+fn overview_of(service: &Service, charts: &Charts) -> Result<OverviewJson, WebError> {
     let scheduler = service.lock();
     let totals = scheduler.totals();
+    let all_time = charts.history.sample(&totals, 0);
     Ok(OverviewJson {
+        puzzles_solved_all_time: all_time.puzzles_solved,
+        puzzles_failed_all_time: all_time.puzzles_failed,
+        rate_window_seconds: RATE_WINDOW.as_secs(),
         puzzles_solved: totals.puzzles_solved,
         puzzles_pending: totals.puzzles_pending,
         tasks_queued: totals.tasks_queued,
         tasks_running: totals.tasks_running,
         nodes: totals.nodes,
         nodes_per_second: totals.nodes_per_second,
-        batches: scheduler
-            .recent(RECENT_BATCHES)?
-            .into_iter()
-            .map(BatchJson::from)
-            .collect(),
         workers: scheduler
             .workers()
             .into_iter()
@@ -312,7 +338,7 @@ fn overview_of(service: &Service) -> Result<OverviewJson, WebError> {
 }
 
 async fn overview(State(state): State<WebState>) -> Result<Json<OverviewJson>, WebError> {
-    Ok(Json(overview_of(&state.service)?))
+    Ok(Json(overview_of(&state.service, &state.charts)?))
 }
 
 #[derive(Deserialize)]
@@ -562,165 +588,3 @@ async fn solution(
         "heuristic": stored.heuristic,
     })))
 }
-
-/// Prometheus text format, built from one consistent snapshot per scrape.
-async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
-    let (totals, store_bytes, disk_space) = {
-        let scheduler = state.service.lock();
-        (
-            scheduler.totals(),
-            scheduler.store_bytes(),
-            scheduler.store_disk_space(),
-        )
-    };
-    let mut registry = Registry::with_prefix("tilesolve");
-    register_counters(&mut registry, &totals);
-    register_gauges(&mut registry, &totals, store_bytes, disk_space);
-    state.rpc_metrics.register(&mut registry);
-    let build_info = Family::<Vec<(&str, &str)>, Gauge>::default();
-    build_info
-        .get_or_create(&vec![("version", env!("CARGO_PKG_VERSION"))])
-        .set(1);
-    registry.register("build_info", "The tilesolve version running", build_info);
-    let text = exposition(&registry)
-        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    Ok(([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response())
-}
-
-/// The scheduler's counters, each a total since the coordinator started.
-fn register_counters(registry: &mut Registry, totals: &SchedulerTotals) {
-    let counters = [
-        (
-            "nodes_searched",
-            "Expanded nodes reported by workers",
-            totals.nodes,
-        ),
-        (
-            "tasks_done",
-            "Tasks whose results were applied",
-            totals.tasks_done,
-        ),
-        (
-            "puzzles_solved",
-            "Puzzles solved optimally",
-            totals.puzzles_solved,
-        ),
-        (
-            "puzzles_failed",
-            "Puzzles that failed",
-            totals.puzzles_failed,
-        ),
-        (
-            "audits_upheld",
-            "Audits that found no path shorter than the audited report claimed",
-            totals.audits_upheld,
-        ),
-        (
-            "audits_disproved",
-            "Audits that found a shorter path than a report claimed (its worker is quarantined)",
-            totals.audits_disproved,
-        ),
-        (
-            "audits_skipped",
-            "Audits not run or inconclusive (no other worker, budget spent)",
-            totals.audits_skipped,
-        ),
-        (
-            "answer_audits",
-            "Audits of the claims an answer rested on, queued before it was stored",
-            totals.answer_audits,
-        ),
-        (
-            "workers_quarantined",
-            "Workers shut out for a false or impossible report",
-            totals.workers_quarantined,
-        ),
-        (
-            "puzzles_restarted",
-            "Puzzles searched again because a report they rested on was false",
-            totals.puzzles_restarted,
-        ),
-    ];
-    for (name, help, value) in counters {
-        let metric: Counter = Counter::default();
-        metric.inc_by(value);
-        registry.register(name, help, metric);
-    }
-}
-
-/// The scheduler's and the store's levels at this scrape.
-fn register_gauges(
-    registry: &mut Registry,
-    totals: &SchedulerTotals,
-    store_bytes: u64,
-    disk_space: Option<(u64, u64)>,
-) {
-    let gauges = [
-        (
-            "nodes_per_second",
-            "Expanded nodes per second, all workers",
-            totals.nodes_per_second,
-        ),
-        (
-            "tasks_queued",
-            "Tasks waiting for a worker",
-            totals.tasks_queued as f64,
-        ),
-        (
-            "tasks_running",
-            "Tasks leased to workers",
-            totals.tasks_running as f64,
-        ),
-        (
-            "puzzles_pending",
-            "Puzzles not finished",
-            totals.puzzles_pending as f64,
-        ),
-        (
-            "workers_connected",
-            "Workers heard from within the lease timeout",
-            totals.workers as f64,
-        ),
-        (
-            "worker_threads",
-            "Search threads of the connected workers",
-            totals.worker_threads as f64,
-        ),
-        (
-            "store_bytes",
-            "Bytes the sled store takes on disk",
-            store_bytes as f64,
-        ),
-    ];
-    let disk_gauges = disk_space.map(|(free, total)| {
-        [
-            (
-                "store_disk_free_bytes",
-                "Bytes the coordinator may still write on the store's file system",
-                free as f64,
-            ),
-            (
-                "store_disk_size_bytes",
-                "Size in bytes of the store's file system",
-                total as f64,
-            ),
-        ]
-    });
-    for (name, help, value) in gauges.into_iter().chain(disk_gauges.into_iter().flatten()) {
-        let metric: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
-        metric.set(value);
-        registry.register(name, help, metric);
-    }
-}
-
-/// A scrape's text: the registry, then the process's own `process_*` metrics.
-fn exposition(registry: &Registry) -> Result<String, std::fmt::Error> {
-    let mut text = String::new();
-    encode_registry(&mut text, registry)?;
-    text.push_str(&tilesolve::process_stats::ProcessStats::openmetrics_now());
-    encode_eof(&mut text)?;
-    Ok(text)
-}
-
-/// The content type of `/metrics`.
-const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

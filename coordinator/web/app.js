@@ -1,8 +1,10 @@
-// The tilesolve dashboard: live batches and workers (server-sent events) with small charts over
-// time, a batch page (#batch=N: every item, paged, with cancel and downloads), a batch submitter
-// that shows bad lines before sending, and a puzzle view that solves or looks up a board and
-// animates its optimal solution move by move. Plain JS, no build step; served from the
-// coordinator binary. Text from batches only ever goes in through textContent, never as HTML.
+// The tilesolve dashboard. It opens on the work: every stored batch (paged, searched, filtered
+// by state), the workers, and charts of the coordinator's recorded history with axes and a time
+// range. A batch page (#batch=N: every item, paged, with cancel and downloads), a batch
+// submitter that shows bad lines before sending (#submit), and a puzzle view that solves or
+// looks up a board and animates its optimal solution move by move (#puzzle) are tabs. Plain JS,
+// no build step (charts.js draws the charts); served from the coordinator binary. Text from
+// batches only ever goes in through textContent, never as HTML.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -235,11 +237,28 @@ async function lookup() {
   }
 }
 
-// A shared link: #board=... shows that board's stored solution.
+// The view the address names: #batch=N a batch's page, #puzzle the puzzle view (#board=...
+// that board's stored solution in it), #submit the batch form, anything else the batches and
+// workers. The tabs mark the open view.
+function showView(name) {
+  for (const view of document.querySelectorAll("main > .view")) view.hidden = view.id !== name;
+  for (const tab of document.querySelectorAll("nav a")) {
+    if (tab.id === "tab-" + name) tab.setAttribute("aria-current", "page");
+    else tab.removeAttribute("aria-current");
+  }
+  if (name === "work") {
+    loadBatches();
+    loadHistory();
+  }
+}
+
 async function openLink() {
   const batch = location.hash.match(/^#batch=(\d+)$/);
-  openBatch(batch ? Number(batch[1]) : null);
   const match = location.hash.match(/^#board=(.+)$/);
+  const name = batch ? "batch-page" : match || location.hash === "#puzzle" ? "puzzle"
+    : location.hash === "#submit" ? "submit" : "work";
+  showView(name);
+  openBatch(batch ? Number(batch[1]) : null);
   if (!match) return;
   const board = decodeURIComponent(match[1]);
   $("board-input").value = board;
@@ -263,77 +282,15 @@ function cell(row, text) {
   row.appendChild(td);
 }
 
-// ---- charts: the last HISTORY samples (one a second from the live events), as inline SVG ----
-
-const HISTORY = 300;
-const timeline = { solved: [], rate: [] };
-const batchHistory = new Map();
-
-function remember(series, value) {
-  series.push(value);
-  if (series.length > HISTORY) series.shift();
-}
-
-function sparkline(svg, values, describe) {
-  while (svg.firstChild) svg.removeChild(svg.firstChild);
-  const last = values.length ? values[values.length - 1] : 0;
-  svg.setAttribute("aria-label", describe(last));
-  const title = document.createElementNS("http://www.w3.org/2000/svg", "title");
-  title.textContent = describe(last);
-  svg.appendChild(title);
-  if (values.length < 2) return;
-  const top = Math.max(...values, 1), bottom = Math.min(...values, 0);
-  const points = values.map((v, i) => {
-    const x = (i / (HISTORY - 1)) * 300;
-    const y = 58 - ((v - bottom) / (top - bottom || 1)) * 56;
-    return `${x.toFixed(1)},${y.toFixed(1)}`;
-  });
-  const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
-  line.setAttribute("points", points.join(" "));
-  svg.appendChild(line);
-}
-
-function drawBatchCharts(id) {
-  const h = batchHistory.get(id) || { solved: [], rate: [] };
-  sparkline($("batch-chart-solved"), h.solved, (v) => `${v} solved`);
-  sparkline($("batch-chart-rate"), h.rate, (v) => `${rate(v)} nodes/s`);
-}
-
-function rememberBatch(b) {
-  if (!batchHistory.has(b.batch)) batchHistory.set(b.batch, { solved: [], rate: [] });
-  const h = batchHistory.get(b.batch);
-  remember(h.solved, b.solved);
-  remember(h.rate, b.nodes_per_second);
-}
+const when = (unixMs) => new Date(unixMs).toLocaleString([], { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit" });
 
 function render(o) {
   if (o.error) return;
   const connected = o.workers.filter((w) => !w.gone);
-  remember(timeline.solved, o.puzzles_solved);
-  remember(timeline.rate, o.nodes_per_second);
-  sparkline($("chart-solved"), timeline.solved, (v) => `${v} puzzles solved`);
-  sparkline($("chart-rate"), timeline.rate, (v) => `${rate(v)} nodes/s`);
-  $("totals").textContent = `${connected.length} workers · ${rate(o.nodes_per_second)} nodes/s · ` +
-    `${o.puzzles_solved} solved · ${o.puzzles_pending} pending · ${o.tasks_running} tasks running, ${o.tasks_queued} queued`;
-  const batches = $("batches");
-  batches.innerHTML = "";
-  for (const b of o.batches) {
-    if (b.batch !== page.batch) rememberBatch(b);
-    const row = document.createElement("tr");
-    const link = document.createElement("a");
-    link.href = "#batch=" + b.batch;
-    link.textContent = b.batch;
-    const first = document.createElement("td");
-    first.appendChild(link);
-    row.appendChild(first);
-    cell(row, `${b.solved} / ${b.total}`);
-    cell(row, b.failed);
-    cell(row, b.done ? "done" : b.preparing ? "preparing tables: " + b.preparing : b.bounds.slice(0, 8).join(" "));
-    cell(row, rate(b.nodes_per_second));
-    cell(row, secs(b.seconds));
-    cell(row, b.done ? "" : b.eta_seconds == null ? "no honest estimate yet" : secs(b.eta_seconds) + " left");
-    batches.appendChild(row);
-  }
+  const threads = connected.reduce((sum, w) => sum + w.threads, 0);
+  $("totals").textContent = `${connected.length} workers, ${threads} threads · ${rate(o.nodes_per_second)} nodes/s (last ${o.rate_window_seconds} s) · ` +
+    `${o.puzzles_solved_all_time.toLocaleString()} solved, ${o.puzzles_failed_all_time.toLocaleString()} failed (all time) · ` +
+    `${o.puzzles_pending} pending · ${o.tasks_running} tasks running, ${o.tasks_queued} queued`;
   const workers = $("workers");
   workers.innerHTML = "";
   for (const w of o.workers) {
@@ -349,6 +306,126 @@ function render(o) {
     cell(row, w.gone ? `gone (${w.gone}) ${secs(w.gone_seconds)} ago` : secs(w.seconds_since_seen) + " ago");
     workers.appendChild(row);
   }
+}
+
+// ---- the batch list: every stored batch, newest first, a page at a time -------------------
+
+const list = { cursors: [null], next: null, timer: null };
+
+// The search box: a day (YYYY-MM-DD, local time) becomes a submission time range; anything
+// else is matched against batch ids, heuristics and goals by the coordinator.
+function listQuery() {
+  const params = new URLSearchParams({ limit: "20" });
+  const text = $("batch-search").value.trim();
+  const day = text.match(/^(\d{4})-(\d{2})-(\d{2})$/);
+  if (day) {
+    const start = new Date(Number(day[1]), Number(day[2]) - 1, Number(day[3]));
+    const end = new Date(start);
+    end.setDate(end.getDate() + 1);
+    params.set("since_ms", String(start.getTime()));
+    params.set("until_ms", String(end.getTime()));
+  } else if (text) {
+    params.set("q", text);
+  }
+  const state = $("batch-state-filter").value;
+  if (state) params.set("state", state);
+  const before = list.cursors[list.cursors.length - 1];
+  if (before !== null) params.set("before", String(before));
+  return params;
+}
+
+function stateBadge(b) {
+  const span = document.createElement("span");
+  span.className = "badge " + b.state;
+  span.textContent = b.preparing && !b.done ? "preparing tables" : b.state;
+  if (b.preparing && !b.done) span.title = b.preparing;
+  return span;
+}
+
+async function loadBatches() {
+  clearTimeout(list.timer);
+  let answer;
+  try {
+    answer = await api("/api/batch-list?" + listQuery());
+  } catch (error) {
+    $("batches-range").textContent = error.message;
+    list.timer = setTimeout(loadBatches, 5000);
+    return;
+  }
+  const body = $("batches");
+  body.innerHTML = "";
+  for (const b of answer.batches) {
+    const row = document.createElement("tr");
+    const link = document.createElement("a");
+    link.href = "#batch=" + b.batch;
+    link.textContent = b.batch;
+    const first = document.createElement("td");
+    first.appendChild(link);
+    row.appendChild(first);
+    cell(row, b.submitted_unix_ms ? when(b.submitted_unix_ms) : "–");
+    cell(row, b.heuristic || "–");
+    const state = document.createElement("td");
+    state.appendChild(stateBadge(b));
+    row.appendChild(state);
+    cell(row, `${b.solved} / ${b.total}`);
+    const failed = document.createElement("td");
+    failed.textContent = b.failed;
+    if (b.failed > 0) failed.className = "failed-count";
+    row.appendChild(failed);
+    cell(row, b.done ? "" : b.bounds.slice(0, 8).join(" "));
+    cell(row, rate(b.nodes_per_second));
+    cell(row, b.done ? secs(b.seconds) : secs((Date.now() - b.submitted_unix_ms) / 1000) + " so far");
+    cell(row, b.done ? "" : b.eta_seconds == null ? "no honest estimate yet" : secs(b.eta_seconds) + " left");
+    body.appendChild(row);
+  }
+  const page = list.cursors.length;
+  $("batches-range").textContent = answer.batches.length
+    ? `page ${page} · ${answer.batches.length} batches` : page > 1 ? `page ${page} · no more batches` : "no batches match";
+  list.next = answer.next_before;
+  $("batches-newer").disabled = page === 1;
+  $("batches-older").disabled = list.next == null;
+  if (!$("work").hidden) list.timer = setTimeout(loadBatches, 3000);
+}
+
+function restartList() {
+  list.cursors = [null];
+  loadBatches();
+}
+
+// ---- history: the coordinator's own record, so it survives reloads and restarts ------------
+
+const history_ = { timer: null };
+
+async function loadHistory() {
+  clearTimeout(history_.timer);
+  let h;
+  try {
+    h = await api("/api/history?seconds=" + $("history-range").value);
+  } catch (error) {
+    $("history-note").textContent = error.message;
+    history_.timer = setTimeout(loadHistory, 15000);
+    return;
+  }
+  const pick = (field) => h.points.map((p) => (p ? [p.unix_ms, p[field]] : null));
+  const span = { from: h.from_unix_ms, to: h.to_unix_ms };
+  lineChart($("chart-solved"), Object.assign({ unit: "puzzles / min", series: [
+    { name: "solved", color: "#2e7d32", values: pick("solved_per_minute") },
+    { name: "failed", color: "#c62828", values: pick("failed_per_minute") },
+  ] }, span));
+  lineChart($("chart-rate"), Object.assign({ unit: "nodes / s", series: [
+    { name: "expanded nodes/s", color: "#1f3b57", values: pick("nodes_per_second") },
+  ] }, span));
+  lineChart($("chart-queue"), Object.assign({ unit: "count", series: [
+    { name: "tasks queued", color: "#ef6c00", values: pick("tasks_queued") },
+    { name: "tasks running", color: "#1565c0", values: pick("tasks_running") },
+    { name: "puzzles pending", color: "#6a1b9a", values: pick("puzzles_pending") },
+  ] }, span));
+  lineChart($("chart-workers"), Object.assign({ unit: "workers", series: [
+    { name: "connected", color: "#00695c", values: pick("workers") },
+  ] }, span));
+  $("history-note").textContent = `each point: rates over ${secs(h.window_seconds)} · sampled every ${secs(h.interval_seconds)} by the coordinator · ` +
+    `${h.puzzles_solved.toLocaleString()} solved, ${h.puzzles_failed.toLocaleString()} failed, ${rate(h.nodes)} nodes in all`;
+  if (!$("work").hidden) history_.timer = setTimeout(loadHistory, Math.max(5000, h.interval_seconds * 1000));
 }
 
 // The overview once a second, asked for again only after each answer (a slow coordinator is
@@ -384,7 +461,6 @@ function openBatch(id) {
   $("batch-title").textContent = `Batch ${id}`;
   $("batch-csv").href = withToken(`/api/batches/${id}/download?format=csv`);
   $("batch-jsonl").href = withToken(`/api/batches/${id}/download?format=jsonl`);
-  $("batch-page").scrollIntoView();
   loadBatch();
 }
 
@@ -403,13 +479,16 @@ async function loadBatch() {
   }
   if (id !== page.batch) return;
   const s = result.status;
-  rememberBatch(s);
-  drawBatchCharts(id);
+  const bar = $("batch-progress");
+  bar.querySelector(".solved").style.width = `${(100 * s.solved) / Math.max(s.total, 1)}%`;
+  bar.querySelector(".failed").style.width = `${(100 * s.failed) / Math.max(s.total, 1)}%`;
+  bar.setAttribute("aria-label", `${s.solved} solved and ${s.failed} failed of ${s.total}`);
   $("batch-state").className = "status";
   $("batch-state").textContent = `${s.solved} of ${s.total} solved, ${s.failed} failed, ` +
-    (s.done ? "done" : `running: bounds ${s.bounds.slice(0, 8).join(" ") || "–"} (no solution is shorter), ` +
+    (s.done ? (s.state === "cancelled" ? "done (cancelled)" : "done") : `running: bounds ${s.bounds.slice(0, 8).join(" ") || "–"} (no solution is shorter), ` +
       `${result.tasks_running} tasks running, ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s`) +
-    (s.preparing ? ` · preparing tables: ${s.preparing}` : "");
+    (s.preparing ? ` · preparing tables: ${s.preparing}` : "") +
+    ` · submitted ${when(s.submitted_unix_ms)}, heuristic ${s.heuristic || "–"}, goal ${s.goal || "–"}`;
   $("batch-cancel").disabled = s.done;
   const body = $("batch-items");
   while (body.firstChild) body.removeChild(body.firstChild);
@@ -425,7 +504,8 @@ async function loadBatch() {
       replay.onclick = () => {
         showSolution(item.board, item.length, item.moves);
         status(`batch ${id}, line ${item.line}: ${item.length} moves`);
-        $("puzzle").scrollIntoView();
+        history.pushState(null, "", "#puzzle");
+        showView("puzzle");
       };
       board.appendChild(replay);
     } else {
@@ -537,6 +617,12 @@ $("token-save").onclick = () => {
   connect();
 };
 window.addEventListener("hashchange", openLink);
+let searchTimer = null;
+$("batch-search").addEventListener("input", () => { clearTimeout(searchTimer); searchTimer = setTimeout(restartList, 300); });
+$("batch-state-filter").addEventListener("change", restartList);
+$("batches-older").onclick = () => { if (list.next != null) { list.cursors.push(list.next); loadBatches(); } };
+$("batches-newer").onclick = () => { if (list.cursors.length > 1) { list.cursors.pop(); loadBatches(); } };
+$("history-range").addEventListener("change", loadHistory);
 
 setBoard(walkBoard(4, 30), 4);
 connect();

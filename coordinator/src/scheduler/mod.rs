@@ -60,7 +60,7 @@ pub use lifecycle::subtree_budget;
 pub use records::{Flusher, TaskRecords};
 pub use tables::{SolverKey, TableNeed};
 pub use types::*;
-pub use workers::WorkerView;
+pub use workers::{WorkerView, RATE_WINDOW};
 
 use batches::Batches;
 use intake::parse_goal;
@@ -514,15 +514,6 @@ impl Scheduler {
             nodes_per_second: workers.iter().map(|w| w.nodes_per_second).sum(),
             ..self.totals.clone()
         }
-    }
-
-    /// The progress of the `count` most recent batches, newest first.
-    pub fn recent(&self, count: usize) -> Result<Vec<BatchProgress>, SchedulerError> {
-        self.store
-            .recent_batches(count)?
-            .iter()
-            .map(|batch| self.progress(batch.id))
-            .collect()
     }
 
     /// Bytes the store takes on disk.

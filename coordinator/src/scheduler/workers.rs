@@ -15,7 +15,7 @@ use super::types::{
 
 /// The span a worker's nodes/s is measured over: long enough to smooth out tasks finishing in
 /// bursts, short enough to show a worker that has gone idle.
-const RATE_WINDOW: Duration = Duration::from_secs(30);
+pub const RATE_WINDOW: Duration = Duration::from_secs(30);
 
 /// Upheld audits a worker needs before only a fraction of its reports are audited: a worker
 /// that lies from the start is caught on its first report another worker can check.

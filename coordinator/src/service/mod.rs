@@ -164,6 +164,11 @@ impl Service {
         self.core.flusher.flush()
     }
 
+    /// The store (the dashboard's history lives in it).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Whether the store still takes writes ([`Store::writable`]). Blocking.
     pub fn store_writable(&self) -> Result<(), StoreError> {
         self.store.writable()

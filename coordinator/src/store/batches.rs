@@ -151,11 +151,6 @@ impl Store {
             .map(|bytes| decode("batches", &bytes?))
     }
 
-    /// The `count` most recent batches, newest first.
-    pub fn recent_batches(&self, count: usize) -> Result<Vec<StoredBatch>, StoreError> {
-        self.batches_page(None, count, true)
-    }
-
     /// Up to `count` batches after the batch `after` (exclusive) in id order, or before it
     /// when `newest_first`: one page, read as a range of keys, however many batches there are.
     pub fn batches_page(

@@ -19,6 +19,8 @@
 //!   every task a puzzle's search ran, with its size and time (and its measured parts when the
 //!   coordinator asked for them), beside the puzzle's search state; what `tilesolve simulate`
 //!   replays.
+//! - `history`: version, unix ms (u64) -> [`HistorySample`] (JSON): totals and levels every few
+//!   seconds for the dashboard's charts, the last [`HISTORY_KEPT`] of them.
 //! - `meta`: version, name -> value; `incarnation` (u64) counts the coordinator's starts;
 //!   `format` (u64) is the newest [`STORE_FORMAT`] that wrote the store (absent: format 1);
 //!   `flushed` (u64) counts the flushes that made writes durable.
@@ -49,6 +51,7 @@ mod answers;
 mod batches;
 mod ended;
 mod format;
+mod history;
 mod search;
 #[cfg(test)]
 mod tests;
@@ -56,6 +59,7 @@ mod tests;
 pub use answers::{PathBoards, StoredSolution};
 pub use batches::{BatchFigures, ItemStatus, StoredBatch, StoredItem, ITEMS_PER_PART};
 use format::{meta_key, FlushGuard};
+pub use history::{HistorySample, HISTORY_KEPT};
 pub use search::{RecordedOutcome, SearchState, TaskRecord};
 
 /// The store's layout, recorded in `meta` at every open: 1 was every item in `items` (stores
@@ -114,6 +118,7 @@ pub struct Store {
     search: sled::Tree,
     tasks: sled::Tree,
     meta: sled::Tree,
+    history: sled::Tree,
     /// Keys of goals whose own entry (length 0) is known to be stored: every answer would
     /// otherwise look it up again.
     goals_stored: Arc<Mutex<HashSet<Vec<u8>>>>,
@@ -210,6 +215,7 @@ impl Store {
                 search: db.open_tree("search")?,
                 tasks: db.open_tree("tasks")?,
                 meta: db.open_tree("meta")?,
+                history: db.open_tree("history")?,
                 goals_stored: Arc::default(),
                 flushes: Arc::new(FlushGuard {
                     written: Mutex::new(FlushGuard::read(&guard)),

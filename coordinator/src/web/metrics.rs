@@ -1,0 +1,176 @@
+//! `/metrics`: the scheduler's counters and levels, the store's size and disk, per-method gRPC
+//! latency, the build, and the process's own `process_*`, in the OpenMetrics text format.
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::{WebError, WebState};
+use crate::scheduler::SchedulerTotals;
+
+/// Prometheus text format, built from one consistent snapshot per scrape.
+pub(super) async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
+    let (totals, store_bytes, disk_space) = {
+        let scheduler = state.service.lock();
+        (
+            scheduler.totals(),
+            scheduler.store_bytes(),
+            scheduler.store_disk_space(),
+        )
+    };
+    let mut registry = Registry::with_prefix("tilesolve");
+    register_counters(&mut registry, &totals);
+    register_gauges(&mut registry, &totals, store_bytes, disk_space);
+    state.rpc_metrics.register(&mut registry);
+    let build_info = Family::<Vec<(&str, &str)>, Gauge>::default();
+    build_info
+        .get_or_create(&vec![("version", env!("CARGO_PKG_VERSION"))])
+        .set(1);
+    registry.register("build_info", "The tilesolve version running", build_info);
+    let text = exposition(&registry)
+        .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    Ok(([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response())
+}
+
+/// The scheduler's counters, each a total since the coordinator started.
+fn register_counters(registry: &mut Registry, totals: &SchedulerTotals) {
+    let counters = [
+        (
+            "nodes_searched",
+            "Expanded nodes reported by workers",
+            totals.nodes,
+        ),
+        (
+            "tasks_done",
+            "Tasks whose results were applied",
+            totals.tasks_done,
+        ),
+        (
+            "puzzles_solved",
+            "Puzzles solved optimally",
+            totals.puzzles_solved,
+        ),
+        (
+            "puzzles_failed",
+            "Puzzles that failed",
+            totals.puzzles_failed,
+        ),
+        (
+            "audits_upheld",
+            "Audits that found no path shorter than the audited report claimed",
+            totals.audits_upheld,
+        ),
+        (
+            "audits_disproved",
+            "Audits that found a shorter path than a report claimed (its worker is quarantined)",
+            totals.audits_disproved,
+        ),
+        (
+            "audits_skipped",
+            "Audits not run or inconclusive (no other worker, budget spent)",
+            totals.audits_skipped,
+        ),
+        (
+            "answer_audits",
+            "Audits of the claims an answer rested on, queued before it was stored",
+            totals.answer_audits,
+        ),
+        (
+            "workers_quarantined",
+            "Workers shut out for a false or impossible report",
+            totals.workers_quarantined,
+        ),
+        (
+            "puzzles_restarted",
+            "Puzzles searched again because a report they rested on was false",
+            totals.puzzles_restarted,
+        ),
+    ];
+    for (name, help, value) in counters {
+        let metric: Counter = Counter::default();
+        metric.inc_by(value);
+        registry.register(name, help, metric);
+    }
+}
+
+/// The scheduler's and the store's levels at this scrape.
+fn register_gauges(
+    registry: &mut Registry,
+    totals: &SchedulerTotals,
+    store_bytes: u64,
+    disk_space: Option<(u64, u64)>,
+) {
+    let gauges = [
+        (
+            "nodes_per_second",
+            "Expanded nodes per second, all workers",
+            totals.nodes_per_second,
+        ),
+        (
+            "tasks_queued",
+            "Tasks waiting for a worker",
+            totals.tasks_queued as f64,
+        ),
+        (
+            "tasks_running",
+            "Tasks leased to workers",
+            totals.tasks_running as f64,
+        ),
+        (
+            "puzzles_pending",
+            "Puzzles not finished",
+            totals.puzzles_pending as f64,
+        ),
+        (
+            "workers_connected",
+            "Workers heard from within the lease timeout",
+            totals.workers as f64,
+        ),
+        (
+            "worker_threads",
+            "Search threads of the connected workers",
+            totals.worker_threads as f64,
+        ),
+        (
+            "store_bytes",
+            "Bytes the sled store takes on disk",
+            store_bytes as f64,
+        ),
+    ];
+    let disk_gauges = disk_space.map(|(free, total)| {
+        [
+            (
+                "store_disk_free_bytes",
+                "Bytes the coordinator may still write on the store's file system",
+                free as f64,
+            ),
+            (
+                "store_disk_size_bytes",
+                "Size in bytes of the store's file system",
+                total as f64,
+            ),
+        ]
+    });
+    for (name, help, value) in gauges.into_iter().chain(disk_gauges.into_iter().flatten()) {
+        let metric: Gauge<f64, std::sync::atomic::AtomicU64> = Gauge::default();
+        metric.set(value);
+        registry.register(name, help, metric);
+    }
+}
+
+/// A scrape's text: the registry, then the process's own `process_*` metrics.
+fn exposition(registry: &Registry) -> Result<String, std::fmt::Error> {
+    let mut text = String::new();
+    encode_registry(&mut text, registry)?;
+    text.push_str(&tilesolve::process_stats::ProcessStats::openmetrics_now());
+    encode_eof(&mut text)?;
+    Ok(text)
+}
+
+/// The content type of `/metrics`.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
