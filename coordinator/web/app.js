@@ -243,7 +243,8 @@ async function lookup() {
 function showView(name) {
   for (const view of document.querySelectorAll("main > .view")) view.hidden = view.id !== name;
   for (const tab of document.querySelectorAll("nav a")) {
-    if (tab.id === "tab-" + name) tab.setAttribute("aria-current", "page");
+    // A batch's page belongs to the work view's tab.
+    if (tab.id === "tab-" + (name === "batch-page" ? "work" : name)) tab.setAttribute("aria-current", "page");
     else tab.removeAttribute("aria-current");
   }
   if (name === "work") {
@@ -282,7 +283,12 @@ function cell(row, text) {
   row.appendChild(td);
 }
 
-const when = (unixMs) => new Date(unixMs).toLocaleString([], { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit" });
+// A local time as 2026-11-25 14:05, the form the search box takes a day in.
+function when(unixMs) {
+  const at = new Date(unixMs);
+  const two = (n) => String(n).padStart(2, "0");
+  return `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())} ${two(at.getHours())}:${two(at.getMinutes())}`;
+}
 
 function render(o) {
   if (o.error) return;

@@ -19,7 +19,7 @@ pub struct Charts {
     pub interval: Duration,
 }
 
-/// `?seconds=N`: the time range, from 5 minutes to the history kept (default an hour).
+/// `?seconds=N`: the time range, from 5 minutes to the history kept (default 15 minutes).
 #[derive(Deserialize)]
 pub(super) struct HistoryQuery {
     seconds: Option<u64>,
@@ -31,7 +31,7 @@ pub(super) async fn history(
 ) -> Result<Json<HistoryView>, WebError> {
     let seconds = query
         .seconds
-        .unwrap_or(3600)
+        .unwrap_or(900)
         .clamp(300, HISTORY_KEPT.as_secs());
     let totals = state.service.lock().totals();
     let charts = state.charts.clone();
