@@ -42,7 +42,8 @@ pub enum ConnectError {
     Unreachable { url: String, reason: String },
 }
 
-/// Adds the bearer token (if any) to every outgoing call.
+/// Adds the bearer token (if any) to every outgoing call, and the caller's trace context when
+/// traces are exported ([`crate::trace_context`]).
 #[derive(Clone, Debug)]
 pub struct BearerToken(Option<AsciiMetadataValue>);
 
@@ -50,6 +51,11 @@ impl tonic::service::Interceptor for BearerToken {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
         if let Some(value) = &self.0 {
             request.metadata_mut().insert(AUTHORIZATION, value.clone());
+        }
+        if let Some(value) = crate::trace_context::current().and_then(|t| t.parse().ok()) {
+            request
+                .metadata_mut()
+                .insert(crate::trace_context::TRACEPARENT, value);
         }
         Ok(request)
     }

@@ -15,7 +15,9 @@
 //! - [`solver`]: one board in, one replayed optimal solution (or a clear error) out.
 //! - [`task`]: the unit of distributed work (one subtree under one bound) and how to run it.
 //! - [`proto`]: generated `tilesolve.v1` gRPC types, for the service layer only.
-//! - [`connect`]: reaching a coordinator: address, bearer token, TLS.
+//! - [`connect`]: reaching a coordinator: address, bearer token, TLS, and the trace context.
+//! - [`trace_context`]: the W3C `traceparent` carried with calls and tasks, when the binary
+//!   exports traces.
 //! - [`process_stats`]: the process's CPU, memory and descriptors, and a disk's free space, for
 //!   the `process_*` metrics.
 //!
@@ -35,6 +37,7 @@ pub mod proto;
 pub mod search;
 pub mod solver;
 pub mod task;
+pub mod trace_context;
 
 pub use board::{Board, BoardError, Goal};
 pub use direction::Direction;

@@ -19,11 +19,12 @@ mod salvage;
 mod serve;
 mod simulate;
 mod solve;
+mod telemetry;
 mod worker;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use exit_status::ExitStatus;
 
 /// mimalloc rather than glibc's malloc: under a steady load a coordinator on glibc kept
@@ -40,6 +41,16 @@ struct Cli {
     /// filters them either way.
     #[arg(long, global = true, default_value = "human", value_parser = ["human", "json"])]
     log_format: String,
+    /// Send traces to this OpenTelemetry collector (OTLP over gRPC, e.g.
+    /// http://127.0.0.1:4317): off unless given. The trace context travels with every call, so
+    /// a batch's trace runs from `submit` through the coordinator to the workers' tasks.
+    #[arg(
+        long,
+        global = true,
+        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
+        value_name = "URL"
+    )]
+    otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -109,23 +120,35 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    // Logs go to standard error; RUST_LOG filters them (default: warnings, and info for servers).
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(match cli.command {
-            Command::Serve(_) | Command::Worker(_) => "info",
-            _ => "warn",
-        })
-    });
-    let logs = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(filter);
-    if cli.log_format == "json" {
-        logs.json().init();
-    } else {
-        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init();
-    }
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
+    let name = matches.subcommand_name().unwrap_or("tilesolve");
+    let server = matches!(cli.command, Command::Serve(_) | Command::Worker(_));
+    let service = match &cli.command {
+        Command::Serve(_) => "tilesolve-coordinator".to_string(),
+        Command::Worker(_) => "tilesolve-worker".to_string(),
+        _ => format!("tilesolve-{name}"),
+    };
+    let telemetry = match telemetry::install_subscriber(
+        &cli.log_format,
+        server,
+        cli.otlp_endpoint.as_deref(),
+        &service,
+    ) {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("error: traces to {:?}: {error:#}", cli.otlp_endpoint);
+            return ExitCode::from(ExitStatus::BadInput as u8);
+        }
+    };
+    // A client command's calls belong to one trace, rooted here (servers' spans are rooted in
+    // the calls and tasks they serve).
+    let root =
+        (telemetry.is_some() && !server).then(|| tracing::info_span!("tilesolve", command = name));
+    let entered = root.as_ref().map(tracing::Span::enter);
     let outcome = match cli.command {
         Command::Solve(args) => solve::run(args),
         Command::Bench(args) => bench::run(args),
@@ -164,6 +187,9 @@ fn main() -> ExitCode {
         }
         Command::Man { dir: Some(dir) } => write_man_pages(&dir),
     };
+    drop(entered);
+    drop(root);
+    drop(telemetry);
     let status = match outcome {
         Ok(true) => ExitStatus::Done,
         Ok(false) => ExitStatus::Unsolved,

@@ -8,6 +8,8 @@
 
 use std::time::Instant;
 
+use tracing::Instrument;
+
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -60,7 +62,20 @@ impl RpcMetrics {
 pub async fn record(State(metrics): State<RpcMetrics>, request: Request, next: Next) -> Response {
     let method = request.uri().path().to_string();
     let started = Instant::now();
-    let response = next.run(request).await;
+    // A call that carries a trace context is served in a span of that trace.
+    let traced = tilesolve::trace_context::enabled()
+        .then(|| request.headers().get(tilesolve::trace_context::TRACEPARENT))
+        .flatten()
+        .and_then(|value| value.to_str().ok())
+        .map(|traceparent| {
+            let span = tracing::info_span!("rpc", method = %method);
+            tilesolve::trace_context::adopt(&span, traceparent);
+            span
+        });
+    let response = match traced {
+        Some(span) => next.run(request).instrument(span).await,
+        None => next.run(request).await,
+    };
     let code = response
         .headers()
         .get("grpc-status")

@@ -60,6 +60,8 @@ pub(crate) fn start_threads(
                 puzzle = task.puzzle,
                 task = task.task_id
             );
+            // A traced batch's task joins the trace it was submitted in.
+            tilesolve::trace_context::adopt(&span, &task.traceparent);
             let _in_task = span.enter();
             tracing::debug!(bound = task.bound, iterate = task.iterate, "task started");
             let queued_seconds = arrived.elapsed().as_secs_f64();

@@ -60,9 +60,14 @@ impl Service {
         let core = self.core.clone();
         let (store, flusher) = (self.store.clone(), self.core.flusher.clone());
         let queued = self.core.tasks_queued.clone();
+        // The submitting call's trace, taken before its first task can be leased.
+        let trace = tilesolve::trace_context::current().map(|t| (self.traces.clone(), t));
         let (submitted, waits) = tokio::task::spawn_blocking(move || {
             let read = Scheduler::read_batch(&store, &lines, &heuristic, &goal)?;
             let mut intake = core.lock().open_batch(read)?;
+            if let Some((traces, traceparent)) = trace {
+                traces.insert(intake.batch(), traceparent);
+            }
             let taken_in = (|| {
                 while intake.store_part(&store)? {
                     core.lock().start_part(&mut intake)?;

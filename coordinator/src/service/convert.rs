@@ -86,6 +86,7 @@ pub(super) fn task_message(spec: TaskSpec) -> pb::Task {
         profile_depth: spec.profile_depth,
         batch_id: spec.puzzle.0,
         puzzle: spec.puzzle.1 + 1,
+        traceparent: String::new(),
     }
 }
 

@@ -17,12 +17,14 @@ use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, Swept};
 use crate::store::{Store, StoreError};
 use crate::table_supply::TableSupply;
 
+mod batch_traces;
 mod client_api;
 mod convert;
 mod handle;
 mod table_transfer;
 mod worker_api;
 
+use batch_traces::BatchTraces;
 use handle::Coordinator;
 
 /// How much the client API takes on at once; past these, calls are refused with
@@ -67,6 +69,8 @@ pub struct Service {
     watchers: Arc<Semaphore>,
     /// zstd copies of the tables, for workers that fetch them compressed.
     compressed: Arc<CompressedTables>,
+    /// The traces traced batches were submitted in, for their tasks.
+    traces: BatchTraces,
 }
 
 /// A permit, or ResourceExhausted naming what is full.
@@ -126,6 +130,7 @@ impl Service {
             heartbeat_interval,
             submissions: Arc::new(Semaphore::new(limits.concurrent_submissions)),
             watchers: Arc::new(Semaphore::new(limits.watchers)),
+            traces: BatchTraces::default(),
         }
     }
 

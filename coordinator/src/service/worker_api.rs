@@ -155,7 +155,17 @@ impl pb::workers_server::Workers for Service {
             cancelled.extend(more_cancelled);
         }
         Ok(Response::new(pb::PollResponse {
-            tasks: tasks.into_iter().map(task_message).collect(),
+            tasks: tasks
+                .into_iter()
+                .map(|spec| {
+                    let batch = spec.puzzle.0;
+                    let mut task = task_message(spec);
+                    if !self.traces.is_empty() {
+                        task.traceparent = self.traces.of(batch);
+                    }
+                    task
+                })
+                .collect(),
             cancelled,
             send_pdbs: self.supply.requests_for(worker),
         }))
