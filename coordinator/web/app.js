@@ -274,7 +274,7 @@ async function openLink() {
 
 // ---- live batches and workers -------------------------------------------------------------
 
-const rate = (n) => (n >= 1e6 ? (n / 1e6).toFixed(1) + " M" : Math.round(n).toLocaleString());
+const rate = (n) => (n >= 1e9 ? (n / 1e9).toFixed(1) + " G" : n >= 1e6 ? (n / 1e6).toFixed(1) + " M" : Math.round(n).toLocaleString());
 const secs = (s) => (s >= 3600 ? (s / 3600).toFixed(1) + " h" : s >= 60 ? (s / 60).toFixed(1) + " min" : s.toFixed(1) + " s");
 
 function cell(row, text) {
