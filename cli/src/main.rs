@@ -140,7 +140,7 @@ fn main() -> ExitCode {
     ) {
         Ok(telemetry) => telemetry,
         Err(error) => {
-            eprintln!("error: traces to {:?}: {error:#}", cli.otlp_endpoint);
+            eprintln!("error: --otlp-endpoint: {error:#}");
             return ExitCode::from(ExitStatus::BadInput as u8);
         }
     };

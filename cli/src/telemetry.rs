@@ -50,6 +50,15 @@ pub fn start<S>(
 where
     S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
 {
+    if !["http://", "https://"]
+        .iter()
+        .any(|scheme| endpoint.len() > scheme.len() && endpoint.starts_with(scheme))
+    {
+        anyhow::bail!(
+            "'{endpoint}' is not a collector's address: give http://HOST:PORT, or https://HOST:PORT \
+             for TLS (OTLP over gRPC listens on 4317, e.g. http://127.0.0.1:4317)"
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("otlp-export")

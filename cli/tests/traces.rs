@@ -149,3 +149,20 @@ fn one_batch_is_one_trace_from_submit_through_the_coordinator_to_the_worker() {
         assert_eq!(task.parent, call.id, "{task:?} under {call:?}");
     }
 }
+
+#[test]
+fn a_collector_address_without_a_scheme_is_refused_before_anything_runs() {
+    let (ok, stdout, stderr) = common::run(&[
+        "solve",
+        "--otlp-endpoint",
+        "collector:4317",
+        "1,2,3,4,5,6,7,0,8",
+    ]);
+    assert!(!ok && stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains(
+            "--otlp-endpoint: 'collector:4317' is not a collector's address: give http://HOST:PORT"
+        ),
+        "{stderr}"
+    );
+}
