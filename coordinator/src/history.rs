@@ -8,11 +8,11 @@
 //! dashboard's totals survive restarts. What happened between the last sample and a crash is
 //! not counted (at most one interval's work).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::scheduler::SchedulerTotals;
+use crate::scheduler::{now_unix_ms, SchedulerTotals};
 use crate::service::Service;
 use crate::store::{HistorySample, Store, StoreError};
 
@@ -59,12 +59,6 @@ pub struct HistoryView {
     pub nodes: u64,
 }
 
-pub fn unix_ms_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u64)
-}
-
 impl History {
     /// The history in `store`, carrying on from its last sample.
     pub fn open(store: Store) -> Result<History, StoreError> {
@@ -89,7 +83,7 @@ impl History {
 
     /// Stores the sample for now. Blocking (a sled write).
     pub fn record(&self, totals: &SchedulerTotals) -> Result<(), StoreError> {
-        self.store.put_history(&self.sample(totals, unix_ms_now()))
+        self.store.put_history(&self.sample(totals, now_unix_ms()))
     }
 
     /// The last `seconds` as chart points, ending with the sample for now.
@@ -99,7 +93,7 @@ impl History {
         seconds: u64,
         interval: Duration,
     ) -> Result<HistoryView, StoreError> {
-        let now = self.sample(totals, unix_ms_now());
+        let now = self.sample(totals, now_unix_ms());
         let from = now.unix_ms.saturating_sub(seconds * 1000);
         let mut samples = self.store.history_since(from)?;
         samples.push(now);
@@ -207,7 +201,7 @@ mod tests {
     fn a_restarted_coordinator_carries_the_totals_on_and_its_downtime_is_a_gap() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let now = unix_ms_now();
+        let now = now_unix_ms();
         let earlier = HistorySample {
             unix_ms: now - 600_000,
             puzzles_solved: 40,

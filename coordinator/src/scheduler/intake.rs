@@ -408,7 +408,8 @@ fn kept_text(text: &str) -> String {
     }
 }
 
-pub(super) fn now_unix_ms() -> u64 {
+/// Now, in ms since 1970 (0 before it): how the store dates batches and history samples.
+pub fn now_unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)

@@ -55,7 +55,7 @@ pub use config::{
     SchedulerConfig, Verify, DEFAULT_AUDIT_FRACTION, DEFAULT_MAX_PENDING, PROBATION_SAMPLE_NODES,
 };
 pub use deferred::{Deferred, DeferredDone};
-pub use intake::{Intake, ReadBatch};
+pub use intake::{now_unix_ms, Intake, ReadBatch};
 pub use lifecycle::subtree_budget;
 pub use records::{Flusher, TaskRecords};
 pub use tables::{SolverKey, TableNeed};

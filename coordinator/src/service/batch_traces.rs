@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use tilesolve::proto::v1 as pb;
+
 /// Traced batches remembered at once.
 const KEPT: usize = 1_024;
 
@@ -22,15 +24,18 @@ impl BatchTraces {
         }
     }
 
-    /// `batch`'s trace, or an empty string.
-    pub fn of(&self, batch: u64) -> String {
+    /// Gives each of `tasks` its batch's trace, under one hold of the lock (none when no
+    /// batch is traced, the usual case).
+    pub fn fill(&self, tasks: &mut [pb::Task]) {
         let traces = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        traces.get(&batch).cloned().unwrap_or_default()
-    }
-
-    /// Whether any batch is traced (when none is, tasks skip the lookup).
-    pub fn is_empty(&self) -> bool {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+        if traces.is_empty() {
+            return;
+        }
+        for task in tasks {
+            if let Some(traceparent) = traces.get(&task.batch_id) {
+                task.traceparent.clone_from(traceparent);
+            }
+        }
     }
 }
 
@@ -41,13 +46,18 @@ mod tests {
     #[test]
     fn the_oldest_batches_are_forgotten_first() {
         let traces = BatchTraces::default();
-        assert!(traces.is_empty());
         for batch in 0..(KEPT as u64 + 2) {
             traces.insert(batch, format!("trace {batch}"));
         }
-        assert_eq!(traces.of(0), "");
-        assert_eq!(traces.of(1), "");
-        assert_eq!(traces.of(2), "trace 2");
-        assert_eq!(traces.of(KEPT as u64 + 1), format!("trace {}", KEPT + 1));
+        let mut tasks: Vec<pb::Task> = [0, 1, 2, KEPT as u64 + 1]
+            .into_iter()
+            .map(|batch_id| pb::Task {
+                batch_id,
+                ..pb::Task::default()
+            })
+            .collect();
+        traces.fill(&mut tasks);
+        let filled: Vec<&str> = tasks.iter().map(|t| t.traceparent.as_str()).collect();
+        assert_eq!(filled, ["", "", "trace 2", &format!("trace {}", KEPT + 1)]);
     }
 }

@@ -100,10 +100,8 @@ pub struct PrunePreview {
 
 /// The submission time before which batches are older than `older_than`, in ms since 1970.
 fn cutoff_unix_ms(older_than: Duration) -> u64 {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    now_ms.saturating_sub(u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX))
+    crate::scheduler::now_unix_ms()
+        .saturating_sub(u64::try_from(older_than.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Service {

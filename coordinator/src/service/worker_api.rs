@@ -154,18 +154,10 @@ impl pb::workers_server::Workers for Service {
             tasks = more;
             cancelled.extend(more_cancelled);
         }
+        let mut tasks: Vec<pb::Task> = tasks.into_iter().map(task_message).collect();
+        self.traces.fill(&mut tasks);
         Ok(Response::new(pb::PollResponse {
-            tasks: tasks
-                .into_iter()
-                .map(|spec| {
-                    let batch = spec.puzzle.0;
-                    let mut task = task_message(spec);
-                    if !self.traces.is_empty() {
-                        task.traceparent = self.traces.of(batch);
-                    }
-                    task
-                })
-                .collect(),
+            tasks,
             cancelled,
             send_pdbs: self.supply.requests_for(worker),
         }))
