@@ -140,7 +140,8 @@ fn audit_fraction(text: &str) -> Result<f64, String> {
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
     small_pages_only();
-    runtime()?.block_on(async {
+    let runtime = runtime()?;
+    let served = runtime.block_on(async {
         let listener = TcpListener::bind(&args.listen)
             .await
             .with_context(|| format!("listening on {}", args.listen))?;
@@ -201,7 +202,11 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
         };
         serve_until_stopped(listener, config).await?;
         Ok(true)
-    })
+    });
+    // A store call stuck inside sled (`server::STORE_STALL`) must not keep the process from
+    // ending: its thread is left behind rather than waited for.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served
 }
 
 /// Runs the coordinator until SIGTERM or Ctrl-C. When its store stops taking writes (a full
@@ -215,6 +220,7 @@ async fn serve_until_stopped(listener: TcpListener, config: ServeConfig) -> anyh
         stop_signal().await;
         let _ = stop.send(true);
     });
+    let stopped_now = stopped.clone();
     let stop_requested = move || {
         let mut stopped = stopped.clone();
         async move {
@@ -243,6 +249,10 @@ async fn serve_until_stopped(listener: TcpListener, config: ServeConfig) -> anyh
             other => return Ok(other?),
         };
         reopen_tries = 1;
+        if *stopped_now.borrow() {
+            // Stopping, and the last flush failed: what it held may not be durable.
+            return Err(error.into());
+        }
         tracing::error!(%error, data = %config.data.display(), "serving stopped: waiting until the data directory takes writes, then starting again");
         tokio::select! {
             () = stop_requested() => return Ok(()),

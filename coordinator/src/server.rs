@@ -96,21 +96,37 @@ pub enum ServeError {
 /// How often a serving coordinator checks that its store still takes writes.
 const STORE_CHECK: Duration = Duration::from_secs(2);
 
-/// Resolves once the store stops taking writes, having turned health to NOT_SERVING: sled
-/// fails every write after one failed, so the coordinator can only stop and open it again.
+/// A store check, or the last flush, that has not finished after this long counts as a failed
+/// store: after some I/O errors (its files removed, a failing disk) sled waits for ever for
+/// its log to become durable, and a coordinator waiting with it would report SERVING and never
+/// stop. (A healthy flush takes milliseconds; the thread left waiting cannot be stopped.)
+pub const STORE_STALL: Duration = Duration::from_secs(20);
+
+/// The error for a store call that outlived `stall`.
+fn stalled(stall: Duration) -> StoreError {
+    StoreError::Unresponsive {
+        seconds: stall.as_secs(),
+    }
+}
+
+/// Resolves once the store stops taking writes (`check`, every [`STORE_CHECK`], fails or runs
+/// past `stall`), having turned health to NOT_SERVING: sled fails every write after one failed,
+/// so the coordinator can only stop and open it again.
 async fn store_failure(
-    service: Service,
+    check: impl Fn() -> Result<(), StoreError> + Clone + Send + 'static,
+    stall: Duration,
     health: tonic_health::server::HealthReporter,
 ) -> StoreError {
     let mut tick = tokio::time::interval(STORE_CHECK);
     loop {
         tick.tick().await;
-        let checking = service.clone();
-        let error = match tokio::task::spawn_blocking(move || checking.store_writable()).await {
-            Ok(Ok(())) => continue,
-            Ok(Err(error)) => error,
-            Err(_) => continue,
-        };
+        let error =
+            match tokio::time::timeout(stall, tokio::task::spawn_blocking(check.clone())).await {
+                Ok(Ok(Ok(()))) => continue,
+                Ok(Ok(Err(error))) => error,
+                Ok(Err(_)) => continue,
+                Err(_) => stalled(stall),
+            };
         health
             .set_not_serving::<pb::tilesolve_server::TilesolveServer<Service>>()
             .await;
@@ -186,7 +202,12 @@ pub async fn run(
     }
     let (stopping, stop_requested) = tokio::sync::oneshot::channel::<()>();
     let mut store_failed = None;
-    let failure = store_failure(service.clone(), health.clone());
+    let checked = service.clone();
+    let failure = store_failure(
+        move || checked.store_writable(),
+        STORE_STALL,
+        health.clone(),
+    );
     let serving = builder
         .accept_http1(true)
         .add_routes(tonic::service::Routes::from(router))
@@ -221,7 +242,16 @@ pub async fn run(
         result?;
         return Err(ServeError::StoreFailed(error));
     }
-    let flushed = service.flush_store();
+    let flushing = service.clone();
+    let flush = tokio::task::spawn_blocking(move || flushing.flush_store());
+    let flushed = match tokio::time::timeout(STORE_STALL, flush).await {
+        Ok(Ok(flushed)) => flushed,
+        Ok(Err(failed)) => std::panic::resume_unwind(failed.into_panic()),
+        Err(_) => {
+            result?;
+            return Err(ServeError::StoreFailed(stalled(STORE_STALL)));
+        }
+    };
     if flushed.is_ok() {
         tracing::info!("coordinator stopped: store flushed");
     }
@@ -366,5 +396,27 @@ async fn prune_old_batches(service: Service, keep: Duration) {
             Ok(Err(error)) => tracing::error!(%error, "pruning old batches"),
             Err(error) => tracing::error!(%error, "pruning old batches"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store check that never returns (sled waiting for a log it failed to write) is a failed
+    /// store, and serving stops, rather than waiting with it.
+    #[tokio::test]
+    async fn a_store_check_that_never_returns_is_a_failed_store() {
+        let (health, _) = tonic_health::server::health_reporter();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let held = Arc::new(Mutex::new(held));
+        let check = move || {
+            // Blocks until the test ends (a recv on a channel whose sender is then dropped).
+            let _ = held.lock().map(|held| held.recv());
+            Ok(())
+        };
+        let error = store_failure(check, Duration::from_millis(200), health).await;
+        assert!(matches!(error, StoreError::Unresponsive { .. }), "{error}");
+        drop(release);
     }
 }

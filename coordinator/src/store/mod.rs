@@ -76,6 +76,13 @@ pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 pub enum StoreError {
     #[error("store: {0}")]
     Sled(#[from] sled::Error),
+    /// A write and its flush did not finish in time: after some I/O errors (the store's files
+    /// removed, a failing disk) sled waits for ever for its log to become durable.
+    #[error(
+        "store: a write and its flush did not finish within {seconds} s (a failing disk, or the \
+         store's files removed?)"
+    )]
+    Unresponsive { seconds: u64 },
     #[error("store: unreadable record under {tree}: {reason}")]
     Corrupt { tree: &'static str, reason: String },
     /// The store could not be opened: named by its path, since an operator has to go and look.
