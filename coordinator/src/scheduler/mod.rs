@@ -389,11 +389,8 @@ impl Scheduler {
             seconds = figures.seconds,
             "batch finished"
         );
-        // The items held in memory go to their parts first: a batch recorded finished is read
-        // from the store alone, after a crash too.
-        self.store.write_ended()?;
         if let Some(stored) = self.store.batch(batch)? {
-            self.store.put_batch(&crate::store::StoredBatch {
+            self.store.finish_batch(&crate::store::StoredBatch {
                 finished: Some(figures),
                 ..stored
             })?;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::answers::StoredSolution;
 use super::format::{
-    batch_entries, batch_key, board_key, decode, encode, encode_compact, item_key,
+    batch_entries, batch_key, board_key, decode, encode, encode_compact, item_key, COMPACT,
 };
 use super::{Store, StoreError};
 
@@ -13,6 +13,17 @@ use super::{Store, StoreError};
 /// its own items, and the intake's part ([`crate::scheduler`] takes batches in a thousand
 /// lines at a time).
 pub const ITEMS_PER_PART: usize = 1_000;
+
+/// Batches of at most this many items keep their items in their own record once they end,
+/// and their parts are removed: sled keeps state in memory for every page it has written
+/// (a fragment list, some 40 bytes a fragment), paged out or not, and a leaf page holds at
+/// most 16 keys, so a part per small batch cost a coordinator that keeps its batches memory
+/// for each one it ever finished (BENCHMARKS.md, the bars' soak). Large batches keep their
+/// parts: a thousand items share one.
+pub const EMBEDDED_ITEMS_MAX: u32 = 100;
+
+/// Items as taken in, from the index of the first.
+type Part = (u32, Vec<StoredItem>);
 
 /// A batch as submitted.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,6 +62,76 @@ impl StoredBatch {
             finished: None,
         }
     }
+}
+
+/// A batch record as written compact, followed by its items (a small batch that ended): the
+/// fields of [`StoredBatch`], every one written (postcard has no optional fields).
+#[derive(Serialize, Deserialize)]
+struct CompactRecord {
+    id: u64,
+    items: u32,
+    submitted_unix_ms: u64,
+    heuristic: String,
+    goal: Option<String>,
+    cancelled: bool,
+    finished: Option<BatchFigures>,
+}
+
+impl From<&StoredBatch> for CompactRecord {
+    fn from(batch: &StoredBatch) -> CompactRecord {
+        CompactRecord {
+            id: batch.id,
+            items: batch.items,
+            submitted_unix_ms: batch.submitted_unix_ms,
+            heuristic: batch.heuristic.clone(),
+            goal: batch.goal.clone(),
+            cancelled: batch.cancelled,
+            finished: batch.finished,
+        }
+    }
+}
+
+impl From<CompactRecord> for StoredBatch {
+    fn from(record: CompactRecord) -> StoredBatch {
+        StoredBatch {
+            id: record.id,
+            items: record.items,
+            submitted_unix_ms: record.submitted_unix_ms,
+            heuristic: record.heuristic,
+            goal: record.goal,
+            cancelled: record.cancelled,
+            finished: record.finished,
+        }
+    }
+}
+
+/// A `batches` value: the record, JSON, or compact with the items it holds after it.
+fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
+    let Some(items) = items else {
+        return encode(batch);
+    };
+    let bytes = encode_compact(&CompactRecord::from(batch));
+    postcard::to_extend(&items, bytes).unwrap_or_default()
+}
+
+/// The record a `batches` value holds, and the items held after it (compact values only).
+fn decode_record(
+    bytes: &[u8],
+    with_items: bool,
+) -> Result<(StoredBatch, Option<Vec<StoredItem>>), StoreError> {
+    let corrupt = |error: postcard::Error| StoreError::Corrupt {
+        tree: "batches",
+        reason: error.to_string(),
+    };
+    let Some((&COMPACT, compact)) = bytes.split_first() else {
+        return Ok((decode("batches", bytes)?, None));
+    };
+    let (record, rest) = postcard::take_from_bytes::<CompactRecord>(compact).map_err(corrupt)?;
+    let items = match with_items {
+        true => Some(postcard::from_bytes(rest).map_err(corrupt)?),
+        false => None,
+    };
+    Ok((record.into(), items))
 }
 
 /// A finished batch's figures.
@@ -103,6 +184,7 @@ impl Store {
                 .map_or(0, u64::from_be_bytes))
         };
         Ok(last(&self.batches)?
+            .max(last(&self.finished)?)
             .max(last(&self.items)?)
             .max(last(&self.item_parts)?)
             + 1)
@@ -127,28 +209,29 @@ impl Store {
     }
 
     pub fn batch(&self, id: u64) -> Result<Option<StoredBatch>, StoreError> {
-        self.batches
-            .get(batch_key(id))?
-            .map(|bytes| decode("batches", &bytes))
+        self.record(id)?
+            .map(|(_, bytes)| Ok(decode_record(&bytes, false)?.0))
             .transpose()
+    }
+
+    /// The items a finished small batch's record holds (None for a record without them).
+    fn embedded_items(&self, id: u64) -> Result<Option<Vec<StoredItem>>, StoreError> {
+        match self.record(id)? {
+            Some((_, bytes)) => Ok(decode_record(&bytes, true)?.1),
+            None => Ok(None),
+        }
     }
 
     /// Every batch, oldest first.
     pub fn batches(&self) -> Result<Vec<StoredBatch>, StoreError> {
-        self.batches
-            .iter()
-            .values()
-            .map(|bytes| decode("batches", &bytes?))
-            .collect()
+        self.each_batch().collect()
     }
 
     /// Every stored batch, each read on its own: one unreadable record is an error in its
     /// place, not the end (for `tilesolve salvage`).
     pub fn each_batch(&self) -> impl Iterator<Item = Result<StoredBatch, StoreError>> + '_ {
-        self.batches
-            .iter()
-            .values()
-            .map(|bytes| decode("batches", &bytes?))
+        self.records(None, false)
+            .map(|bytes| Ok(decode_record(&bytes?, false)?.0))
     }
 
     /// Up to `count` batches after the batch `after` (exclusive) in id order, or before it
@@ -159,25 +242,78 @@ impl Store {
         count: usize,
         newest_first: bool,
     ) -> Result<Vec<StoredBatch>, StoreError> {
-        let range = match (after, newest_first) {
-            (None, _) => self.batches.range::<Vec<u8>, _>(..),
-            (Some(id), false) => self.batches.range(batch_key(id.saturating_add(1))..),
-            (Some(id), true) => self.batches.range(..batch_key(id)),
-        };
-        let values = range.values();
-        let page: Box<dyn Iterator<Item = sled::Result<sled::IVec>>> = if newest_first {
-            Box::new(values.rev())
-        } else {
-            Box::new(values)
-        };
-        page.take(count)
-            .map(|bytes| decode("batches", &bytes?))
+        self.records(after, newest_first)
+            .take(count)
+            .map(|bytes| Ok(decode_record(&bytes?, false)?.0))
             .collect()
     }
 
+    /// Writes a batch's record where it is (keeping the items it holds, if it holds them).
     pub fn put_batch(&self, batch: &StoredBatch) -> Result<(), StoreError> {
-        self.batches.insert(batch_key(batch.id), encode(batch))?;
+        let (tree, items) = match self.record(batch.id)? {
+            Some((tree, bytes)) => (tree, decode_record(&bytes, true)?.1),
+            None => (&self.batches, None),
+        };
+        tree.insert(batch_key(batch.id), encode_record(batch, items.as_deref()))?;
         Ok(())
+    }
+
+    /// Records a batch as it ended: its held items are written first (a batch recorded
+    /// finished is read from the store alone, after a crash too), then its record moves from
+    /// `batches` into `finished`, a small batch's with its items ([`EMBEDDED_ITEMS_MAX`]; its
+    /// parts are then removed). Written once, in the order batches end, a finished record
+    /// lands on the page sled is filling, which its split leaves consolidated: a record
+    /// rewritten in place landed on a page already split, and left it one more fragment sled
+    /// keeps in memory for good.
+    pub fn finish_batch(&self, batch: &StoredBatch) -> Result<(), StoreError> {
+        let mut ended = self.lock_ended();
+        self.write_held(&mut ended)?;
+        let items = match batch.items <= EMBEDDED_ITEMS_MAX {
+            true => self
+                .taken_in_items(batch.id)?
+                .filter(|items| items.len() == batch.items as usize),
+            false => None,
+        };
+        let key = batch_key(batch.id);
+        self.finished
+            .insert(&key, encode_record(batch, items.as_deref()))?;
+        self.batches.remove(&key)?;
+        if items.is_some() {
+            for part in self.item_parts.scan_prefix(&key).keys() {
+                self.item_parts.remove(part?)?;
+            }
+        }
+        // Readers that read the parts before they went read again (see `ended`).
+        ended.written += 1;
+        Ok(())
+    }
+
+    /// Every item of `batch` as taken in (its record's items, else its parts), when they run
+    /// from index 0 without a gap.
+    fn taken_in_items(&self, batch: u64) -> Result<Option<Vec<StoredItem>>, StoreError> {
+        let mut items = Vec::new();
+        for part in self.taken_in_from(batch, 0) {
+            let (first, part) = part?;
+            if first as usize != items.len() {
+                return Ok(None);
+            }
+            items.extend(part);
+        }
+        Ok(Some(items))
+    }
+
+    /// The items of `batch` as taken in, from the part holding index `start` on: the items its
+    /// record holds (one part from 0), else its parts.
+    fn taken_in_from(
+        &self,
+        batch: u64,
+        start: u32,
+    ) -> Box<dyn Iterator<Item = Result<Part, StoreError>> + '_> {
+        match self.embedded_items(batch) {
+            Ok(Some(items)) => Box::new(std::iter::once(Ok((0, items)))),
+            Ok(None) => Box::new(self.parts_from(batch, start)),
+            Err(error) => Box::new(std::iter::once(Err(error))),
+        }
     }
 
     /// Removes a batch and its items; with `solutions`, also the stored answers of its solved
@@ -229,6 +365,7 @@ impl Store {
             tree.apply_batch(removed)?;
         }
         self.batches.remove(batch_key(batch))?;
+        self.finished.remove(batch_key(batch))?;
         Ok((count, board_count))
     }
 
@@ -269,7 +406,7 @@ impl Store {
             batch_entries::<StoredItem>(&self.items, "items", batch, item_key(batch, start))
                 .peekable();
         let mut taken_in = self
-            .parts_from(batch, start)
+            .taken_in_from(batch, start)
             .flat_map(|part| match part {
                 Ok((first, items)) => (first..).zip(items).map(Ok).collect(),
                 Err(error) => vec![Err(error)],

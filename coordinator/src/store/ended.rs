@@ -31,8 +31,8 @@ const WRITE_AT: usize = 4_000;
 #[derive(Default)]
 pub(super) struct EndedItems {
     held: BTreeMap<(u64, u32), StoredItem>,
-    /// Writes of held items into parts so far.
-    written: u64,
+    /// Writes of held items into parts so far (and moves of parts into their records).
+    pub(super) written: u64,
 }
 
 impl Store {
@@ -69,8 +69,11 @@ impl Store {
 
     /// Writes every held item into its part.
     pub fn write_ended(&self) -> Result<(), StoreError> {
-        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
-        self.write_held(&mut ended)
+        self.write_held(&mut self.lock_ended())
+    }
+
+    pub(super) fn lock_ended(&self) -> std::sync::MutexGuard<'_, EndedItems> {
+        self.ended.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Forgets the held items of `batch` (being removed).
@@ -119,7 +122,7 @@ impl Store {
 
     /// Writes the held items into their parts, a part once for all of its items (an item
     /// without a part, of a batch stored before parts, into `items`), then lets them go.
-    fn write_held(&self, ended: &mut EndedItems) -> Result<(), StoreError> {
+    pub(super) fn write_held(&self, ended: &mut EndedItems) -> Result<(), StoreError> {
         if ended.held.is_empty() {
             return Ok(());
         }

@@ -5,7 +5,12 @@
 //! - `solutions`: version, side, goal tiles, board tiles -> [`StoredSolution`] (compact). Every
 //!   solved board, and every board on the optimal path of an answer that took a real search
 //!   (see [`PathBoards`]), is stored with its exact distance.
-//! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON).
+//! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON): batches not yet ended (and
+//!   batches that ended before `finished` existed).
+//! - `finished`: the same keys -> the record of a batch that ended, moved here once
+//!   ([`Store::finish_batch`]): JSON, or for a batch of at most [`EMBEDDED_ITEMS_MAX`] items
+//!   compact, the record then its items as taken in (its parts are then removed). Records are
+//!   read over both trees (`records`).
 //! - `item_parts`: version, batch id (u64), first item index (u32) -> up to [`ITEMS_PER_PART`]
 //!   [`StoredItem`]s (compact), as the batch was taken in: one write for a thousand lines (an
 //!   entry each took ten times the CPU of a board's whole answer on a batch of easy boards).
@@ -52,21 +57,25 @@ mod batches;
 mod ended;
 mod format;
 mod history;
+mod records;
 mod search;
 #[cfg(test)]
 mod tests;
 
 pub use answers::{PathBoards, StoredSolution};
-pub use batches::{BatchFigures, ItemStatus, StoredBatch, StoredItem, ITEMS_PER_PART};
+pub use batches::{
+    BatchFigures, ItemStatus, StoredBatch, StoredItem, EMBEDDED_ITEMS_MAX, ITEMS_PER_PART,
+};
 use format::{meta_key, FlushGuard};
 pub use history::{HistorySample, HISTORY_KEPT};
 pub use search::{RecordedOutcome, SearchState, TaskRecord};
 
 /// The store's layout, recorded in `meta` at every open: 1 was every item in `items` (stores
-/// from before the format was recorded), 2 adds `item_parts`. A store recorded with a newer
+/// from before the format was recorded), 2 adds `item_parts`, 3 adds `finished` (whose small
+/// batches' records hold their items). A store recorded with a newer
 /// format than this is refused by name: this version would miss what it cannot read (the
 /// queued items of a batch in parts, for one) instead of failing on it.
-pub const STORE_FORMAT: u64 = 2;
+pub const STORE_FORMAT: u64 = 3;
 
 /// The store's page cache unless told otherwise: lookups of recent answers and batches hit it;
 /// everything else is a read from the page cache of the kernel.
@@ -120,6 +129,7 @@ pub struct Store {
     db: sled::Db,
     solutions: sled::Tree,
     batches: sled::Tree,
+    finished: sled::Tree,
     items: sled::Tree,
     item_parts: sled::Tree,
     search: sled::Tree,
@@ -217,6 +227,7 @@ impl Store {
             Ok(Store {
                 solutions: db.open_tree("solutions")?,
                 batches: db.open_tree("batches")?,
+                finished: db.open_tree("finished")?,
                 items: db.open_tree("items")?,
                 item_parts: db.open_tree("item_parts")?,
                 search: db.open_tree("search")?,

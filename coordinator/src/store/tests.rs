@@ -264,6 +264,106 @@ fn items_held_for_later_read_as_ended_and_reach_their_parts_at_a_flush() {
 }
 
 /// A 31-move 8-puzzle, its goal and its solution.
+#[test]
+fn a_batch_that_ended_moves_to_finished_with_its_items_when_small_and_reads_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let ended = |i: usize| StoredItem {
+        status: ItemStatus::Failed(format!("ended {i}")),
+        ..item(&format!("line {i}"))
+    };
+    let small: Vec<StoredItem> = (0..4).map(|i| item(&format!("line {i}"))).collect();
+    let large: Vec<StoredItem> = (0..=EMBEDDED_ITEMS_MAX as usize)
+        .map(|i| item(&format!("line {i}")))
+        .collect();
+    let (small_id, large_id, expected) = {
+        let store = Store::open(dir.path()).unwrap();
+        let small_id = create_batch(&store, "blank-last", &small, 1);
+        let large_id = create_batch(&store, "blank-last", &large, 1);
+        for (id, count) in [(small_id, small.len()), (large_id, large.len())] {
+            for i in 0..count {
+                store.put_item_later(id, i as u32, ended(i)).unwrap();
+            }
+        }
+        // Item 1 ended on its own as well (an answer withdrawn and found again).
+        store.put_item(small_id, 1, &ended(9)).unwrap();
+        let mut expected: Vec<StoredItem> = (0..4).map(ended).collect();
+        expected[1] = ended(9);
+        for id in [small_id, large_id] {
+            let mut record = store.batch(id).unwrap().unwrap();
+            record.finished = Some(BatchFigures {
+                solved: 0,
+                failed: record.items,
+                nodes: 7,
+                seconds: 0.5,
+            });
+            store.finish_batch(&record).unwrap();
+        }
+        assert_eq!(store.items(small_id).unwrap(), expected);
+        (small_id, large_id, expected)
+    };
+    let store = reopen(dir.path());
+    // Both records moved to `finished`; the small batch's part went into its record, the
+    // large one keeps its part.
+    assert_eq!(store.batches.len(), 0);
+    assert_eq!(store.finished.len(), 2);
+    assert_eq!(
+        store
+            .item_parts
+            .scan_prefix(format::batch_key(small_id))
+            .count(),
+        0
+    );
+    assert_eq!(
+        store
+            .item_parts
+            .scan_prefix(format::batch_key(large_id))
+            .count(),
+        1
+    );
+    assert_eq!(store.items(small_id).unwrap(), expected);
+    assert_eq!(store.item(small_id, 1).unwrap(), Some(ended(9)));
+    assert_eq!(
+        store.items_page(small_id, 2, 5).unwrap(),
+        vec![(2, ended(2)), (3, ended(3))]
+    );
+    let large_items: Vec<StoredItem> = (0..large.len()).map(ended).collect();
+    assert_eq!(store.items(large_id).unwrap(), large_items);
+    let record = store.batch(small_id).unwrap().unwrap();
+    assert_eq!(record.finished.map(|f| f.nodes), Some(7));
+    let running = create_batch(&store, "blank-last", &small, 1);
+    let ids = |page: Vec<StoredBatch>| page.iter().map(|batch| batch.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.batches().unwrap()), [small_id, large_id, running]);
+    assert_eq!(
+        ids(store.batches_page(None, 2, true).unwrap()),
+        [running, large_id]
+    );
+    assert_eq!(
+        ids(store.batches_page(Some(large_id), 5, true).unwrap()),
+        [small_id]
+    );
+    assert_eq!(
+        ids(store.batches_page(Some(small_id), 5, false).unwrap()),
+        [large_id, running]
+    );
+    assert_eq!(store.next_batch_id().unwrap(), running + 1);
+    // Reopened (a liar's answer withdrawn), the record keeps its items; removed, it goes.
+    store
+        .put_batch(&StoredBatch {
+            finished: None,
+            ..record.clone()
+        })
+        .unwrap();
+    store.put_item(small_id, 2, &ended(8)).unwrap();
+    let mut again = expected.clone();
+    again[2] = ended(8);
+    assert_eq!(store.items(small_id).unwrap(), again);
+    store.finish_batch(&record).unwrap();
+    assert_eq!(store.items(small_id).unwrap(), again);
+    assert_eq!(store.remove_batch(small_id, false).unwrap().0, 4);
+    assert!(store.items(small_id).unwrap().is_empty());
+    assert_eq!(store.batch(small_id).unwrap(), None);
+}
+
 fn solved_eight_puzzle() -> (Board, Board, Solution) {
     let goal = Board::blank_last(3);
     let board = tilesolve::parse_board("8,6,7,2,5,4,3,0,1").unwrap();
