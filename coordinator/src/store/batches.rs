@@ -259,12 +259,13 @@ impl Store {
     }
 
     /// Records a batch as it ended: its held items are written first (a batch recorded
-    /// finished is read from the store alone, after a crash too), then its record moves from
-    /// `batches` into `finished`, a small batch's with its items ([`EMBEDDED_ITEMS_MAX`]; its
-    /// parts are then removed). Written once, in the order batches end, a finished record
-    /// lands on the page sled is filling, which its split leaves consolidated: a record
-    /// rewritten in place landed on a page already split, and left it one more fragment sled
-    /// keeps in memory for good.
+    /// finished is read from the store alone, after a crash too), then its record is written
+    /// into `finished`, a small batch's with its items ([`EMBEDDED_ITEMS_MAX`]; its parts are
+    /// then removed). Written once, in the order batches end, a finished record lands on the
+    /// page sled is filling, which its split leaves consolidated: rewritten in place, in
+    /// `batches`, it landed on a page already split, and left it a fragment sled keeps in
+    /// memory for good. The intake's record stays in `batches`, shadowed: a reader that looked
+    /// in `finished` a moment too early still finds it there.
     pub fn finish_batch(&self, batch: &StoredBatch) -> Result<(), StoreError> {
         let mut ended = self.lock_ended();
         self.write_held(&mut ended)?;
@@ -277,7 +278,6 @@ impl Store {
         let key = batch_key(batch.id);
         self.finished
             .insert(&key, encode_record(batch, items.as_deref()))?;
-        self.batches.remove(&key)?;
         if items.is_some() {
             for part in self.item_parts.scan_prefix(&key).keys() {
                 self.item_parts.remove(part?)?;

@@ -5,12 +5,11 @@
 //! - `solutions`: version, side, goal tiles, board tiles -> [`StoredSolution`] (compact). Every
 //!   solved board, and every board on the optimal path of an answer that took a real search
 //!   (see [`PathBoards`]), is stored with its exact distance.
-//! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON): batches not yet ended (and
-//!   batches that ended before `finished` existed).
-//! - `finished`: the same keys -> the record of a batch that ended, moved here once
-//!   ([`Store::finish_batch`]): JSON, or for a batch of at most [`EMBEDDED_ITEMS_MAX`] items
-//!   compact, the record then its items as taken in (its parts are then removed). Records are
-//!   read over both trees (`records`).
+//! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON), as taken in.
+//! - `finished`: the same keys -> the record of a batch that ended, written once
+//!   ([`Store::finish_batch`]) and read over its `batches` record (`records`): JSON, or for a
+//!   batch of at most [`EMBEDDED_ITEMS_MAX`] items compact, the record then its items as taken
+//!   in (its parts are then removed).
 //! - `item_parts`: version, batch id (u64), first item index (u32) -> up to [`ITEMS_PER_PART`]
 //!   [`StoredItem`]s (compact), as the batch was taken in: one write for a thousand lines (an
 //!   entry each took ten times the CPU of a board's whole answer on a batch of easy boards).

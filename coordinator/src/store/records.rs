@@ -1,5 +1,6 @@
-//! Batch records read over both trees that hold them: `finished` (batches that ended) and
-//! `batches` (the rest, and batches that ended before `finished` existed), in id order.
+//! Batch records read over both trees that hold them: `finished` (batches that ended) over
+//! `batches` (every batch as taken in; the only record of those not ended, and of those that
+//! ended before `finished` existed), in id order.
 
 use sled::IVec;
 
@@ -8,8 +9,9 @@ use super::{Store, StoreError};
 
 type Entries = Box<dyn Iterator<Item = sled::Result<(IVec, IVec)>>>;
 
-/// Two trees' entries merged by key, ascending or descending. A key in both (a crash between
-/// the two writes of [`Store::finish_batch`]) is read once, from `finished`.
+/// Two trees' entries merged by key, ascending or descending. A key in both (every batch that
+/// ended) is read once, from `finished`. Nothing leaves `batches` but a removed batch, so an
+/// iteration meets every batch while others end.
 pub(super) struct Records {
     finished: std::iter::Peekable<Entries>,
     batches: std::iter::Peekable<Entries>,

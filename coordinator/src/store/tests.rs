@@ -302,9 +302,8 @@ fn a_batch_that_ended_moves_to_finished_with_its_items_when_small_and_reads_alik
         (small_id, large_id, expected)
     };
     let store = reopen(dir.path());
-    // Both records moved to `finished`; the small batch's part went into its record, the
-    // large one keeps its part.
-    assert_eq!(store.batches.len(), 0);
+    // Both records are in `finished`; the small batch's part went into its record, the large
+    // one keeps its part.
     assert_eq!(store.finished.len(), 2);
     assert_eq!(
         store
@@ -362,6 +361,55 @@ fn a_batch_that_ended_moves_to_finished_with_its_items_when_small_and_reads_alik
     assert_eq!(store.remove_batch(small_id, false).unwrap().0, 4);
     assert!(store.items(small_id).unwrap().is_empty());
     assert_eq!(store.batch(small_id).unwrap(), None);
+}
+
+#[test]
+fn a_batch_that_is_ending_is_always_found_by_a_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let small: Vec<StoredItem> = (0..4).map(|i| item(&format!("line {i}"))).collect();
+    let ids: Vec<u64> = (0..300)
+        .map(|_| create_batch(&store, "blank-last", &small, 1))
+        .collect();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            let mut missing = Vec::new();
+            while !done.load(Ordering::SeqCst) {
+                for &id in &ids {
+                    if store.batch(id).unwrap().is_none() {
+                        missing.push(id);
+                    }
+                }
+                let listed = store.batches().unwrap().len();
+                if listed != ids.len() {
+                    missing.push(listed as u64);
+                }
+            }
+            missing
+        });
+        for &id in &ids {
+            let record = store.batch(id).unwrap().unwrap();
+            store
+                .finish_batch(&StoredBatch {
+                    finished: Some(BatchFigures {
+                        solved: 4,
+                        failed: 0,
+                        nodes: 1,
+                        seconds: 0.1,
+                    }),
+                    ..record
+                })
+                .unwrap();
+        }
+        done.store(true, Ordering::SeqCst);
+        assert_eq!(reader.join().unwrap(), Vec::<u64>::new());
+    });
+    assert!(store
+        .batches()
+        .unwrap()
+        .iter()
+        .all(|b| b.finished.is_some()));
 }
 
 fn solved_eight_puzzle() -> (Board, Board, Solution) {
