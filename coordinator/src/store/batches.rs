@@ -105,7 +105,8 @@ impl From<CompactRecord> for StoredBatch {
     }
 }
 
-/// A `batches` value: the record, JSON, or compact with the items it holds after it.
+/// A `batches` or `finished` value: the record, JSON, or compact with the items it holds
+/// after it.
 fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
     let Some(items) = items else {
         return encode(batch);
@@ -114,7 +115,8 @@ fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
     postcard::to_extend(&items, bytes).unwrap_or_default()
 }
 
-/// The record a `batches` value holds, and the items held after it (compact values only).
+/// The record a `batches` or `finished` value holds, and the items held after it (compact
+/// values only).
 fn decode_record(
     bytes: &[u8],
     with_items: bool,
