@@ -45,7 +45,7 @@ impl Store {
         index: u32,
         item: StoredItem,
     ) -> Result<(), StoreError> {
-        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ended = self.lock_ended();
         if self.items.contains_key(item_key(batch, index))? {
             self.items
                 .insert(item_key(batch, index), encode_compact(&item))?;
@@ -60,7 +60,7 @@ impl Store {
 
     /// Records how an item ended, now.
     pub fn put_item(&self, batch: u64, index: u32, item: &StoredItem) -> Result<(), StoreError> {
-        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ended = self.lock_ended();
         self.items
             .insert(item_key(batch, index), encode_compact(item))?;
         ended.held.remove(&(batch, index));
@@ -72,27 +72,29 @@ impl Store {
         self.write_held(&mut self.lock_ended())
     }
 
+    /// The held items, under their lock. A poisoned lock is taken anyway: items leave the map
+    /// only after their write, so what it holds is still to be written.
     pub(super) fn lock_ended(&self) -> std::sync::MutexGuard<'_, EndedItems> {
         self.ended.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Forgets the held items of `batch` (being removed).
     pub(super) fn forget_ended(&self, batch: u64) {
-        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ended = self.lock_ended();
         ended.held.retain(|&(held_batch, _), _| held_batch != batch);
         ended.written += 1;
     }
 
     /// The held item `index` of `batch`, if it is held.
     pub(super) fn held_item(&self, batch: u64, index: u32) -> Option<StoredItem> {
-        let ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let ended = self.lock_ended();
         ended.held.get(&(batch, index)).cloned()
     }
 
     /// A copy of the held items of `batch` from index `start` on, and the count of writes so
     /// far (see [`Store::overlay_held`]).
     pub(super) fn held_from(&self, batch: u64, start: u32) -> (u64, BTreeMap<u32, StoredItem>) {
-        let ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        let ended = self.lock_ended();
         let held = ended
             .held
             .range((batch, start)..=(batch, u32::MAX))
@@ -109,7 +111,7 @@ impl Store {
         mut held: BTreeMap<u32, StoredItem>,
         page: &mut [(u32, StoredItem)],
     ) -> bool {
-        if self.ended.lock().unwrap_or_else(|p| p.into_inner()).written != written {
+        if self.lock_ended().written != written {
             return false;
         }
         for (index, item) in page.iter_mut() {
