@@ -7,7 +7,7 @@
 mod common;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,7 +29,8 @@ enum Conduct {
     Collude,
     /// Registers and heartbeats, never asks for work.
     Silent,
-    /// Declares 1,024 threads, asks once for all it may hold, then only heartbeats.
+    /// Declares 1,024 threads, asks for all it may hold until it is given some, then only
+    /// heartbeats.
     Hog,
     /// Reports every task it is given as failed.
     Err,
@@ -78,14 +79,31 @@ fn lie(task: &pb::Task) -> pb::TaskResult {
     }
 }
 
-/// Registers with `token` and behaves as `conduct` says until stopped; registers again when
-/// quarantined. Returns how many times it was quarantined.
-async fn fake_worker(
-    url: String,
-    token: &'static str,
-    conduct: Conduct,
-    stop: Arc<AtomicBool>,
-) -> u32 {
+/// What the test and its fake workers share: whether a quarantined fake registers again, when
+/// to stop, and how many tasks the fakes took.
+struct Fleet {
+    rejoin: bool,
+    stop: AtomicBool,
+    tasks_taken: AtomicUsize,
+}
+
+impl Fleet {
+    fn new(rejoin: bool) -> Arc<Self> {
+        Arc::new(Fleet {
+            rejoin,
+            stop: AtomicBool::new(false),
+            tasks_taken: AtomicUsize::new(0),
+        })
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Registers with `token` and behaves as `conduct` says until the fleet stops; registers again
+/// when quarantined if the fleet says so. Returns how many times it was quarantined.
+async fn fake_worker(url: String, token: &'static str, conduct: Conduct, fleet: Arc<Fleet>) -> u32 {
     let channel = tonic::transport::Endpoint::from_shared(url)
         .unwrap()
         .connect()
@@ -99,7 +117,7 @@ async fn fake_worker(
     };
     let mut client = pb::workers_client::WorkersClient::with_interceptor(channel, authorized);
     let mut quarantined = 0;
-    while !stop.load(Ordering::Relaxed) {
+    while !fleet.stopped() {
         let registered = client
             .register(pb::RegisterRequest {
                 threads: if conduct == Conduct::Hog { 1024 } else { 1 },
@@ -111,11 +129,11 @@ async fn fake_worker(
             .unwrap()
             .into_inner();
         let mut results = Vec::new();
-        let mut polls = 0;
-        while !stop.load(Ordering::Relaxed) {
+        let mut held = 0;
+        while !fleet.stopped() {
             let heartbeat_only = match conduct {
                 Conduct::Silent => true,
-                Conduct::Hog => polls > 0,
+                Conduct::Hog => held > 0,
                 Conduct::Collude | Conduct::Err => false,
             };
             if heartbeat_only {
@@ -142,8 +160,9 @@ async fn fake_worker(
                 .await;
             match polled {
                 Ok(response) => {
-                    polls += 1;
                     let tasks = response.into_inner().tasks;
+                    held += tasks.len();
+                    fleet.tasks_taken.fetch_add(tasks.len(), Ordering::Relaxed);
                     match conduct {
                         Conduct::Err => results.extend(tasks.iter().map(|task| pb::TaskResult {
                             task_id: task.task_id,
@@ -163,6 +182,9 @@ async fn fake_worker(
                         "{status:?}"
                     );
                     quarantined += 1;
+                    if !fleet.rejoin {
+                        return quarantined;
+                    }
                     break;
                 }
                 Err(status) => panic!("{status:?}"),
@@ -218,17 +240,17 @@ fn assert_all_optimal(url: &str, dir: &Path, boards: &[(String, u64)]) {
     }
 }
 
-/// Waits until the honest worker and `fakes` fake workers have registered, so a batch
+/// Waits until `honest` honest workers and `fakes` fake workers have registered, so a batch
 /// submitted next can reach each of them.
-fn registered_honest(server: &Coordinator, fakes: usize) {
+fn registered(server: &Coordinator, honest: usize, fakes: usize) {
     common::wait_until("the workers", Duration::from_secs(30), || {
         let log = server.log_text();
         let registered = log
             .lines()
             .filter(|line| line.contains("worker registered"));
-        let (liars, honest): (Vec<&str>, Vec<&str>) =
+        let (liars, honest_ones): (Vec<&str>, Vec<&str>) =
             registered.partition(|line| line.contains("host=liar"));
-        (!honest.is_empty() && liars.len() >= fakes).then_some(())
+        (honest_ones.len() >= honest && liars.len() >= fakes).then_some(())
     });
 }
 
@@ -246,22 +268,22 @@ fn three_colluding_registrations_of_one_token_store_no_wrong_answer() {
     );
     let url = server.url();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
+    let fleet = Fleet::new(true);
     let liars: Vec<_> = (0..3)
         .map(|_| {
             runtime.spawn(fake_worker(
                 url.clone(),
                 WORKER_TOKEN,
                 Conduct::Collude,
-                stop.clone(),
+                fleet.clone(),
             ))
         })
         .collect();
     let mut honest = start_honest_worker(&url, &dir.path().join("honest"), WORKER_TOKEN);
-    registered_honest(&server, 3);
+    registered(&server, 1, 3);
 
     assert_all_optimal(&url, dir.path(), &boards(200));
-    stop.store(true, Ordering::Relaxed);
+    fleet.stop.store(true, Ordering::Relaxed);
     let caught: u32 = liars
         .into_iter()
         .map(|liar| runtime.block_on(liar).unwrap())
@@ -291,26 +313,39 @@ fn a_liar_whose_only_auditor_never_asks_for_work_is_audited_by_the_coordinator()
     );
     let url = server.url();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
+    // Caught once, the liar stays away: one that registers again is the colluders' test, and here
+    // it would only race the honest worker for each restarted puzzle, a lease timeout a round.
+    let fleet = Fleet::new(false);
     let silent = runtime.spawn(fake_worker(
         url.clone(),
         OTHER_TOKEN,
         Conduct::Silent,
-        stop.clone(),
+        fleet.clone(),
     ));
     let liar = runtime.spawn(fake_worker(
         url.clone(),
         WORKER_TOKEN,
         Conduct::Collude,
-        stop.clone(),
+        fleet.clone(),
     ));
     // The honest worker shares the liar's token: the only worker that may audit either is the
-    // silent one, so every audit waits a lease timeout in the queue and then runs here.
-    let _honest = start_honest_worker(&url, &dir.path().join("honest"), WORKER_TOKEN);
-    registered_honest(&server, 2);
+    // silent one, so every audit waits a lease timeout in the queue and then runs here. It
+    // starts once the liar holds work: started first, it could take every task before the liar
+    // polls once, and there would be no lie to catch.
+    let honest = std::thread::spawn({
+        let (url, fleet, data) = (url.clone(), fleet.clone(), dir.path().join("honest"));
+        move || {
+            common::wait_until("the liar to take a task", Duration::from_secs(60), || {
+                (fleet.tasks_taken.load(Ordering::Relaxed) > 0).then_some(())
+            });
+            start_honest_worker(&url, &data, WORKER_TOKEN)
+        }
+    });
 
+    registered(&server, 0, 2);
     assert_all_optimal(&url, dir.path(), &boards(40));
-    stop.store(true, Ordering::Relaxed);
+    let _honest = honest.join().unwrap();
+    fleet.stop.store(true, Ordering::Relaxed);
     assert!(
         runtime.block_on(liar).unwrap() >= 1,
         "the liar was never caught"
@@ -332,24 +367,24 @@ fn a_hog_and_an_erring_worker_beside_an_honest_one_fail_nothing() {
     );
     let url = server.url();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
+    let fleet = Fleet::new(true);
     let _honest = start_honest_worker(&url, &dir.path().join("honest"), WORKER_TOKEN);
-    registered_honest(&server, 0);
+    registered(&server, 1, 0);
     let hog = runtime.spawn(fake_worker(
         url.clone(),
         WORKER_TOKEN,
         Conduct::Hog,
-        stop.clone(),
+        fleet.clone(),
     ));
     let erring = runtime.spawn(fake_worker(
         url.clone(),
         WORKER_TOKEN,
         Conduct::Err,
-        stop.clone(),
+        fleet.clone(),
     ));
 
     assert_all_optimal(&url, dir.path(), &boards(100));
-    stop.store(true, Ordering::Relaxed);
+    fleet.stop.store(true, Ordering::Relaxed);
     assert!(
         runtime.block_on(erring).unwrap() >= 1,
         "the erring worker was never shut out"
