@@ -9,7 +9,8 @@
 //!   slots and finished results in one call, while heartbeats keep the leases of running tasks
 //!   alive and carry cancellations back; leaving hands every held task back.
 //! - `threads`: the search threads: a task run on the kernel, solvers built once per goal and
-//!   heuristic, cancel flags.
+//!   heuristic, cancel flags; `finished` carries their results to the session, waking it only
+//!   when it has something to do.
 //! - `tables`: pattern tables: fetched from the coordinator (zstd or plain), or built in the
 //!   data directory; `upload` sends one the coordinator asks for.
 //! - `health`, `metrics`: readiness and Prometheus metrics.
@@ -23,6 +24,7 @@ use tilesolve::pdb::PdbStore;
 use tilesolve::proto::v1 as pb;
 
 mod config;
+mod finished;
 mod health;
 mod metrics;
 mod session;
@@ -30,6 +32,7 @@ mod tables;
 mod threads;
 mod upload;
 pub use config::{WorkerConfig, WorkerError};
+use finished::Finished;
 pub use health::{Readiness, READY};
 pub use metrics::Metrics;
 pub use session::LEAVE_TIMEOUT;
@@ -61,7 +64,7 @@ pub async fn run(
     let running: Running = Arc::default();
     // Each task with when it arrived, so its report can say how long it waited for a thread.
     let (job_sender, job_receiver) = mpsc::channel::<(pb::Task, Instant)>();
-    let (result_sender, mut results) = tokio::sync::mpsc::unbounded_channel::<pb::TaskResult>();
+    let results = Arc::new(Finished::default());
     let job_receiver = Arc::new(Mutex::new(job_receiver));
     let solvers: Solvers = Arc::default();
     let pdbs = PdbStore::new(&config.data, threads);
@@ -89,7 +92,7 @@ pub async fn run(
         &config,
         threads,
         job_receiver,
-        result_sender,
+        results.clone(),
         &running,
         &solvers,
         &pdbs,
@@ -110,7 +113,7 @@ pub async fn run(
             holds_unpacked,
             running: &running,
             jobs: &job_sender,
-            results: &mut results,
+            results: &results,
             finished: &mut finished,
             registration: &mut registration,
         };
@@ -120,7 +123,7 @@ pub async fn run(
         };
         config.readiness.set(false).await;
         let Some(end) = end else {
-            leave(registration, &running, &mut results, finished).await;
+            leave(registration, &running, &results, finished).await;
             return Ok(());
         };
         match end {

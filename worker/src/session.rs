@@ -12,6 +12,7 @@ use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::task::TaskTimes;
 
+use crate::finished::Finished;
 use crate::tables::held_pdbs;
 use crate::threads::{cancel, default_heuristics, held_tasks, Running};
 use crate::upload::Uploader;
@@ -57,14 +58,12 @@ pub(crate) struct Registration {
 pub(crate) async fn leave(
     registration: Option<Registration>,
     running: &Running,
-    results: &mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
+    results: &Finished,
     mut finished: Vec<pb::TaskResult>,
 ) {
     // Results are taken before the searches are stopped: a search stopped now reports a
     // failure, which must not reach the coordinator as the task's fault.
-    while let Ok(result) = results.try_recv() {
-        finished.push(result);
-    }
+    results.take_into(&mut finished);
     let held = held_tasks(running);
     cancel(running, &held);
     let Some(mut registration) = registration else {
@@ -131,7 +130,7 @@ pub(crate) struct Session<'a> {
     pub(crate) holds_unpacked: u32,
     pub(crate) running: &'a Running,
     pub(crate) jobs: &'a mpsc::Sender<(pb::Task, Instant)>,
-    pub(crate) results: &'a mut tokio::sync::mpsc::UnboundedReceiver<pb::TaskResult>,
+    pub(crate) results: &'a Finished,
     pub(crate) finished: &'a mut Vec<pb::TaskResult>,
     pub(crate) registration: &'a mut Option<Registration>,
 }
@@ -242,33 +241,21 @@ impl Session<'_> {
         uploader: Uploader,
     ) -> Result<Infallible, SessionEnd> {
         let mut task_times = TaskTimes::default();
-        // When the oldest result not yet sent finished.
-        let mut unreported_since = None;
         loop {
-            let (mut count, mut seconds) = (0, 0.0);
-            while let Ok(result) = self.results.try_recv() {
-                count += 1;
-                seconds += result.seconds;
-                self.finished.push(result);
-            }
-            task_times.add(count, seconds);
-            if self.finished.is_empty() {
-                unreported_since = None;
-            } else {
-                unreported_since.get_or_insert_with(Instant::now);
-            }
             let per_thread = task_times.tasks_per_thread(self.holds_unpacked);
             let holds = self.threads * per_thread as usize;
-            let held = self.running.lock().unwrap_or_else(|p| p.into_inner()).len();
             // Short tasks are packed: the worker asks again once half its tasks are done, and
             // sends results at most REPORT_AFTER late, so that a poll carries many each way.
             let packing = per_thread > self.holds_unpacked;
-            let ask = if packing {
-                held <= holds / 2
+            let ask_at_held = if packing {
+                holds / 2
             } else {
-                held < holds
+                holds.saturating_sub(1)
             };
-            let report_in = unreported_since.map(|since: Instant| {
+            self.results.wake_at_held(ask_at_held);
+            let held = self.running.lock().unwrap_or_else(|p| p.into_inner()).len();
+            let ask = held <= ask_at_held;
+            let report_in = self.results.since().map(|since| {
                 if packing && held > 0 {
                     REPORT_AFTER.saturating_sub(since.elapsed())
                 } else {
@@ -276,27 +263,26 @@ impl Session<'_> {
                 }
             });
             if !ask && report_in.is_none_or(|wait| !wait.is_zero()) {
-                // Every thread is busy and the waiting tasks are enough: wait for one to finish,
-                // or for the results to be due (heartbeats keep the leases).
-                let next = match report_in {
-                    Some(wait) => tokio::time::timeout(wait, self.results.recv())
-                        .await
-                        .ok()
-                        .flatten(),
-                    None => self.results.recv().await,
-                };
-                if let Some(result) = next {
-                    task_times.add(1, result.seconds);
-                    self.finished.push(result);
+                // Every thread is busy and the waiting tasks are enough: wait for a task to end
+                // that calls for asking, or for the results to be due (heartbeats keep the
+                // leases).
+                match report_in {
+                    Some(wait) => {
+                        let _ = tokio::time::timeout(wait, self.results.woken()).await;
+                    }
+                    None => self.results.woken().await,
                 }
                 continue;
             }
+            let taken = self.finished.len();
+            self.results.take_into(self.finished);
+            let new = &self.finished[taken..];
+            task_times.add(new.len() as u64, new.iter().map(|r| r.seconds).sum());
             let free = if ask {
                 holds.saturating_sub(held) as u32
             } else {
                 0
             };
-            unreported_since = None;
             let response = registration
                 .client
                 .poll(pb::PollRequest {
@@ -325,11 +311,7 @@ impl Session<'_> {
             }
             if idle {
                 // Nothing to do: wait for a result or a little while before asking again.
-                if let Ok(Some(result)) =
-                    tokio::time::timeout(Duration::from_millis(50), self.results.recv()).await
-                {
-                    self.finished.push(result);
-                }
+                let _ = tokio::time::timeout(Duration::from_millis(50), self.results.woken()).await;
             }
         }
     }

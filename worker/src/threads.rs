@@ -13,6 +13,7 @@ use tilesolve::proto::v1 as pb;
 use tilesolve::task::{run_task, TaskOutcome, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
+use crate::finished::Finished;
 use crate::tables::{log_table_event, Fetcher, Tables};
 use crate::{Metrics, WorkerConfig};
 
@@ -24,13 +25,13 @@ pub(crate) type Running = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
 pub(crate) type Solvers = Arc<Mutex<HashMap<(Board, String), Arc<Solver>>>>;
 
 /// Starts `threads` search threads: each takes the next task from `jobs`, runs it with its
-/// cancel flag from `running` and sends the result back. They end when `jobs` closes.
+/// cancel flag from `running` and puts the result in `results`. They end when `jobs` closes.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn start_threads(
     config: &WorkerConfig,
     threads: usize,
     job_receiver: Arc<Mutex<mpsc::Receiver<(pb::Task, Instant)>>>,
-    result_sender: tokio::sync::mpsc::UnboundedSender<pb::TaskResult>,
+    results: Arc<Finished>,
     running: &Running,
     solvers: &Solvers,
     pdbs: &PdbStore,
@@ -38,9 +39,9 @@ pub(crate) fn start_threads(
 ) {
     for _ in 0..threads {
         let table_budget = config.table_budget;
-        let (jobs, sender, running, solvers, pdbs, fetcher, metrics) = (
+        let (jobs, results, running, solvers, pdbs, fetcher, metrics) = (
             job_receiver.clone(),
-            result_sender.clone(),
+            results.clone(),
             running.clone(),
             solvers.clone(),
             pdbs.clone(),
@@ -96,13 +97,12 @@ pub(crate) fn start_threads(
                 }
                 _ => {}
             }
-            running
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&task.task_id);
-            if sender.send(result).is_err() {
-                return;
-            }
+            let held = {
+                let mut running = running.lock().unwrap_or_else(|p| p.into_inner());
+                running.remove(&task.task_id);
+                running.len()
+            };
+            results.put(result, held);
         });
     }
 }
