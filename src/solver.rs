@@ -50,6 +50,11 @@ macro_rules! dispatch {
     };
 }
 
+// After the macro, which it uses.
+mod bounded;
+
+pub use bounded::{Answer, BoundedSolution, OPTIMAL_SHARE};
+
 /// Search algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
@@ -161,6 +166,9 @@ pub enum SolveError {
     MemoryBudget(AStarError),
     #[error("the search ended without reaching the goal")]
     NoSolution,
+    /// Not an error of the search: a bounded answer was asked for instead of an optimal one.
+    #[error("a path at most {weight} times the optimal length was asked for, not an optimal one")]
+    Suboptimal { weight: f64 },
     #[error("internal error: the solver's answer failed its replay check: {0}")]
     Replay(#[from] ReplayError),
 }

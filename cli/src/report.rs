@@ -3,13 +3,15 @@
 
 use serde::Serialize;
 use tilesolve::moves::moves_to_string;
-use tilesolve::solver::Solution;
+use tilesolve::solver::{BoundedSolution, Solution};
 use tilesolve::SolveError;
 
 #[derive(Serialize)]
 struct SolvedJson<'a> {
     board: String,
     goal: String,
+    /// `optimal`.
+    status: &'static str,
     length: usize,
     moves: String,
     tiles: &'a [u8],
@@ -19,6 +21,28 @@ struct SolvedJson<'a> {
     seconds: f64,
     heuristic: &'a str,
     algorithm: &'a str,
+}
+
+/// A path found when a limit stopped the optimal search: not proven optimal.
+#[derive(Serialize)]
+struct BoundedJson<'a> {
+    board: String,
+    goal: String,
+    /// `bounded`.
+    status: &'static str,
+    length: usize,
+    /// No solution is shorter.
+    lower_bound: u32,
+    /// The path is at most this many times the optimal length.
+    weight: f64,
+    moves: String,
+    tiles: &'a [u8],
+    nodes: u64,
+    generated: u64,
+    seconds: f64,
+    heuristic: &'a str,
+    /// Why the optimal search stopped.
+    error: String,
 }
 
 #[derive(Serialize)]
@@ -52,6 +76,7 @@ impl Reporter {
             let json = SolvedJson {
                 board: solution.board.to_string(),
                 goal: solution.goal.to_string(),
+                status: "optimal",
                 length: solution.len(),
                 moves: moves_to_string(&solution.moves),
                 tiles: &solution.tiles,
@@ -74,6 +99,46 @@ impl Reporter {
                 solution.counters.expanded, solution.counters.generated, solution.iterations
             );
             println!("seconds  {:.6} ({heuristic})", solution.seconds);
+            println!();
+        }
+    }
+
+    pub fn bounded(&self, answer: &BoundedSolution, heuristic: &str) {
+        if self.json {
+            let json = BoundedJson {
+                board: answer.board.to_string(),
+                goal: answer.goal.to_string(),
+                status: "bounded",
+                length: answer.len(),
+                lower_bound: answer.lower_bound,
+                weight: answer.weight,
+                moves: moves_to_string(&answer.moves),
+                tiles: &answer.tiles,
+                nodes: answer.counters.expanded,
+                generated: answer.counters.generated,
+                seconds: answer.seconds,
+                heuristic,
+                error: answer.stopped.to_string(),
+            };
+            println!("{}", serde_json::to_string(&json).unwrap_or_default());
+        } else {
+            let tiles: Vec<String> = answer.tiles.iter().map(u8::to_string).collect();
+            println!("board    {}", answer.board);
+            println!(
+                "length   {} moves (NOT proven optimal: no solution shorter than {} moves \
+                 exists; found by a search weighted {})",
+                answer.len(),
+                answer.lower_bound,
+                answer.weight
+            );
+            println!("moves    {}", moves_to_string(&answer.moves));
+            println!("tiles    {}", tiles.join(" "));
+            println!("stopped  {}", answer.stopped);
+            println!(
+                "nodes    {} expanded in both searches",
+                answer.counters.expanded
+            );
+            println!("seconds  {:.6} ({heuristic})", answer.seconds);
             println!();
         }
     }

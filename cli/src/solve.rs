@@ -4,7 +4,9 @@ use std::io::BufRead;
 
 use clap::Args;
 use tilesolve::batch_file::BatchLine;
+use tilesolve::heuristic::Weight;
 use tilesolve::parse_board;
+use tilesolve::solver::Answer;
 
 use crate::options::{SearchArgs, Solvers};
 use crate::report::{Origin, Reporter};
@@ -16,14 +18,38 @@ pub struct SolveArgs {
     /// One JSON object per board per line.
     #[arg(long)]
     json: bool,
+    /// Ask only for a path at most W times the optimal length (weighted IDA*, 1 <= W <= 10),
+    /// found far sooner, with the heuristic's estimate as its lower bound. Without it, a board
+    /// stopped by --time-limit or --node-limit comes back with the shortest path such searches
+    /// find in the last quarter of the limit, and the lower bound the optimal search proved.
+    #[arg(long, value_name = "W", value_parser = parse_weight)]
+    suboptimal: Option<Weight>,
+    /// --suboptimal 1.5: a path at most half again the optimal length, in milliseconds on
+    /// every size.
+    #[arg(long, conflicts_with = "suboptimal")]
+    fast: bool,
     /// Boards, e.g. `2,4,0,1,8,5,3,6,7`; `-` reads one board per line from standard input.
     #[arg(required = true, value_name = "BOARD")]
     boards: Vec<String>,
 }
 
-/// Returns whether every board was solved.
+/// `--suboptimal`'s weight, to a hundredth.
+fn parse_weight(text: &str) -> Result<Weight, String> {
+    let refused = || format!("--suboptimal must be a number between 1 and 10, not '{text}'");
+    let weight: f64 = text.parse().map_err(|_| refused())?;
+    if !(1.0..=10.0).contains(&weight) {
+        return Err(refused());
+    }
+    Weight::new((weight * 100.0).round() as u32, 100).ok_or_else(refused)
+}
+
+/// Returns whether every board was solved optimally.
 pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
     let options = args.search.solve_options()?;
+    let weight = match args.fast {
+        true => Weight::new(3, 2),
+        false => args.suboptimal,
+    };
     let mut solvers = Solvers::new(&args.search);
     let reporter = Reporter {
         json: args.json,
@@ -46,10 +72,20 @@ pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
                 return false;
             }
         };
-        match solver.solve(&board, &options, None) {
-            Ok(solution) => {
+        // A board stopped by a limit still comes back with the best path found in it; it is
+        // not counted as solved.
+        let answer = match weight {
+            Some(weight) => solver.solve_weighted(&board, weight, &options, None),
+            None => solver.solve_or_bound(&board, &options, None),
+        };
+        match answer {
+            Ok(Answer::Optimal(solution)) => {
                 reporter.solved(&solution, solver.heuristic());
                 true
+            }
+            Ok(Answer::Bounded(answer)) => {
+                reporter.bounded(&answer, solver.heuristic());
+                false
             }
             Err(error) => {
                 reporter.solve_failed(text, origin, &error);

@@ -146,32 +146,104 @@ fn each_bad_argument_exits_non_zero_with_its_reason() {
 }
 
 #[test]
-fn time_limit_gives_an_error_object_with_the_bound() {
-    // Korf #88 (65 moves) needs billions of Manhattan nodes: far more than 0.2 s.
+fn a_limit_gives_a_bounded_answer_with_the_proven_bound() {
+    // Korf #88 (65 moves) needs billions of Manhattan nodes: far more than the limit.
+    let korf88 = "15,2,12,11,14,13,9,5,1,3,8,7,0,10,6,4";
+    let limited = |limit: &str| {
+        tilesolve(
+            &[
+                "solve",
+                "--json",
+                "--goal",
+                "korf",
+                "--heuristic",
+                "manhattan",
+                limit,
+                "400000",
+                korf88,
+            ],
+            "",
+        )
+    };
+    let output = limited("--node-limit");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "a bounded answer is not a solved board"
+    );
+    let objects = json_lines(&output);
+    let answer = &objects[0];
+    assert_eq!(answer["status"], "bounded", "{objects:?}");
+    assert!(answer["error"]
+        .as_str()
+        .unwrap()
+        .contains("node limit of 400000"));
+    let (length, bound) = (
+        answer["length"].as_u64().unwrap(),
+        answer["lower_bound"].as_u64().unwrap(),
+    );
+    assert!(bound <= 65 && length >= 65, "{answer}");
+    assert!(
+        length as f64 <= answer["weight"].as_f64().unwrap() * 65.0,
+        "{answer}"
+    );
+    assert_eq!(answer["moves"].as_str().unwrap().len() as u64, length);
+
     let output = tilesolve(
         &[
             "solve",
-            "--json",
             "--goal",
             "korf",
             "--heuristic",
             "manhattan",
-            "--time-limit",
-            "0.2",
-            "15,2,12,11,14,13,9,5,1,3,8,7,0,10,6,4",
+            "--node-limit",
+            "400000",
+            korf88,
         ],
         "",
     );
-    assert_eq!(output.status.code(), Some(1));
-    let objects = json_lines(&output);
+    let text = String::from_utf8_lossy(&output.stdout);
     assert!(
-        objects[0]["error"].as_str().unwrap().contains("time limit"),
-        "{objects:?}"
+        text.contains("NOT proven optimal: no solution shorter than"),
+        "{text}"
     );
-    assert!(
-        objects[0]["bound"].as_u64().is_some_and(|b| b <= 65),
-        "{objects:?}"
-    );
+}
+
+#[test]
+fn suboptimal_and_fast_ask_for_a_bounded_answer_only() {
+    let korf88 = "15,2,12,11,14,13,9,5,1,3,8,7,0,10,6,4";
+    for args in [&["--fast"][..], &["--suboptimal", "1.2"][..]] {
+        let output = tilesolve(
+            &[
+                &[
+                    "solve",
+                    "--json",
+                    "--goal",
+                    "korf",
+                    "--heuristic",
+                    "linear-conflict",
+                ],
+                args,
+                &[korf88],
+            ]
+            .concat(),
+            "",
+        );
+        let objects = json_lines(&output);
+        let answer = &objects[0];
+        assert_eq!(answer["status"], "bounded", "{args:?}: {objects:?}");
+        let length = answer["length"].as_u64().unwrap();
+        let weight = answer["weight"].as_f64().unwrap();
+        assert!(
+            length >= 65 && length as f64 <= weight * 65.0,
+            "{args:?}: {answer}"
+        );
+        assert!(answer["lower_bound"].as_u64().unwrap() <= 65);
+    }
+    let refused = tilesolve(&["solve", "--suboptimal", "11", korf88], "");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr)
+        .contains("--suboptimal must be a number between 1 and 10"));
 }
 
 #[test]

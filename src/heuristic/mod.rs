@@ -7,12 +7,14 @@
 
 mod linear_conflict;
 mod tile_cost;
+mod weighted;
 
 use std::fmt;
 use std::str::FromStr;
 
 pub use linear_conflict::LinearConflict;
 pub use tile_cost::TileCost;
+pub use weighted::{Weight, Weighted};
 
 use crate::board::Position;
 
