@@ -224,7 +224,7 @@ fn assert_all_optimal(url: &str, dir: &Path, boards: &[(String, u64)]) {
         "--json",
         path.to_str().unwrap(),
     ]);
-    assert!(ok, "{stderr}");
+    assert!(ok, "{stderr}\n{stdout}");
     let answered = lengths(&stdout);
     assert_eq!(answered.len(), boards.len());
     let wrong: Vec<_> = answered

@@ -325,6 +325,7 @@ impl Scheduler {
         self.batches.add_nodes(puzzle_id.0, nodes);
         self.totals.nodes = self.totals.nodes.saturating_add(nodes);
         self.totals.tasks_done += 1;
+        let unproven = self.workers.unproven(worker);
         let next = {
             let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) else {
                 return Ok(());
@@ -364,7 +365,7 @@ impl Scheduler {
                     puzzle.next_bound = puzzle.next_bound.min(pruned_min_f);
                     Next::Split(children)
                 }
-                TaskOutcome::Failed(_) if entry.attempts + 1 < MAX_ATTEMPTS => {
+                TaskOutcome::Failed(_) if entry.attempts + 1 < MAX_ATTEMPTS || unproven => {
                     puzzle.outstanding.insert(task);
                     Next::Retry
                 }

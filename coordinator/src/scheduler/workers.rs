@@ -72,6 +72,8 @@ struct WorkerInfo {
     /// Its reports that were failures since its last one that was not (see
     /// [`MAX_FAILURES_IN_A_ROW`]).
     failures_in_a_row: u32,
+    /// It has reported something other than a failure.
+    succeeded_once: bool,
     /// (when, nodes reported so far) at each poll within the last [`RATE_WINDOW`].
     reports: VecDeque<(Instant, u64)>,
     /// Its recent tasks' times: how many tasks it may hold (see [`Workers::reported`]).
@@ -179,6 +181,7 @@ impl Workers {
                 audits_passed: 0,
                 strikes: 0,
                 failures_in_a_row: 0,
+                succeeded_once: false,
                 reports: VecDeque::new(),
                 task_times: TaskTimes::default(),
             },
@@ -313,7 +316,23 @@ impl Workers {
     pub(super) fn succeeded(&mut self, worker: WorkerId) {
         if let Some(info) = self.workers.get_mut(&worker) {
             info.failures_in_a_row = 0;
+            info.succeeded_once = true;
         }
+    }
+
+    /// Whether `worker`'s failures may not fail a task for good: it has reported nothing but
+    /// failures, while another worker's reports do not fail. Until it is shut out (which gives
+    /// back what its failures cost), they say more of it than of its tasks: a fresh registration
+    /// of a broken host failed a task whose leases had lapsed on a hog, "failed 3 times" for
+    /// the workers' faults.
+    pub(super) fn unproven(&self, worker: WorkerId) -> bool {
+        self.workers
+            .get(&worker)
+            .is_some_and(|info| !info.succeeded_once && info.failures_in_a_row > 0)
+            && self
+                .workers
+                .iter()
+                .any(|(&id, other)| id != worker && other.failures_in_a_row == 0)
     }
 
     /// Refuses every further call of `worker`, with `reason`.

@@ -192,3 +192,37 @@ fn a_hog_that_heartbeats_the_tasks_it_never_runs_loses_them_at_their_deadline() 
     let progress = scheduler.progress(batch).unwrap();
     assert_eq!((progress.solved, progress.failed), (30, 0));
 }
+
+#[test]
+fn a_fresh_worker_that_only_fails_cannot_fail_a_task_whose_leases_lapsed() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            lease_timeout: Duration::from_millis(50),
+            ..SchedulerConfig::default()
+        },
+    );
+    let batch = scheduler
+        .submit(&distinct_eight_puzzles(1, 3), "manhattan", "")
+        .unwrap()
+        .batch;
+    let honest = scheduler.register(1, "honest").unwrap();
+    // Two registrations take the task and fall silent: two attempts lost with their workers.
+    for ghost in ["ghost 1", "ghost 2"] {
+        let ghost = scheduler.register(1, ghost).unwrap();
+        assert_eq!(scheduler.poll(ghost, 1, Vec::new()).unwrap().0.len(), 1);
+        std::thread::sleep(Duration::from_millis(60));
+        scheduler.heartbeat(honest, &[]).unwrap();
+        scheduler.sweep().unwrap();
+    }
+    // A broken host's fresh registration fails it once: its fault, not the task's.
+    let erring = scheduler.register(1, "erring").unwrap();
+    let (tasks, _) = scheduler.poll(erring, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    let failure = TaskReport::new(tasks[0].id, TaskOutcome::Failed("disk full".into()), 0);
+    scheduler.poll(erring, 0, vec![failure]).unwrap();
+    work_until_done(&mut scheduler, honest, 1, batch, Vec::new());
+    let progress = scheduler.progress(batch).unwrap();
+    assert_eq!((progress.solved, progress.failed), (1, 0));
+}
