@@ -16,7 +16,7 @@ use crate::moves::{replay, Neighbors, ReplayError};
 use crate::search::pruning::START;
 use crate::search::{
     a_star, ida_star, profiled_search, AStarError, Abort, Bounded, Counters, IdaOutcome, IdaStop,
-    Kernel, Limits, MovePruning, Profiled, Pruning, SubtreeRoot,
+    Kernel, Limits, MovePruning, Profiled, Pruning, SubtreeRoot, MAX_DEPTH,
 };
 
 /// Evaluates `$body` with `$h` bound to the concrete heuristic inside an [`AnyHeuristic`], so
@@ -169,6 +169,11 @@ pub enum SolveError {
     /// Not an error of the search: a bounded answer was asked for instead of an optimal one.
     #[error("a path at most {weight} times the optimal length was asked for, not an optimal one")]
     Suboptimal { weight: f64 },
+    #[error(
+        "weight {weight} times this board's estimate of {estimate} moves passes the longest path \
+         the search records ({} moves): choose a smaller weight", MAX_DEPTH - 1
+    )]
+    WeightTooLarge { weight: f64, estimate: u32 },
     #[error("internal error: the solver's answer failed its replay check: {0}")]
     Replay(#[from] ReplayError),
 }

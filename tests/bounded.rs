@@ -138,3 +138,26 @@ fn weighted_ida_finds_paths_within_the_weight_of_the_optimal_on_the_8_puzzle() {
         }
     }
 }
+
+#[test]
+fn a_weight_that_scales_the_estimate_past_the_longest_path_is_refused_plainly() {
+    let korf88 = common::instances("korf100.txt")
+        .into_iter()
+        .find(|i| i.id == 88)
+        .unwrap();
+    let solver = korf_solver();
+    assert!(solver.estimate(&korf88.board) * 10 > 255);
+    let error = solver
+        .solve_weighted(
+            &korf88.board,
+            Weight::new(10, 1).unwrap(),
+            &SolveOptions::default(),
+            None,
+        )
+        .unwrap_err();
+    assert!(
+        matches!(error, SolveError::WeightTooLarge { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("choose a smaller weight"));
+}

@@ -31,7 +31,8 @@ impl Weight {
         f64::from(self.numerator) / f64::from(self.denominator)
     }
 
-    fn scale(self, h: u32) -> u32 {
+    /// `h` times this weight, rounded down.
+    pub fn scale(self, h: u32) -> u32 {
         h * self.numerator / self.denominator
     }
 

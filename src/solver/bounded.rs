@@ -11,7 +11,7 @@ use crate::direction::Direction;
 use crate::heuristic::{Weight, Weighted};
 use crate::heuristic_choice::AnyHeuristic;
 use crate::moves::replay;
-use crate::search::{ida_star, Counters, IdaStop, Limits};
+use crate::search::{ida_star, Counters, IdaStop, Limits, MAX_DEPTH};
 
 /// The share of a time or node limit the optimal search may spend; the weighted searches take
 /// the rest, and find a path in a small part of the optimal search's work.
@@ -120,7 +120,14 @@ impl Solver {
             generated: 0,
         };
         let mut best: Option<(Vec<Direction>, Weight)> = None;
-        for weight in WEIGHTS.iter().filter_map(|&(n, d)| Weight::new(n, d)) {
+        let estimate = self.estimate(board);
+        // A weight whose scaled estimate of the board passes the longest path the kernel
+        // records has nothing to search.
+        let weights = WEIGHTS
+            .iter()
+            .filter_map(|&(n, d)| Weight::new(n, d))
+            .filter(|weight| (weight.scale(estimate) as usize) < MAX_DEPTH);
+        for weight in weights {
             let limits = Limits {
                 cancel,
                 deadline: options.time_limit.map(|limit| started + limit),
@@ -131,7 +138,11 @@ impl Solver {
             };
             let (found, spent) = self.weighted_path(board, weight, limits);
             counters += spent;
-            let Ok(moves) = found else { break };
+            let moves = match found {
+                Ok(moves) => moves,
+                Err(IdaStop::NoSolution) => continue,
+                Err(IdaStop::Aborted(_)) => break,
+            };
             if best
                 .as_ref()
                 .is_none_or(|(shortest, _)| moves.len() < shortest.len())
@@ -168,6 +179,13 @@ impl Solver {
         cancel: Option<&AtomicBool>,
     ) -> Result<Answer, SolveError> {
         board.check_solvable(&self.goal)?;
+        let lower_bound = self.estimate(board);
+        if weight.scale(lower_bound) as usize >= MAX_DEPTH {
+            return Err(SolveError::WeightTooLarge {
+                weight: weight.as_f64(),
+                estimate: lower_bound,
+            });
+        }
         let started = Instant::now();
         let limits = Limits {
             cancel,
@@ -176,7 +194,6 @@ impl Solver {
             whole_iterations: false,
         };
         let (found, counters) = self.weighted_path(board, weight, limits);
-        let lower_bound = self.estimate(board);
         let moves = found.map_err(|stop| {
             match stop {
                 IdaStop::Aborted(abort) => Stop::Aborted {
