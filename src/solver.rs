@@ -106,6 +106,18 @@ pub struct SolveOptions {
     pub memory_budget: usize,
 }
 
+impl SolveOptions {
+    /// The limits of a search started at `started`: the time limit from then, the node limit.
+    fn limits<'a>(&self, started: Instant, cancel: Option<&'a AtomicBool>) -> Limits<'a> {
+        Limits {
+            cancel,
+            deadline: self.time_limit.map(|limit| started + limit),
+            max_nodes: self.node_limit,
+            whole_iterations: false,
+        }
+    }
+}
+
 impl Default for SolveOptions {
     fn default() -> Self {
         SolveOptions {
@@ -247,12 +259,7 @@ impl Solver {
     ) -> Result<Solution, SolveError> {
         board.check_solvable(&self.goal)?;
         let started = Instant::now();
-        let limits = Limits {
-            cancel,
-            deadline: options.time_limit.map(|limit| started + limit),
-            max_nodes: options.node_limit,
-            whole_iterations: false,
-        };
+        let limits = options.limits(started, cancel);
         let (found, counters, iterations) =
             dispatch!(&self.heuristic, h => self.search(h, board, options, limits));
         let moves = found.map_err(|stop| stop.into_error(options))?;
@@ -415,14 +422,9 @@ impl Solver {
                     0,
                     limits,
                 );
-                let result = outcome.result.map_err(|stop| match stop {
-                    IdaStop::Aborted(abort) => Stop::Aborted {
-                        abort,
-                        bound: outcome.bound,
-                        expanded: outcome.counters.expanded,
-                    },
-                    IdaStop::NoSolution => Stop::NoSolution,
-                });
+                let result = outcome
+                    .result
+                    .map_err(|stop| Stop::of_ida(stop, outcome.bound, outcome.counters.expanded));
                 (result, outcome.counters, outcome.iterations)
             }
             Algorithm::AStar => {
@@ -461,6 +463,18 @@ enum Stop {
 }
 
 impl Stop {
+    /// IDA*'s reason to stop, with the bound proven and the nodes expanded by then.
+    fn of_ida(stop: IdaStop, bound: u32, expanded: u64) -> Stop {
+        match stop {
+            IdaStop::Aborted(abort) => Stop::Aborted {
+                abort,
+                bound,
+                expanded,
+            },
+            IdaStop::NoSolution => Stop::NoSolution,
+        }
+    }
+
     fn into_error(self, options: &SolveOptions) -> SolveError {
         match self {
             Stop::Aborted {

@@ -129,12 +129,10 @@ impl Solver {
             .filter(|weight| (weight.scale(estimate) as usize) < MAX_DEPTH);
         for weight in weights {
             let limits = Limits {
-                cancel,
-                deadline: options.time_limit.map(|limit| started + limit),
                 max_nodes: options
                     .node_limit
                     .map(|limit| limit.saturating_sub(counters.expanded)),
-                whole_iterations: false,
+                ..options.limits(started, cancel)
             };
             let (found, spent) = self.weighted_path(board, weight, limits);
             counters += spent;
@@ -187,23 +185,9 @@ impl Solver {
             });
         }
         let started = Instant::now();
-        let limits = Limits {
-            cancel,
-            deadline: options.time_limit.map(|limit| started + limit),
-            max_nodes: options.node_limit,
-            whole_iterations: false,
-        };
-        let (found, counters) = self.weighted_path(board, weight, limits);
+        let (found, counters) = self.weighted_path(board, weight, options.limits(started, cancel));
         let moves = found.map_err(|stop| {
-            match stop {
-                IdaStop::Aborted(abort) => Stop::Aborted {
-                    abort,
-                    bound: lower_bound,
-                    expanded: counters.expanded,
-                },
-                IdaStop::NoSolution => Stop::NoSolution,
-            }
-            .into_error(options)
+            Stop::of_ida(stop, lower_bound, counters.expanded).into_error(options)
         })?;
         let stopped = SolveError::Suboptimal {
             weight: weight.as_f64(),

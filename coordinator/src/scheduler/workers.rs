@@ -305,11 +305,15 @@ impl Workers {
             return false;
         };
         info.failures_in_a_row += 1;
-        info.failures_in_a_row >= MAX_FAILURES_IN_A_ROW
-            && self
-                .workers
-                .iter()
-                .any(|(&id, other)| id != worker && other.failures_in_a_row == 0)
+        info.failures_in_a_row >= MAX_FAILURES_IN_A_ROW && self.another_not_failing(worker)
+    }
+
+    /// Whether a worker other than `worker` is connected whose last report (if any) was not a
+    /// failure: then `worker`'s failures are its own fault.
+    fn another_not_failing(&self, worker: WorkerId) -> bool {
+        self.workers
+            .iter()
+            .any(|(&id, other)| id != worker && other.failures_in_a_row == 0)
     }
 
     /// `worker` reported something other than a failure.
@@ -329,10 +333,7 @@ impl Workers {
         self.workers
             .get(&worker)
             .is_some_and(|info| !info.succeeded_once && info.failures_in_a_row > 0)
-            && self
-                .workers
-                .iter()
-                .any(|(&id, other)| id != worker && other.failures_in_a_row == 0)
+            && self.another_not_failing(worker)
     }
 
     /// Refuses every further call of `worker`, with `reason`.
