@@ -175,13 +175,15 @@ fn the_manifests_played_with_podman_solve_a_batch_and_a_stopped_worker_pod_loses
     assert_optimal(&lengths(&stdout), &boards);
 
     let log = podman(&["logs", "tilesolve-coordinator-coordinator"]);
+    let worker_log = podman(&["logs", "tilesolve-worker-pod-1-worker"]);
     let left = log
         .lines()
         .find(|line| line.contains("worker left"))
-        .unwrap_or_else(|| panic!("no hand-back in the coordinator's log:\n{log}"));
+        .unwrap_or_else(|| {
+            panic!("no hand-back in the coordinator's log:\n{log}\nthe stopped worker's:\n{worker_log}")
+        });
     assert!(!left.contains("tasks_returned=0"), "it held tasks: {left}");
     assert!(!log.contains("expired leases"), "{log}");
-    let worker_log = podman(&["logs", "tilesolve-worker-pod-1-worker"]);
     assert!(worker_log.contains("signal=\"SIGTERM\""), "{worker_log}");
     // Reported, not asserted (timings do not belong in tests): the closing note quotes it.
     let since_midnight = stopped_at

@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{Notify, Semaphore};
 
-use crate::scheduler::{Deferred, DeferredDone, Flusher, Scheduler, SchedulerError};
+use crate::scheduler::{
+    Deferred, DeferredDone, Flusher, Scheduler, SchedulerError, TaskReport, WorkerId,
+};
 
 /// The scheduler's lock. A poisoned lock is taken anyway: refusing every later call would stop
 /// the coordinator, while the scheduler's state stays consistent between its method calls.
@@ -62,36 +64,7 @@ impl Coordinator {
     ) -> Result<(), SchedulerError> {
         let mut failed = None;
         loop {
-            let mut scheduler = self.lock();
-            for work in done.drain(..) {
-                if let Err(error) = scheduler.finish_deferred(work) {
-                    failed = failed.or(Some(error));
-                }
-            }
-            if let Err(error) = step(&mut scheduler) {
-                failed = failed.or(Some(error));
-            }
-            let (long, short): (Vec<Deferred>, Vec<Deferred>) = scheduler
-                .take_deferred()
-                .into_iter()
-                .partition(Deferred::is_long);
-            let flush_due = scheduler.take_flush_due();
-            let records = scheduler.take_records();
-            let ready = scheduler.has_ready_tasks();
-            drop(scheduler);
-            self.audit_in_background(long);
-            if let Err(error) = self.flusher.write(records) {
-                failed = failed.or(Some(error));
-            }
-            if flush_due {
-                match self.flusher.flush() {
-                    Ok(()) => self.batch_ended.notify_waiters(),
-                    Err(error) => failed = failed.or(Some(error)),
-                }
-            }
-            if ready {
-                self.tasks_queued.notify_waiters();
-            }
+            let short = self.cycle_once(done, &mut step, &mut failed);
             if short.is_empty() {
                 return failed.map_or(Ok(()), Err);
             }
@@ -99,11 +72,97 @@ impl Coordinator {
         }
     }
 
+    /// A leaving worker's last call: its results taken and its tasks put back in the queue in
+    /// one step, answered without waiting for the short deferred work that leaves (a split, a
+    /// short audit, another call's too), which runs on the blocking pool. A stopping worker
+    /// waits only so long for this answer before its tasks are left to their leases' expiry.
+    /// Returns how many tasks went back. Blocking.
+    pub fn leave(
+        &self,
+        worker: WorkerId,
+        results: Vec<TaskReport>,
+    ) -> Result<usize, SchedulerError> {
+        let (mut results, mut returned, mut failed) = (Some(results), 0, None);
+        let short = self.cycle_once(
+            Vec::new(),
+            &mut |scheduler: &mut Scheduler| {
+                let reported = match results.take() {
+                    Some(results) => scheduler.poll(worker, 0, results).map(drop),
+                    None => Ok(()),
+                };
+                // Its tasks go back even when a result was refused.
+                returned = scheduler.leave(worker)?;
+                reported
+            },
+            &mut failed,
+        );
+        self.in_background(short);
+        failed.map_or(Ok(returned), Err)
+    }
+
+    /// Under the lock, hands `done` back and calls `step`; after it, everything
+    /// [`Coordinator::cycle`] does but run the short deferred work, which is returned. The first
+    /// error is kept in `failed`.
+    fn cycle_once(
+        &self,
+        done: Vec<DeferredDone>,
+        step: &mut impl FnMut(&mut Scheduler) -> Result<(), SchedulerError>,
+        failed: &mut Option<SchedulerError>,
+    ) -> Vec<Deferred> {
+        let mut fail = |error| {
+            failed.get_or_insert(error);
+        };
+        let mut scheduler = self.lock();
+        for work in done {
+            if let Err(error) = scheduler.finish_deferred(work) {
+                fail(error);
+            }
+        }
+        if let Err(error) = step(&mut scheduler) {
+            fail(error);
+        }
+        let (long, short): (Vec<Deferred>, Vec<Deferred>) = scheduler
+            .take_deferred()
+            .into_iter()
+            .partition(Deferred::is_long);
+        let flush_due = scheduler.take_flush_due();
+        let records = scheduler.take_records();
+        let ready = scheduler.has_ready_tasks();
+        drop(scheduler);
+        self.audit_in_background(long);
+        if let Err(error) = self.flusher.write(records) {
+            fail(error);
+        }
+        if flush_due {
+            match self.flusher.flush() {
+                Ok(()) => self.batch_ended.notify_waiters(),
+                Err(error) => fail(error),
+            }
+        }
+        if ready {
+            self.tasks_queued.notify_waiters();
+        }
+        short
+    }
+
     /// [`Coordinator::cycle`] with nothing to do under the lock but hand `done` back; errors
     /// are logged (nobody waits for them). Blocking.
     pub fn drain(&self, done: Vec<DeferredDone>) {
         if let Err(error) = self.cycle(done, |_| Ok(())) {
             tracing::error!(%error, "deferred work");
+        }
+    }
+
+    /// Runs short deferred work nobody waits for on the blocking pool (here, outside a runtime).
+    fn in_background(&self, work: Vec<Deferred>) {
+        if work.is_empty() {
+            return;
+        }
+        let core = self.clone();
+        let run = move || core.drain(work.into_iter().map(Deferred::run).collect());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(run)),
+            Err(_) => run(),
         }
     }
 

@@ -99,12 +99,23 @@ impl pb::workers_server::Workers for Service {
             .map(report_of)
             .collect::<Result<Vec<_>, _>>()?;
         let results_count = results.len();
-        let (worker, leaving) = (request.worker_id, request.leaving);
-        // A leaving worker takes nothing more and never waits for work.
-        let (free_slots, idle) = match leaving {
-            true => (0, false),
-            false => (request.free_slots, request.idle),
-        };
+        let worker = request.worker_id;
+        if request.leaving {
+            // A leaving worker takes nothing more, never waits for work, and is answered as
+            // soon as its tasks are back in the queue.
+            let core = self.core.clone();
+            let returned = tokio::task::spawn_blocking(move || core.leave(worker, results))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))??;
+            tracing::info!(
+                worker,
+                tasks_returned = returned,
+                results = results_count,
+                "worker left: its tasks are back in the queue"
+            );
+            return Ok(Response::new(pb::PollResponse::default()));
+        }
+        let (free_slots, idle) = (request.free_slots, request.idle);
         // Registered before looking for tasks, so tasks queued from then on wake this call.
         let woken = self.core.tasks_queued.notified();
         tokio::pin!(woken);
@@ -130,22 +141,6 @@ impl pb::workers_server::Workers for Service {
         })
         .await
         .map_err(|e| Status::internal(e.to_string()))??;
-        if leaving {
-            let returned = self.lock().leave(worker)?;
-            // Audits only it could have run now fall to the coordinator.
-            let core = self.core.clone();
-            tokio::task::spawn_blocking(move || core.drain(Vec::new()));
-            if returned > 0 {
-                self.core.tasks_queued.notify_waiters();
-            }
-            tracing::info!(
-                worker,
-                tasks_returned = returned,
-                results = results_count,
-                "worker left: its tasks are back in the queue"
-            );
-            return Ok(Response::new(pb::PollResponse::default()));
-        }
         // Long poll: a worker with every thread idle waits here (briefly) for the next tasks
         // rather than asking again on its own schedule, so an iteration's tasks reach idle
         // workers as soon as its split is done.
