@@ -51,4 +51,7 @@ for i in "${!pids[@]}"; do
 done
 echo "coordinator + workers: CPU $total s"
 "$bin" status --coordinator "$url" --json 1 | python3 -c 'import json, sys; print("nodes counted by the coordinator:", json.load(sys.stdin)["nodes"])'
-curl -s "$url/metrics" | grep -E "^tilesolve_audits" | tr '\n' ' '; echo
+curl -s "$url/metrics" > "$work/metrics.txt"
+grep -E "^tilesolve_audits" "$work/metrics.txt" | tr '\n' ' '; echo
+# How many calls carried the answers: the coordinator's cost is partly per call.
+grep -E '^tilesolve_rpc_seconds_count\{.*(Poll|Heartbeat)' "$work/metrics.txt" | tr '\n' ' '; echo
