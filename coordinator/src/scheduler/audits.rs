@@ -167,6 +167,12 @@ impl Scheduler {
     fn route_audit(&mut self, puzzle: PuzzleId, claim: UnauditedClaim) {
         if self.workers.independent_of(claim.audit.lineage) {
             self.queue_audit(puzzle, claim);
+        } else if claim.nodes <= COORDINATOR_AUDIT_NODES {
+            // Run in the lock cycle that drew it, as an answer's audit is: handed to the
+            // background pool, a sampled audit of an easy board cost more in the hand-off
+            // than in its search. A claim that said it was small and is not spends this
+            // budget and goes on in its children, on the background pool.
+            self.audit_here(puzzle, claim, COORDINATOR_AUDIT_NODES);
         } else {
             self.audit_here(puzzle, claim, COORDINATOR_CHUNK_NODES);
         }
