@@ -1,7 +1,9 @@
 //! The coordinator handle: the scheduler behind its lock, and what every lock cycle ends with
 //! (deferred work run outside the lock, task records written, a finished batch flushed, waiters
 //! woken). Every call that changes the scheduler's state and may leave work goes through
-//! [`Coordinator::cycle`], so none of them forgets a step.
+//! [`Coordinator::cycle`] (or, for a leaving worker, [`Coordinator::leave`], which hands its
+//! short deferred work to the blocking pool instead of running it), so none of them forgets a
+//! step.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
