@@ -24,6 +24,11 @@ impl Flusher {
         Ok(self.0.flush()?)
     }
 
+    /// The last flush of a run ([`Store::close`]).
+    pub fn close(&self) -> Result<(), SchedulerError> {
+        Ok(self.0.close()?)
+    }
+
     /// Writes the records taken with [`super::Scheduler::take_records`].
     pub fn write(&self, records: TaskRecords) -> Result<(), SchedulerError> {
         for (goal, board, task, record) in records.0 {

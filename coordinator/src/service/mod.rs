@@ -164,7 +164,7 @@ impl Service {
 
     /// Writes everything the store holds in memory to disk (at shutdown).
     pub fn flush_store(&self) -> Result<(), SchedulerError> {
-        self.core.flusher.flush()
+        self.core.flusher.close()
     }
 
     /// The store (the dashboard's history lives in it).

@@ -1,10 +1,11 @@
-//! The `solutions` tree: answers, the boards on their paths, and withdrawing what a lying
-//! worker's reports proved.
+//! The answers (in `answer_log`'s files): answers, the boards on their paths, and withdrawing
+//! what a lying worker's reports proved.
 
 use serde::{Deserialize, Serialize};
 use tilesolve::moves::{moves_to_string, replay};
 use tilesolve::{Board, Direction, Solution};
 
+use super::answer_log::AnswerLog;
 use super::format::{board_key, decode, encode_compact, remove_where};
 use super::search::SearchState;
 use super::{Store, StoreError};
@@ -45,18 +46,19 @@ impl Store {
         goal: &Board,
         board: &Board,
     ) -> Result<Option<StoredSolution>, StoreError> {
-        self.solutions
-            .get(board_key(goal, board))?
+        self.answers
+            .get(&board_key(goal, board))?
             .map(|bytes| decode("solutions", &bytes))
             .transpose()
     }
 
     /// Every stored solution that was searched for or proven on its own (`nodes > 0`; the
-    /// boards on its path follow from it), with its goal and board, in key order.
+    /// boards on its path follow from it), with its goal and board, in the order they were
+    /// stored.
     pub fn searched_solutions(
         &self,
     ) -> impl Iterator<Item = Result<(Board, Board, StoredSolution), StoreError>> + '_ {
-        self.solutions.iter().filter_map(|entry| {
+        answer_entries(&self.answers).filter_map(|entry| {
             let read = || -> Result<Option<(Board, Board, StoredSolution)>, StoreError> {
                 let (key, value) = entry?;
                 let solution: StoredSolution = decode("solutions", &value)?;
@@ -120,8 +122,8 @@ impl Store {
                 heuristic: heuristic.to_string(),
                 workers: workers.to_vec(),
             };
-            self.solutions
-                .insert(board_key(&solution.goal, &board), encode_compact(&stored))?;
+            self.answers
+                .put(&board_key(&solution.goal, &board), &encode_compact(&stored))?;
             board = board.apply(direction).map_or(board, |(next, _)| next);
         }
         let goal_key = board_key(&solution.goal, &solution.goal);
@@ -129,10 +131,10 @@ impl Store {
         if goals_stored.contains(&goal_key) {
             return Ok(());
         }
-        if !self.solutions.contains_key(&goal_key)? {
-            self.solutions.insert(
-                goal_key.clone(),
-                encode_compact(&StoredSolution {
+        if self.answers.get(&goal_key)?.is_none() {
+            self.answers.put(
+                &goal_key,
+                &encode_compact(&StoredSolution {
                     length: 0,
                     moves: String::new(),
                     tiles: Vec::new(),
@@ -173,12 +175,73 @@ impl Store {
     /// caught lying); returns how many of each. A pass over both trees: quarantines are rare.
     pub fn withdraw_worker(&self, worker: u64) -> Result<(usize, usize), StoreError> {
         self.forget_goals_stored();
-        let solutions = remove_where(&self.solutions, "solutions", |s: StoredSolution| {
-            s.workers.contains(&worker)
-        })?;
+        let mut withdrawn = Vec::new();
+        for entry in answer_entries(&self.answers) {
+            let (key, value) = entry?;
+            let solution: StoredSolution = decode("solutions", &value)?;
+            if solution.workers.contains(&worker) {
+                withdrawn.push(key);
+            }
+        }
+        for key in &withdrawn {
+            self.answers.remove(key)?;
+        }
+        // Made durable at once: an answer resting on a liar must not come back after a crash.
+        self.answers.sync()?;
+        let solutions = withdrawn.len();
         let states = remove_where(&self.search, "search", |s: SearchState| {
             s.workers.contains(&worker)
         })?;
         Ok((solutions, states))
+    }
+}
+
+/// Every stored answer's key and value, read a chunk at a time (so that writers wait for one
+/// chunk, never for the whole pass).
+fn answer_entries(
+    answers: &AnswerLog,
+) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>), StoreError>> + '_ {
+    const CHUNK: usize = 4096;
+    let mut next = Some(0);
+    let mut chunk = Vec::new().into_iter();
+    std::iter::from_fn(move || loop {
+        if let Some(entry) = chunk.next() {
+            return Some(Ok(entry));
+        }
+        let from = next?;
+        match answers.entries_from(from, CHUNK) {
+            Ok((entries, after)) => {
+                chunk = entries.into_iter();
+                next = after;
+            }
+            Err(error) => {
+                next = None;
+                return Some(Err(error.into()));
+            }
+        }
+    })
+}
+
+impl Store {
+    /// Moves the answers of a store from before format 4 out of sled's `solutions` tree into
+    /// the answer log, flushed, then empties the tree (a crash between moves them again).
+    pub(super) fn move_answers_out_of_sled(&self) -> Result<(), StoreError> {
+        if self.solutions.is_empty() {
+            return Ok(());
+        }
+        let mut moved = 0u64;
+        for entry in self.solutions.iter() {
+            let (key, value) = entry?;
+            self.answers.put(&key, &value)?;
+            moved += 1;
+        }
+        self.answers.close()?;
+        self.solutions.clear()?;
+        self.db.flush()?;
+        tracing::info!(
+            answers = moved,
+            "answers moved out of sled into the answer log"
+        );
+        Ok(())
     }
 }

@@ -327,7 +327,7 @@ impl Store {
             true => self.items(batch)?,
             false => Vec::new(),
         };
-        let mut boards = sled::Batch::default();
+        let mut boards = Vec::new();
         let mut board_count = 0;
         for item in &stored {
             let (ItemStatus::Solved(solved), Some(board), Some(goal)) =
@@ -342,7 +342,7 @@ impl Store {
             ) else {
                 continue;
             };
-            boards.remove(board_key(&goal, &board));
+            boards.push(board_key(&goal, &board));
             board_count += 1;
             for direction in moves {
                 let Some((next, _)) = board.apply(direction) else {
@@ -350,7 +350,7 @@ impl Store {
                 };
                 board = next;
                 if board != goal {
-                    boards.remove(board_key(&goal, &board));
+                    boards.push(board_key(&goal, &board));
                     board_count += 1;
                 }
             }
@@ -358,7 +358,9 @@ impl Store {
         // A goal's own entry goes when a batch whose board was the goal does.
         self.forget_goals_stored();
         self.forget_ended(batch);
-        self.solutions.apply_batch(boards)?;
+        for key in boards {
+            self.answers.remove(&key)?;
+        }
         for tree in [&self.items, &self.item_parts] {
             let mut removed = sled::Batch::default();
             for key in tree.scan_prefix(batch_key(batch)).keys() {

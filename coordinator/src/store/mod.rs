@@ -2,9 +2,11 @@
 //!
 //! Trees and keys (every key starts with a format version byte; integers are big-endian so keys
 //! sort numerically):
-//! - `solutions`: version, side, goal tiles, board tiles -> [`StoredSolution`] (compact). Every
-//!   solved board, and every board on the optimal path of an answer that took a real search
-//!   (see [`PathBoards`]), is stored with its exact distance.
+//! - the answers, in their own files beside sled's (`answer_log`: an append-only log and a
+//!   mapped hash index): version, side, goal tiles, board tiles -> [`StoredSolution`]
+//!   (compact). Every solved board, and every board on the optimal path of an answer that took
+//!   a real search (see [`PathBoards`]), is stored with its exact distance. Stores of format 3
+//!   and before held them in sled's `solutions` tree: opening one moves them out.
 //! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON), as taken in.
 //! - `finished`: the same keys -> the record of a batch that ended, written once
 //!   ([`Store::finish_batch`]) and read over its `batches` record (`records`): JSON, or for a
@@ -51,6 +53,7 @@ use std::sync::{Arc, Mutex};
 
 use thiserror::Error;
 
+mod answer_log;
 mod answers;
 mod batches;
 mod ended;
@@ -71,10 +74,11 @@ pub use search::{RecordedOutcome, SearchState, TaskRecord};
 
 /// The store's layout, recorded in `meta` at every open: 1 was every item in `items` (stores
 /// from before the format was recorded), 2 adds `item_parts`, 3 adds `finished` (whose small
-/// batches' records hold their items). A store recorded with a newer
+/// batches' records hold their items), 4 moves the answers out of sled into their own files
+/// (`answer_log`). A store recorded with a newer
 /// format than this is refused by name: this version would miss what it cannot read (the
 /// queued items of a batch in parts, for one) instead of failing on it.
-pub const STORE_FORMAT: u64 = 3;
+pub const STORE_FORMAT: u64 = 4;
 
 /// The store's page cache unless told otherwise: lookups of recent answers and batches hit it;
 /// everything else is a read from the page cache of the kernel.
@@ -84,6 +88,8 @@ pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 pub enum StoreError {
     #[error("store: {0}")]
     Sled(#[from] sled::Error),
+    #[error("store: the answers' files: {0}")]
+    Answers(#[from] std::io::Error),
     /// A write and its flush did not finish in time: after some I/O errors (the store's files
     /// removed, a failing disk) sled waits for ever for its log to become durable.
     #[error(
@@ -126,7 +132,9 @@ pub enum StoreError {
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
+    /// Only read, to move a store of format 3 or before's answers into `answers`.
     solutions: sled::Tree,
+    answers: Arc<answer_log::AnswerLog>,
     batches: sled::Tree,
     finished: sled::Tree,
     items: sled::Tree,
@@ -223,7 +231,10 @@ impl Store {
                 .cache_capacity(cache_bytes)
                 .open()?;
             let guard = FlushGuard::path_for(dir);
+            // After sled's: its lock on the directory keeps a second process out of both.
+            let answers = answer_log::AnswerLog::open(dir).map_err(sled::Error::Io)?;
             Ok(Store {
+                answers: Arc::new(answers),
                 solutions: db.open_tree("solutions")?,
                 batches: db.open_tree("batches")?,
                 finished: db.open_tree("finished")?,
@@ -263,6 +274,7 @@ impl Store {
             .flushes
             .next
             .store(counted.max(written) + 1, Ordering::SeqCst);
+        store.move_answers_out_of_sled()?;
         Ok(store)
     }
 
@@ -283,7 +295,7 @@ impl Store {
 
     /// Bytes the database takes on disk (0 if sled cannot tell).
     pub fn size_on_disk(&self) -> u64 {
-        self.db.size_on_disk().unwrap_or(0)
+        self.db.size_on_disk().unwrap_or(0) + self.answers.size_on_disk()
     }
 
     /// Free and total bytes of the file system the store is on (`None` if it cannot be read).
@@ -310,17 +322,32 @@ impl Store {
             .map_or(0, |since| since.as_millis() as u64);
         self.meta.insert(meta_key("probe"), &now.to_be_bytes())?;
         self.db.flush()?;
+        self.answers.sync()?;
         Ok(())
     }
 
     /// Whether `error` is the disk being full.
     pub fn is_disk_full(error: &StoreError) -> bool {
-        matches!(error, StoreError::Sled(sled::Error::Io(io)) if io.kind() == std::io::ErrorKind::StorageFull)
+        let full = |io: &std::io::Error| io.kind() == std::io::ErrorKind::StorageFull;
+        match error {
+            StoreError::Sled(sled::Error::Io(io)) | StoreError::Answers(io) => full(io),
+            _ => false,
+        }
     }
 
-    /// Makes every write so far durable, and records that it did beside the store.
+    /// The last flush of a run: [`Store::flush`], and the answers' index marked clean, so that
+    /// the next opening need not rebuild it from the answer log.
+    pub fn close(&self) -> Result<(), StoreError> {
+        self.flush()?;
+        self.answers.close()?;
+        Ok(())
+    }
+
+    /// Makes every write so far durable (the answers within the store's next probe, see
+    /// `answer_log`), and records that it did beside the store.
     pub fn flush(&self) -> Result<(), StoreError> {
         self.write_ended()?;
+        self.answers.write_out()?;
         let count = self.flushes.next.fetch_add(1, Ordering::SeqCst);
         self.meta
             .insert(meta_key("flushed"), &count.to_be_bytes())?;

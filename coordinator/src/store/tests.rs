@@ -432,8 +432,8 @@ fn json_values_of_earlier_versions_are_read_beside_compact_ones() {
         r#"{{"text":"{board}","line":4,"board":"{board}","goal":"{goal}","status":{{"Solved":{old_solution}}}}}"#
     );
     store
-        .solutions
-        .insert(board_key(&goal, &board), old_solution.as_bytes())
+        .answers
+        .put(&board_key(&goal, &board), old_solution.as_bytes())
         .unwrap();
     store
         .items
@@ -585,4 +585,30 @@ fn search_state_is_kept_until_removed() {
     assert!(store.search_state(&goal, &board).unwrap().is_some());
     store.remove_search_state(&goal, &board).unwrap();
     assert_eq!(store.search_state(&goal, &board).unwrap(), None);
+}
+
+#[test]
+fn a_store_of_format_3_has_its_answers_moved_out_of_sled_when_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let (goal, board, _) = solved_eight_puzzle();
+    let old_solution = r#"{"length":2,"moves":"DR","tiles":[6,8],"nodes":3,"seconds":0.5,"heuristic":"manhattan"}"#;
+    {
+        let store = Store::open(dir.path()).unwrap();
+        // As format 3 kept them: in sled's `solutions` tree.
+        store
+            .solutions
+            .insert(board_key(&goal, &board), old_solution.as_bytes())
+            .unwrap();
+        store
+            .meta
+            .insert(meta_key("format"), &3u64.to_be_bytes())
+            .unwrap();
+        store.flush().unwrap();
+    }
+    let store = reopen(dir.path());
+    assert!(store.solutions.is_empty(), "moved out of the tree");
+    let moved = store.solution(&goal, &board).unwrap().expect("moved");
+    assert_eq!((moved.length, moved.moves.as_str()), (2, "DR"));
+    assert_eq!(store.meta_u64("format").unwrap(), Some(STORE_FORMAT));
+    assert_eq!(store.searched_solutions().count(), 1);
 }
