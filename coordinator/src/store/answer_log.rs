@@ -42,7 +42,7 @@ const INDEX_MAGIC: &[u8; 8] = b"TSANSIDX";
 const LOG_HEADER: u64 = 16;
 const INDEX_HEADER: usize = 64;
 const SLOT: usize = 16;
-const FIRST_SLOTS: u64 = 1 << 14;
+const FIRST_SLOTS: u64 = 1 << 10;
 const PUT: u8 = 1;
 const REMOVAL: u8 = 2;
 /// Pending records past this many bytes are written to the file (not synced) at once.

@@ -320,9 +320,11 @@ impl Store {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |since| since.as_millis() as u64);
+        // The answers first: once one of their writes failed, sled's next flush may wait
+        // for ever instead of failing.
+        self.answers.sync()?;
         self.meta.insert(meta_key("probe"), &now.to_be_bytes())?;
         self.db.flush()?;
-        self.answers.sync()?;
         Ok(())
     }
 
