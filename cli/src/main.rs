@@ -14,6 +14,7 @@ mod pdb;
 mod process;
 mod progress;
 mod report;
+mod restart;
 mod results;
 mod salvage;
 mod serve;

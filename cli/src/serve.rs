@@ -1,8 +1,9 @@
 //! `tilesolve serve`: the coordinator, with its store, its tables and its web dashboard, until
-//! a stop signal; reopened on the same address once a full disk takes writes again.
+//! a stop signal; started again in place, on the same socket, once a full disk has room again.
 
 use crate::client::read_file;
 use crate::process::{default_threads, runtime, small_pages_only, stop_signal};
+use crate::restart;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use tilesolve_coordinator::history::DEFAULT_HISTORY_INTERVAL;
 use tilesolve_coordinator::scheduler::{SchedulerConfig, DEFAULT_AUDIT_FRACTION};
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
-use tilesolve_coordinator::store::{StoreError, DEFAULT_CACHE_BYTES};
+use tilesolve_coordinator::store::DEFAULT_CACHE_BYTES;
 use tokio::net::TcpListener;
 
 #[derive(Args)]
@@ -140,11 +141,15 @@ fn audit_fraction(text: &str) -> Result<f64, String> {
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
     small_pages_only();
+    let inherited = restart::inherited_listener()?;
     let runtime = runtime()?;
     let served = runtime.block_on(async {
-        let listener = TcpListener::bind(&args.listen)
-            .await
-            .with_context(|| format!("listening on {}", args.listen))?;
+        let listener = match inherited {
+            Some(listener) => TcpListener::from_std(listener)?,
+            None => TcpListener::bind(&args.listen)
+                .await
+                .with_context(|| format!("listening on {}", args.listen))?,
+        };
         eprintln!("tilesolve coordinator on {}", listener.local_addr()?);
         let scheduler = SchedulerConfig {
             lease_timeout: Duration::from_secs_f64(args.lease_timeout.max(0.1)),
@@ -211,66 +216,66 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
 
 /// Runs the coordinator until SIGTERM or Ctrl-C. When its store stops taking writes (a full
 /// disk: sled fails every write after one failed), serving stops; once the data directory
-/// takes writes again, the store is opened again on the same address, and everything
-/// acknowledged is there (clients and workers retry meanwhile).
+/// has room again, the program starts again in place on the same socket (`restart`), and
+/// everything acknowledged is there (clients and workers retry meanwhile).
 async fn serve_until_stopped(listener: TcpListener, config: ServeConfig) -> anyhow::Result<()> {
     let address = listener.local_addr()?;
-    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let (stop, mut stopped) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         stop_signal().await;
         let _ = stop.send(true);
     });
-    let stopped_now = stopped.clone();
-    let stop_requested = move || {
+    let stop_requested = {
         let mut stopped = stopped.clone();
         async move {
             let _ = stopped.wait_for(|&stop| stop).await;
         }
     };
-    let mut listener = Some(listener);
-    // After a failure, sled releases the store's lock only once its last handle is gone.
-    let mut reopen_tries = 0;
-    loop {
-        let listening = match listener.take() {
-            Some(listener) => listener,
-            None => TcpListener::bind(address)
-                .await
-                .with_context(|| format!("listening on {address} again"))?,
-        };
-        let error = match server::run(listening, config.clone(), stop_requested()).await {
-            Err(server::ServeError::StoreFailed(error)) => error,
-            Err(server::ServeError::Store(StoreError::Open { .. }))
-                if (1..60).contains(&reopen_tries) =>
-            {
-                reopen_tries += 1;
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-            other => return Ok(other?),
-        };
-        reopen_tries = 1;
-        if *stopped_now.borrow() {
-            // Stopping, and the last flush failed: what it held may not be durable.
-            return Err(error.into());
-        }
-        tracing::error!(%error, data = %config.data.display(), "serving stopped: waiting until the data directory takes writes, then starting again");
-        tokio::select! {
-            () = stop_requested() => return Ok(()),
-            () = until_writable(&config.data) => {}
-        }
-        tracing::info!("the data directory takes writes again: starting again");
+    let error = match server::run(listener, config.clone(), stop_requested).await {
+        Err(server::ServeError::StoreFailed(error)) => error,
+        other => return Ok(other?),
+    };
+    if *stopped.borrow() {
+        // Stopping, and the last flush failed: what it held may not be durable.
+        return Err(error.into());
     }
+    tracing::error!(%error, data = %config.data.display(), "serving stopped: waiting until the data directory has room, then starting again");
+    tokio::select! {
+        _ = stopped.wait_for(|&stop| stop) => return Ok(()),
+        () = until_room(&config.data) => {}
+    }
+    let listener = std::net::TcpListener::bind(address)
+        .with_context(|| format!("listening on {address} again"))?;
+    tracing::info!("the data directory has room again: starting again");
+    Err(restart::restart_in_place(listener))
 }
 
-/// Resolves once a megabyte can be written to `dir` (and is removed again), looking every 5 s.
-async fn until_writable(dir: &std::path::Path) {
+/// Free bytes the data directory needs before a coordinator stopped by a full disk starts
+/// again: a megabyte would let it start only to stop at its next index growth or table.
+const RESTART_ROOM: u64 = 16 << 20;
+
+/// Resolves once the data directory's filesystem has [`RESTART_ROOM`] free and a megabyte can
+/// be written to it (and is removed again), looking every 5 s.
+async fn until_room(dir: &std::path::Path) {
     let probe = dir.join(".space-probe");
     loop {
-        let written = std::fs::write(&probe, vec![0u8; 1 << 20]);
-        let _ = std::fs::remove_file(&probe);
-        if written.is_ok() {
-            return;
+        if free_bytes(dir).is_some_and(|free| free >= RESTART_ROOM) {
+            let written = std::fs::write(&probe, vec![0u8; 1 << 20]);
+            let _ = std::fs::remove_file(&probe);
+            if written.is_ok() {
+                return;
+            }
         }
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
+}
+
+/// Bytes an unprivileged writer may still use on `dir`'s filesystem.
+fn free_bytes(dir: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs reads a NUL-terminated path and writes only the struct it is given.
+    let mut status: libc::statvfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statvfs(path.as_ptr(), &mut status) } == 0)
+        .then(|| status.f_bavail as u64 * status.f_frsize as u64)
 }

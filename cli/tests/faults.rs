@@ -218,11 +218,12 @@ fn a_full_disk_stops_serving_and_recovers_once_space_returns() {
     );
     assert!(!healthy(&url), "serving with a store that takes no writes");
     disk.resize(64);
-    wait_until(
-        "the coordinator to serve again",
-        Duration::from_secs(60),
-        || healthy(&url).then_some(()),
-    );
+    if common::within(Duration::from_secs(60), || healthy(&url).then_some(())).is_none() {
+        panic!(
+            "the coordinator did not serve again within 60 s; its log:\n{}",
+            server.log_text()
+        );
+    }
     // Nothing acknowledged was lost: every batch ends with every board at its optimal length.
     for (id, boards) in &acknowledged {
         wait_until("the batch to end", Duration::from_secs(120), || {
