@@ -38,15 +38,18 @@ done
 # Both sides load the tables present at start; let them finish before the clock starts.
 sleep 1.5
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
+# Context switches of all of a process's threads: each costs a wake-up on another core.
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n }'; }
 before=()
-for pid in "${pids[@]}"; do before+=("$(cpu "$pid")"); done
+switches_before=()
+for pid in "${pids[@]}"; do before+=("$(cpu "$pid")"); switches_before+=("$(switches "$pid")"); done
 /usr/bin/time -f "submit --wait: %e s wall, client CPU %U s user + %S s system" \
     "$bin" submit --coordinator "$url" --heuristic "$heuristic" --wait "$batch" > "$work/answers.txt"
 echo "$(grep -c " moves " "$work/answers.txt") answers"
 total=0
 for i in "${!pids[@]}"; do
     spent=$(awk -v now="$(cpu "${pids[$i]}")" -v then="${before[$i]}" 'BEGIN { printf "%.2f", now - then }')
-    echo "${names[$i]}: CPU $spent s in the batch"
+    echo "${names[$i]}: CPU $spent s in the batch, $(( $(switches "${pids[$i]}") - ${switches_before[$i]} )) context switches"
     total=$(awk -v a="$total" -v b="$spent" 'BEGIN { printf "%.2f", a + b }')
 done
 echo "coordinator + workers: CPU $total s"

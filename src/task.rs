@@ -50,8 +50,11 @@ pub const MAX_PACKED: u32 = 256;
 /// last tasks are not stuck behind one worker's queue while another is idle.
 pub const PACKED_WORK_SECONDS: f64 = 0.05;
 
-/// Tasks a worker must have finished before their times say anything about packing.
-pub const PACK_AFTER_TASKS: u64 = 256;
+/// Tasks a worker must have finished before their times say anything about packing. Few: until
+/// then every poll carries one or two puzzles each way (at 256, two thirds of the polls of
+/// 10,000 easy boards did), and the coordinator's leases still grow only with the tasks a
+/// worker reported (`LEASES_EARNED_PER_TASK`), so packing ramps up over a few polls anyway.
+pub const PACK_AFTER_TASKS: u64 = 16;
 
 /// The recent times of a worker's tasks, as both sides keep them to decide how many it holds
 /// per search thread: `floor` (one running, the rest waiting) for tasks of ordinary length;
