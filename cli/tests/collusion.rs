@@ -154,7 +154,10 @@ async fn fake_worker(url: String, token: &'static str, conduct: Conduct, fleet: 
                     worker_secret: registered.worker_secret.clone(),
                     free_slots: if conduct == Conduct::Hog { 1024 } else { 4 },
                     results: std::mem::take(&mut results),
-                    idle: false,
+                    // Nothing running (a fake answers at once): like a real worker with every
+                    // thread idle, it waits in the call for the next tasks and is woken with
+                    // the others when a batch comes (not a poll too late for easy boards).
+                    idle: true,
                     leaving: false,
                 })
                 .await;
@@ -170,9 +173,6 @@ async fn fake_worker(url: String, token: &'static str, conduct: Conduct, fleet: 
                             ..Default::default()
                         })),
                         _ => results.extend(tasks.iter().map(lie)),
-                    }
-                    if results.is_empty() {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
                     }
                 }
                 Err(status) if status.code() == tonic::Code::PermissionDenied => {
@@ -279,10 +279,21 @@ fn three_colluding_registrations_of_one_token_store_no_wrong_answer() {
             ))
         })
         .collect();
-    let mut honest = start_honest_worker(&url, &dir.path().join("honest"), WORKER_TOKEN);
-    registered(&server, 1, 3);
+    // The honest worker starts once a colluder holds work: started first, it could take every
+    // task of these easy boards (a worker packs short tasks) before a colluder polls once.
+    let honest = std::thread::spawn({
+        let (url, fleet, data) = (url.clone(), fleet.clone(), dir.path().join("honest"));
+        move || {
+            common::wait_until("a colluder to take a task", Duration::from_secs(60), || {
+                (fleet.tasks_taken.load(Ordering::Relaxed) > 0).then_some(())
+            });
+            start_honest_worker(&url, &data, WORKER_TOKEN)
+        }
+    });
+    registered(&server, 0, 3);
 
     assert_all_optimal(&url, dir.path(), &boards(200));
+    let mut honest = honest.join().unwrap();
     fleet.stop.store(true, Ordering::Relaxed);
     let caught: u32 = liars
         .into_iter()

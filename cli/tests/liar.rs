@@ -7,7 +7,7 @@
 mod common;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -74,7 +74,7 @@ fn lie(task: &pb::Task, told: u64) -> pb::TaskResult {
 
 /// Registers and lies until stopped; comes back under a new registration when quarantined
 /// (as a persistent liar would). Returns how many times it was quarantined.
-async fn lying_worker(url: String, stop: Arc<AtomicBool>) -> u32 {
+async fn lying_worker(url: String, stop: Arc<AtomicBool>, lies: Arc<AtomicU64>) -> u32 {
     let channel = tonic::transport::Endpoint::from_shared(url)
         .unwrap()
         .connect()
@@ -108,7 +108,9 @@ async fn lying_worker(url: String, stop: Arc<AtomicBool>) -> u32 {
                     worker_secret: registered.worker_secret.clone(),
                     free_slots: 2,
                     results: std::mem::take(&mut results),
-                    idle: false,
+                    // Nothing running: it waits in the call and is woken when tasks come, as
+                    // a real worker with every thread idle is.
+                    idle: true,
                     leaving: false,
                 })
                 .await;
@@ -116,10 +118,8 @@ async fn lying_worker(url: String, stop: Arc<AtomicBool>) -> u32 {
                 Ok(response) => {
                     for task in response.into_inner().tasks {
                         told += 1;
+                        lies.store(told, Ordering::Relaxed);
                         results.push(lie(&task, told));
-                    }
-                    if results.is_empty() {
-                        tokio::time::sleep(Duration::from_millis(20)).await;
                     }
                 }
                 Err(status) if status.code() == tonic::Code::PermissionDenied => {
@@ -191,39 +191,37 @@ fn with_a_worker_that_lies_on_every_task_every_stored_answer_is_optimal() {
     let url = server.url();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    // The liar connects first, so it takes the first tasks.
-    let liar = runtime.spawn(lying_worker(url.clone(), stop.clone()));
-    let mut honest = start_honest_worker(&url, &dir.path().join("honest"));
-    // The batch goes in once the honest worker is there to audit the liar: a liar alone is
-    // caught by its impossible reports before any audit can run.
-    let started = std::time::Instant::now();
-    while server
-        .log_text()
-        .lines()
-        .filter(|line| line.contains("worker registered") && !line.contains("host=liar"))
-        .count()
-        == 0
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the honest worker never registered"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-
+    let lies = Arc::new(AtomicU64::new(0));
+    let liar = runtime.spawn(lying_worker(url.clone(), stop.clone(), lies.clone()));
+    common::wait_until("the liar to register", Duration::from_secs(30), || {
+        server.log_text().contains("host=liar").then_some(())
+    });
     let boards = boards();
     let path = dir.path().join("batch.txt");
     write_batch(&path, &boards, false);
-    let (ok, stdout, stderr) = client(&[
-        "submit",
-        "--coordinator",
-        &url,
-        "--heuristic",
-        "linear-conflict",
-        "--wait",
-        "--json",
-        path.to_str().unwrap(),
-    ]);
+    let submitted = std::thread::spawn({
+        let (url, path) = (url.clone(), path.clone());
+        move || {
+            client(&[
+                "submit",
+                "--coordinator",
+                &url,
+                "--heuristic",
+                "linear-conflict",
+                "--wait",
+                "--json",
+                path.to_str().unwrap(),
+            ])
+        }
+    });
+    // The honest worker starts once the liar has lied: started first, it could solve every
+    // board before a lie of the liar's matters (a lie about a puzzle already solved is
+    // dropped unread), and there would be none to catch.
+    common::wait_until("the liar to lie", Duration::from_secs(60), || {
+        (lies.load(Ordering::Relaxed) > 0).then_some(())
+    });
+    let mut honest = start_honest_worker(&url, &dir.path().join("honest"));
+    let (ok, stdout, stderr) = submitted.join().unwrap();
     assert!(ok, "{stderr}");
     assert_optimal(&lengths(&stdout), &boards);
     // What the store answers, too, for every board (and the boards on their paths).

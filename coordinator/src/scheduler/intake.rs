@@ -11,7 +11,7 @@ use tilesolve::{parse_board, Board, BoardError, Direction, Goal};
 
 use super::types::{SchedulerError, Submitted};
 use super::{batches, Scheduler};
-use crate::store::{ItemStatus, Store, StoredBatch, StoredItem};
+use crate::store::{ItemStatus, Store, StoredBatch, StoredItem, EMBEDDED_ITEMS_MAX};
 use tilesolve::proto::MAX_BATCH_LINES;
 
 /// Items of a batch stored and started at a time ([`Scheduler::start_part`]): workers get the
@@ -61,6 +61,20 @@ impl Intake {
         if self.stored == total {
             return Ok(false);
         }
+        let record = || {
+            StoredBatch::new(
+                self.batch,
+                total,
+                &self.heuristic.to_string(),
+                &self.goal,
+                self.submitted_unix_ms,
+            )
+        };
+        if total <= EMBEDDED_ITEMS_MAX as usize {
+            store.put_small_batch(&record(), &self.items)?;
+            self.stored = total;
+            return Ok(true);
+        }
         let end = match self.in_parts {
             true => total.min(self.stored + INTAKE_PART),
             false => total,
@@ -71,13 +85,7 @@ impl Intake {
             &self.items[self.stored..end],
         )?;
         if end == total {
-            store.put_batch(&StoredBatch::new(
-                self.batch,
-                total,
-                &self.heuristic.to_string(),
-                &self.goal,
-                self.submitted_unix_ms,
-            ))?;
+            store.put_batch(&record())?;
         }
         self.stored = end;
         Ok(true)

@@ -271,22 +271,60 @@ impl Store {
     pub fn finish_batch(&self, batch: &StoredBatch) -> Result<(), StoreError> {
         let mut ended = self.lock_ended();
         self.write_held(&mut ended)?;
+        // A small batch taken in with its items in its record has no part, and its ended
+        // items are kept for this record (see `ended`).
+        let had_parts = !ended.small.remove(&batch.id);
+        let mut kept = ended.take_kept(batch.id);
         let items = match batch.items <= EMBEDDED_ITEMS_MAX {
             true => self
                 .taken_in_items(batch.id)?
-                .filter(|items| items.len() == batch.items as usize),
+                .filter(|items| items.len() == batch.items as usize)
+                .map(|mut items| {
+                    for (index, item) in std::mem::take(&mut kept) {
+                        match items.get_mut(index as usize) {
+                            Some(slot) => *slot = item,
+                            None => {
+                                kept.insert(index, item);
+                            }
+                        }
+                    }
+                    items
+                }),
             false => None,
         };
+        if !kept.is_empty() {
+            // Not taken into the record: written as any others.
+            let id = batch.id;
+            ended
+                .held
+                .extend(kept.into_iter().map(|(index, item)| ((id, index), item)));
+            self.write_held(&mut ended)?;
+        }
         let key = batch_key(batch.id);
         self.finished
             .insert(&key, encode_record(batch, items.as_deref()))?;
-        if items.is_some() {
+        if items.is_some() && had_parts {
             for part in self.item_parts.scan_prefix(&key).keys() {
                 self.item_parts.remove(part?)?;
             }
         }
-        // Readers that read the parts before they went read again (see `ended`).
+        // Readers that read the parts (or the kept items) before they went read again.
         ended.written += 1;
+        Ok(())
+    }
+
+    /// Writes a batch of at most [`EMBEDDED_ITEMS_MAX`] items as taken in: its record with
+    /// its items in it, one value instead of a part and a record; its ended items then wait in
+    /// memory for its finished record (see `ended`).
+    pub fn put_small_batch(
+        &self,
+        batch: &StoredBatch,
+        items: &[StoredItem],
+    ) -> Result<(), StoreError> {
+        let mut ended = self.lock_ended();
+        self.batches
+            .insert(batch_key(batch.id), encode_record(batch, Some(items)))?;
+        ended.small.insert(batch.id);
         Ok(())
     }
 

@@ -16,8 +16,14 @@
 //!   is always in one of the two places a reader looks.
 //! - Only answers whose loss costs less than their write are held: a crash forgets them and
 //!   their boards are searched again (the scheduler holds back only cheap answers).
+//! - A small batch taken in with its items in its record ([`Store::put_small_batch`]) has no
+//!   part: its items, as they end, are kept here until the batch ends and its finished record
+//!   takes them ([`Store::finish_batch`]), so that such a batch costs sled two values written
+//!   once, in order, and no rewrite on a page already split (each left sled a fragment it keeps
+//!   in memory for good). An item of it that must be written now ([`Store::put_item`]) ends
+//!   that: its kept items are held as any others from then on.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use super::batches::StoredItem;
 use super::format::{decode, encode_compact, item_index, item_key};
@@ -30,7 +36,11 @@ const WRITE_AT: usize = 4_000;
 /// Items ended and not yet written, by (batch, index).
 #[derive(Default)]
 pub(super) struct EndedItems {
-    held: BTreeMap<(u64, u32), StoredItem>,
+    pub(super) held: BTreeMap<(u64, u32), StoredItem>,
+    /// Ended items of the batches in `small`, never written on their own.
+    kept: BTreeMap<(u64, u32), StoredItem>,
+    /// Small batches whose record holds their items and whose ended items are kept.
+    pub(super) small: HashSet<u64>,
     /// Writes of held items into parts so far (and moves of parts into their records).
     pub(super) written: u64,
 }
@@ -46,6 +56,10 @@ impl Store {
         item: StoredItem,
     ) -> Result<(), StoreError> {
         let mut ended = self.lock_ended();
+        if ended.small.contains(&batch) {
+            ended.kept.insert((batch, index), item);
+            return Ok(());
+        }
         if self.items.contains_key(item_key(batch, index))? {
             self.items
                 .insert(item_key(batch, index), encode_compact(&item))?;
@@ -64,6 +78,13 @@ impl Store {
         self.items
             .insert(item_key(batch, index), encode_compact(item))?;
         ended.held.remove(&(batch, index));
+        ended.kept.remove(&(batch, index));
+        if ended.small.remove(&batch) {
+            let kept = ended.take_kept(batch);
+            ended
+                .held
+                .extend(kept.into_iter().map(|(index, item)| ((batch, index), item)));
+        }
         Ok(())
     }
 
@@ -82,22 +103,31 @@ impl Store {
     pub(super) fn forget_ended(&self, batch: u64) {
         let mut ended = self.lock_ended();
         ended.held.retain(|&(held_batch, _), _| held_batch != batch);
+        ended.take_kept(batch);
+        ended.small.remove(&batch);
         ended.written += 1;
     }
 
-    /// The held item `index` of `batch`, if it is held.
+    /// The held (or kept) item `index` of `batch`, if it is held.
     pub(super) fn held_item(&self, batch: u64, index: u32) -> Option<StoredItem> {
         let ended = self.lock_ended();
-        ended.held.get(&(batch, index)).cloned()
+        let key = (batch, index);
+        ended
+            .kept
+            .get(&key)
+            .or_else(|| ended.held.get(&key))
+            .cloned()
     }
 
     /// A copy of the held items of `batch` from index `start` on, and the count of writes so
     /// far (see [`Store::overlay_held`]).
     pub(super) fn held_from(&self, batch: u64, start: u32) -> (u64, BTreeMap<u32, StoredItem>) {
         let ended = self.lock_ended();
+        let range = (batch, start)..=(batch, u32::MAX);
         let held = ended
             .held
-            .range((batch, start)..=(batch, u32::MAX))
+            .range(range.clone())
+            .chain(ended.kept.range(range))
             .map(|(&(_, index), item)| (index, item.clone()))
             .collect();
         (ended.written, held)
@@ -173,6 +203,20 @@ impl Store {
             items: decode("item_parts", &bytes)?,
         };
         Ok(part.holds(batch, index).then_some(part))
+    }
+}
+
+impl EndedItems {
+    /// Takes the kept items of `batch`, by index.
+    pub(super) fn take_kept(&mut self, batch: u64) -> BTreeMap<u32, StoredItem> {
+        let keys: Vec<(u64, u32)> = self
+            .kept
+            .range((batch, 0)..=(batch, u32::MAX))
+            .map(|(&key, _)| key)
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| Some((key.1, self.kept.remove(&key)?)))
+            .collect()
     }
 }
 

@@ -7,11 +7,13 @@
 //!   (compact). Every solved board, and every board on the optimal path of an answer that took
 //!   a real search (see [`PathBoards`]), is stored with its exact distance. Stores of format 3
 //!   and before held them in sled's `solutions` tree: opening one moves them out.
-//! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON), as taken in.
+//! - `batches`: version, batch id (u64) -> [`StoredBatch`] (JSON), as taken in; a batch of at
+//!   most [`EMBEDDED_ITEMS_MAX`] items compact, the record then its items, and no part
+//!   ([`Store::put_small_batch`]).
 //! - `finished`: the same keys -> the record of a batch that ended, written once
 //!   ([`Store::finish_batch`]) and read over its `batches` record (`records`): JSON, or for a
-//!   batch of at most [`EMBEDDED_ITEMS_MAX`] items compact, the record then its items as taken
-//!   in (its parts are then removed).
+//!   batch of at most [`EMBEDDED_ITEMS_MAX`] items compact, the record then its items as they
+//!   ended (its parts, if it had any, are then removed).
 //! - `item_parts`: version, batch id (u64), first item index (u32) -> up to [`ITEMS_PER_PART`]
 //!   [`StoredItem`]s (compact), as the batch was taken in: one write for a thousand lines (an
 //!   entry each took ten times the CPU of a board's whole answer on a batch of easy boards).

@@ -364,6 +364,68 @@ fn a_batch_that_ended_moves_to_finished_with_its_items_when_small_and_reads_alik
 }
 
 #[test]
+fn a_small_batch_is_one_record_whose_ended_items_wait_for_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let ended = |i: usize| StoredItem {
+        status: ItemStatus::Failed(format!("ended {i}")),
+        ..item(&format!("line {i}"))
+    };
+    let taken_in: Vec<StoredItem> = (0..4).map(|i| item(&format!("line {i}"))).collect();
+    let record = |id: u64| StoredBatch::new(id, taken_in.len(), "default", "blank-last", 1);
+    let (kept_id, lost_id, expected) = {
+        let store = Store::open(dir.path()).unwrap();
+        let kept_id = store.next_batch_id().unwrap();
+        store.put_small_batch(&record(kept_id), &taken_in).unwrap();
+        let lost_id = store.next_batch_id().unwrap();
+        store.put_small_batch(&record(lost_id), &taken_in).unwrap();
+        for i in 0..4 {
+            store.put_item_later(kept_id, i as u32, ended(i)).unwrap();
+        }
+        store.put_item_later(lost_id, 0, ended(0)).unwrap();
+        // Kept, not written: read over the record's items, by every reader.
+        store.flush().unwrap();
+        assert_eq!((store.item_parts.len(), store.items.len()), (0, 0));
+        let mut expected: Vec<StoredItem> = (0..4).map(ended).collect();
+        assert_eq!(store.items(kept_id).unwrap(), expected);
+        assert_eq!(store.item(lost_id, 0).unwrap(), Some(ended(0)));
+        // An item written now ends the keeping: the rest are held and written as any others.
+        store.put_item(kept_id, 1, &ended(9)).unwrap();
+        expected[1] = ended(9);
+        assert_eq!(store.items(kept_id).unwrap(), expected);
+        let mut finished = store.batch(kept_id).unwrap().unwrap();
+        finished.finished = Some(BatchFigures {
+            solved: 0,
+            failed: 4,
+            nodes: 3,
+            seconds: 0.1,
+        });
+        store.finish_batch(&finished).unwrap();
+        assert_eq!(store.items(kept_id).unwrap(), expected);
+        store.flush().unwrap();
+        (kept_id, lost_id, expected)
+    };
+    let store = reopen(dir.path());
+    assert_eq!(store.items(kept_id).unwrap(), expected);
+    assert!(store.batch(kept_id).unwrap().unwrap().finished.is_some());
+    // A crash forgets the kept items of a batch that had not ended: it reads as taken in.
+    assert_eq!(store.items(lost_id).unwrap(), taken_in);
+    assert_eq!(store.item_parts.len(), 0);
+    // Ending it now (its items kept by no one since the restart) records them as they are.
+    let mut finished = store.batch(lost_id).unwrap().unwrap();
+    store.put_item_later(lost_id, 2, ended(2)).unwrap();
+    finished.finished = Some(BatchFigures {
+        solved: 0,
+        failed: 4,
+        nodes: 3,
+        seconds: 0.1,
+    });
+    store.finish_batch(&finished).unwrap();
+    let mut now = taken_in.clone();
+    now[2] = ended(2);
+    assert_eq!(store.items(lost_id).unwrap(), now);
+}
+
+#[test]
 fn a_batch_that_is_ending_is_always_found_by_a_reader() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
