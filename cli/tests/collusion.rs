@@ -208,6 +208,25 @@ fn start_honest_worker(url: &str, data: &Path, token: &str) -> common::Process {
     common::worker(url, data, &["--worker-token", token])
 }
 
+/// Starts the honest worker (with [`WORKER_TOKEN`]) once a fake of `fleet` holds work: started
+/// first, it could take every task of these easy boards (a worker packs short tasks) before a
+/// fake polls once, and there would be no lie to catch.
+fn honest_once_a_fake_holds_work(
+    url: &str,
+    fleet: &Arc<Fleet>,
+    data: &Path,
+) -> std::thread::JoinHandle<common::Process> {
+    let (url, fleet, data) = (url.to_string(), fleet.clone(), data.to_path_buf());
+    std::thread::spawn(move || {
+        common::wait_until(
+            "a fake worker to take a task",
+            Duration::from_secs(60),
+            || (fleet.tasks_taken.load(Ordering::Relaxed) > 0).then_some(()),
+        );
+        start_honest_worker(&url, &data, WORKER_TOKEN)
+    })
+}
+
 /// Submits `boards`, waits for the answers and checks every one, and what the store answers
 /// for each, against its optimal length.
 fn assert_all_optimal(url: &str, dir: &Path, boards: &[(String, u64)]) {
@@ -279,17 +298,7 @@ fn three_colluding_registrations_of_one_token_store_no_wrong_answer() {
             ))
         })
         .collect();
-    // The honest worker starts once a colluder holds work: started first, it could take every
-    // task of these easy boards (a worker packs short tasks) before a colluder polls once.
-    let honest = std::thread::spawn({
-        let (url, fleet, data) = (url.clone(), fleet.clone(), dir.path().join("honest"));
-        move || {
-            common::wait_until("a colluder to take a task", Duration::from_secs(60), || {
-                (fleet.tasks_taken.load(Ordering::Relaxed) > 0).then_some(())
-            });
-            start_honest_worker(&url, &data, WORKER_TOKEN)
-        }
-    });
+    let honest = honest_once_a_fake_holds_work(&url, &fleet, &dir.path().join("honest"));
     registered(&server, 0, 3);
 
     assert_all_optimal(&url, dir.path(), &boards(200));
@@ -340,18 +349,8 @@ fn a_liar_whose_only_auditor_never_asks_for_work_is_audited_by_the_coordinator()
         fleet.clone(),
     ));
     // The honest worker shares the liar's token: the only worker that may audit either is the
-    // silent one, so every audit waits a lease timeout in the queue and then runs here. It
-    // starts once the liar holds work: started first, it could take every task before the liar
-    // polls once, and there would be no lie to catch.
-    let honest = std::thread::spawn({
-        let (url, fleet, data) = (url.clone(), fleet.clone(), dir.path().join("honest"));
-        move || {
-            common::wait_until("the liar to take a task", Duration::from_secs(60), || {
-                (fleet.tasks_taken.load(Ordering::Relaxed) > 0).then_some(())
-            });
-            start_honest_worker(&url, &data, WORKER_TOKEN)
-        }
-    });
+    // silent one, so every audit waits a lease timeout in the queue and then runs here.
+    let honest = honest_once_a_fake_holds_work(&url, &fleet, &dir.path().join("honest"));
 
     registered(&server, 0, 2);
     assert_all_optimal(&url, dir.path(), &boards(40));

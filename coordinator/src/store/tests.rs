@@ -372,6 +372,16 @@ fn a_small_batch_is_one_record_whose_ended_items_wait_for_its_end() {
     };
     let taken_in: Vec<StoredItem> = (0..4).map(|i| item(&format!("line {i}"))).collect();
     let record = |id: u64| StoredBatch::new(id, taken_in.len(), "default", "blank-last", 1);
+    let finish = |store: &Store, id: u64| {
+        let mut finished = store.batch(id).unwrap().unwrap();
+        finished.finished = Some(BatchFigures {
+            solved: 0,
+            failed: 4,
+            nodes: 3,
+            seconds: 0.1,
+        });
+        store.finish_batch(&finished).unwrap();
+    };
     let (kept_id, lost_id, expected) = {
         let store = Store::open(dir.path()).unwrap();
         let kept_id = store.next_batch_id().unwrap();
@@ -392,14 +402,7 @@ fn a_small_batch_is_one_record_whose_ended_items_wait_for_its_end() {
         store.put_item(kept_id, 1, &ended(9)).unwrap();
         expected[1] = ended(9);
         assert_eq!(store.items(kept_id).unwrap(), expected);
-        let mut finished = store.batch(kept_id).unwrap().unwrap();
-        finished.finished = Some(BatchFigures {
-            solved: 0,
-            failed: 4,
-            nodes: 3,
-            seconds: 0.1,
-        });
-        store.finish_batch(&finished).unwrap();
+        finish(&store, kept_id);
         assert_eq!(store.items(kept_id).unwrap(), expected);
         store.flush().unwrap();
         (kept_id, lost_id, expected)
@@ -411,15 +414,8 @@ fn a_small_batch_is_one_record_whose_ended_items_wait_for_its_end() {
     assert_eq!(store.items(lost_id).unwrap(), taken_in);
     assert_eq!(store.item_parts.len(), 0);
     // Ending it now (its items kept by no one since the restart) records them as they are.
-    let mut finished = store.batch(lost_id).unwrap().unwrap();
     store.put_item_later(lost_id, 2, ended(2)).unwrap();
-    finished.finished = Some(BatchFigures {
-        solved: 0,
-        failed: 4,
-        nodes: 3,
-        seconds: 0.1,
-    });
-    store.finish_batch(&finished).unwrap();
+    finish(&store, lost_id);
     let mut now = taken_in.clone();
     now[2] = ended(2);
     assert_eq!(store.items(lost_id).unwrap(), now);
