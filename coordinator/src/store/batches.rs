@@ -294,10 +294,7 @@ impl Store {
         };
         if !kept.is_empty() {
             // Not taken into the record: written as any others.
-            let id = batch.id;
-            ended
-                .held
-                .extend(kept.into_iter().map(|(index, item)| ((id, index), item)));
+            ended.hold(batch.id, kept);
             self.write_held(&mut ended)?;
         }
         let key = batch_key(batch.id);

@@ -36,7 +36,7 @@ const WRITE_AT: usize = 4_000;
 /// Items ended and not yet written, by (batch, index).
 #[derive(Default)]
 pub(super) struct EndedItems {
-    pub(super) held: BTreeMap<(u64, u32), StoredItem>,
+    held: BTreeMap<(u64, u32), StoredItem>,
     /// Ended items of the batches in `small`, never written on their own.
     kept: BTreeMap<(u64, u32), StoredItem>,
     /// Small batches whose record holds their items and whose ended items are kept.
@@ -81,9 +81,7 @@ impl Store {
         ended.kept.remove(&(batch, index));
         if ended.small.remove(&batch) {
             let kept = ended.take_kept(batch);
-            ended
-                .held
-                .extend(kept.into_iter().map(|(index, item)| ((batch, index), item)));
+            ended.hold(batch, kept);
         }
         Ok(())
     }
@@ -207,6 +205,15 @@ impl Store {
 }
 
 impl EndedItems {
+    /// Holds `items` of `batch` to be written into their part as any others.
+    pub(super) fn hold(&mut self, batch: u64, items: BTreeMap<u32, StoredItem>) {
+        self.held.extend(
+            items
+                .into_iter()
+                .map(|(index, item)| ((batch, index), item)),
+        );
+    }
+
     /// Takes the kept items of `batch`, by index.
     pub(super) fn take_kept(&mut self, batch: u64) -> BTreeMap<u32, StoredItem> {
         let keys: Vec<(u64, u32)> = self
