@@ -91,6 +91,12 @@ impl Intake {
         Ok(true)
     }
 
+    /// Whether it is stored in the batch log alone, with no part in sled
+    /// ([`Store::put_small_batch`]).
+    pub fn is_one_record(&self) -> bool {
+        self.items.len() <= EMBEDDED_ITEMS_MAX as usize
+    }
+
     /// Queued items not started yet.
     fn queued_left(&self) -> usize {
         queued(&self.items[self.started..])

@@ -24,6 +24,11 @@ impl Flusher {
         Ok(self.0.flush()?)
     }
 
+    /// Makes the batch records durable, and nothing else ([`Store::sync_batch_records`]).
+    pub fn sync_batch_records(&self) -> Result<(), SchedulerError> {
+        Ok(self.0.sync_batch_records()?)
+    }
+
     /// The last flush of a run ([`Store::close`]).
     pub fn close(&self) -> Result<(), SchedulerError> {
         Ok(self.0.close()?)

@@ -80,7 +80,11 @@ impl Service {
                 return Err(error);
             }
             let waits = core.lock().is_waiting(intake.batch());
-            flusher.flush()?;
+            // Acknowledged only once it is durable.
+            match intake.is_one_record() {
+                true => flusher.sync_batch_records()?,
+                false => flusher.flush()?,
+            }
             Ok::<_, SchedulerError>((intake.submitted(), waits))
         })
         .await

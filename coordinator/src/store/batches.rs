@@ -1,5 +1,5 @@
-//! The `batches`, `item_parts` and `items` trees: batches as submitted and their items as they
-//! ended.
+//! Batch records (in `batch_log`) and the `item_parts` and `items` trees: batches as
+//! submitted and their items as they ended.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,12 +14,12 @@ use super::{Store, StoreError};
 /// lines at a time).
 pub const ITEMS_PER_PART: usize = 1_000;
 
-/// Batches of at most this many items keep their items in their own record once they end,
-/// and their parts are removed: sled keeps state in memory for every page it has written
-/// (a fragment list, some 40 bytes a fragment), paged out or not, and a leaf page holds at
-/// most 16 keys, so a part per small batch cost a coordinator that keeps its batches memory
-/// for each one it ever finished (BENCHMARKS.md, the bars' soak). Large batches keep their
-/// parts: a thousand items share one.
+/// Batches of at most this many items keep their items in their own record, and have no part
+/// in sled: sled keeps state in memory for every page it has written (a fragment list, some
+/// 40 bytes a fragment), paged out or not, and a leaf page holds at most 16 keys, so a part
+/// per small batch cost a coordinator that keeps its batches memory for each one it ever
+/// finished (BENCHMARKS.md, the bars' soak). Large batches keep their parts: a thousand items
+/// share one.
 pub const EMBEDDED_ITEMS_MAX: u32 = 100;
 
 /// Items as taken in, from the index of the first.
@@ -105,8 +105,7 @@ impl From<CompactRecord> for StoredBatch {
     }
 }
 
-/// A `batches` or `finished` value: the record, JSON, or compact with the items it holds
-/// after it.
+/// A batch record's value: the record, JSON, or compact with the items it holds after it.
 fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
     let Some(items) = items else {
         return encode(batch);
@@ -115,8 +114,8 @@ fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
     postcard::to_extend(&items, bytes).unwrap_or_default()
 }
 
-/// The record a `batches` or `finished` value holds, and the items held after it (compact
-/// values only).
+/// The record a batch record's value holds, and the items held after it (compact values
+/// only).
 fn decode_record(
     bytes: &[u8],
     with_items: bool,
@@ -174,7 +173,7 @@ pub struct StoredItem {
 }
 
 impl Store {
-    /// One more than the largest batch id in either tree. A batch's items are written before
+    /// One more than the largest batch id ever stored. A batch's items are written before
     /// its record, so a crash between the two leaves items whose id must not be reused (the
     /// scheduler also keeps ids it handed out and has not stored). Ids stay small and
     /// sequential across restarts, which sled's own id generator, reserving ranges, does not.
@@ -185,11 +184,45 @@ impl Store {
                 .and_then(|(key, _)| key.get(1..9).and_then(|id| id.try_into().ok()))
                 .map_or(0, u64::from_be_bytes))
         };
-        Ok(last(&self.batches)?
-            .max(last(&self.finished)?)
+        Ok(self
+            .batch_log
+            .last_id()
             .max(last(&self.items)?)
             .max(last(&self.item_parts)?)
             + 1)
+    }
+
+    /// Moves the batch records of a store from before format 5 out of sled's `batches` and
+    /// `finished` trees into the batch log (a finished record over its intake's), once.
+    pub(super) fn move_batches_out_of_sled(&self) -> Result<(), StoreError> {
+        if self.batches.is_empty() && self.finished.is_empty() {
+            return Ok(());
+        }
+        let mut moved = 0u64;
+        for tree in [&self.batches, &self.finished] {
+            for entry in tree.iter() {
+                let (key, value) = entry?;
+                let id = key
+                    .get(1..9)
+                    .and_then(|id| <[u8; 8]>::try_from(id).ok())
+                    .map(u64::from_be_bytes)
+                    .ok_or_else(|| StoreError::Corrupt {
+                        tree: "batches",
+                        reason: "a key without a batch id".into(),
+                    })?;
+                self.batch_log.put(id, &value)?;
+                moved += 1;
+            }
+        }
+        self.batch_log.close()?;
+        self.batches.clear()?;
+        self.finished.clear()?;
+        self.db.flush()?;
+        tracing::info!(
+            records = moved,
+            "batch records moved out of sled into the batch log"
+        );
+        Ok(())
     }
 
     /// Writes items `first..` of `batch` as taken in, [`ITEMS_PER_PART`] to a value (a crash
@@ -212,14 +245,14 @@ impl Store {
 
     pub fn batch(&self, id: u64) -> Result<Option<StoredBatch>, StoreError> {
         self.record(id)?
-            .map(|(_, bytes)| Ok(decode_record(&bytes, false)?.0))
+            .map(|bytes| Ok(decode_record(&bytes, false)?.0))
             .transpose()
     }
 
     /// The items a finished small batch's record holds (None for a record without them).
     fn embedded_items(&self, id: u64) -> Result<Option<Vec<StoredItem>>, StoreError> {
         match self.record(id)? {
-            Some((_, bytes)) => Ok(decode_record(&bytes, true)?.1),
+            Some(bytes) => Ok(decode_record(&bytes, true)?.1),
             None => Ok(None),
         }
     }
@@ -250,24 +283,21 @@ impl Store {
             .collect()
     }
 
-    /// Writes a batch's record where it is (keeping the items it holds, if it holds them).
+    /// Writes a batch's record (keeping the items it holds, if it holds them).
     pub fn put_batch(&self, batch: &StoredBatch) -> Result<(), StoreError> {
-        let (tree, items) = match self.record(batch.id)? {
-            Some((tree, bytes)) => (tree, decode_record(&bytes, true)?.1),
-            None => (&self.batches, None),
+        let items = match self.record(batch.id)? {
+            Some(bytes) => decode_record(&bytes, true)?.1,
+            None => None,
         };
-        tree.insert(batch_key(batch.id), encode_record(batch, items.as_deref()))?;
+        self.batch_log
+            .put(batch.id, &encode_record(batch, items.as_deref()))?;
         Ok(())
     }
 
     /// Records a batch as it ended: its held items are written first (a batch recorded
-    /// finished is read from the store alone, after a crash too), then its record is written
-    /// into `finished`, a small batch's with its items ([`EMBEDDED_ITEMS_MAX`]; its parts are
-    /// then removed). Written once, in the order batches end, a finished record lands on the
-    /// page sled is filling, which its split leaves consolidated: rewritten in place, in
-    /// `batches`, it landed on a page already split, and left it a fragment sled keeps in
-    /// memory for good. The intake's record stays in `batches`, shadowed: a reader that looked
-    /// in `finished` a moment too early still finds it there.
+    /// finished is read from the store alone, after a crash too), then its finished record,
+    /// over its intake's, a small batch's with its items ([`EMBEDDED_ITEMS_MAX`]; its parts,
+    /// if it had any, are then removed).
     pub fn finish_batch(&self, batch: &StoredBatch) -> Result<(), StoreError> {
         let mut ended = self.lock_ended();
         self.write_held(&mut ended)?;
@@ -297,9 +327,9 @@ impl Store {
             ended.hold(batch.id, kept);
             self.write_held(&mut ended)?;
         }
+        self.batch_log
+            .put(batch.id, &encode_record(batch, items.as_deref()))?;
         let key = batch_key(batch.id);
-        self.finished
-            .insert(&key, encode_record(batch, items.as_deref()))?;
         if items.is_some() && had_parts {
             for part in self.item_parts.scan_prefix(&key).keys() {
                 self.item_parts.remove(part?)?;
@@ -319,8 +349,8 @@ impl Store {
         items: &[StoredItem],
     ) -> Result<(), StoreError> {
         let mut ended = self.lock_ended();
-        self.batches
-            .insert(batch_key(batch.id), encode_record(batch, Some(items)))?;
+        self.batch_log
+            .put(batch.id, &encode_record(batch, Some(items)))?;
         ended.small.insert(batch.id);
         Ok(())
     }
@@ -403,8 +433,7 @@ impl Store {
             }
             tree.apply_batch(removed)?;
         }
-        self.batches.remove(batch_key(batch))?;
-        self.finished.remove(batch_key(batch))?;
+        self.batch_log.remove(batch)?;
         Ok((count, board_count))
     }
 

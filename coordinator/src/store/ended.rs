@@ -18,10 +18,10 @@
 //!   their boards are searched again (the scheduler holds back only cheap answers).
 //! - A small batch taken in with its items in its record ([`Store::put_small_batch`]) has no
 //!   part: its items, as they end, are kept here until the batch ends and its finished record
-//!   takes them ([`Store::finish_batch`]), so that such a batch costs sled two values written
-//!   once, in order, and no rewrite on a page already split (each left sled a fragment it keeps
-//!   in memory for good). An item of it that must be written now ([`Store::put_item`]) ends
-//!   that: its kept items are held as any others from then on.
+//!   takes them ([`Store::finish_batch`]), so that such a batch costs two records in the batch
+//!   log and no write to sled (each rewrite of a part left sled a fragment it keeps in memory
+//!   for good). An item of it that must be written now ([`Store::put_item`]) ends that: its
+//!   kept items are held as any others from then on.
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -265,7 +265,7 @@ fn items_held_for_later_read_as_ended_and_reach_their_parts_at_a_flush() {
 
 /// A 31-move 8-puzzle, its goal and its solution.
 #[test]
-fn a_batch_that_ended_moves_to_finished_with_its_items_when_small_and_reads_alike() {
+fn a_batch_that_ended_takes_its_items_into_its_record_when_small_and_reads_alike() {
     let dir = tempfile::tempdir().unwrap();
     let ended = |i: usize| StoredItem {
         status: ItemStatus::Failed(format!("ended {i}")),
@@ -302,9 +302,9 @@ fn a_batch_that_ended_moves_to_finished_with_its_items_when_small_and_reads_alik
         (small_id, large_id, expected)
     };
     let store = reopen(dir.path());
-    // Both records are in `finished`; the small batch's part went into its record, the large
-    // one keeps its part.
-    assert_eq!(store.finished.len(), 2);
+    // Neither record is in sled; the small batch's part went into its record, the large one
+    // keeps its part.
+    assert_eq!((store.batches.len(), store.finished.len()), (0, 0));
     assert_eq!(
         store
             .item_parts
@@ -669,4 +669,44 @@ fn a_store_of_format_3_has_its_answers_moved_out_of_sled_when_opened() {
     assert_eq!((moved.length, moved.moves.as_str()), (2, "DR"));
     assert_eq!(store.meta_u64("format").unwrap(), Some(STORE_FORMAT));
     assert_eq!(store.searched_solutions().count(), 1);
+}
+
+#[test]
+fn a_store_of_format_4_has_its_batch_records_moved_out_of_sled_finished_over_taken_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken_in = |id| StoredBatch::new(id, 2, "default", "blank-last", 5);
+    let ended = StoredBatch {
+        finished: Some(BatchFigures {
+            solved: 2,
+            failed: 0,
+            nodes: 9,
+            seconds: 0.25,
+        }),
+        ..taken_in(3)
+    };
+    {
+        let store = Store::open(dir.path()).unwrap();
+        // As format 4 wrote them: every batch in `batches`, those that ended in `finished`.
+        for id in [3, 4] {
+            let key = format::batch_key(id);
+            store
+                .batches
+                .insert(key, format::encode(&taken_in(id)))
+                .unwrap();
+        }
+        store
+            .finished
+            .insert(format::batch_key(3), format::encode(&ended))
+            .unwrap();
+        store
+            .meta
+            .insert(meta_key("format"), &4u64.to_be_bytes())
+            .unwrap();
+        store.db.flush().unwrap();
+    }
+    let store = reopen(dir.path());
+    assert_eq!(store.batches().unwrap(), [ended, taken_in(4)]);
+    assert_eq!((store.batches.len(), store.finished.len()), (0, 0));
+    assert_eq!(store.next_batch_id().unwrap(), 5);
+    assert_eq!(store.meta_u64("format").unwrap(), Some(STORE_FORMAT));
 }
