@@ -51,8 +51,9 @@ pub(super) const COMPACT_AFTER: u64 = 64 << 20;
 pub(super) struct BatchLog {
     inner: Mutex<Inner>,
     /// The log (by id: a rewrite makes a new one) and the length of it last synced; held
-    /// through a sync, so that calls that wait for one sync are covered by the next, one for
-    /// all (every intake syncs: a sync each cost 7% of a load test's submissions).
+    /// through a sync, so that calls that waited for one sync are covered by the next, one
+    /// for all: every intake syncs, and 16 clients submitting make at most two syncs wait on
+    /// each other instead of sixteen.
     synced: Mutex<(u64, u64)>,
 }
 
