@@ -504,7 +504,9 @@ impl Scheduler {
             self.restart_puzzle(puzzle, &format!("worker {worker} was quarantined"))?;
         }
         let mut reopened = 0;
-        for batch in self.store.batches()? {
+        let store = self.store.clone();
+        for batch in store.each_batch() {
+            let batch = batch?;
             let mut items = self.store.items(batch.id)?;
             let mut changed = Vec::new();
             for (index, item) in items.iter_mut().enumerate() {
