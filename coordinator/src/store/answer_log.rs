@@ -14,7 +14,15 @@
 //! points it at the removal's record), so every probe sequence stays whole. Grown to twice the
 //! slots, rebuilt into a new file renamed over the old, when 70% are taken. Every read compares
 //! the key it finds, so a slot can only ever miss, never answer for another key. The header's
-//! own numbers: the slots taken (40).
+//! own numbers: the slots taken (40), and 1 at 56 once it counts the live bytes (an index
+//! from before that is rebuilt).
+//!
+//! Dead bytes (answers replaced, withdrawn or pruned with `prune --solutions`) are reclaimed
+//! when the log is opened, once they pass both the live bytes and [`COMPACT_AFTER`]: the live
+//! records are rewritten into a new log and index, renamed over the old ones, log first (a
+//! crash between leaves an index of another log, which is rebuilt). Only at opening: a reader
+//! going through the log by offset ([`AnswerLog::entries_from`], an export) would otherwise
+//! find its offsets pointing into another file.
 //!
 //! Invariant: every key's newest record is the one its slot points at. Records before it are
 //! dead bytes the log keeps (a key is rewritten only when an answer is withdrawn or replaced).
@@ -27,15 +35,18 @@ use memmap2::MmapMut;
 
 use super::log_file::{
     mark_clean, mark_dirty, new_index_file, open_clean_index, put_u64, u64_at, LogFile, Record,
-    INDEX_HEADER, LOG_HEADER, PUT, REMOVAL,
+    COMPACT_AFTER, INDEX_HEADER, LIVE_AT, LOG_HEADER, PUT, REMOVAL,
 };
 
+const LOG_NAME: &str = "answers.log";
+const INDEX_NAME: &str = "answers.idx";
 const LOG_MAGIC: &[u8; 8] = b"TSANSLOG";
 const INDEX_MAGIC: &[u8; 8] = b"TSANSIDX";
 const SLOT: usize = 16;
 const FIRST_SLOTS: u64 = 1 << 10;
-/// Where the index's header keeps the slots taken.
+/// Where the index's header keeps the slots taken, and its mark that it counts the live bytes.
 const USED_AT: usize = 40;
+const LIVE_KNOWN_AT: usize = 56;
 
 /// The answers' log and index. Every method takes its lock for its own duration only.
 pub(super) struct AnswerLog {
@@ -56,6 +67,8 @@ struct Slots {
     map: MmapMut,
     count: u64,
     used: u64,
+    /// Bytes of the records the slots point at that are puts.
+    live: u64,
     path: PathBuf,
     log_id: u64,
 }
@@ -83,13 +96,19 @@ impl AnswerLog {
     /// Opens the answers in `dir`, creating them if absent, rebuilding the index if it does
     /// not cover the log, and cutting a torn record off the log's end.
     pub(super) fn open(dir: &Path) -> std::io::Result<AnswerLog> {
-        let log = LogFile::open(&dir.join("answers.log"), LOG_MAGIC, "an answer log")?;
-        let index_path = dir.join("answers.idx");
-        let sync_handle = log.handle()?;
-        let inner = match open_clean_index(&index_path, INDEX_MAGIC, &log, SLOT)? {
-            Some((map, count)) => Inner {
+        AnswerLog::open_compacting_after(dir, COMPACT_AFTER)
+    }
+
+    /// [`AnswerLog::open`], reclaiming dead bytes once they pass `compact_after` (and the
+    /// live ones).
+    fn open_compacting_after(dir: &Path, compact_after: u64) -> std::io::Result<AnswerLog> {
+        let log = LogFile::open(&dir.join(LOG_NAME), LOG_MAGIC, "an answer log")?;
+        let index_path = dir.join(INDEX_NAME);
+        let mut inner = match open_clean_index(&index_path, INDEX_MAGIC, &log, SLOT)? {
+            Some((map, count)) if u64_at(&map, LIVE_KNOWN_AT) == 1 => Inner {
                 slots: Slots {
                     used: u64_at(&map, USED_AT),
+                    live: u64_at(&map, LIVE_AT),
                     map,
                     count,
                     path: index_path,
@@ -98,8 +117,13 @@ impl AnswerLog {
                 log,
                 dirty: false,
             },
-            None => Inner::rebuild(index_path, log)?,
+            _ => Inner::rebuild(index_path, log)?,
         };
+        let dead = inner.log.end() - LOG_HEADER - inner.slots.live;
+        if dead > inner.slots.live && dead > compact_after {
+            inner.compact(dir)?;
+        }
+        let sync_handle = inner.log.handle()?;
         Ok(AnswerLog {
             inner: Mutex::new(inner),
             sync_handle,
@@ -211,6 +235,15 @@ impl Inner {
             slots.set(slot, hash, offset);
             slots.grow_if_full()
         })?;
+        for slot in 0..slots.count as usize {
+            let (hash, offset) = slots.get(slot);
+            if hash != 0 {
+                slots.live += log
+                    .record_at(offset)?
+                    .filter(|record| record.kind == PUT)
+                    .map_or(0, |record| record.length);
+            }
+        }
         let mut inner = Inner {
             log,
             slots,
@@ -241,23 +274,71 @@ impl Inner {
         }
         let hash = key_hash(key);
         let slot = match self.find(key, hash)? {
-            Ok((slot, _)) => slot,
+            Ok((slot, old)) => {
+                if old.kind == PUT {
+                    self.slots.live -= old.length;
+                }
+                slot
+            }
             Err(empty) => {
                 self.slots.used += 1;
                 empty
             }
         };
         let offset = self.log.append(kind, key, value)?;
+        if kind == PUT {
+            self.slots.live += self.log.end() - offset;
+        }
         self.slots.set(slot, hash, offset);
         self.slots.grow_if_full()
+    }
+
+    /// Rewrites the live records into a new log and index, renamed over these (log first).
+    fn compact(&mut self, dir: &Path) -> std::io::Result<()> {
+        let (log_path, index_path) = (dir.join(LOG_NAME), dir.join(INDEX_NAME));
+        let new_log_path = log_path.with_extension("log.new");
+        let _ = std::fs::remove_file(&new_log_path);
+        let mut log = LogFile::open(&new_log_path, LOG_MAGIC, "an answer log")?;
+        let building = index_path.with_extension("idx.new");
+        let mut slots = Slots::create(building.clone(), log.id, self.slots.count)?;
+        for slot in 0..self.slots.count as usize {
+            let (hash, offset) = self.slots.get(slot);
+            let Some(record) = (hash != 0)
+                .then(|| self.log.record_at(offset))
+                .transpose()?
+                .flatten()
+                .filter(|record| record.kind == PUT)
+            else {
+                continue;
+            };
+            let at = log.append(PUT, &record.key, &record.value)?;
+            let empty = slots.probe(hash, |_| Ok(false))?;
+            slots.set(empty, hash, at);
+            slots.used += 1;
+            slots.live += record.length;
+        }
+        let fields = slots.header_fields();
+        mark_clean(&mut log, &mut slots.map, &fields)?;
+        std::fs::rename(&new_log_path, &log_path)?;
+        std::fs::rename(&building, &index_path)?;
+        slots.path = index_path;
+        tracing::info!(
+            live_bytes = slots.live,
+            dropped_bytes = self.log.end() - LOG_HEADER - self.slots.live,
+            "the answer log rewritten with its live records"
+        );
+        self.log = log;
+        self.slots = slots;
+        self.dirty = false;
+        Ok(())
     }
 
     fn close(&mut self) -> std::io::Result<()> {
         if !self.dirty {
             return Ok(());
         }
-        let used = self.slots.used;
-        mark_clean(&mut self.log, &mut self.slots.map, &[(USED_AT, used)])?;
+        let fields = self.slots.header_fields();
+        mark_clean(&mut self.log, &mut self.slots.map, &fields)?;
         self.dirty = false;
         Ok(())
     }
@@ -270,9 +351,19 @@ impl Slots {
             map: new_index_file(&path, INDEX_MAGIC, log_id, count, SLOT)?,
             count,
             used: 0,
+            live: 0,
             path,
             log_id,
         })
+    }
+
+    /// The header's own numbers, as a clean close records them.
+    fn header_fields(&self) -> [(usize, u64); 3] {
+        [
+            (USED_AT, self.used),
+            (LIVE_AT, self.live),
+            (LIVE_KNOWN_AT, 1),
+        ]
     }
 
     fn get(&self, slot: usize) -> (u64, u64) {
@@ -320,6 +411,7 @@ impl Slots {
             }
         }
         grown.used = self.used;
+        grown.live = self.live;
         grown.map.flush()?;
         std::fs::rename(&grown.path, &self.path)?;
         grown.path = self.path.clone();

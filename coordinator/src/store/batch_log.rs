@@ -30,7 +30,7 @@ use memmap2::MmapMut;
 
 use super::log_file::{
     mark_clean, mark_dirty, new_index_file, open_clean_index, put_u64, u64_at, LogFile, Record,
-    INDEX_HEADER, LOG_HEADER, PUT, REMOVAL,
+    COMPACT_AFTER, INDEX_HEADER, LIVE_AT, LOG_HEADER, PUT, REMOVAL,
 };
 
 const LOG_MAGIC: &[u8; 8] = b"TSBATLOG";
@@ -39,13 +39,10 @@ const LOG_NAME: &str = "batches.log";
 const INDEX_NAME: &str = "batches.idx";
 const SLOT: usize = 8;
 const FIRST_SLOTS: u64 = 1 << 12;
-/// Where the index's header keeps the highest id ever put, and the live records' bytes.
+/// Where the index's header keeps the highest id ever put.
 const LAST_AT: usize = 40;
-const LIVE_AT: usize = 48;
 /// Ids from here on are refused (a bound on the index's size, far above any store's ids).
 const IDS_END: u64 = 1 << 40;
-/// Dead bytes that, once they also pass the live ones, start a rewrite of the log.
-pub(super) const COMPACT_AFTER: u64 = 64 << 20;
 
 /// The batches' log and index. Every method takes its lock for its own duration only.
 pub(super) struct BatchLog {

@@ -8,7 +8,9 @@
 //! another log.
 //!
 //! An index's 64-byte header: magic (0), the log's id (8), the slot count (16), the log length
-//! it covers (24), a dirty mark (32), then two numbers of the index's own (40, 48).
+//! it covers (24), a dirty mark (32), a number of the index's own (40), the bytes of the live
+//! records (48: those the slots point at, removals not counted), then the index's own again
+//! (56).
 //!
 //! Crash safety (each log keeps it): the log is the truth and the index a cache of it. The
 //! first change after a flush marks the index dirty on disk before it touches a slot
@@ -29,6 +31,11 @@ pub(super) const PUT: u8 = 1;
 pub(super) const REMOVAL: u8 = 2;
 /// Pending records past this many bytes are written to the file (not synced) at once.
 const PENDING_MAX: usize = 1 << 20;
+/// Where an index's header keeps the bytes of the log's live records.
+pub(super) const LIVE_AT: usize = 48;
+/// Dead bytes that, once they also pass the live ones, start a rewrite of a log with its live
+/// records only.
+pub(super) const COMPACT_AFTER: u64 = 64 << 20;
 /// Where an index's header keeps the log length it covers, and its dirty mark.
 const COVERED_AT: usize = 24;
 const DIRTY_AT: usize = 32;

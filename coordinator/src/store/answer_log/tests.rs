@@ -127,3 +127,55 @@ fn an_index_lost_or_of_another_log_is_rebuilt_from_the_log() {
     let answers = AnswerLog::open(dir.path()).unwrap();
     assert_eq!(all(&answers).len(), 49);
 }
+
+#[test]
+fn a_log_mostly_dead_is_rewritten_with_its_live_records_when_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = || {
+        std::fs::metadata(dir.path().join("answers.log"))
+            .unwrap()
+            .len()
+    };
+    {
+        let answers = AnswerLog::open(dir.path()).unwrap();
+        for n in 0..2_000 {
+            answers.put(&key(n), &value(n, 1)).unwrap();
+        }
+        // Pruned with their batches, or withdrawn: all but a tenth.
+        for n in 200..2_000 {
+            assert!(answers.remove(&key(n)).unwrap());
+        }
+        answers.put(&key(7), &value(7, 2)).unwrap();
+        answers.close().unwrap();
+    }
+    let before = size();
+    let answers = AnswerLog::open_compacting_after(dir.path(), 10_000).unwrap();
+    assert!(
+        size() * 5 < before,
+        "rewritten: {} bytes, {before} before",
+        size()
+    );
+    let expected = |n: u32| match n {
+        7 => Some(value(7, 2)),
+        n if n < 200 => Some(value(n, 1)),
+        _ => None,
+    };
+    let check = |answers: &AnswerLog| {
+        for n in 0..2_010 {
+            assert_eq!(answers.get(&key(n)).unwrap(), expected(n), "key {n}");
+        }
+        assert_eq!(all(answers).len(), 200);
+    };
+    check(&answers);
+    // The rewritten log takes new records, and opens again (its index clean, or rebuilt).
+    answers.put(&key(5_000), &value(5_000, 1)).unwrap();
+    answers.close().unwrap();
+    drop(answers);
+    let answers = AnswerLog::open_compacting_after(dir.path(), 10_000).unwrap();
+    assert_eq!(answers.get(&key(5_000)).unwrap(), Some(value(5_000, 1)));
+    drop(answers);
+    std::fs::remove_file(dir.path().join("answers.idx")).unwrap();
+    let answers = AnswerLog::open(dir.path()).unwrap();
+    assert_eq!(answers.get(&key(5_000)).unwrap(), Some(value(5_000, 1)));
+    assert_eq!(all(&answers).len(), 201);
+}
