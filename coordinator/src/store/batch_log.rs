@@ -91,7 +91,8 @@ impl BatchLog {
         let log = LogFile::open(&dir.join(LOG_NAME), LOG_MAGIC, "a batch log")?;
         let index_path = dir.join(INDEX_NAME);
         let mut inner = match open_clean_index(&index_path, INDEX_MAGIC, &log, SLOT)? {
-            Some((map, count)) => Inner {
+            // Every id up to the last has a slot: a header saying otherwise is not trusted.
+            Some((map, count)) if u64_at(&map, LAST_AT) < count => Inner {
                 slots: Slots {
                     last: u64_at(&map, LAST_AT),
                     live: u64_at(&map, LIVE_AT),
@@ -104,7 +105,7 @@ impl BatchLog {
                 dir: dir.to_path_buf(),
                 compact_after,
             },
-            None => Inner::rebuild(dir, log, compact_after)?,
+            _ => Inner::rebuild(dir, log, compact_after)?,
         };
         inner.first = (1..=inner.slots.last)
             .find(|&id| inner.slots.get(id) != 0)
