@@ -34,8 +34,8 @@ use std::sync::{Mutex, MutexGuard};
 use memmap2::MmapMut;
 
 use super::log_file::{
-    mark_clean, mark_dirty, new_index_file, open_clean_index, put_u64, u64_at, LogFile, Record,
-    COMPACT_AFTER, INDEX_HEADER, LIVE_AT, LOG_HEADER, PUT, REMOVAL,
+    mark_clean, mark_dirty, new_index_file, open_clean_index, put_u64, u64_at, LogFile, OnDamage,
+    Record, COMPACT_AFTER, INDEX_HEADER, LIVE_AT, LOG_HEADER, PUT, REMOVAL,
 };
 
 const LOG_NAME: &str = "answers.log";
@@ -96,12 +96,21 @@ impl AnswerLog {
     /// Opens the answers in `dir`, creating them if absent, rebuilding the index if it does
     /// not cover the log, and cutting a torn record off the log's end.
     pub(super) fn open(dir: &Path) -> std::io::Result<AnswerLog> {
-        AnswerLog::open_compacting_after(dir, COMPACT_AFTER)
+        AnswerLog::open_compacting_after(dir, COMPACT_AFTER, OnDamage::Refuse)
+    }
+
+    /// [`AnswerLog::open`] for a salvage: a damaged record cuts the log there (see `log_file`).
+    pub(super) fn open_salvaging(dir: &Path) -> std::io::Result<AnswerLog> {
+        AnswerLog::open_compacting_after(dir, COMPACT_AFTER, OnDamage::Cut)
     }
 
     /// [`AnswerLog::open`], reclaiming dead bytes once they pass `compact_after` (and the
     /// live ones).
-    fn open_compacting_after(dir: &Path, compact_after: u64) -> std::io::Result<AnswerLog> {
+    fn open_compacting_after(
+        dir: &Path,
+        compact_after: u64,
+        on_damage: OnDamage,
+    ) -> std::io::Result<AnswerLog> {
         let log = LogFile::open(&dir.join(LOG_NAME), LOG_MAGIC, "an answer log")?;
         let index_path = dir.join(INDEX_NAME);
         let mut inner = match open_clean_index(&index_path, INDEX_MAGIC, &log, SLOT)? {
@@ -117,7 +126,7 @@ impl AnswerLog {
                 log,
                 dirty: false,
             },
-            _ => Inner::rebuild(index_path, log)?,
+            _ => Inner::rebuild(index_path, log, on_damage)?,
         };
         let dead = inner.log.end() - LOG_HEADER - inner.slots.live;
         if dead > inner.slots.live && dead > compact_after {
@@ -224,9 +233,13 @@ impl Inner {
     /// are told apart by their 64-bit hashes here (reading each probed record back would
     /// move the file under the reader): two keys of one hash would leave the older unindexed,
     /// a miss, never a wrong answer.
-    fn rebuild(index_path: PathBuf, mut log: LogFile) -> std::io::Result<Inner> {
+    fn rebuild(
+        index_path: PathBuf,
+        mut log: LogFile,
+        on_damage: OnDamage,
+    ) -> std::io::Result<Inner> {
         let mut slots = Slots::create(index_path, log.id, FIRST_SLOTS)?;
-        log.read_all("answers", |offset, record| {
+        log.read_all(LOG_NAME, on_damage, |offset, record| {
             let hash = key_hash(&record.key);
             let slot = slots.probe(hash, |_| Ok(true))?;
             if slots.get(slot).0 == 0 {

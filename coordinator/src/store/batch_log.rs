@@ -29,8 +29,8 @@ use std::sync::{Mutex, MutexGuard};
 use memmap2::MmapMut;
 
 use super::log_file::{
-    mark_clean, mark_dirty, new_index_file, open_clean_index, put_u64, u64_at, LogFile, Record,
-    COMPACT_AFTER, INDEX_HEADER, LIVE_AT, LOG_HEADER, PUT, REMOVAL,
+    mark_clean, mark_dirty, new_index_file, open_clean_index, put_u64, u64_at, LogFile, OnDamage,
+    Record, COMPACT_AFTER, INDEX_HEADER, LIVE_AT, LOG_HEADER, PUT, REMOVAL,
 };
 
 const LOG_MAGIC: &[u8; 8] = b"TSBATLOG";
@@ -83,11 +83,20 @@ impl BatchLog {
     /// Opens the batches in `dir`, creating them if absent, rebuilding the index if it does
     /// not cover the log, and cutting a torn record off the log's end.
     pub(super) fn open(dir: &Path) -> std::io::Result<BatchLog> {
-        BatchLog::open_compacting_after(dir, COMPACT_AFTER)
+        BatchLog::open_compacting_after(dir, COMPACT_AFTER, OnDamage::Refuse)
+    }
+
+    /// [`BatchLog::open`] for a salvage: a damaged record cuts the log there (see `log_file`).
+    pub(super) fn open_salvaging(dir: &Path) -> std::io::Result<BatchLog> {
+        BatchLog::open_compacting_after(dir, COMPACT_AFTER, OnDamage::Cut)
     }
 
     /// [`BatchLog::open`], reclaiming dead bytes once they pass `compact_after` (and the live).
-    fn open_compacting_after(dir: &Path, compact_after: u64) -> std::io::Result<BatchLog> {
+    fn open_compacting_after(
+        dir: &Path,
+        compact_after: u64,
+        on_damage: OnDamage,
+    ) -> std::io::Result<BatchLog> {
         let log = LogFile::open(&dir.join(LOG_NAME), LOG_MAGIC, "a batch log")?;
         let index_path = dir.join(INDEX_NAME);
         let mut inner = match open_clean_index(&index_path, INDEX_MAGIC, &log, SLOT)? {
@@ -105,7 +114,7 @@ impl BatchLog {
                 dir: dir.to_path_buf(),
                 compact_after,
             },
-            _ => Inner::rebuild(dir, log, compact_after)?,
+            _ => Inner::rebuild(dir, log, compact_after, on_damage)?,
         };
         inner.first = (1..=inner.slots.last)
             .find(|&id| inner.slots.get(id) != 0)
@@ -232,10 +241,15 @@ impl Drop for BatchLog {
 
 impl Inner {
     /// Reads the whole log (cutting it after its last intact record) into a new index.
-    fn rebuild(dir: &Path, mut log: LogFile, compact_after: u64) -> std::io::Result<Inner> {
+    fn rebuild(
+        dir: &Path,
+        mut log: LogFile,
+        compact_after: u64,
+        on_damage: OnDamage,
+    ) -> std::io::Result<Inner> {
         let index_path = dir.join(INDEX_NAME);
         let mut slots = Slots::create(&index_path, log.id, FIRST_SLOTS)?;
-        log.read_all(LOG_NAME, |offset, record| {
+        log.read_all(LOG_NAME, on_damage, |offset, record| {
             let Some(id) = <[u8; 8]>::try_from(record.key.as_slice())
                 .ok()
                 .map(u64::from_be_bytes)

@@ -17,7 +17,10 @@
 //! ([`mark_dirty`]); a close writes the pending records, syncs the log, syncs the slots, then
 //! records the length covered and clears the mark ([`mark_clean`]). An index found dirty,
 //! short, of another log or not covering the whole log is rebuilt from the log on opening, and
-//! the log is cut at its first record whose CRC fails (a torn write).
+//! the log is cut at its first record whose CRC fails (a torn write) when what follows it is
+//! no more than a crash's unsynced writes can leave ([`TORN_TAIL_MAX`]); further from the end
+//! it is damage, and the log is refused by name rather than cut (the records after it are
+//! intact and acknowledged), but for a salvage ([`OnDamage::Cut`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
@@ -36,6 +39,20 @@ pub(super) const LIVE_AT: usize = 48;
 /// Dead bytes that, once they also pass the live ones, start a rewrite of a log with its live
 /// records only.
 pub(super) const COMPACT_AFTER: u64 = 64 << 20;
+/// The most a crash can leave torn at a log's end: its writes since the last sync (a flush's
+/// or a probe's, seconds apart; pending records are written a MiB at a time), many times over.
+pub(super) const TORN_TAIL_MAX: u64 = 64 << 20;
+
+/// What opening a log does with a record that fails its check further from the end than a
+/// torn write reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OnDamage {
+    /// Refuses the log (an error naming it and the offset).
+    Refuse,
+    /// Cuts the log there, keeping what came before (a salvage, on a copy).
+    Cut,
+}
+
 /// Where an index's header keeps the log length it covers, and its dirty mark.
 const COVERED_AT: usize = 24;
 const DIRTY_AT: usize = 32;
@@ -155,11 +172,13 @@ impl LogFile {
     }
 
     /// Reads the file's records from its header on, stopping at the first that is not whole
-    /// and intact, which is cut off with what follows it (`log_name` names the log in the
-    /// warning); calls `each` with every record and its offset.
+    /// and intact, which is cut off with what follows it when that is a torn tail or
+    /// `on_damage` says so, else refused (`log_name` names the log); calls `each` with every
+    /// record and its offset.
     pub(super) fn read_all(
         &mut self,
         log_name: &str,
+        on_damage: OnDamage,
         mut each: impl FnMut(u64, Record) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         let mut reader = BufReader::with_capacity(1 << 20, &self.file);
@@ -177,7 +196,17 @@ impl LogFile {
             each(offset, record)?;
             offset += length;
         }
-        if offset < self.file.metadata()?.len() {
+        let length = self.file.metadata()?.len();
+        if length - offset > TORN_TAIL_MAX && on_damage == OnDamage::Refuse {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{log_name} is damaged: its record at byte {offset} of {length} fails its \
+                     check, further from the end than a crash's torn write reaches"
+                ),
+            ));
+        }
+        if offset < length {
             tracing::warn!(
                 log = log_name,
                 kept_bytes = offset,

@@ -191,7 +191,7 @@ impl Store {
     /// Opens (or creates) the store in `dir`; sled keeps at most about `cache_bytes` of pages
     /// in memory (its own default, 1 GiB, was most of a busy coordinator's memory).
     pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
-        let store = Store::open_unchecked(dir, cache_bytes)?;
+        let store = Store::open_unchecked(dir, cache_bytes, false)?;
         let found = store.meta_u64("flushed")?.unwrap_or(0);
         let expected = FlushGuard::read(&store.flushes.path);
         if found < expected {
@@ -220,12 +220,12 @@ impl Store {
     /// Opens a store [`Store::open`] refused as damaged, to read what it still holds (for
     /// `tilesolve salvage`; give it a copy: sled's recovery may rewrite the files).
     pub fn open_damaged(dir: &Path) -> Result<Store, StoreError> {
-        Store::open_unchecked(dir, DEFAULT_CACHE_BYTES)
+        Store::open_unchecked(dir, DEFAULT_CACHE_BYTES, true)
     }
 
     /// Opens the sled database without checking its flush count or format. A panic inside
     /// sled (it has them on some damaged files) is an error naming the store.
-    fn open_unchecked(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
+    fn open_unchecked(dir: &Path, cache_bytes: u64, salvaging: bool) -> Result<Store, StoreError> {
         if !dir.join("db").exists() {
             // A new store (the damaged one moved aside): an old guard says nothing of it.
             let _ = std::fs::remove_file(FlushGuard::path_for(dir));
@@ -237,8 +237,18 @@ impl Store {
                 .open()?;
             let guard = FlushGuard::path_for(dir);
             // After sled's: its lock on the directory keeps a second process out of both.
-            let answers = answer_log::AnswerLog::open(dir).map_err(sled::Error::Io)?;
-            let batch_log = batch_log::BatchLog::open(dir).map_err(sled::Error::Io)?;
+            let (answers, batch_log) = match salvaging {
+                false => (
+                    answer_log::AnswerLog::open(dir),
+                    batch_log::BatchLog::open(dir),
+                ),
+                true => (
+                    answer_log::AnswerLog::open_salvaging(dir),
+                    batch_log::BatchLog::open_salvaging(dir),
+                ),
+            };
+            let answers = answers.map_err(sled::Error::Io)?;
+            let batch_log = batch_log.map_err(sled::Error::Io)?;
             Ok(Store {
                 answers: Arc::new(answers),
                 batch_log: Arc::new(batch_log),

@@ -1,6 +1,6 @@
 use std::io::Write;
 
-use super::{AnswerLog, FIRST_SLOTS};
+use super::{AnswerLog, OnDamage, FIRST_SLOTS};
 
 fn key(n: u32) -> Vec<u8> {
     let mut key = vec![1, 4];
@@ -149,7 +149,7 @@ fn a_log_mostly_dead_is_rewritten_with_its_live_records_when_opened() {
         answers.close().unwrap();
     }
     let before = size();
-    let answers = AnswerLog::open_compacting_after(dir.path(), 10_000).unwrap();
+    let answers = AnswerLog::open_compacting_after(dir.path(), 10_000, OnDamage::Refuse).unwrap();
     assert!(
         size() * 5 < before,
         "rewritten: {} bytes, {before} before",
@@ -171,7 +171,7 @@ fn a_log_mostly_dead_is_rewritten_with_its_live_records_when_opened() {
     answers.put(&key(5_000), &value(5_000, 1)).unwrap();
     answers.close().unwrap();
     drop(answers);
-    let answers = AnswerLog::open_compacting_after(dir.path(), 10_000).unwrap();
+    let answers = AnswerLog::open_compacting_after(dir.path(), 10_000, OnDamage::Refuse).unwrap();
     assert_eq!(answers.get(&key(5_000)).unwrap(), Some(value(5_000, 1)));
     drop(answers);
     std::fs::remove_file(dir.path().join("answers.idx")).unwrap();

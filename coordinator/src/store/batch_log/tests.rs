@@ -1,6 +1,6 @@
 use std::io::Write;
 
-use super::{BatchLog, FIRST_SLOTS};
+use super::{BatchLog, OnDamage, FIRST_SLOTS};
 
 fn value(id: u64, version: u8) -> Vec<u8> {
     vec![version; 20 + (id % 50) as usize]
@@ -124,7 +124,8 @@ fn a_log_mostly_dead_is_rewritten_with_its_live_records_only() {
     let dir = tempfile::tempdir().unwrap();
     let size = |name: &str| std::fs::metadata(dir.path().join(name)).unwrap().len();
     {
-        let batches = BatchLog::open_compacting_after(dir.path(), 10_000).unwrap();
+        let batches =
+            BatchLog::open_compacting_after(dir.path(), 10_000, OnDamage::Refuse).unwrap();
         // As a coordinator with a retention does: batches taken in, ended, and the oldest
         // removed.
         for id in 1..=2_000u64 {
@@ -148,4 +149,39 @@ fn a_log_mostly_dead_is_rewritten_with_its_live_records_only() {
     assert_eq!(ids(all(&batches)), (1_901..=2_001).collect::<Vec<_>>());
     assert_eq!(batches.get(1_950).unwrap(), Some(value(1_950, 2)));
     assert_eq!(batches.last_id(), 2_001);
+}
+
+#[test]
+fn damage_further_from_the_end_than_a_torn_write_is_refused_and_cut_only_for_a_salvage() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = vec![7u8; 1_000];
+    {
+        let batches = BatchLog::open(dir.path()).unwrap();
+        // More than `TORN_TAIL_MAX` after the damaged record.
+        for id in 1..=70_000 {
+            batches.put(id, &record).unwrap();
+        }
+        batches.sync().unwrap();
+        // A crash: the index is not closed clean, so the next opening reads the whole log.
+        std::mem::forget(batches);
+    }
+    let log = dir.path().join("batches.log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let length = bytes.len();
+    bytes[1_000_000] ^= 0xff;
+    std::fs::write(&log, &bytes).unwrap();
+    let refused = BatchLog::open(dir.path()).err().expect("refused");
+    assert!(
+        refused.to_string().contains("batches.log is damaged"),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::metadata(&log).unwrap().len() as usize,
+        length,
+        "nothing was cut"
+    );
+    let salvaged = BatchLog::open_salvaging(dir.path()).unwrap();
+    let kept = salvaged.last_id();
+    assert!((900..1_000).contains(&kept), "kept up to batch {kept}");
+    assert_eq!(salvaged.get(kept).unwrap(), Some(record));
 }
