@@ -210,7 +210,9 @@ impl LogFile {
             tracing::warn!(
                 log = log_name,
                 kept_bytes = offset,
-                "a log ended in a torn record (a crash while writing): cut after the last whole one"
+                cut_bytes = length - offset,
+                "a log's record failed its check (a write a crash tore, or damage met by a \
+                 salvage): cut there, keeping the records before it"
             );
             self.file.set_len(offset)?;
             self.file.sync_all()?;
