@@ -18,5 +18,6 @@ pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// Most lines a batch may hold; clients split larger files before sending.
 pub const MAX_BATCH_LINES: usize = 100_000;
 
-/// Version of the worker protocol; a worker with another is refused at registration.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Version of the worker protocol; a worker with another is refused at registration. 3: weighted
+/// tasks (a worker of version 2 would run one as an optimal search at the task's bound).
+pub const PROTOCOL_VERSION: u32 = 3;

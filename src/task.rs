@@ -2,10 +2,12 @@
 //! the worker (which runs them): search one subtree under one bound, or, for a whole puzzle,
 //! iterate from a proven bound within a node budget.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::board::Board;
 use crate::direction::Direction;
+use crate::heuristic::Weight;
 use crate::search::pruning::DEAD;
 use crate::search::MovePruning;
 use crate::search::{Abort, Bounded, IdaStop, Limits, PartSize};
@@ -27,6 +29,9 @@ pub enum TaskOutcome {
         children: Vec<Direction>,
         pruned_min_f: u32,
     },
+    /// A weighted task: the shortest path its searches found (none within its limits), with
+    /// the weight that found it.
+    Weighted(Option<(Vec<Direction>, Weight)>),
     Failed(String),
 }
 
@@ -38,6 +43,7 @@ impl TaskOutcome {
             TaskOutcome::Exceeded(_) => "exceeded",
             TaskOutcome::BudgetSpent(_) => "budget_spent",
             TaskOutcome::Split { .. } => "split",
+            TaskOutcome::Weighted(_) => "weighted",
             TaskOutcome::Failed(_) => "failed",
         }
     }
@@ -107,6 +113,18 @@ pub struct Work<'a> {
     pub node_budget: u64,
     /// With a subtree task, measure each descendant this many moves below `board` (0: none).
     pub profile_depth: u32,
+    /// Not the optimal search: weighted IDA* on the whole puzzle for a path that may be longer,
+    /// stopping at one as long as `bound` (a proven lower bound), at `node_budget` (0: none)
+    /// or after its seconds.
+    pub weighted: Option<WeightedWork>,
+}
+
+/// What a weighted task searches with: one weight, or (`None`) the solver's ladder of weights
+/// (see [`Solver::shortest_weighted_path`]); and for how long.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WeightedWork {
+    pub weight: Option<Weight>,
+    pub time_limit: Option<Duration>,
 }
 
 /// What running a task found and what it cost.
@@ -121,6 +139,28 @@ pub struct TaskRun {
 
 /// Runs a task.
 pub fn run_task(solver: &Solver, work: Work<'_>, cancel: Option<&AtomicBool>) -> TaskRun {
+    if let Some(weighted) = work.weighted {
+        let deadline = weighted.time_limit.map(|limit| Instant::now() + limit);
+        let (found, counters) =
+            solver.shortest_weighted_path(work.board, work.bound, weighted.weight, |spent| {
+                Limits {
+                    cancel,
+                    deadline,
+                    max_nodes: (work.node_budget > 0)
+                        .then(|| work.node_budget.saturating_sub(spent).max(1)),
+                    whole_iterations: false,
+                }
+            });
+        let outcome = match cancel.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
+            true => TaskOutcome::Failed("stopped: Cancelled".into()),
+            false => TaskOutcome::Weighted(found),
+        };
+        return TaskRun {
+            outcome,
+            nodes: counters.expanded,
+            parts: Vec::new(),
+        };
+    }
     if work.iterate {
         let limits = Limits {
             cancel,
@@ -260,6 +300,7 @@ mod tests {
             iterate: false,
             node_budget: 0,
             profile_depth: 0,
+            weighted: None,
         };
         for profile_depth in [0, 2] {
             let run = run_task(
@@ -324,6 +365,7 @@ mod tests {
             iterate: true,
             node_budget,
             profile_depth: 0,
+            weighted: None,
         };
         let whole = run_task(&solver, task(u64::MAX), None);
         assert!(matches!(whole.outcome, TaskOutcome::Found(ref m) if m.len() as u32 == optimal));
@@ -370,6 +412,7 @@ mod tests {
                     iterate: false,
                     node_budget: 0,
                     profile_depth: 0,
+                    weighted: None,
                 };
                 let expected = run_task(&solver, plain, None);
                 for depth in [1, 3, 6] {

@@ -178,6 +178,14 @@ async fn export_batches(client: &mut Client, out: &mut dyn Write) -> anyhow::Res
     }
 }
 
+/// How an export keeps a bounded answer: as the item's error, so that a restore never takes
+/// the path for a solution.
+pub(crate) fn bounded_note(length: u32, moves: &str, lower_bound: u32) -> String {
+    format!(
+        "bounded answer, not proven optimal: {length} moves {moves}; no solution is shorter than {lower_bound}"
+    )
+}
+
 /// Writes one batch's line and its items' lines. Its items are read first (a page at a time):
 /// the batch's line names their goal.
 async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyhow::Result<()> {
@@ -205,6 +213,16 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
                     (Some(solution.length), Some(solution.moves), None)
                 }
                 Some(pb::item_result::Outcome::Error(error)) => (None, None, Some(error)),
+                // Never exported as an answer: restored, it would read as a solution.
+                Some(pb::item_result::Outcome::Bounded(bounded)) => (
+                    None,
+                    None,
+                    Some(bounded_note(
+                        bounded.length,
+                        &bounded.moves,
+                        bounded.lower_bound,
+                    )),
+                ),
                 None => (None, None, None),
             };
             items.push(ExportedItem {
@@ -422,6 +440,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                     texts,
                     heuristic,
                     goal,
+                    pb::SubmitBatchRequest::default(),
                     args.output.format(),
                     args.wait,
                 )
@@ -450,6 +469,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                         };
                         match &item.outcome {
                             Some(pb::item_result::Outcome::Solution(_)) => done.restored += 1,
+                            Some(pb::item_result::Outcome::Bounded(_)) => done.refused += 1,
                             Some(pb::item_result::Outcome::Error(reason)) => {
                                 eprintln!(
                                     "{shown} line {}: {}: not restored: {}",
@@ -520,6 +540,7 @@ async fn import_batches(
             batch_lines(items),
             &batch.heuristic,
             &batch.goal,
+            pb::SubmitBatchRequest::default(),
             args.output.format(),
             args.wait && !batch.cancelled,
         )

@@ -14,6 +14,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use tilesolve::batch_file::{check_text, BatchLine};
 use tilesolve::connect::ConnectOptions;
+use tilesolve::heuristic::Weight;
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::{MAX_BATCH_LINES, MAX_MESSAGE_BYTES};
 
@@ -66,8 +67,57 @@ pub struct BatchOptions {
     pub(crate) goal: String,
     #[command(flatten)]
     output: FormatArgs,
+    #[command(flatten)]
+    limits: LimitArgs,
     /// A batch file: one board per line.
     pub(crate) file: PathBuf,
+}
+
+/// What each board of a batch may spend before it comes back bounded.
+#[derive(Args, Clone, Copy)]
+pub struct LimitArgs {
+    /// Stop a board's optimal search after this many seconds of search (summed over the
+    /// threads that search it): it comes back bounded, with the shortest path weighted searches
+    /// find in the last quarter of the limit and the lower bound the optimal search proved.
+    #[arg(long, value_name = "SECS")]
+    time_limit: Option<f64>,
+    /// As --time-limit, after this many expanded nodes.
+    #[arg(long, value_name = "NODES")]
+    node_limit: Option<u64>,
+    /// Ask only for a path at most W times the optimal length (weighted IDA*, 1 < W <= 10),
+    /// with no optimal search.
+    #[arg(long, value_name = "W", value_parser = crate::options::parse_weight)]
+    suboptimal: Option<Weight>,
+    /// --suboptimal 1.5.
+    #[arg(long, conflicts_with = "suboptimal")]
+    fast: bool,
+}
+
+impl LimitArgs {
+    /// The limits as a submission carries them (its other fields empty).
+    pub(crate) fn request(&self) -> anyhow::Result<pb::SubmitBatchRequest> {
+        let time_limit_seconds = match self.time_limit {
+            None => 0.0,
+            Some(secs) if secs.is_finite() && secs > 0.0 => secs,
+            Some(secs) => {
+                anyhow::bail!("--time-limit must be a positive number of seconds, not {secs}")
+            }
+        };
+        let weight = match self.fast {
+            true => Weight::new(3, 2),
+            false => self.suboptimal,
+        };
+        let suboptimal_percent = match weight.map(Weight::percent) {
+            Some(100) => anyhow::bail!("--suboptimal 1 is the optimal search: leave it out"),
+            percent => percent.unwrap_or(0),
+        };
+        Ok(pb::SubmitBatchRequest {
+            time_limit_seconds,
+            node_limit: self.node_limit.unwrap_or(0),
+            suboptimal_percent,
+            ..pb::SubmitBatchRequest::default()
+        })
+    }
 }
 
 #[derive(Args)]
@@ -157,6 +207,7 @@ pub(crate) async fn submit_and_report(
         lines,
         &options.heuristic,
         &options.goal,
+        options.limits.request()?,
         options.output.format(),
         wait,
     )
@@ -179,6 +230,7 @@ pub(crate) async fn submit_lines(
     lines: Vec<String>,
     heuristic: &str,
     goal: &str,
+    limits: pb::SubmitBatchRequest,
     format: Format,
     wait: bool,
 ) -> anyhow::Result<Submitted> {
@@ -189,6 +241,7 @@ pub(crate) async fn submit_lines(
         lines: lines.clone(),
         heuristic: heuristic.to_string(),
         goal: goal.to_string(),
+        ..limits
     };
     let submitted = coordinator
         .once(|mut client| async move { client.submit_batch(request).await })
@@ -580,8 +633,8 @@ pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
                 async move { client.query(request).await }
             })
             .await?;
-        match (response.found, response.solution) {
-            (true, Some(s)) => {
+        match (response.found, response.solution, response.bounded) {
+            (true, Some(s), _) => {
                 if args.json {
                     println!(
                         "{}",
@@ -591,6 +644,20 @@ pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
                     println!("{}  {} moves  {}", args.board, s.length, s.moves);
                 }
                 Ok(true)
+            }
+            (_, None, Some(b)) => {
+                if args.json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"board": args.board, "status": "bounded", "length": b.length, "lower_bound": b.lower_bound, "weight": b.weight, "moves": b.moves, "tiles": b.tiles})
+                    );
+                } else {
+                    println!(
+                        "{}  {} moves, NOT proven optimal (no solution is shorter than {})  {}",
+                        args.board, b.length, b.lower_bound, b.moves
+                    );
+                }
+                Ok(false)
             }
             _ => {
                 if args.json {

@@ -160,7 +160,7 @@ async fn one_client(args: &LoadArgs, index: usize, deadline: Instant) -> ClientL
             .submit_batch(pb::SubmitBatchRequest {
                 lines: lines.clone(),
                 heuristic: args.heuristic.clone(),
-                goal: String::new(),
+                ..pb::SubmitBatchRequest::default()
             })
             .await;
         log.latencies.push((Operation::Submit, started.elapsed()));

@@ -194,3 +194,13 @@ impl Solvers {
             .map_err(Clone::clone)
     }
 }
+
+/// `--suboptimal`'s weight, to a hundredth.
+pub fn parse_weight(text: &str) -> Result<tilesolve::heuristic::Weight, String> {
+    let refused = || format!("--suboptimal must be a number between 1 and 10, not '{text}'");
+    let weight: f64 = text.parse().map_err(|_| refused())?;
+    if !(1.0..=10.0).contains(&weight) {
+        return Err(refused());
+    }
+    tilesolve::heuristic::Weight::new((weight * 100.0).round() as u32, 100).ok_or_else(refused)
+}

@@ -43,6 +43,13 @@ struct ItemRecord<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     line: Option<u32>,
     board: &'a str,
+    /// `solved` (proven optimal), `bounded` (not proven optimal), `failed` or `pending`.
+    status: &'static str,
+    /// A bounded answer's proven lower bound, and the weight of the search that found it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lower_bound: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    weight: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     length: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -73,6 +80,9 @@ struct ItemRow<'a> {
     heuristic: Option<&'a str>,
     error: Option<&'a str>,
     pending: bool,
+    /// Last, so that the columns of files written before they were added keep their places.
+    status: &'static str,
+    lower_bound: Option<u32>,
 }
 
 impl<'a> ItemRecord<'a> {
@@ -85,6 +95,9 @@ impl<'a> ItemRecord<'a> {
         let mut record = ItemRecord {
             line: (item.line > 0).then_some(item.line),
             board,
+            status: "pending",
+            lower_bound: None,
+            weight: None,
             length: None,
             moves: None,
             tiles: None,
@@ -95,7 +108,20 @@ impl<'a> ItemRecord<'a> {
             pending: false,
         };
         match &item.outcome {
+            Some(pb::item_result::Outcome::Bounded(b)) => {
+                record.status = "bounded";
+                record.lower_bound = Some(b.lower_bound);
+                record.weight = Some(b.weight);
+                record.length = Some(b.length);
+                record.moves = Some(&b.moves);
+                record.tiles = Some(&b.tiles);
+                record.nodes = Some(b.nodes);
+                record.seconds = Some(b.seconds);
+                record.heuristic = Some(&b.heuristic);
+                record.error = Some(&b.reason);
+            }
             Some(pb::item_result::Outcome::Solution(s)) => {
+                record.status = "solved";
                 record.length = Some(s.length);
                 record.moves = Some(&s.moves);
                 record.tiles = Some(&s.tiles);
@@ -103,7 +129,10 @@ impl<'a> ItemRecord<'a> {
                 record.seconds = Some(s.seconds);
                 record.heuristic = Some(&s.heuristic);
             }
-            Some(pb::item_result::Outcome::Error(e)) => record.error = Some(e),
+            Some(pb::item_result::Outcome::Error(e)) => {
+                record.status = "failed";
+                record.error = Some(e);
+            }
             None => record.pending = true,
         }
         record
@@ -120,6 +149,8 @@ impl<'a> ItemRecord<'a> {
             heuristic: self.heuristic,
             error: self.error,
             pending: self.pending,
+            status: self.status,
+            lower_bound: self.lower_bound,
         }
     }
 }
@@ -153,6 +184,14 @@ impl ResultsOutput {
                 (None, _) => {
                     let board = printable(record.board);
                     match (record.length, record.error) {
+                        (Some(length), Some(why)) if record.status == "bounded" => writeln!(
+                            out,
+                            "{board}  {length} moves, NOT proven optimal (no solution is shorter \
+                             than {}; {})  {}",
+                            record.lower_bound.unwrap_or(0),
+                            printable(why),
+                            record.moves.unwrap_or("")
+                        )?,
                         (Some(length), _) => writeln!(
                             out,
                             "{board}  {length} moves  {}",
@@ -178,8 +217,12 @@ impl ResultsOutput {
             writer.flush()?;
         }
         if let (Some(status), Format::Text) = (status, self.format) {
+            let bounded = match status.bounded {
+                0 => String::new(),
+                n => format!(", {n} bounded (paths not proven optimal)"),
+            };
             eprintln!(
-                "batch {}: {} of {} solved, {} failed",
+                "batch {}: {} of {} solved, {} failed{bounded}",
                 status.batch_id, status.solved, status.total, status.failed
             );
         }
@@ -194,6 +237,7 @@ pub fn status_json(status: &pb::BatchStatus) -> serde_json::Value {
         "total": status.total,
         "solved": status.solved,
         "failed": status.failed,
+        "bounded": status.bounded,
         "done": status.done,
         "bounds": status.bounds,
         "workers": status.workers,

@@ -126,6 +126,15 @@ fn write_batches(
             let (length, moves, error) = match item.status {
                 ItemStatus::Solved(solution) => (Some(solution.length), Some(solution.moves), None),
                 ItemStatus::Failed(reason) => (None, None, Some(reason)),
+                ItemStatus::Bounded(bounded) => (
+                    None,
+                    None,
+                    Some(crate::backup::bounded_note(
+                        bounded.length,
+                        &bounded.moves,
+                        bounded.lower_bound,
+                    )),
+                ),
                 ItemStatus::Queued => (None, None, None),
             };
             let exported = ExportedItem {

@@ -22,7 +22,7 @@ pub struct SolveArgs {
     /// found far sooner, with the heuristic's estimate as its lower bound. Without it, a board
     /// stopped by --time-limit or --node-limit comes back with the shortest path such searches
     /// find in the last quarter of the limit, and the lower bound the optimal search proved.
-    #[arg(long, value_name = "W", value_parser = parse_weight)]
+    #[arg(long, value_name = "W", value_parser = crate::options::parse_weight)]
     suboptimal: Option<Weight>,
     /// --suboptimal 1.5: a path at most half again the optimal length, in milliseconds on
     /// every size.
@@ -31,16 +31,6 @@ pub struct SolveArgs {
     /// Boards, e.g. `2,4,0,1,8,5,3,6,7`; `-` reads one board per line from standard input.
     #[arg(required = true, value_name = "BOARD")]
     boards: Vec<String>,
-}
-
-/// `--suboptimal`'s weight, to a hundredth.
-fn parse_weight(text: &str) -> Result<Weight, String> {
-    let refused = || format!("--suboptimal must be a number between 1 and 10, not '{text}'");
-    let weight: f64 = text.parse().map_err(|_| refused())?;
-    if !(1.0..=10.0).contains(&weight) {
-        return Err(refused());
-    }
-    Weight::new((weight * 100.0).round() as u32, 100).ok_or_else(refused)
 }
 
 /// Returns whether every board was solved optimally.

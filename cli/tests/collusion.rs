@@ -51,6 +51,7 @@ fn lie(task: &pb::Task) -> pb::TaskResult {
             iterate: true,
             node_budget: task.node_budget,
             profile_depth: 0,
+            weighted: None,
         };
         match run_task(&solver, work, None).outcome {
             TaskOutcome::Found(mut moves) => {

@@ -156,7 +156,9 @@ fn json_and_csv_print_what_they_say() {
             "seconds",
             "heuristic",
             "error",
-            "pending"
+            "pending",
+            "status",
+            "lower_bound"
         ]
     );
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();

@@ -33,6 +33,7 @@ fn lie(task: &pb::Task, told: u64) -> pb::TaskResult {
         iterate: task.iterate,
         node_budget: task.node_budget,
         profile_depth: 0,
+        weighted: None,
     };
     let truth = run_task(&solver, work, None);
     use pb::task_result::Outcome;
@@ -61,6 +62,8 @@ fn lie(task: &pb::Task, told: u64) -> pb::TaskResult {
                 moves: moves_to_string(&children[..children.len().saturating_sub(1)]),
                 pruned_min_f: pruned_min_f.saturating_add(2),
             }),
+            // The liar's batches set no limits: it is never given a weighted task.
+            TaskOutcome::Weighted(_) => Outcome::Error("no weighted tasks here".into()),
             TaskOutcome::Failed(reason) => Outcome::Error(reason),
         }
     };

@@ -1,6 +1,7 @@
 //! The Python example (`examples/python/submit_batch.py`) against a real coordinator and worker:
 //! stubs generated from `proto/` with grpcio-tools, a batch submitted, every answer read back a
-//! page at a time, lengths checked against their published optimal values.
+//! page at a time, lengths checked against their published optimal values; then a batch under a
+//! node limit, read back as bounded answers.
 //!
 //! It needs a Python with `grpcio` and `grpcio-tools` (`TILESOLVE_PYTHON`, else `python3`);
 //! `.ci/run` makes one. Without it the test says so and passes, unless `CI` is set: there it
@@ -69,30 +70,58 @@ fn the_python_example_submits_and_reads_every_answer() {
     let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
     let _worker = worker(&server.url(), &dir.path().join("w1"), &[]);
 
-    let output = Command::new(&python)
-        .arg("submit_batch.py")
-        .arg(&server.address)
-        .arg(&batch)
-        .arg("pdb:5-5-5")
-        .current_dir(&client)
-        .env_remove("TILESOLVE_TOKEN")
-        .output()
-        .expect("run the Python example");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    // One line per board: board, length, moves, tab-separated.
-    let results: Vec<(String, Option<u64>)> = stdout
-        .lines()
-        .map(|line| {
-            let mut fields = line.split('\t');
-            let board = fields.next().unwrap_or_default().to_string();
-            (board, fields.next().and_then(|length| length.parse().ok()))
+    let run = |batch: &Path, flags: &[&str]| -> Vec<Vec<String>> {
+        let output = Command::new(&python)
+            .arg("submit_batch.py")
+            .arg(&server.address)
+            .arg(batch)
+            .args(flags)
+            .current_dir(&client)
+            .env_remove("TILESOLVE_TOKEN")
+            .output()
+            .expect("run the Python example");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // One line per board: board, length, moves (and `bounded ...`), tab-separated.
+        stdout
+            .lines()
+            .map(|line| line.split('\t').map(String::from).collect())
+            .collect()
+    };
+    // Past a node limit each board comes back bounded: a path no shorter than the optimal one
+    // and a lower bound no longer (the batch after it proves them optimal, from those bounds).
+    let hard = known_boards(0)[5..9].to_vec();
+    let hard_batch = dir.path().join("hard.txt");
+    write_batch(&hard_batch, &hard, false);
+    let flags = ["--heuristic", "linear-conflict", "--node-limit", "100000"];
+    let lines = run(&hard_batch, &flags);
+    assert_eq!(lines.len(), hard.len(), "{lines:?}");
+    for (fields, (board, optimal)) in lines.iter().zip(&hard) {
+        assert_eq!(&fields[0], board, "{fields:?}");
+        let length: u64 = fields[1].parse().unwrap();
+        let lower_bound: u64 = fields
+            .get(3)
+            .and_then(|field| field.strip_prefix("bounded lower_bound="))
+            .and_then(|b| b.parse().ok())
+            .unwrap_or_else(|| panic!("{fields:?}"));
+        assert!(lower_bound <= *optimal && *optimal <= length, "{fields:?}");
+        assert_eq!(fields[2].len() as u64, length, "{fields:?}");
+    }
+
+    let lines = run(&batch, &["--heuristic", "pdb:5-5-5"]);
+    let results: Vec<(String, Option<u64>)> = lines
+        .iter()
+        .map(|fields| {
+            (
+                fields[0].clone(),
+                fields.get(1).and_then(|l| l.parse().ok()),
+            )
         })
         .collect();
-    assert_eq!(results.len(), boards.len(), "{stdout}");
+    assert_eq!(results.len(), boards.len(), "{lines:?}");
     assert_optimal(&results, &boards);
 }

@@ -215,6 +215,12 @@ fn malformed_rpcs_are_refused_without_harm() {
             lines: lines.into_iter().map(String::from).collect(),
             heuristic: heuristic.into(),
             goal: goal.into(),
+            ..Default::default()
+        };
+        let limited = |time_limit_seconds: f64, suboptimal_percent: u32| pb::SubmitBatchRequest {
+            time_limit_seconds,
+            suboptimal_percent,
+            ..submit(vec!["8,6,7,2,5,4,3,0,1"], "", "")
         };
 
         // Client API.
@@ -227,6 +233,10 @@ fn malformed_rpcs_are_refused_without_harm() {
                 "pdb name",
             ),
             (submit(vec!["8,6,7,2,5,4,3,0,1"], "", "1,2"), "goal"),
+            (limited(f64::NAN, 0), "time limit NaN"),
+            (limited(-1.0, 0), "negative time limit"),
+            (limited(0.0, 100), "weight 1"),
+            (limited(0.0, 5000), "weight 50"),
         ];
         for (request, what) in refusals {
             assert_eq!(

@@ -28,7 +28,7 @@ use crate::rpc_metrics::RpcMetrics;
 
 use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, WorkerView, RATE_WINDOW};
 use crate::service::Service;
-use crate::store::{ItemStatus, StoredItem};
+use crate::store::{ItemLimits, ItemStatus, StoredItem};
 use tilesolve::proto::MAX_BATCH_LINES;
 
 const INDEX_HTML: &str = include_str!("../web/index.html");
@@ -215,6 +215,8 @@ struct BatchJson {
     total: u32,
     solved: u32,
     failed: u32,
+    /// Items answered with a path not proven optimal (a limit stopped their search).
+    bounded: u32,
     done: bool,
     bounds: Vec<u32>,
     nodes: u64,
@@ -239,6 +241,7 @@ impl From<BatchProgress> for BatchJson {
             total: p.total,
             solved: p.solved,
             failed: p.failed,
+            bounded: p.bounded,
             done: p.done,
             bounds: p.bounds,
             nodes: p.nodes,
@@ -356,7 +359,12 @@ async fn solve(
 ) -> Result<Json<serde_json::Value>, WebError> {
     let submitted = state
         .service
-        .accept_batch(vec![request.board], request.heuristic, request.goal)
+        .accept_batch(
+            vec![request.board],
+            request.heuristic,
+            request.goal,
+            ItemLimits::default(),
+        )
         .await?;
     Ok(Json(serde_json::json!({
         "batch": submitted.batch,
@@ -377,6 +385,10 @@ struct ItemJson {
     seconds: Option<f64>,
     heuristic: Option<String>,
     error: Option<String>,
+    /// `queued`, `solved`, `failed`, or `bounded` (a path not proven optimal).
+    status: &'static str,
+    /// A bounded answer's proven lower bound: no solution is shorter.
+    lower_bound: Option<u32>,
 }
 
 fn item_json(item: StoredItem) -> ItemJson {
@@ -391,16 +403,31 @@ fn item_json(item: StoredItem) -> ItemJson {
         seconds: None,
         heuristic: None,
         error: None,
+        status: "queued",
+        lower_bound: None,
     };
     match item.status {
+        ItemStatus::Bounded(b) => {
+            json.status = "bounded";
+            json.length = Some(b.length);
+            json.moves = Some(b.moves);
+            json.nodes = Some(b.nodes);
+            json.seconds = Some(b.seconds);
+            json.heuristic = Some(b.heuristic);
+            json.lower_bound = Some(b.lower_bound);
+        }
         ItemStatus::Solved(s) => {
+            json.status = "solved";
             json.length = Some(s.length);
             json.moves = Some(s.moves);
             json.nodes = Some(s.nodes);
             json.seconds = Some(s.seconds);
             json.heuristic = Some(s.heuristic);
         }
-        ItemStatus::Failed(reason) => json.error = Some(reason),
+        ItemStatus::Failed(reason) => {
+            json.status = "failed";
+            json.error = Some(reason);
+        }
         ItemStatus::Queued => {}
     }
     json
@@ -478,7 +505,12 @@ async fn submit_batch(
 ) -> Result<Json<serde_json::Value>, WebError> {
     let submitted = state
         .service
-        .accept_batch(request.lines, request.heuristic, request.goal)
+        .accept_batch(
+            request.lines,
+            request.heuristic,
+            request.goal,
+            ItemLimits::default(),
+        )
         .await?;
     Ok(Json(serde_json::json!({
         "batch": submitted.batch,

@@ -488,9 +488,11 @@ async function loadBatch() {
   const bar = $("batch-progress");
   bar.querySelector(".solved").style.width = `${(100 * s.solved) / Math.max(s.total, 1)}%`;
   bar.querySelector(".failed").style.width = `${(100 * s.failed) / Math.max(s.total, 1)}%`;
-  bar.setAttribute("aria-label", `${s.solved} solved and ${s.failed} failed of ${s.total}`);
+  bar.querySelector(".bounded").style.width = `${(100 * s.bounded) / Math.max(s.total, 1)}%`;
+  bar.setAttribute("aria-label", `${s.solved} solved, ${s.bounded} bounded and ${s.failed} failed of ${s.total}`);
   $("batch-state").className = "status";
   $("batch-state").textContent = `${s.solved} of ${s.total} solved, ${s.failed} failed, ` +
+    (s.bounded ? `${s.bounded} bounded (paths not proven optimal), ` : "") +
     (s.done ? (s.state === "cancelled" ? "done (cancelled)" : "done") : `running: bounds ${s.bounds.slice(0, 8).join(" ") || "–"} (no solution is shorter), ` +
       `${result.tasks_running} tasks running, ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s`) +
     (s.preparing ? ` · preparing tables: ${s.preparing}` : "") +
@@ -509,7 +511,9 @@ async function loadBatch() {
       replay.title = "replay it on the board";
       replay.onclick = () => {
         showSolution(item.board, item.length, item.moves);
-        status(`batch ${id}, line ${item.line}: ${item.length} moves`);
+        status(item.status === "bounded"
+          ? `batch ${id}, line ${item.line}: ${item.length} moves, NOT proven optimal (no solution is shorter than ${item.lower_bound})`
+          : `batch ${id}, line ${item.line}: ${item.length} moves`);
         history.pushState(null, "", "#puzzle");
         showView("puzzle");
       };
@@ -518,7 +522,9 @@ async function loadBatch() {
       board.textContent = item.board || item.text;
     }
     row.appendChild(board);
-    cell(row, item.length != null ? "solved" : item.error ? "error: " + item.error : "pending");
+    cell(row, item.status === "bounded"
+      ? `bounded: no solution is shorter than ${item.lower_bound}; this path is not proven optimal`
+      : item.length != null ? "solved" : item.error ? "error: " + item.error : "pending");
     cell(row, item.length != null ? item.length : "");
     cell(row, item.nodes != null ? item.nodes.toLocaleString() : "");
     cell(row, item.seconds != null ? item.seconds.toFixed(3) : "");

@@ -5,12 +5,16 @@ The gRPC API is plain protobuf; this uses only grpcio and code generated from ..
     pip install grpcio grpcio-tools
     python -m grpc_tools.protoc -I ../../proto --python_out=. --grpc_python_out=. tilesolve/v1/client.proto
     python submit_batch.py 127.0.0.1:7411 ../../tests/data/examples15.txt
+    python submit_batch.py 127.0.0.1:7411 hard.txt --heuristic pdb:7-8 --time-limit 3
 
 It submits the file, follows the batch's progress stream until it is done, then reads and prints
-every item's outcome, a page at a time (so a 100,000-line batch never has to fit one message). If
-the coordinator needs a token, set TILESOLVE_TOKEN as for the CLI.
+every item's outcome, a page at a time (so a 100,000-line batch never has to fit one message):
+board, length and moves, tab-separated, and for a board a time or node limit stopped, a fourth
+field `bounded lower_bound=B` (the path is not proven optimal; no solution is shorter than B).
+If the coordinator needs a token, set TILESOLVE_TOKEN as for the CLI.
 """
 
+import argparse
 import os
 import sys
 
@@ -20,18 +24,20 @@ from tilesolve.v1 import client_pb2 as pb
 from tilesolve.v1 import client_pb2_grpc as rpc
 
 
-def main(address: str, path: str, heuristic: str = "default") -> int:
+def main(address: str, path: str, heuristic: str, time_limit: float, node_limit: int) -> int:
     with open(path, encoding="utf-8", errors="replace") as handle:
         lines = handle.read().splitlines()
     token = os.environ.get("TILESOLVE_TOKEN")
     auth = [("authorization", f"Bearer {token}")] if token else []
     with grpc.insecure_channel(address) as channel:
         client = rpc.TilesolveStub(channel)
-        request = pb.SubmitBatchRequest(lines=lines, heuristic=heuristic)
+        request = pb.SubmitBatchRequest(
+            lines=lines, heuristic=heuristic, time_limit_seconds=time_limit, node_limit=node_limit
+        )
         submitted = client.SubmitBatch(request, metadata=auth)
         print(f"batch {submitted.batch_id}: {submitted.items} boards, {submitted.invalid} invalid", file=sys.stderr)
         for status in client.WatchBatch(pb.WatchBatchRequest(batch_id=submitted.batch_id), metadata=auth):
-            print(f"  {status.solved + status.failed}/{status.total} done", file=sys.stderr)
+            print(f"  {status.solved + status.failed + status.bounded}/{status.total} done", file=sys.stderr)
             if status.done:
                 break
         failures = 0
@@ -40,8 +46,12 @@ def main(address: str, path: str, heuristic: str = "default") -> int:
             request = pb.GetBatchRequest(batch_id=submitted.batch_id, page_size=10000, page_token=token)
             page = client.GetBatch(request, metadata=auth)
             for item in page.items:
-                if item.WhichOneof("outcome") == "solution":
+                outcome = item.WhichOneof("outcome")
+                if outcome == "solution":
                     print(f"{item.board}\t{item.solution.length}\t{item.solution.moves}")
+                elif outcome == "bounded":
+                    bounded = item.bounded
+                    print(f"{item.board}\t{bounded.length}\t{bounded.moves}\tbounded lower_bound={bounded.lower_bound}")
                 else:
                     failures += 1
                     print(f"{item.text}\terror: {item.error}")
@@ -52,6 +62,11 @@ def main(address: str, path: str, heuristic: str = "default") -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 3:
-        sys.exit(f"usage: {sys.argv[0]} HOST:PORT BATCH_FILE [HEURISTIC]")
-    sys.exit(main(*sys.argv[1:4]))
+    parser = argparse.ArgumentParser(description="Submit a batch file to a tilesolve coordinator.")
+    parser.add_argument("address", help="the coordinator, HOST:PORT")
+    parser.add_argument("batch_file", help="one board per line")
+    parser.add_argument("--heuristic", default="default")
+    parser.add_argument("--time-limit", type=float, default=0.0, help="seconds of search per board")
+    parser.add_argument("--node-limit", type=int, default=0, help="expanded nodes per board")
+    args = parser.parse_args()
+    sys.exit(main(args.address, args.batch_file, args.heuristic, args.time_limit, args.node_limit))

@@ -31,6 +31,11 @@ impl Weight {
         f64::from(self.numerator) / f64::from(self.denominator)
     }
 
+    /// The weight in hundredths, rounded (150 for 3/2).
+    pub fn percent(self) -> u32 {
+        (self.numerator * 100 + self.denominator / 2) / self.denominator
+    }
+
     /// `h` times this weight, rounded down.
     pub fn scale(self, h: u32) -> u32 {
         h * self.numerator / self.denominator

@@ -92,7 +92,7 @@ impl Solver {
             ..*options
         };
         // The error names the user's limits, not the share the optimal search had.
-        let (stopped, lower_bound, spent) = match self.solve(board, &first, cancel) {
+        let (stopped, lower_bound, limit_spent) = match self.solve(board, &first, cancel) {
             Ok(solution) => return Ok(Answer::Optimal(solution)),
             Err(SolveError::TimeLimit {
                 bound, expanded, ..
@@ -115,26 +115,56 @@ impl Solver {
             ),
             Err(other) => return Err(other),
         };
-        let mut counters = Counters {
-            expanded: spent,
-            generated: 0,
-        };
-        let mut best: Option<(Vec<Direction>, Weight)> = None;
-        let estimate = self.estimate(board);
-        // A weight whose scaled estimate of the board passes the longest path the kernel
-        // records has nothing to search.
-        let weights = WEIGHTS
-            .iter()
-            .filter_map(|&(n, d)| Weight::new(n, d))
-            .filter(|weight| (weight.scale(estimate) as usize) < MAX_DEPTH);
-        for weight in weights {
-            let limits = Limits {
+        let (best, searched) =
+            self.shortest_weighted_path(board, lower_bound, None, |spent| Limits {
                 max_nodes: options
                     .node_limit
-                    .map(|limit| limit.saturating_sub(counters.expanded)),
+                    .map(|limit| limit.saturating_sub(spent.saturating_add(limit_spent))),
                 ..options.limits(started, cancel)
-            };
-            let (found, spent) = self.weighted_path(board, weight, limits);
+            });
+        let counters = Counters {
+            expanded: limit_spent.saturating_add(searched.expanded),
+            generated: searched.generated,
+        };
+        let Some((moves, weight)) = best else {
+            return Err(stopped);
+        };
+        self.answer(
+            board,
+            (moves, weight, counters),
+            lower_bound,
+            started,
+            stopped,
+        )
+    }
+
+    /// The shortest path weighted IDA* finds for `board`: with `weight` alone, or else with
+    /// [`WEIGHTS`] in turn (each finding a path at most that many times the optimal length),
+    /// stopping once a path meets `lower_bound` (a proven one) or `limits` (given the nodes
+    /// spent so far) stop a search. The path, if any, with the weight that found it, and every
+    /// search's nodes. What a worker runs for a board whose optimal search a limit stopped.
+    pub fn shortest_weighted_path<'a>(
+        &self,
+        board: &Board,
+        lower_bound: u32,
+        weight: Option<Weight>,
+        limits: impl Fn(u64) -> Limits<'a>,
+    ) -> (Option<(Vec<Direction>, Weight)>, Counters) {
+        let mut counters = Counters::default();
+        let mut best: Option<(Vec<Direction>, Weight)> = None;
+        let estimate = self.estimate(board);
+        let weights: Vec<Weight> = match weight {
+            Some(weight) => vec![weight],
+            None => WEIGHTS
+                .iter()
+                .filter_map(|&(n, d)| Weight::new(n, d))
+                .collect(),
+        };
+        // A weight whose scaled estimate of the board passes the longest path the kernel
+        // records has nothing to search.
+        let searchable = |weight: &Weight| (weight.scale(estimate) as usize) < MAX_DEPTH;
+        for weight in weights.into_iter().filter(searchable) {
+            let (found, spent) = self.weighted_path(board, weight, limits(counters.expanded));
             counters += spent;
             let moves = match found {
                 Ok(moves) => moves,
@@ -154,16 +184,7 @@ impl Solver {
                 break;
             }
         }
-        let Some((moves, weight)) = best else {
-            return Err(stopped);
-        };
-        self.answer(
-            board,
-            (moves, weight, counters),
-            lower_bound,
-            started,
-            stopped,
-        )
+        (best, counters)
     }
 
     /// A path found by weighted IDA* with `weight` alone, within `options`' limits, as a bounded

@@ -4,13 +4,14 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use tilesolve::heuristic::Weight;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::PdbStore;
 use tilesolve::proto::v1 as pb;
-use tilesolve::task::{run_task, TaskOutcome, Work};
+use tilesolve::task::{run_task, TaskOutcome, WeightedWork, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
 use crate::finished::Finished;
@@ -126,6 +127,25 @@ pub(crate) fn cancel(running: &Running, ids: &[u64]) {
     }
 }
 
+/// A weighted task's search, as the coordinator asked for it.
+fn weighted_work(search: &pb::WeightedSearch) -> Result<WeightedWork, String> {
+    let weight = match search.weight_percent {
+        0 => None,
+        percent => Some(
+            Weight::new(percent, 100)
+                .ok_or_else(|| format!("bad task weight {percent} hundredths"))?,
+        ),
+    };
+    let time_limit = match search.seconds {
+        0.0 => None,
+        seconds => Some(
+            Duration::try_from_secs_f64(seconds)
+                .map_err(|_| format!("bad task time limit {seconds} s"))?,
+        ),
+    };
+    Ok(WeightedWork { weight, time_limit })
+}
+
 /// Runs one task on the calling thread.
 fn execute(
     task: &pb::Task,
@@ -154,6 +174,10 @@ fn execute(
     else {
         return fail(format!("bad task path '{}'", task.path));
     };
+    let weighted = match task.weighted.as_ref().map(weighted_work).transpose() {
+        Ok(weighted) => weighted,
+        Err(reason) => return fail(reason),
+    };
     let solver = match solver_for(solvers, tables, &goal, &task.heuristic) {
         Ok(solver) => solver,
         Err(reason) => return fail(reason),
@@ -170,6 +194,7 @@ fn execute(
             iterate: task.iterate,
             node_budget: task.node_budget,
             profile_depth: task.profile_depth,
+            weighted,
         },
         cancel,
     );
@@ -190,6 +215,14 @@ fn execute(
         } => Outcome::Split(pb::SplitChildren {
             moves: moves_to_string(&children),
             pruned_min_f,
+        }),
+        TaskOutcome::Weighted(found) => Outcome::Weighted(match found {
+            Some((moves, weight)) => pb::WeightedPath {
+                found: true,
+                moves: moves_to_string(&moves),
+                weight_percent: weight.percent(),
+            },
+            None => pb::WeightedPath::default(),
         }),
         TaskOutcome::Failed(reason) => Outcome::Error(reason),
     };

@@ -510,10 +510,13 @@ impl Scheduler {
             let mut items = self.store.items(batch.id)?;
             let mut changed = Vec::new();
             for (index, item) in items.iter_mut().enumerate() {
-                let ItemStatus::Solved(solved) = &item.status else {
-                    continue;
+                // A bounded answer's lower bound rests on its workers as a solution does.
+                let workers = match &item.status {
+                    ItemStatus::Solved(solved) => &solved.workers,
+                    ItemStatus::Bounded(bounded) => &bounded.workers,
+                    ItemStatus::Queued | ItemStatus::Failed(_) => continue,
                 };
-                if !solved.workers.contains(&worker) {
+                if !workers.contains(&worker) {
                     continue;
                 }
                 item.status = if batch.cancelled {

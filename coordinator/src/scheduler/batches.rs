@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::store::{BatchFigures, ItemStatus, StoredItem};
+use crate::store::{BatchFigures, ItemLimits, ItemStatus, StoredItem};
 
 /// A batch's progress.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -13,6 +13,8 @@ pub struct BatchProgress {
     pub total: u32,
     pub solved: u32,
     pub failed: u32,
+    /// Items that ended with a bounded answer (a path not proven optimal).
+    pub bounded: u32,
     pub done: bool,
     pub bounds: Vec<u32>,
     pub nodes: u64,
@@ -46,23 +48,48 @@ impl BatchProgress {
     /// Seconds to go, only when enough similar puzzles have finished to extrapolate from (5 of
     /// a batch of 10 or more); a single hard puzzle gets none, because no honest one exists.
     pub fn eta_seconds(&self) -> Option<f64> {
-        let finished = self.solved + self.failed;
+        let finished = self.solved + self.failed + self.bounded;
         (!self.done && finished >= 5 && self.total >= 10 && self.seconds > 0.0)
             .then(|| self.seconds / f64::from(finished) * f64::from(self.total - finished))
     }
 }
 
-/// (total, solved, failed) of a batch's items.
-pub(super) fn counts(items: &[StoredItem]) -> (u32, u32, u32) {
-    let solved = items
-        .iter()
-        .filter(|i| matches!(i.status, ItemStatus::Solved(_)))
-        .count() as u32;
-    let failed = items
-        .iter()
-        .filter(|i| matches!(i.status, ItemStatus::Failed(_)))
-        .count() as u32;
-    (items.len() as u32, solved, failed)
+/// How many of a batch's items there are, and how many ended each way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct ItemCounts {
+    pub(super) total: u32,
+    pub(super) solved: u32,
+    pub(super) failed: u32,
+    pub(super) bounded: u32,
+}
+
+impl ItemCounts {
+    /// Counts an item that ended with `status`.
+    fn add(&mut self, status: &ItemStatus) {
+        match status {
+            ItemStatus::Solved(_) => self.solved += 1,
+            ItemStatus::Failed(_) => self.failed += 1,
+            ItemStatus::Bounded(_) => self.bounded += 1,
+            ItemStatus::Queued => {}
+        }
+    }
+
+    /// Every item ended.
+    pub(super) fn done(&self) -> bool {
+        self.solved + self.failed + self.bounded == self.total
+    }
+}
+
+/// The counts of a batch's items.
+pub(super) fn counts(items: &[StoredItem]) -> ItemCounts {
+    let mut counts = ItemCounts {
+        total: items.len() as u32,
+        ..ItemCounts::default()
+    };
+    for item in items {
+        counts.add(&item.status);
+    }
+    counts
 }
 
 #[derive(Default)]
@@ -70,14 +97,16 @@ pub(super) struct Batches {
     started: HashMap<u64, Instant>,
     /// Seconds a batch took, once it is done (so its figures stop drifting).
     seconds: HashMap<u64, f64>,
-    /// (total, solved, failed) of batches this process has seen.
-    counts: HashMap<u64, (u32, u32, u32)>,
+    /// The item counts of batches this process has seen.
+    counts: HashMap<u64, ItemCounts>,
     nodes: HashMap<u64, u64>,
+    /// The limits of open batches that set any.
+    limits: HashMap<u64, ItemLimits>,
 }
 
 impl Batches {
     /// A batch submitted to, or resumed by, this process, with its items' counts.
-    pub(super) fn open(&mut self, batch: u64, counts: (u32, u32, u32)) {
+    pub(super) fn open(&mut self, batch: u64, counts: ItemCounts) {
         self.started.insert(batch, Instant::now());
         self.counts.insert(batch, counts);
         self.nodes.insert(batch, 0);
@@ -85,12 +114,7 @@ impl Batches {
 
     /// A finished batch some of whose answers were withdrawn: open again with its new counts,
     /// its nodes counted on from `figures`.
-    pub(super) fn reopen(
-        &mut self,
-        batch: u64,
-        counts: (u32, u32, u32),
-        figures: Option<BatchFigures>,
-    ) {
+    pub(super) fn reopen(&mut self, batch: u64, counts: ItemCounts, figures: Option<BatchFigures>) {
         self.counts.insert(batch, counts);
         self.seconds.remove(&batch);
         self.started.entry(batch).or_insert_with(Instant::now);
@@ -98,9 +122,22 @@ impl Batches {
         self.nodes.entry(batch).or_insert(before);
     }
 
+    /// Sets what each item of an open batch may spend.
+    pub(super) fn set_limits(&mut self, batch: u64, limits: ItemLimits) {
+        if !limits.is_none() {
+            self.limits.insert(batch, limits);
+        }
+    }
+
+    /// What each item of `batch` may spend (none for a batch without limits).
+    pub(super) fn limits(&self, batch: u64) -> ItemLimits {
+        self.limits.get(&batch).copied().unwrap_or_default()
+    }
+
     /// Forgets a finished batch; returns its figures for the store.
     pub(super) fn close(&mut self, batch: u64) -> Option<BatchFigures> {
-        let (_, solved, failed) = self.counts.remove(&batch)?;
+        self.limits.remove(&batch);
+        let ItemCounts { solved, failed, .. } = self.counts.remove(&batch)?;
         let started = self.started.remove(&batch);
         let seconds = self
             .seconds
@@ -124,15 +161,11 @@ impl Batches {
 
     /// Counts an item of `batch` that ended with `status`; returns whether the batch is done.
     pub(super) fn item_finished(&mut self, batch: u64, status: &ItemStatus) -> bool {
-        let Some((total, solved, failed)) = self.counts.get_mut(&batch) else {
+        let Some(counts) = self.counts.get_mut(&batch) else {
             return false;
         };
-        match status {
-            ItemStatus::Solved(_) => *solved += 1,
-            ItemStatus::Failed(_) => *failed += 1,
-            ItemStatus::Queued => {}
-        }
-        let done = *solved + *failed == *total;
+        counts.add(status);
+        let done = counts.done();
         if done {
             if let Some(started) = self.started.get(&batch) {
                 self.seconds.insert(batch, started.elapsed().as_secs_f64());
@@ -142,7 +175,7 @@ impl Batches {
     }
 
     /// The counts of `batch` if this process has them.
-    pub(super) fn counts(&self, batch: u64) -> Option<(u32, u32, u32)> {
+    pub(super) fn counts(&self, batch: u64) -> Option<ItemCounts> {
         self.counts.get(&batch).copied()
     }
 
@@ -153,6 +186,9 @@ impl Batches {
             total,
             solved: figures.solved,
             failed: figures.failed,
+            // What ended neither solved nor failed ended bounded (the figures were stored
+            // before bounded answers were counted, and hold no count of their own).
+            bounded: total.saturating_sub(figures.solved + figures.failed),
             done: true,
             bounds: Vec::new(),
             nodes: figures.nodes,
@@ -176,7 +212,7 @@ impl Batches {
     pub(super) fn progress(
         &self,
         batch: u64,
-        (total, solved, failed): (u32, u32, u32),
+        counts: ItemCounts,
         bounds: Vec<u32>,
         workers: u32,
     ) -> BatchProgress {
@@ -190,10 +226,11 @@ impl Batches {
         };
         BatchProgress {
             batch,
-            total,
-            solved,
-            failed,
-            done: solved + failed == total,
+            total: counts.total,
+            solved: counts.solved,
+            failed: counts.failed,
+            bounded: counts.bounded,
+            done: counts.done(),
             bounds,
             nodes,
             nodes_per_second: if seconds > 0.0 {

@@ -11,7 +11,7 @@ use tilesolve::{parse_board, Board, BoardError, Direction, Goal};
 
 use super::types::{SchedulerError, Submitted};
 use super::{batches, Scheduler};
-use crate::store::{ItemStatus, Store, StoredBatch, StoredItem, EMBEDDED_ITEMS_MAX};
+use crate::store::{ItemLimits, ItemStatus, Store, StoredBatch, StoredItem, EMBEDDED_ITEMS_MAX};
 use tilesolve::proto::MAX_BATCH_LINES;
 
 /// Items of a batch stored and started at a time ([`Scheduler::start_part`]): workers get the
@@ -25,6 +25,14 @@ pub struct ReadBatch {
     heuristic: HeuristicChoice,
     goal: Goal,
     items: Items,
+    limits: ItemLimits,
+}
+
+impl ReadBatch {
+    /// The batch with `limits` on what each item may spend (none by default).
+    pub fn with_limits(self, limits: ItemLimits) -> ReadBatch {
+        ReadBatch { limits, ..self }
+    }
 }
 
 /// A batch being taken in: its id handed out and its counts open, its items stored
@@ -34,6 +42,7 @@ pub struct Intake {
     batch: u64,
     heuristic: HeuristicChoice,
     goal: String,
+    limits: ItemLimits,
     items: Vec<StoredItem>,
     submitted_unix_ms: u64,
     /// Items stored, and items started, so far.
@@ -61,8 +70,9 @@ impl Intake {
         if self.stored == total {
             return Ok(false);
         }
-        let record = || {
-            StoredBatch::new(
+        let record = || StoredBatch {
+            limits: self.limits,
+            ..StoredBatch::new(
                 self.batch,
                 total,
                 &self.heuristic.to_string(),
@@ -174,6 +184,7 @@ impl Scheduler {
             heuristic,
             goal,
             items,
+            limits: ItemLimits::default(),
         })
     }
 
@@ -184,6 +195,7 @@ impl Scheduler {
             heuristic,
             goal,
             items,
+            limits,
         } = read;
         let queued = queued(&items.items);
         self.check_capacity(queued)?;
@@ -193,10 +205,12 @@ impl Scheduler {
         let batch = self.store.next_batch_id()?.max(self.last_batch_id + 1);
         self.last_batch_id = batch;
         self.batches.open(batch, batches::counts(&items.items));
+        self.batches.set_limits(batch, limits);
         self.intake_pending += queued;
         Ok(Intake {
             batch,
             goal: goal.to_string(),
+            limits,
             submitted_unix_ms: now_unix_ms(),
             stored: 0,
             started: 0,

@@ -5,12 +5,15 @@
 use std::collections::{BTreeSet, HashSet};
 use std::time::Instant;
 
+use tilesolve::heuristic::Weight;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::search::Counters;
 use tilesolve::{parse_board, Board, Direction, Solution};
 
+use super::bounded::whole_budget_within;
 use super::deferred::{Deferred, DeferredDone, FinishedSplit, PendingSplit, UnauditedClaim};
+use super::judge::{judge, Verdict};
 use super::records;
 use super::tasks::TaskEntry;
 use super::types::{
@@ -19,7 +22,10 @@ use super::types::{
 use super::workers::{MAX_FAILURES_IN_A_ROW, MAX_STRIKES};
 use super::Scheduler;
 use crate::frontier::{BalanceParams, SizeHistory};
-use crate::store::{ItemStatus, PathBoards, SearchState, StoreError, StoredItem, StoredSolution};
+use crate::store::{
+    BestPath, ItemLimits, ItemStatus, PathBoards, SearchState, StoreError, StoredItem,
+    StoredSolution,
+};
 
 /// Answers whose search expanded at least this many nodes (a few hundredths of a second of one
 /// thread) have every board on their path stored too.
@@ -33,12 +39,14 @@ pub(super) struct Puzzle {
     pub(super) bound: u32,
     next_bound: u32,
     pub(super) outstanding: HashSet<TaskId>,
-    nodes: u64,
-    started: Instant,
+    pub(super) nodes: u64,
+    /// Seconds its tasks searched, summed over the workers' threads (what a time limit counts).
+    pub(super) seconds: f64,
+    pub(super) started: Instant,
     /// Sizes measured in the iteration in progress (the next split predicts from them).
     history: SizeHistory,
     /// The bound of an iteration being split outside the lock (the puzzle has no tasks then).
-    splitting: Option<u32>,
+    pub(super) splitting: Option<u32>,
     /// Workers whose reports were applied: the answer rests on them.
     pub(super) workers: BTreeSet<WorkerId>,
     /// Audits of those reports still running: the answer waits for them.
@@ -53,90 +61,28 @@ pub(super) struct Puzzle {
     /// A replayed path the batch line claimed (`moves=`): the answer as soon as the search has
     /// ruled out everything shorter.
     claimed: Option<Vec<Direction>>,
+    /// No solution is shorter: the bound of the iteration in progress, proven by the ones
+    /// before it (the heuristic's estimate at first, or the board's stored bound).
+    pub(super) proven: u32,
+    /// What its batch lets it spend before it is answered bounded (see `bounded`).
+    pub(super) limits: ItemLimits,
+    /// Its optimal search is over and its weighted task is queued or running.
+    pub(super) weighted: bool,
+    /// The shortest path an earlier limited search stored for the board, with the weight (in
+    /// hundredths) that found it: the answer once nothing shorter exists.
+    pub(super) best: Option<(Vec<Direction>, u32)>,
     /// Whether a search state (a proven bound) may be stored for its board: only then does its
     /// end remove one (an easy board solved by its first task never stores any).
-    bound_stored: bool,
+    pub(super) bound_stored: bool,
     /// Its item as stored, but for the status: the end of the puzzle writes the item's new
     /// status without reading it back.
-    item: ItemText,
+    pub(super) item: ItemText,
 }
 
 /// What a puzzle's stored item holds besides its board, goal, claim and status.
 pub(super) struct ItemText {
     text: String,
     line: Option<u32>,
-}
-
-/// What a worker's report is worth for its task.
-enum Verdict {
-    Plausible,
-    /// It cannot be right for the task (a subtree task searches exactly at its bound; a
-    /// whole-puzzle task starts at a proven lower bound); it comes from a faulty or lying
-    /// worker, and taking it could store a path that is not optimal.
-    Impossible(String),
-    /// A real path (it replays to the goal) shorter than the bound the task was given: so an
-    /// earlier report that raised the bound was false, and the puzzle's proof is void.
-    Shorter(u32),
-}
-
-/// No path is searched this long (the kernel's limit).
-const LONGEST: u32 = tilesolve::search::MAX_DEPTH as u32;
-
-fn legal_children(spec: &TaskSpec) -> usize {
-    spec.followed_children().len()
-}
-
-fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {
-    let bound = spec.bound;
-    match outcome {
-        TaskOutcome::Found(suffix) => {
-            // Moves that leave the board or end elsewhere are a failed attempt (retried on the
-            // next lease), never a puzzle failure: the puzzle is still solvable.
-            if let Err(error) = replay(&spec.board, &spec.goal, suffix) {
-                return Verdict::Impossible(format!(
-                    "a worker reported moves that do not reach the goal: {error}"
-                ));
-            }
-            let length = (spec.path.len() + suffix.len()) as u32;
-            if length < bound {
-                Verdict::Shorter(length)
-            } else if !spec.iterate && length > bound {
-                Verdict::Impossible(format!(
-                    "a worker reported a {length}-move answer at bound {bound}"
-                ))
-            } else {
-                Verdict::Plausible
-            }
-        }
-        TaskOutcome::Exceeded(next) if *next <= bound => Verdict::Impossible(format!(
-            "a worker reported next bound {next}, not above bound {bound}"
-        )),
-        TaskOutcome::BudgetSpent(at) if *at < bound => Verdict::Impossible(format!(
-            "a worker reported spending its budget at bound {at}, below {bound}"
-        )),
-        // Every path of a solvable puzzle is cut well inside the longest path searched, so a
-        // bound past it is a worker claiming the puzzle unsolvable.
-        TaskOutcome::Exceeded(past) | TaskOutcome::BudgetSpent(past) if *past >= LONGEST => {
-            Verdict::Impossible(format!("a worker reported bound {past}, past any path"))
-        }
-        TaskOutcome::Split { pruned_min_f, .. } if *pruned_min_f <= bound => Verdict::Impossible(
-            format!("a worker reported pruned f {pruned_min_f}, not above bound {bound}"),
-        ),
-        // No pruned child (u32::MAX) means every child was handed back; otherwise the bound
-        // must be one a path can have.
-        TaskOutcome::Split {
-            children,
-            pruned_min_f,
-        } if (*pruned_min_f == u32::MAX && children.len() < legal_children(spec))
-            || (*pruned_min_f != u32::MAX && *pruned_min_f >= LONGEST) =>
-        {
-            Verdict::Impossible(format!(
-                "a worker split into {} children with pruned f {pruned_min_f}",
-                children.len()
-            ))
-        }
-        _ => Verdict::Plausible,
-    }
 }
 
 /// A subtree task's node budget: the configured one (0: none), or more for a task predicted to
@@ -174,6 +120,8 @@ enum Next {
     Iterate(u32),
     Retry,
     Fail(String),
+    /// A weighted task's path, if it found one.
+    Weighted(Option<(Vec<Direction>, Weight)>),
 }
 
 impl Scheduler {
@@ -201,13 +149,26 @@ impl Scheduler {
         // A stored bound rests on the workers that proved it, and so does what is built on it.
         let search_state = self.store.search_state(&goal, &board)?;
         let bound_stored = search_state.is_some();
+        let best = search_state
+            .as_ref()
+            .and_then(|s| s.best.as_ref())
+            .and_then(|best| Some((moves_from_string(&best.moves)?, best.weight_percent)))
+            .filter(|(moves, _)| replay(&board, &goal, moves).is_ok());
         let (lower_bound, workers) = search_state.map_or((0, BTreeSet::new()), |s| {
             (s.lower_bound, s.workers.into_iter().collect())
         });
-        let bound = self
-            .solver(&goal, heuristic)?
-            .estimate(&board)
-            .max(lower_bound);
+        let estimate = self.solver(&goal, heuristic)?.estimate(&board);
+        let bound = estimate.max(lower_bound);
+        if bound_stored {
+            tracing::info!(
+                batch,
+                puzzle = index + 1,
+                estimate,
+                stored_bound = lower_bound,
+                stored_path = best.as_ref().map(|(moves, _)| moves.len()),
+                "search resumes from the board's stored lower bound"
+            );
+        }
         let claimed = item
             .claimed
             .as_deref()
@@ -224,6 +185,7 @@ impl Scheduler {
                 next_bound: u32::MAX,
                 outstanding: HashSet::new(),
                 nodes: 0,
+                seconds: 0.0,
                 started: Instant::now(),
                 history: SizeHistory::default(),
                 splitting: None,
@@ -233,6 +195,10 @@ impl Scheduler {
                 proof: Vec::new(),
                 iteration_claims: Vec::new(),
                 claimed: claimed.clone(),
+                proven: bound,
+                limits: self.batches.limits(batch),
+                weighted: false,
+                best: best.clone(),
                 bound_stored,
                 item: ItemText {
                     text: item.text.clone(),
@@ -240,9 +206,16 @@ impl Scheduler {
                 },
             },
         );
-        if let Some(moves) = claimed.filter(|moves| moves.len() as u32 == bound) {
+        let known = claimed.into_iter().chain(best.map(|(moves, _)| moves));
+        if let Some(moves) = known
+            .filter(|moves| moves.len() as u32 == bound)
+            .min_by_key(Vec::len)
+        {
             // As long as a proven lower bound: optimal without a search.
             return self.finish_solved(puzzle, moves);
+        }
+        if self.batches.limits(batch).suboptimal_percent.is_some() {
+            return self.start_weighted(puzzle);
         }
         let spec = TaskSpec {
             id: 0,
@@ -255,15 +228,25 @@ impl Scheduler {
             path: Vec::new(),
             bound,
             iterate: true,
-            node_budget: self.config.whole_task_budget,
+            node_budget: whole_budget_within(
+                self.config.whole_task_budget,
+                &self.batches.limits(batch),
+            ),
             profile_depth: 4,
+            weighted: None,
         };
         let (wave, predicted) = (self.tasks.next_wave(), self.config.whole_task_budget);
         self.add_task(puzzle, spec, wave, predicted);
         Ok(())
     }
 
-    fn add_task(&mut self, puzzle: PuzzleId, mut spec: TaskSpec, wave: u64, predicted: u64) {
+    pub(super) fn add_task(
+        &mut self,
+        puzzle: PuzzleId,
+        mut spec: TaskSpec,
+        wave: u64,
+        predicted: u64,
+    ) {
         let id = self.next_id();
         spec.id = id;
         spec.puzzle = puzzle;
@@ -331,6 +314,7 @@ impl Scheduler {
                 return Ok(());
             };
             puzzle.nodes = puzzle.nodes.saturating_add(nodes);
+            puzzle.seconds += report.seconds;
             puzzle.outstanding.remove(&task);
             if !matches!(outcome, TaskOutcome::Failed(_)) {
                 puzzle.workers.insert(worker);
@@ -365,6 +349,7 @@ impl Scheduler {
                     puzzle.next_bound = puzzle.next_bound.min(pruned_min_f);
                     Next::Split(children)
                 }
+                TaskOutcome::Weighted(found) => Next::Weighted(found),
                 TaskOutcome::Failed(_) if entry.attempts + 1 < MAX_ATTEMPTS || unproven => {
                     puzzle.outstanding.insert(task);
                     Next::Retry
@@ -374,7 +359,8 @@ impl Scheduler {
                 }
             }
         };
-        self.follow(puzzle_id, entry, worker, next)
+        self.follow(puzzle_id, entry, worker, next)?;
+        self.check_limits(puzzle_id)
     }
 
     /// Refuses a report [`judge`] found impossible or disproved: an impossible one counts
@@ -464,6 +450,7 @@ impl Scheduler {
                 Ok(())
             }
             Next::Fail(reason) => self.finish_failed(puzzle_id, reason),
+            Next::Weighted(found) => self.finish_weighted(puzzle_id, found),
         }
     }
 
@@ -475,16 +462,28 @@ impl Scheduler {
         };
         // `bound` rests on the claims of the iteration that just ended, and on no earlier ones.
         puzzle.proof = std::mem::take(&mut puzzle.iteration_claims);
-        if let Some(moves) = puzzle
+        puzzle.proven = puzzle.proven.max(bound);
+        let known = puzzle
             .claimed
-            .clone()
+            .iter()
+            .chain(puzzle.best.as_ref().map(|(moves, _)| moves));
+        if let Some(moves) = known
             .filter(|moves| moves.len() as u32 <= bound)
+            .min_by_key(|moves| moves.len())
+            .cloned()
         {
             // Nothing shorter than `bound` exists, and the claimed path is no longer.
             return self.finish_solved(puzzle_id, moves);
         }
         let (board, goal, heuristic) = (puzzle.board, puzzle.goal, puzzle.heuristic);
         let workers: Vec<u64> = puzzle.workers.iter().copied().collect();
+        let best = puzzle
+            .best
+            .as_ref()
+            .map(|(moves, weight_percent)| BestPath {
+                moves: moves_to_string(moves),
+                weight_percent: *weight_percent,
+            });
         if bound as usize >= tilesolve::search::MAX_DEPTH {
             return self.finish_failed(
                 puzzle_id,
@@ -497,6 +496,7 @@ impl Scheduler {
             SearchState {
                 lower_bound: bound,
                 workers,
+                best,
             },
         )?;
         if let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) {
@@ -593,6 +593,7 @@ impl Scheduler {
                 iterate: false,
                 node_budget: subtree_budget(self.config.subtree_task_budget, task.predicted),
                 profile_depth: self.config.profile_depth,
+                weighted: None,
             };
             self.add_task(puzzle_id, spec, wave, task.predicted);
         }
@@ -627,7 +628,7 @@ impl Scheduler {
 
     /// Records the subtree tasks a solution made unnecessary, so a replay knows which parts of
     /// the last iteration were never measured.
-    fn record_cancelled(&mut self, puzzle_id: PuzzleId) {
+    pub(super) fn record_cancelled(&mut self, puzzle_id: PuzzleId) {
         let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
             return;
         };
@@ -731,13 +732,18 @@ impl Scheduler {
         self.finish(puzzle_id, ItemStatus::Failed(reason))
     }
 
-    fn finish(&mut self, puzzle_id: PuzzleId, status: ItemStatus) -> Result<(), SchedulerError> {
+    pub(super) fn finish(
+        &mut self,
+        puzzle_id: PuzzleId,
+        status: ItemStatus,
+    ) -> Result<(), SchedulerError> {
         self.cancel_tasks(puzzle_id);
         let puzzle = self.puzzles.remove(&puzzle_id);
         let (batch, index) = puzzle_id;
         match status {
             ItemStatus::Solved(_) => self.totals.puzzles_solved += 1,
             ItemStatus::Failed(_) => self.totals.puzzles_failed += 1,
+            ItemStatus::Bounded(_) => self.totals.puzzles_bounded += 1,
             ItemStatus::Queued => {}
         }
         let batch_done = self.batches.item_finished(batch, &status);

@@ -34,13 +34,15 @@ use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::PdbStore;
 use tilesolve::{parse_board, Board, Solver};
 
-use crate::store::{Store, StoredBatch, StoredItem, StoredSolution};
+use crate::store::{Store, StoredBatch, StoredBounded, StoredItem, StoredSolution};
 
 mod audits;
 mod batches;
+mod bounded;
 mod config;
 mod deferred;
 mod intake;
+mod judge;
 mod lifecycle;
 mod records;
 mod tables;
@@ -145,9 +147,10 @@ impl Scheduler {
             let items = scheduler.store.items(batch.id)?;
             let counts = batches::counts(&items);
             scheduler.batches.open(batch.id, counts);
+            scheduler.batches.set_limits(batch.id, batch.limits);
             let heuristic = intake::parse_heuristic(&batch.heuristic)?;
             scheduler.start_or_wait(batch.id, 0, &items, heuristic)?;
-            if counts.1 + counts.2 == counts.0 {
+            if counts.done() {
                 // Finished before its figures were stored (a store from an older version).
                 scheduler.close_batch(batch.id)?;
             }
@@ -641,5 +644,38 @@ impl Scheduler {
         let goal = parse_goal(goal)?.for_side(board.side());
         let stored = self.store.solution(&goal, &board)?;
         Ok(stored.filter(|s| Store::verified(&goal, &board, s).is_some()))
+    }
+
+    /// Without a stored solution: the path a limited search stored for the board, replayed,
+    /// with the lower bound proven so far (its search's nodes and seconds are not kept).
+    pub fn query_bounded(
+        &self,
+        board: &str,
+        goal: &str,
+    ) -> Result<Option<StoredBounded>, SchedulerError> {
+        let board = parse_board(board)
+            .map_err(|e| SchedulerError::InvalidArgument(format!("board: {e}")))?;
+        let goal = parse_goal(goal)?.for_side(board.side());
+        let Some(state) = self.store.search_state(&goal, &board)? else {
+            return Ok(None);
+        };
+        let Some(best) = state.best else {
+            return Ok(None);
+        };
+        let replayed = tilesolve::moves::moves_from_string(&best.moves)
+            .and_then(|moves| tilesolve::moves::replay(&board, &goal, &moves).ok());
+        Ok(replayed.map(|tiles| StoredBounded {
+            length: tiles.len() as u32,
+            moves: best.moves,
+            tiles,
+            lower_bound: state.lower_bound,
+            weight_percent: best.weight_percent,
+            nodes: 0,
+            seconds: 0.0,
+            heuristic: String::new(),
+            reason: "stored by a limited search: the optimal search resumes from its lower bound"
+                .into(),
+            workers: state.workers,
+        }))
     }
 }

@@ -69,7 +69,7 @@ pub(super) fn finished(
         TaskOutcome::Exceeded(next) => RecordedOutcome::Exceeded(*next),
         TaskOutcome::BudgetSpent(at) => RecordedOutcome::BudgetSpent(*at),
         TaskOutcome::Split { .. } => RecordedOutcome::Split,
-        TaskOutcome::Failed(_) => return None,
+        TaskOutcome::Failed(_) | TaskOutcome::Weighted(_) => return None,
     };
     if matches!(recorded, RecordedOutcome::Found(_)) && entry.spec.iterate {
         return None;

@@ -483,6 +483,7 @@ mod tests {
             iterate,
             node_budget: 0,
             profile_depth: 0,
+            weighted: None,
         }
     }
 

@@ -6,7 +6,7 @@ use thiserror::Error;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::search::{MovePruning, PartSize, Pruning};
 pub use tilesolve::task::TaskOutcome;
-use tilesolve::task::Work;
+use tilesolve::task::{WeightedWork, Work};
 use tilesolve::{Board, Direction};
 
 use crate::store::StoreError;
@@ -81,6 +81,9 @@ pub struct TaskSpec {
     pub node_budget: u64,
     /// Report the sizes of the descendants this many moves below `board` (subtree tasks only).
     pub profile_depth: u32,
+    /// A weighted task (see `bounded`): a path that may be longer, `bound` the proven lower
+    /// bound.
+    pub weighted: Option<WeightedWork>,
 }
 
 impl TaskSpec {
@@ -93,6 +96,7 @@ impl TaskSpec {
             iterate: self.iterate,
             node_budget: self.node_budget,
             profile_depth: self.profile_depth,
+            weighted: self.weighted,
         }
     }
 
@@ -167,6 +171,8 @@ pub struct SchedulerTotals {
     pub tasks_done: u64,
     pub puzzles_solved: u64,
     pub puzzles_failed: u64,
+    /// Puzzles answered with a bounded path (a limit stopped their optimal search).
+    pub puzzles_bounded: u64,
     pub tasks_queued: u64,
     pub tasks_running: u64,
     pub puzzles_pending: u64,

@@ -8,10 +8,10 @@ use tilesolve::proto::v1 as pb;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use super::convert::{solution_message, status_message};
+use super::convert::{bounded_message, item_limits, solution_message, status_message};
 use super::{permit, Service};
 use crate::scheduler::{Scheduler, SchedulerError, Submitted};
-use crate::store::{ItemStatus, StoredBatch, StoredItem};
+use crate::store::{ItemLimits, ItemStatus, StoredBatch, StoredItem};
 
 /// Items in a `GetBatch` page when the client asks for no size, and the most in one page: a
 /// 5x5 solution is about 1 KB in a message, so 10,000 stay well inside the 16 MiB limit.
@@ -55,6 +55,7 @@ impl Service {
         lines: Vec<String>,
         heuristic: String,
         goal: String,
+        limits: ItemLimits,
     ) -> Result<Submitted, SchedulerError> {
         let _permit = permit(&self.submissions, "submissions")?;
         let core = self.core.clone();
@@ -63,7 +64,8 @@ impl Service {
         // The submitting call's trace, taken before its first task can be leased.
         let trace = tilesolve::trace_context::current().map(|t| (self.traces.clone(), t));
         let (submitted, waits) = tokio::task::spawn_blocking(move || {
-            let read = Scheduler::read_batch(&store, &lines, &heuristic, &goal)?;
+            let read =
+                Scheduler::read_batch(&store, &lines, &heuristic, &goal)?.with_limits(limits);
             let mut intake = core.lock().open_batch(read)?;
             if let Some((traces, traceparent)) = trace {
                 traces.insert(intake.batch(), traceparent);
@@ -121,8 +123,9 @@ impl pb::tilesolve_server::Tilesolve for Service {
         request: Request<pb::SubmitBatchRequest>,
     ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
         let request = request.into_inner();
+        let limits = item_limits(&request)?;
         let submitted = self
-            .accept_batch(request.lines, request.heuristic, request.goal)
+            .accept_batch(request.lines, request.heuristic, request.goal, limits)
             .await?;
         Ok(Response::new(pb::SubmitBatchResponse {
             batch_id: submitted.batch,
@@ -282,6 +285,9 @@ impl pb::tilesolve_server::Tilesolve for Service {
                         Some(pb::item_result::Outcome::Solution(solution_message(stored)))
                     }
                     ItemStatus::Failed(reason) => Some(pb::item_result::Outcome::Error(reason)),
+                    ItemStatus::Bounded(stored) => {
+                        Some(pb::item_result::Outcome::Bounded(bounded_message(stored)))
+                    }
                 },
             })
             .collect();
@@ -303,10 +309,20 @@ impl pb::tilesolve_server::Tilesolve for Service {
         request: Request<pb::QueryRequest>,
     ) -> Result<Response<pb::QueryResponse>, Status> {
         let request = request.into_inner();
-        let found = self.lock().query(&request.board, &request.goal)?;
+        let (found, bounded) = {
+            let scheduler = self.lock();
+            match scheduler.query(&request.board, &request.goal)? {
+                Some(found) => (Some(found), None),
+                None => (
+                    None,
+                    scheduler.query_bounded(&request.board, &request.goal)?,
+                ),
+            }
+        };
         Ok(Response::new(pb::QueryResponse {
             found: found.is_some(),
             solution: found.map(solution_message),
+            bounded: bounded.map(bounded_message),
         }))
     }
 

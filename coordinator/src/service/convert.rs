@@ -1,6 +1,7 @@
 //! Conversions between `tilesolve.v1` messages and the scheduler's types, and the one
 //! conversion from scheduler errors to gRPC statuses.
 
+use tilesolve::heuristic::Weight;
 use tilesolve::moves::{moves_from_string, moves_to_string};
 use tilesolve::proto::v1 as pb;
 use tilesolve::search::PartSize;
@@ -8,7 +9,7 @@ use tilesolve::Direction;
 use tonic::Status;
 
 use crate::scheduler::{BatchProgress, SchedulerError, TaskOutcome, TaskReport, TaskSpec};
-use crate::store::{Store, StoredSolution};
+use crate::store::{ItemLimits, Store, StoredBounded, StoredSolution};
 
 /// The one conversion from scheduler errors to gRPC statuses.
 impl From<SchedulerError> for Status {
@@ -41,6 +42,7 @@ pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
         total: progress.total,
         solved: progress.solved,
         failed: progress.failed,
+        bounded: progress.bounded,
         done: progress.done,
         bounds: progress.bounds,
         nodes: progress.nodes,
@@ -67,6 +69,47 @@ pub(super) fn solution_message(stored: StoredSolution) -> pb::SolutionRecord {
     }
 }
 
+/// A submission's limits on each item, checked.
+pub(super) fn item_limits(request: &pb::SubmitBatchRequest) -> Result<ItemLimits, Status> {
+    let seconds = match request.time_limit_seconds {
+        0.0 => None,
+        seconds if seconds.is_finite() && seconds > 0.0 => Some(seconds),
+        seconds => {
+            return Err(Status::invalid_argument(format!(
+                "time_limit_seconds must be a positive number of seconds (or 0 for none), not {seconds}"
+            )))
+        }
+    };
+    let suboptimal_percent = match request.suboptimal_percent {
+        0 => None,
+        percent @ 101..=1000 => Some(percent),
+        percent => {
+            return Err(Status::invalid_argument(format!(
+                "suboptimal_percent must be between 101 and 1000 (a weight of 1.01 to 10), or 0 for an optimal search, not {percent}"
+            )))
+        }
+    };
+    Ok(ItemLimits {
+        seconds,
+        nodes: (request.node_limit > 0).then_some(request.node_limit),
+        suboptimal_percent,
+    })
+}
+
+pub(super) fn bounded_message(stored: StoredBounded) -> pb::BoundedRecord {
+    pb::BoundedRecord {
+        length: stored.length,
+        moves: stored.moves,
+        tiles: stored.tiles.into_iter().map(u32::from).collect(),
+        lower_bound: stored.lower_bound,
+        weight: f64::from(stored.weight_percent) / 100.0,
+        nodes: stored.nodes,
+        seconds: stored.seconds,
+        heuristic: stored.heuristic,
+        reason: stored.reason,
+    }
+}
+
 fn parse_moves(text: &str) -> Result<Vec<Direction>, Status> {
     moves_from_string(text).ok_or_else(|| {
         Status::invalid_argument(format!("moves '{text}' must be letters U, D, L, R"))
@@ -87,6 +130,10 @@ pub(super) fn task_message(spec: TaskSpec) -> pb::Task {
         batch_id: spec.puzzle.0,
         puzzle: spec.puzzle.1 + 1,
         traceparent: String::new(),
+        weighted: spec.weighted.map(|weighted| pb::WeightedSearch {
+            weight_percent: weighted.weight.map_or(0, |weight| weight.percent()),
+            seconds: weighted.time_limit.map_or(0.0, |limit| limit.as_secs_f64()),
+        }),
     }
 }
 
@@ -101,6 +148,16 @@ pub(super) fn report_of(result: pb::TaskResult) -> Result<TaskReport, Status> {
             children: parse_moves(&split.moves)?,
             pruned_min_f: split.pruned_min_f,
         },
+        Some(Outcome::Weighted(path)) if !path.found => TaskOutcome::Weighted(None),
+        Some(Outcome::Weighted(path)) => {
+            let weight = Weight::new(path.weight_percent, 100).ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "task {} weight {} hundredths is not one",
+                    result.task_id, path.weight_percent
+                ))
+            })?;
+            TaskOutcome::Weighted(Some((parse_moves(&path.moves)?, weight)))
+        }
         None => {
             return Err(Status::invalid_argument(format!(
                 "task {} result has no outcome",

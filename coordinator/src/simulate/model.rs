@@ -405,6 +405,7 @@ pub fn measure_cancelled(
                             iterate: false,
                             node_budget: 0,
                             profile_depth: depth_of_bound.get(&record.bound).copied().unwrap_or(0),
+                            weighted: None,
                         },
                         None,
                     );

@@ -41,6 +41,27 @@ pub struct StoredBatch {
     /// coordinator keeps nothing of it in memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished: Option<BatchFigures>,
+    /// What each of its items may spend before it comes back bounded, when the batch set
+    /// limits (absent from records written before they were kept).
+    #[serde(default, skip_serializing_if = "ItemLimits::is_none")]
+    pub limits: ItemLimits,
+}
+
+/// What each item of a batch may spend on its optimal search, summed over the threads that
+/// search it; and whether the batch asked only for a bounded answer. Past a limit, an item
+/// comes back bounded: the shortest path weighted searches find, with the proven lower bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ItemLimits {
+    pub seconds: Option<f64>,
+    pub nodes: Option<u64>,
+    /// A bounded answer only: weighted IDA* with this weight, in hundredths.
+    pub suboptimal_percent: Option<u32>,
+}
+
+impl ItemLimits {
+    pub fn is_none(&self) -> bool {
+        *self == ItemLimits::default()
+    }
 }
 
 impl StoredBatch {
@@ -60,6 +81,7 @@ impl StoredBatch {
             goal: Some(goal.into()),
             cancelled: false,
             finished: None,
+            limits: ItemLimits::default(),
         }
     }
 }
@@ -101,16 +123,26 @@ impl From<CompactRecord> for StoredBatch {
             goal: record.goal,
             cancelled: record.cancelled,
             finished: record.finished,
+            limits: ItemLimits::default(),
         }
     }
 }
 
-/// A batch record's value: the record, JSON, or compact with the items it holds after it.
+/// The first byte of a compact batch record whose limits follow the record (a batch without
+/// limits is written as before, so older coordinators' records read the same).
+const COMPACT_WITH_LIMITS: u8 = 1;
+
+/// A batch record's value: the record, JSON, or compact with the items it holds after it (and
+/// its limits between the two, when it has any).
 fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
     let Some(items) = items else {
         return encode(batch);
     };
-    let bytes = encode_compact(&CompactRecord::from(batch));
+    let mut bytes = encode_compact(&CompactRecord::from(batch));
+    if !batch.limits.is_none() {
+        bytes[0] = COMPACT_WITH_LIMITS;
+        bytes = postcard::to_extend(&batch.limits, bytes).unwrap_or_default();
+    }
     postcard::to_extend(&items, bytes).unwrap_or_default()
 }
 
@@ -124,15 +156,26 @@ fn decode_record(
         tree: "batches",
         reason: error.to_string(),
     };
-    let Some((&COMPACT, compact)) = bytes.split_first() else {
-        return Ok((decode("batches", bytes)?, None));
+    let (with_limits, compact) = match bytes.split_first() {
+        Some((&COMPACT, compact)) => (false, compact),
+        Some((&COMPACT_WITH_LIMITS, compact)) => (true, compact),
+        _ => return Ok((decode("batches", bytes)?, None)),
     };
     let (record, rest) = postcard::take_from_bytes::<CompactRecord>(compact).map_err(corrupt)?;
+    let mut batch = StoredBatch::from(record);
+    let rest = match with_limits {
+        true => {
+            let (limits, rest) = postcard::take_from_bytes(rest).map_err(corrupt)?;
+            batch.limits = limits;
+            rest
+        }
+        false => rest,
+    };
     let items = match with_items {
         true => Some(postcard::from_bytes(rest).map_err(corrupt)?),
         false => None,
     };
-    Ok((record.into(), items))
+    Ok((batch, items))
 }
 
 /// A finished batch's figures.
@@ -152,6 +195,29 @@ pub enum ItemStatus {
     Queued,
     Solved(StoredSolution),
     Failed(String),
+    /// A path not proven optimal: a limit stopped the optimal search (written last, so that
+    /// values written before it read the same).
+    Bounded(StoredBounded),
+}
+
+/// A replayed path not proven optimal, with what is proven about the optimal length.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredBounded {
+    pub length: u32,
+    /// The blank's moves, one letter each.
+    pub moves: String,
+    pub tiles: Vec<u8>,
+    /// No solution is shorter.
+    pub lower_bound: u32,
+    /// The weight of the search that found the path, in hundredths.
+    pub weight_percent: u32,
+    pub nodes: u64,
+    pub seconds: f64,
+    pub heuristic: String,
+    /// Why it is not proven optimal, e.g. "time limit 3 s".
+    pub reason: String,
+    /// The workers whose reports the lower bound rests on.
+    pub workers: Vec<u64>,
 }
 
 /// One line of a batch.

@@ -68,11 +68,12 @@ mod tests;
 
 pub use answers::{PathBoards, StoredSolution};
 pub use batches::{
-    BatchFigures, ItemStatus, StoredBatch, StoredItem, EMBEDDED_ITEMS_MAX, ITEMS_PER_PART,
+    BatchFigures, ItemLimits, ItemStatus, StoredBatch, StoredBounded, StoredItem,
+    EMBEDDED_ITEMS_MAX, ITEMS_PER_PART,
 };
 use format::{meta_key, FlushGuard};
 pub use history::{HistorySample, HISTORY_KEPT};
-pub use search::{RecordedOutcome, SearchState, TaskRecord};
+pub use search::{BestPath, RecordedOutcome, SearchState, TaskRecord};
 
 /// The store's layout, recorded in `meta` at every open: 1 was every item in `items` (stores
 /// from before the format was recorded), 2 adds `item_parts`, 3 adds `finished` (whose small

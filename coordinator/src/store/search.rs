@@ -15,6 +15,18 @@ pub struct SearchState {
     /// The workers whose reports the bound rests on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub workers: Vec<u64>,
+    /// The shortest path a limited search found (not proven optimal): a later search of the
+    /// board ends with it once it has ruled out everything shorter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<BestPath>,
+}
+
+/// A replayed path not proven optimal, and the weight of the search that found it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BestPath {
+    /// The blank's moves, one letter each.
+    pub moves: String,
+    pub weight_percent: u32,
 }
 
 /// One finished task of a puzzle's search, as recorded for replaying the run.

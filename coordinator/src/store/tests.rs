@@ -628,6 +628,10 @@ fn search_state_is_kept_until_removed() {
     let state = SearchState {
         lower_bound: 24,
         workers: vec![7],
+        best: Some(BestPath {
+            moves: "DRUL".into(),
+            weight_percent: 150,
+        }),
     };
     store
         .put_search_state(&goal, &board, state.clone())
@@ -709,4 +713,63 @@ fn a_store_of_format_4_has_its_batch_records_moved_out_of_sled_finished_over_tak
     assert_eq!((store.batches.len(), store.finished.len()), (0, 0));
     assert_eq!(store.next_batch_id().unwrap(), 5);
     assert_eq!(store.meta_u64("format").unwrap(), Some(STORE_FORMAT));
+}
+
+#[test]
+fn a_batch_keeps_its_limits_and_bounded_items_in_either_record_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let limits = ItemLimits {
+        seconds: Some(3.0),
+        nodes: Some(400_000),
+        suboptimal_percent: None,
+    };
+    let bounded = ItemStatus::Bounded(StoredBounded {
+        length: 53,
+        moves: "R".repeat(53),
+        tiles: vec![1; 53],
+        lower_bound: 49,
+        weight_percent: 120,
+        nodes: 400_000,
+        seconds: 0.01,
+        heuristic: "linear-conflict".into(),
+        reason: "node limit 400000".into(),
+        workers: vec![3],
+    });
+    let item = |status: ItemStatus| StoredItem {
+        text: "2,3,1,9,5,4,7,11,10,0,14,15,12,8,6,13".into(),
+        line: Some(1),
+        board: Some("2,3,1,9,5,4,7,11,10,0,14,15,12,8,6,13".into()),
+        goal: None,
+        status,
+        claimed: None,
+    };
+    // A small batch: one compact record with its items (limits between the two); a batch
+    // without limits is written as before.
+    for (id, limits) in [(1, limits), (2, ItemLimits::default())] {
+        let batch = StoredBatch {
+            limits,
+            ..StoredBatch::new(id, 2, "linear-conflict", "blank-last", 1)
+        };
+        let items = [item(bounded.clone()), item(ItemStatus::Queued)];
+        store.put_small_batch(&batch, &items).unwrap();
+        assert_eq!(store.batch(id).unwrap(), Some(batch.clone()));
+        assert_eq!(store.items(id).unwrap(), items);
+    }
+    // A large batch: a JSON record, its items in parts.
+    let batch = StoredBatch {
+        limits,
+        ..StoredBatch::new(3, 1, "linear-conflict", "blank-last", 1)
+    };
+    store.put_items(3, 0, &[item(bounded.clone())]).unwrap();
+    store.put_batch(&batch).unwrap();
+    drop(store);
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.batch(3).unwrap(), Some(batch));
+    assert_eq!(store.items(3).unwrap(), [item(bounded)]);
+    assert_eq!(
+        store.batch(1).unwrap().map(|b| b.limits),
+        Some(limits),
+        "after reopening"
+    );
 }

@@ -61,6 +61,11 @@ fn register_counters(registry: &mut Registry, totals: &SchedulerTotals) {
             totals.puzzles_failed,
         ),
         (
+            "puzzles_bounded",
+            "Puzzles answered with a path not proven optimal: a time or node limit stopped their optimal search",
+            totals.puzzles_bounded,
+        ),
+        (
             "audits_upheld",
             "Audits that found no path shorter than the audited report claimed",
             totals.audits_upheld,

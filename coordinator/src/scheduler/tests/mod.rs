@@ -11,6 +11,7 @@ use tilesolve::Direction;
 
 mod audits;
 mod batches;
+mod bounded;
 mod lifecycle;
 mod tables;
 mod workers;

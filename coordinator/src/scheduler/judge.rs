@@ -1,0 +1,114 @@
+//! What a worker's report is worth for its task: plausible, impossible (a faulty or lying
+//! worker: the task goes back to the queue), or a real path shorter than the task's bound (an
+//! earlier report was false). Judged before anything of the report is applied.
+
+use tilesolve::heuristic::Weight;
+use tilesolve::moves::replay;
+use tilesolve::Direction;
+
+use super::types::{TaskOutcome, TaskSpec};
+
+/// What a worker's report is worth for its task.
+pub(super) enum Verdict {
+    Plausible,
+    /// It cannot be right for the task (a subtree task searches exactly at its bound; a
+    /// whole-puzzle task starts at a proven lower bound); it comes from a faulty or lying
+    /// worker, and taking it could store a path that is not optimal.
+    Impossible(String),
+    /// A real path (it replays to the goal) shorter than the bound the task was given: so an
+    /// earlier report that raised the bound was false, and the puzzle's proof is void.
+    Shorter(u32),
+}
+
+/// No path is searched this long (the kernel's limit).
+const LONGEST: u32 = tilesolve::search::MAX_DEPTH as u32;
+
+fn legal_children(spec: &TaskSpec) -> usize {
+    spec.followed_children().len()
+}
+
+pub(super) fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {
+    let bound = spec.bound;
+    match (&spec.weighted, outcome) {
+        (Some(_), TaskOutcome::Weighted(found)) => return judge_weighted(spec, found),
+        (Some(_), TaskOutcome::Failed(_)) => return Verdict::Plausible,
+        (Some(_), other) | (None, other @ TaskOutcome::Weighted(_)) => {
+            return Verdict::Impossible(format!(
+                "a worker answered a {} task with a {} report",
+                if spec.weighted.is_some() {
+                    "weighted"
+                } else {
+                    "search"
+                },
+                other.kind()
+            ))
+        }
+        (None, _) => {}
+    }
+    match outcome {
+        TaskOutcome::Found(suffix) => {
+            // Moves that leave the board or end elsewhere are a failed attempt (retried on the
+            // next lease), never a puzzle failure: the puzzle is still solvable.
+            if let Err(error) = replay(&spec.board, &spec.goal, suffix) {
+                return Verdict::Impossible(format!(
+                    "a worker reported moves that do not reach the goal: {error}"
+                ));
+            }
+            let length = (spec.path.len() + suffix.len()) as u32;
+            if length < bound {
+                Verdict::Shorter(length)
+            } else if !spec.iterate && length > bound {
+                Verdict::Impossible(format!(
+                    "a worker reported a {length}-move answer at bound {bound}"
+                ))
+            } else {
+                Verdict::Plausible
+            }
+        }
+        TaskOutcome::Exceeded(next) if *next <= bound => Verdict::Impossible(format!(
+            "a worker reported next bound {next}, not above bound {bound}"
+        )),
+        TaskOutcome::BudgetSpent(at) if *at < bound => Verdict::Impossible(format!(
+            "a worker reported spending its budget at bound {at}, below {bound}"
+        )),
+        // Every path of a solvable puzzle is cut well inside the longest path searched, so a
+        // bound past it is a worker claiming the puzzle unsolvable.
+        TaskOutcome::Exceeded(past) | TaskOutcome::BudgetSpent(past) if *past >= LONGEST => {
+            Verdict::Impossible(format!("a worker reported bound {past}, past any path"))
+        }
+        TaskOutcome::Split { pruned_min_f, .. } if *pruned_min_f <= bound => Verdict::Impossible(
+            format!("a worker reported pruned f {pruned_min_f}, not above bound {bound}"),
+        ),
+        // No pruned child (u32::MAX) means every child was handed back; otherwise the bound
+        // must be one a path can have.
+        TaskOutcome::Split {
+            children,
+            pruned_min_f,
+        } if (*pruned_min_f == u32::MAX && children.len() < legal_children(spec))
+            || (*pruned_min_f != u32::MAX && *pruned_min_f >= LONGEST) =>
+        {
+            Verdict::Impossible(format!(
+                "a worker split into {} children with pruned f {pruned_min_f}",
+                children.len()
+            ))
+        }
+        _ => Verdict::Plausible,
+    }
+}
+
+/// A weighted task's path must reach the goal, and cannot be shorter than the proven bound it
+/// was given (if it is, a report that raised the bound was false).
+fn judge_weighted(spec: &TaskSpec, found: &Option<(Vec<Direction>, Weight)>) -> Verdict {
+    let Some((moves, _)) = found else {
+        return Verdict::Plausible;
+    };
+    if let Err(error) = replay(&spec.board, &spec.goal, moves) {
+        return Verdict::Impossible(format!(
+            "a worker reported weighted moves that do not reach the goal: {error}"
+        ));
+    }
+    match moves.len() as u32 {
+        length if length < spec.bound => Verdict::Shorter(length),
+        _ => Verdict::Plausible,
+    }
+}
