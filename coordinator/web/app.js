@@ -274,7 +274,7 @@ async function openLink() {
 
 // ---- live batches and workers -------------------------------------------------------------
 
-const rate = (n) => (n >= 1e9 ? (n / 1e9).toFixed(1) + " G" : n >= 1e6 ? (n / 1e6).toFixed(1) + " M" : Math.round(n).toLocaleString());
+const rate = (n) => (n >= 1e9 ? (n / 1e9).toFixed(1) + " G" : n >= 1e6 ? (n / 1e6).toFixed(1) + " M" : Math.round(Math.max(n, 0)).toLocaleString());
 const secs = (s) => (s >= 3600 ? (s / 3600).toFixed(1) + " h" : s >= 60 ? (s / 60).toFixed(1) + " min" : s.toFixed(1) + " s");
 
 function cell(row, text) {
@@ -523,8 +523,12 @@ async function loadBatch() {
     }
     row.appendChild(board);
     cell(row, item.status === "bounded"
-      ? `bounded: no solution is shorter than ${item.lower_bound}; this path is not proven optimal`
+      ? `bounded, optimal ≥ ${item.lower_bound}`
       : item.length != null ? "solved" : item.error ? "error: " + item.error : "pending");
+    if (item.status === "bounded") {
+      row.lastChild.className = "bounded";
+      row.lastChild.title = `A limit stopped the optimal search: no solution is shorter than ${item.lower_bound} moves, and this ${item.length}-move path is not proven optimal. Submitted again without the limit, the search starts from ${item.lower_bound}.`;
+    }
     cell(row, item.length != null ? item.length : "");
     cell(row, item.nodes != null ? item.nodes.toLocaleString() : "");
     cell(row, item.seconds != null ? item.seconds.toFixed(3) : "");
