@@ -477,6 +477,13 @@ struct BatchRequest {
     heuristic: String,
     #[serde(default)]
     goal: String,
+    /// Limits on each board, as `SubmitBatchRequest` takes them (0: none).
+    #[serde(default)]
+    time_limit_seconds: f64,
+    #[serde(default)]
+    node_limit: u64,
+    #[serde(default)]
+    suboptimal_percent: u32,
 }
 
 /// The lines intake would refuse, with why, before anything is submitted.
@@ -503,14 +510,15 @@ async fn submit_batch(
     State(state): State<WebState>,
     Json(request): Json<BatchRequest>,
 ) -> Result<Json<serde_json::Value>, WebError> {
+    let limits = ItemLimits::from_request(
+        request.time_limit_seconds,
+        request.node_limit,
+        request.suboptimal_percent,
+    )
+    .map_err(|reason| WebError(StatusCode::BAD_REQUEST, reason))?;
     let submitted = state
         .service
-        .accept_batch(
-            request.lines,
-            request.heuristic,
-            request.goal,
-            ItemLimits::default(),
-        )
+        .accept_batch(request.lines, request.heuristic, request.goal, limits)
         .await?;
     Ok(Json(serde_json::json!({
         "batch": submitted.batch,

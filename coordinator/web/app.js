@@ -563,6 +563,7 @@ function batchRequest() {
     lines: $("batch-input").value.split(/\r?\n/),
     heuristic: $("batch-heuristic").value,
     goal: $("batch-goal").value.trim(),
+    time_limit_seconds: Number($("batch-time-limit").value) || 0,
   };
 }
 

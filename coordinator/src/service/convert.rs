@@ -71,29 +71,12 @@ pub(super) fn solution_message(stored: StoredSolution) -> pb::SolutionRecord {
 
 /// A submission's limits on each item, checked.
 pub(super) fn item_limits(request: &pb::SubmitBatchRequest) -> Result<ItemLimits, Status> {
-    let seconds = match request.time_limit_seconds {
-        0.0 => None,
-        seconds if seconds.is_finite() && seconds > 0.0 => Some(seconds),
-        seconds => {
-            return Err(Status::invalid_argument(format!(
-                "time_limit_seconds must be a positive number of seconds (or 0 for none), not {seconds}"
-            )))
-        }
-    };
-    let suboptimal_percent = match request.suboptimal_percent {
-        0 => None,
-        percent @ 101..=1000 => Some(percent),
-        percent => {
-            return Err(Status::invalid_argument(format!(
-                "suboptimal_percent must be between 101 and 1000 (a weight of 1.01 to 10), or 0 for an optimal search, not {percent}"
-            )))
-        }
-    };
-    Ok(ItemLimits {
-        seconds,
-        nodes: (request.node_limit > 0).then_some(request.node_limit),
-        suboptimal_percent,
-    })
+    ItemLimits::from_request(
+        request.time_limit_seconds,
+        request.node_limit,
+        request.suboptimal_percent,
+    )
+    .map_err(Status::invalid_argument)
 }
 
 pub(super) fn bounded_message(stored: StoredBounded) -> pb::BoundedRecord {

@@ -62,6 +62,37 @@ impl ItemLimits {
     pub fn is_none(&self) -> bool {
         *self == ItemLimits::default()
     }
+
+    /// The limits as a request gives them (0 for none), checked: the reason names the field.
+    pub fn from_request(
+        time_limit_seconds: f64,
+        node_limit: u64,
+        suboptimal_percent: u32,
+    ) -> Result<ItemLimits, String> {
+        let seconds = match time_limit_seconds {
+            0.0 => None,
+            seconds if seconds.is_finite() && seconds > 0.0 => Some(seconds),
+            seconds => {
+                return Err(format!(
+                    "time_limit_seconds must be a positive number of seconds (or 0 for none), not {seconds}"
+                ))
+            }
+        };
+        let suboptimal_percent = match suboptimal_percent {
+            0 => None,
+            percent @ 101..=1000 => Some(percent),
+            percent => {
+                return Err(format!(
+                    "suboptimal_percent must be between 101 and 1000 (a weight of 1.01 to 10), or 0 for an optimal search, not {percent}"
+                ))
+            }
+        };
+        Ok(ItemLimits {
+            seconds,
+            nodes: (node_limit > 0).then_some(node_limit),
+            suboptimal_percent,
+        })
+    }
 }
 
 impl StoredBatch {
