@@ -150,22 +150,24 @@ fn a_node_limit_gives_bounded_answers_that_a_later_search_resumes_and_proves() {
     // The dashboard's submission takes the limits too, and refuses a bad one by name.
     let batches = format!("{url}/api/batches");
     let (board, optimal) = known_boards(0)[9].clone();
-    let post = |body: serde_json::Value| ureq::post(&batches).send_json(body);
-    match post(serde_json::json!({"lines": [board], "time_limit_seconds": -1.0})) {
+    let refused = ureq::post(&batches)
+        .send_json(serde_json::json!({"lines": [board], "time_limit_seconds": -1.0}));
+    match refused {
         Err(ureq::Error::Status(400, response)) => {
             let text = response.into_string().unwrap();
             assert!(text.contains("time_limit_seconds"), "{text}");
         }
         other => panic!("a negative time limit was taken: {other:?}"),
     }
-    let submitted: serde_json::Value = post(serde_json::json!({
-        "lines": [board],
-        "heuristic": "linear-conflict",
-        "node_limit": 100000,
-    }))
-    .unwrap()
-    .into_json()
-    .unwrap();
+    let submitted: serde_json::Value = ureq::post(&batches)
+        .send_json(serde_json::json!({
+            "lines": [board],
+            "heuristic": "linear-conflict",
+            "node_limit": 100000,
+        }))
+        .unwrap()
+        .into_json()
+        .unwrap();
     let page = format!("{batches}/{}", submitted["batch"]);
     let item = common::wait_until("the web batch", std::time::Duration::from_secs(60), || {
         let page: serde_json::Value = ureq::get(&page).call().ok()?.into_json().ok()?;
