@@ -1,6 +1,10 @@
 //! Lines of a batch file (and of `solve -`'s standard input): one board per line, `#` comment
 //! lines and blank lines skipped, and anything after ` # ` on a board's line kept as its facts
-//! (`id=7 optimal=52`) rather than parsed as part of the board.
+//! (`id=7 optimal=52`) rather than parsed as part of the board; a `size=3x4` fact gives the
+//! board's shape.
+
+use crate::board::{Board, BoardError, Shape};
+use crate::parse::parse_board_in;
 
 /// Longest line a batch may hold, in bytes: a 5x5 board with its facts and a 200-move
 /// `moves=` claim takes well under a tenth of it. A longer line is refused with its number,
@@ -107,6 +111,16 @@ impl<'a> BatchLine<'a> {
         self.facts
             .split_whitespace()
             .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('='))
+    }
+
+    /// The line's board: of the shape its `size=RxC` fact gives, else of `shape`, else a square
+    /// of its count (see [`parse_board_in`]).
+    pub fn read_board(&self, shape: Option<Shape>) -> Result<Board, BoardError> {
+        let shape = match self.fact("size") {
+            Some(size) => Some(size.parse::<Shape>()?),
+            None => shape,
+        };
+        parse_board_in(self.board, shape)
     }
 }
 

@@ -1,7 +1,10 @@
-//! Boards: a validated arrangement of tiles on a square grid, and the goal it is solved towards.
+//! Boards: a validated arrangement of tiles on a rectangular grid, and the goal it is solved
+//! towards.
 //!
 //! A board is stored as a fixed `[u8; MAX_CELLS]` so it is `Copy` and never allocates; only the
-//! first `side * side` cells are meaningful. Tile 0 is the blank.
+//! first `rows * cols` cells are meaningful. Tile 0 is the blank. A square is inferred from a
+//! count of values (9, 16, 25); any other rectangle of at most [`MAX_CELLS`] cells is given as a
+//! [`Shape`].
 
 use std::fmt;
 
@@ -9,12 +12,80 @@ use thiserror::Error;
 
 use crate::direction::Direction;
 
-/// Largest supported side (5x5, the 24-puzzle).
+/// Largest supported side of a square inferred from its count (5x5, the 24-puzzle).
 pub const MAX_SIDE: usize = 5;
-/// Cells of the largest supported board.
-pub const MAX_CELLS: usize = MAX_SIDE * MAX_SIDE;
-/// Supported sides: 3x3, 4x4 and 5x5.
+/// Cells of the largest supported board (a rectangle such as 4x8; the kernel's padded arrays).
+pub const MAX_CELLS: usize = 32;
+/// Longest row or column of a supported rectangle (2x16).
+pub const MAX_EDGE: usize = MAX_CELLS / 2;
+/// Squares inferred from a count of values: 3x3, 4x4 and 5x5.
 pub const SUPPORTED_SIDES: [usize; 3] = [3, 4, 5];
+
+/// A board's rows and columns: 2 <= each, at most [`MAX_CELLS`] cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Shape {
+    rows: u8,
+    cols: u8,
+}
+
+impl Shape {
+    /// `rows` x `cols`, if supported.
+    pub fn new(rows: usize, cols: usize) -> Result<Shape, BoardError> {
+        if rows < 2 || cols < 2 || rows * cols > MAX_CELLS {
+            return Err(BoardError::UnsupportedShape { rows, cols });
+        }
+        Ok(Shape {
+            rows: rows as u8,
+            cols: cols as u8,
+        })
+    }
+
+    /// The `side` x `side` square (a supported side: 2 to 5).
+    pub fn square(side: usize) -> Shape {
+        Shape {
+            rows: side as u8,
+            cols: side as u8,
+        }
+    }
+
+    pub fn rows(self) -> usize {
+        usize::from(self.rows)
+    }
+
+    pub fn cols(self) -> usize {
+        usize::from(self.cols)
+    }
+
+    pub fn cells(self) -> usize {
+        self.rows() * self.cols()
+    }
+
+    /// The side of a square shape; None for any other rectangle.
+    pub fn square_side(self) -> Option<usize> {
+        (self.rows == self.cols).then_some(self.rows())
+    }
+}
+
+/// `RxC`, rows then columns, as `--size` and the `size=` fact take it.
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}", self.rows, self.cols)
+    }
+}
+
+impl std::str::FromStr for Shape {
+    type Err = BoardError;
+
+    fn from_str(text: &str) -> Result<Shape, BoardError> {
+        let refused = || BoardError::BadShape {
+            text: text.chars().take(20).collect(),
+        };
+        let (rows, cols) = text.trim().split_once(['x', 'X']).ok_or_else(refused)?;
+        let rows = rows.trim().parse().map_err(|_| refused())?;
+        let cols = cols.trim().parse().map_err(|_| refused())?;
+        Shape::new(rows, cols)
+    }
+}
 
 /// Tiles by cell, padded to 32 cells: the kernel's working copy of a board. The padding lets hot
 /// loops index with `cell & 31`, which the compiler proves in bounds without `unsafe`.
@@ -41,20 +112,26 @@ pub enum BoardError {
         len: usize,
         expected: usize,
     },
-    #[error("{rows} rows of {cols} values is not a square board (supported: 3x3, 4x4, 5x5)")]
-    NotSquare { rows: usize, cols: usize },
     #[error(
         "{count} values is a {side}x{side} board, an unsupported size (supported: 3x3, 4x4, 5x5)"
     )]
     UnsupportedSide { count: usize, side: usize },
     #[error("{count} values is not a supported board size (3x3 = 9, 4x4 = 16, 5x5 = 25 values)")]
     UnsupportedCount { count: usize },
-    #[error("tile {tile} is out of range (a {side}x{side} board has tiles 0..={max})")]
-    OutOfRange { tile: u64, side: usize, max: usize },
+    #[error("tile {tile} is out of range (a {shape} board has tiles 0..={max})")]
+    OutOfRange { tile: u64, shape: Shape, max: usize },
+    #[error(
+        "{rows}x{cols} is not a supported shape: rows and columns of at least 2, at most {MAX_CELLS} cells"
+    )]
+    UnsupportedShape { rows: usize, cols: usize },
+    #[error("size '{text}' is not rows x columns, e.g. 3x4")]
+    BadShape { text: String },
+    #[error("{count} values do not fill a {shape} board ({} cells)", shape.cells())]
+    CountNotShape { count: usize, shape: Shape },
     #[error("tile {tile} appears twice")]
     Duplicate { tile: u8 },
-    #[error("board is {board}x{board} but the goal is {goal}x{goal}")]
-    SizeMismatch { board: usize, goal: usize },
+    #[error("board is {board} but the goal is {goal}")]
+    SizeMismatch { board: Shape, goal: Shape },
     #[error(
         "board is unsolvable: its permutation parity does not match the goal's, so no sequence of \
          moves reaches the goal"
@@ -62,28 +139,39 @@ pub enum BoardError {
     Unsolvable,
 }
 
-/// A validated square board: every tile `0..side*side` exactly once.
+/// A validated board: every tile `0..rows*cols` exactly once.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Board {
-    side: u8,
+    shape: Shape,
     tiles: [u8; MAX_CELLS],
 }
 
 impl Board {
-    /// Builds a board from its tiles, row by row. The count must be 9, 16 or 25.
+    /// Builds a square board from its tiles, row by row. The count must be 9, 16 or 25.
     pub fn from_tiles(values: &[u64]) -> Result<Board, BoardError> {
+        if values.is_empty() {
+            return Err(BoardError::Empty);
+        }
+        let side = side_for_count(values.len())?;
+        Board::from_tiles_in(values, Shape::square(side))
+    }
+
+    /// Builds a board of `shape` from its tiles, row by row.
+    pub fn from_tiles_in(values: &[u64], shape: Shape) -> Result<Board, BoardError> {
         let count = values.len();
         if count == 0 {
             return Err(BoardError::Empty);
         }
-        let side = side_for_count(count)?;
+        if count != shape.cells() {
+            return Err(BoardError::CountNotShape { count, shape });
+        }
         let mut tiles = [0u8; MAX_CELLS];
         let mut seen = [false; MAX_CELLS];
         for (cell, &value) in values.iter().enumerate() {
             if value >= count as u64 {
                 return Err(BoardError::OutOfRange {
                     tile: value,
-                    side,
+                    shape,
                     max: count - 1,
                 });
             }
@@ -94,43 +182,49 @@ impl Board {
             seen[tile as usize] = true;
             tiles[cell] = tile;
         }
-        Ok(Board {
-            side: side as u8,
-            tiles,
-        })
+        Ok(Board { shape, tiles })
     }
 
-    /// The goal with tiles in order and the blank last: `1,2,...,N-1,0`.
+    /// The square goal with tiles in order and the blank last: `1,2,...,N-1,0`.
     pub fn blank_last(side: usize) -> Board {
-        let cells = side * side;
+        Board::blank_last_in(Shape::square(side))
+    }
+
+    /// Korf's square goal, blank first: `0,1,...,N-1`.
+    pub fn blank_first(side: usize) -> Board {
+        Board::blank_first_in(Shape::square(side))
+    }
+
+    /// The goal of `shape` with tiles in order and the blank last.
+    pub fn blank_last_in(shape: Shape) -> Board {
         let mut tiles = [0u8; MAX_CELLS];
-        for (cell, tile) in tiles.iter_mut().enumerate().take(cells - 1) {
+        for (cell, tile) in tiles.iter_mut().enumerate().take(shape.cells() - 1) {
             *tile = cell as u8 + 1;
         }
-        Board {
-            side: side as u8,
-            tiles,
-        }
+        Board { shape, tiles }
     }
 
-    /// Korf's goal, blank first: `0,1,...,N-1`.
-    pub fn blank_first(side: usize) -> Board {
+    /// The goal of `shape` with the blank first.
+    pub fn blank_first_in(shape: Shape) -> Board {
         let mut tiles = [0u8; MAX_CELLS];
-        for (cell, tile) in tiles.iter_mut().enumerate().take(side * side) {
+        for (cell, tile) in tiles.iter_mut().enumerate().take(shape.cells()) {
             *tile = cell as u8;
         }
-        Board {
-            side: side as u8,
-            tiles,
-        }
+        Board { shape, tiles }
     }
 
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// The width: the side of a square board (what pattern tables, presets and the store's
+    /// keys of square boards are named by).
     pub fn side(&self) -> usize {
-        self.side as usize
+        self.shape.cols()
     }
 
     pub fn cells(&self) -> usize {
-        self.side() * self.side()
+        self.shape.cells()
     }
 
     /// The tiles, row by row.
@@ -140,9 +234,7 @@ impl Board {
 
     /// The tiles padded to 32 cells (padding cells hold 0 and are never read as board cells).
     pub fn padded(&self) -> PaddedTiles {
-        let mut padded = [0u8; 32];
-        padded[..MAX_CELLS].copy_from_slice(&self.tiles);
-        padded
+        self.tiles
     }
 
     /// The blank's cell.
@@ -163,7 +255,7 @@ impl Board {
     /// Also returns the tile that moved.
     pub fn apply(&self, direction: Direction) -> Option<(Board, u8)> {
         let blank = self.blank();
-        let target = direction.step(blank, self.side())?;
+        let target = direction.step_within(blank, self.shape.rows(), self.shape.cols())?;
         let mut next = *self;
         let tile = next.tiles[target];
         next.tiles[blank] = tile;
@@ -176,12 +268,14 @@ impl Board {
     /// Every move swaps the blank with a neighbour: one transposition, and one step of the
     /// blank's taxicab distance. So a board reaches the goal exactly when the parity of the
     /// permutation taking it to the goal equals the parity of the blank's distance to its goal
-    /// cell. This holds for any width, which is why no odd/even-width case split is needed.
+    /// cell. This holds for any width, odd or even, and any number of rows, which is why no
+    /// odd/even-width case split is needed (the textbook rules for odd and even widths are this
+    /// one with the goal's blank in its corner).
     pub fn check_solvable(&self, goal: &Board) -> Result<(), BoardError> {
-        if self.side != goal.side {
+        if self.shape != goal.shape {
             return Err(BoardError::SizeMismatch {
-                board: self.side(),
-                goal: goal.side(),
+                board: self.shape,
+                goal: goal.shape,
             });
         }
         let goal_cell = goal.positions();
@@ -200,10 +294,10 @@ impl Board {
                 transpositions += cycle_len - 1;
             }
         }
-        let side = self.side();
+        let cols = self.shape.cols();
         let (blank, goal_blank) = (self.blank(), goal.blank());
         let blank_distance =
-            (blank / side).abs_diff(goal_blank / side) + (blank % side).abs_diff(goal_blank % side);
+            (blank / cols).abs_diff(goal_blank / cols) + (blank % cols).abs_diff(goal_blank % cols);
         if transpositions % 2 == blank_distance % 2 {
             Ok(())
         } else {
@@ -239,11 +333,16 @@ pub enum Goal {
 }
 
 impl Goal {
-    /// The goal board for a board of `side`.
+    /// The goal board for a square board of `side`.
     pub fn for_side(&self, side: usize) -> Board {
+        self.for_shape(Shape::square(side))
+    }
+
+    /// The goal board for a board of `shape`.
+    pub fn for_shape(&self, shape: Shape) -> Board {
         match self {
-            Goal::BlankLast => Board::blank_last(side),
-            Goal::BlankFirst => Board::blank_first(side),
+            Goal::BlankLast => Board::blank_last_in(shape),
+            Goal::BlankFirst => Board::blank_first_in(shape),
             Goal::Custom(board) => *board,
         }
     }
@@ -269,8 +368,7 @@ pub struct Position {
 
 impl Position {
     pub fn new(board: &Board) -> Position {
-        let mut cells = [0u8; 32];
-        cells[..MAX_CELLS].copy_from_slice(&board.positions());
+        let cells = board.positions();
         Position {
             tiles: board.padded(),
             cells,
@@ -296,7 +394,7 @@ impl fmt::Display for Board {
     /// coordinator writes a board's text for every task and every stored item, and a
     /// formatting call per tile was most of that.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Two digits and a comma a cell: tiles are below MAX_CELLS (25).
+        // Two digits and a comma a cell: tiles are below MAX_CELLS (32).
         let mut text = [0u8; 3 * MAX_CELLS];
         let mut len = 0;
         for (cell, &tile) in self.tiles().iter().enumerate() {
@@ -353,7 +451,7 @@ mod tests {
             board(&[1, 2, 3, 4, 5, 6, 7, 8, 9]),
             Err(BoardError::OutOfRange {
                 tile: 9,
-                side: 3,
+                shape: Shape::square(3),
                 max: 8
             })
         );
@@ -380,7 +478,10 @@ mod tests {
             .is_err());
         assert_eq!(
             Board::blank_last(3).check_solvable(&Board::blank_last(4)),
-            Err(BoardError::SizeMismatch { board: 3, goal: 4 })
+            Err(BoardError::SizeMismatch {
+                board: Shape::square(3),
+                goal: Shape::square(4)
+            })
         );
     }
 

@@ -41,14 +41,15 @@ impl Direction {
         }
     }
 
-    /// The cell the blank reaches from `cell` on a board of `side`, if it stays on the board.
-    pub fn step(self, cell: usize, side: usize) -> Option<usize> {
-        let (row, col) = (cell / side, cell % side);
+    /// The cell the blank reaches from `cell` on a board of `rows` x `cols`, if it stays on the
+    /// board.
+    pub fn step_within(self, cell: usize, rows: usize, cols: usize) -> Option<usize> {
+        let (row, col) = (cell / cols, cell % cols);
         match self {
-            Direction::Up if row > 0 => Some(cell - side),
-            Direction::Down if row + 1 < side => Some(cell + side),
+            Direction::Up if row > 0 => Some(cell - cols),
+            Direction::Down if row + 1 < rows => Some(cell + cols),
             Direction::Left if col > 0 => Some(cell - 1),
-            Direction::Right if col + 1 < side => Some(cell + 1),
+            Direction::Right if col + 1 < cols => Some(cell + 1),
             _ => None,
         }
     }

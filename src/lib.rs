@@ -39,8 +39,8 @@ pub mod solver;
 pub mod task;
 pub mod trace_context;
 
-pub use board::{Board, BoardError, Goal};
+pub use board::{Board, BoardError, Goal, Shape};
 pub use direction::Direction;
 pub use heuristic::HeuristicKind;
-pub use parse::parse_board;
+pub use parse::{parse_board, parse_board_in};
 pub use solver::{Algorithm, Solution, SolveError, SolveOptions, Solver};

@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::board::{Board, MAX_CELLS};
+use crate::board::{Board, Shape, MAX_CELLS};
 use crate::direction::Direction;
 
 /// Blank moves as one string of letters, e.g. `"ULDR"`.
@@ -30,11 +30,11 @@ pub struct Neighbors {
 }
 
 impl Neighbors {
-    pub fn new(side: usize) -> Neighbors {
+    pub fn new(shape: Shape) -> Neighbors {
         let mut table = [[NO_CELL; 4]; 32];
-        for (cell, row) in table.iter_mut().enumerate().take(side * side) {
+        for (cell, row) in table.iter_mut().enumerate().take(shape.cells()) {
             for direction in Direction::ALL {
-                if let Some(next) = direction.step(cell, side) {
+                if let Some(next) = direction.step_within(cell, shape.rows(), shape.cols()) {
                     row[direction as usize] = next as u8;
                 }
             }

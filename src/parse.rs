@@ -2,13 +2,19 @@
 //!
 //! Columns in errors count characters from 1, so a user can find the offending spot.
 
-use crate::board::{Board, BoardError, Goal, MAX_CELLS};
+use crate::board::{Board, BoardError, Goal, Shape, MAX_CELLS};
 
 /// Longest board text accepted: a 5x5 board with generous spacing is well under 200.
 pub const MAX_BOARD_CHARS: usize = 1000;
 
-/// Parses and validates one board.
+/// Parses and validates one square board (9, 16 or 25 values), or a rectangle written as rows
+/// in braces (`{{1,2,3},{4,5,0}}`).
 pub fn parse_board(text: &str) -> Result<Board, BoardError> {
+    parse_board_in(text, None)
+}
+
+/// Parses and validates one board of `shape` (rows x columns), or as [`parse_board`] without.
+pub fn parse_board_in(text: &str, shape: Option<Shape>) -> Result<Board, BoardError> {
     if text.len() > MAX_BOARD_CHARS {
         let chars = text.chars().count();
         if chars > MAX_BOARD_CHARS {
@@ -18,21 +24,26 @@ pub fn parse_board(text: &str) -> Result<Board, BoardError> {
             });
         }
     }
-    match canonical_values(text) {
-        Some(values) => Board::from_tiles(&values),
-        None => parse_any_form(text),
+    let shaped = |values: &[u64], shape: Option<Shape>| match shape {
+        Some(shape) => Board::from_tiles_in(values, shape),
+        None => Board::from_tiles(values),
+    };
+    if let Some(values) = canonical_values(text) {
+        return shaped(&values, shape);
     }
+    let (values, rows_shape) = parse_any_form(text)?;
+    shaped(&values, shape.or(rows_shape))
 }
 
-/// Any of the three forms, with the column of what is wrong.
-fn parse_any_form(text: &str) -> Result<Board, BoardError> {
+/// Any of the three forms, with the column of what is wrong; the shape its rows give, when
+/// written as rows that are not square.
+fn parse_any_form(text: &str) -> Result<(Vec<u64>, Option<Shape>), BoardError> {
     let tokens = tokenize(text)?;
-    let values = if tokens.first().is_some_and(|t| t.kind == Kind::Open) {
-        parse_braced(&tokens)?
+    if tokens.first().is_some_and(|t| t.kind == Kind::Open) {
+        parse_braced(&tokens)
     } else {
-        parse_flat(&tokens)?
-    };
-    Board::from_tiles(&values)
+        Ok((parse_flat(&tokens)?, None))
+    }
 }
 
 /// The values of text in the form `Board` prints (numbers below 1000 separated by single
@@ -176,7 +187,7 @@ fn parse_flat(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
 }
 
 /// `{{a,b,c},{d,e,f},...}`: rows in braces inside one outer pair, or `{a,b,c,...}`.
-fn parse_braced(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
+fn parse_braced(tokens: &[Token]) -> Result<(Vec<u64>, Option<Shape>), BoardError> {
     let last = tokens.last().map(|t| t.kind);
     if last != Some(Kind::Close) {
         return Err(BoardError::Braces {
@@ -185,7 +196,7 @@ fn parse_braced(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
     }
     let inner = &tokens[1..tokens.len() - 1];
     if !inner.first().is_some_and(|t| t.kind == Kind::Open) {
-        return parse_flat(inner);
+        return Ok((parse_flat(inner)?, None));
     }
     let mut values = Vec::new();
     let mut row_len = None;
@@ -226,12 +237,11 @@ fn parse_braced(tokens: &[Token]) -> Result<Vec<u64>, BoardError> {
             _ => {}
         }
     }
-    if let Some(cols) = row_len {
-        if row != cols {
-            return Err(BoardError::NotSquare { rows: row, cols });
-        }
-    }
-    Ok(values)
+    let shape = match row_len {
+        Some(cols) if row != cols => Some(Shape::new(row, cols)?),
+        _ => None,
+    };
+    Ok((values, shape))
 }
 
 impl std::str::FromStr for Goal {
@@ -270,7 +280,8 @@ mod tests {
             ",2,4",
         ];
         for text in texts {
-            assert_eq!(parse_board(text), parse_any_form(text), "{text:?}");
+            let general = parse_any_form(text).and_then(|(values, _)| Board::from_tiles(&values));
+            assert_eq!(parse_board(text), general, "{text:?}");
         }
     }
 
@@ -284,6 +295,34 @@ mod tests {
         assert_eq!(a, c);
         assert_eq!(a, d);
         assert_eq!(a.to_string(), "2,4,0,1,8,5,3,6,7");
+    }
+
+    #[test]
+    fn a_rectangle_is_read_from_its_rows_or_with_its_shape() {
+        let rows = parse_board("{{1,2,3},{4,5,0}}").unwrap();
+        assert_eq!(rows.shape(), Shape::new(2, 3).unwrap());
+        let flat = parse_board_in("1,2,3,4,5,0", Some(Shape::new(2, 3).unwrap())).unwrap();
+        assert_eq!(flat, rows);
+        let tall = parse_board_in("1,2,3,4,5,0", Some(Shape::new(3, 2).unwrap())).unwrap();
+        assert_ne!(tall, rows, "3x2 is not 2x3");
+        let msg = |text: &str, shape: &str| {
+            parse_board_in(text, Some(shape.parse().unwrap()))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            msg("1,2,3,4,5,0", "3x3"),
+            "6 values do not fill a 3x3 board (9 cells)"
+        );
+        assert!(msg("1,2,3,4,5,6", "2x3").contains("tile 6 is out of range (a 2x3 board"));
+        for bad in ["3", "3x", "x4", "1x8", "5x7", "three by four"] {
+            let error = bad.parse::<Shape>().unwrap_err().to_string();
+            assert!(
+                error.contains(bad) || error.contains("not a supported shape"),
+                "{bad}: {error}"
+            );
+        }
+        assert_eq!("4x8".parse::<Shape>().unwrap().cells(), 32);
     }
 
     #[test]

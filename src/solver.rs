@@ -222,8 +222,8 @@ impl Solver {
     pub fn with_heuristic(goal: Board, heuristic: AnyHeuristic, name: impl Into<String>) -> Solver {
         Solver {
             goal,
-            neighbors: Neighbors::new(goal.side()),
-            pruning: MovePruning::for_side(goal.side(), Pruning::Duplicates),
+            neighbors: Neighbors::new(goal.shape()),
+            pruning: MovePruning::for_shape(goal.shape(), Pruning::Duplicates),
             heuristic_name: name.into(),
             heuristic,
         }
@@ -232,7 +232,7 @@ impl Solver {
     /// The same solver skipping only what `pruning` says (by default every duplicate path the
     /// board size's pruning machine knows; [`Pruning::UndoOnly`] reproduces Korf's 1985 counts).
     pub fn with_pruning(mut self, pruning: Pruning) -> Solver {
-        self.pruning = MovePruning::for_side(self.goal.side(), pruning);
+        self.pruning = MovePruning::for_shape(self.goal.shape(), pruning);
         self
     }
 

@@ -110,7 +110,7 @@ fn without_limits_the_answer_is_the_optimal_solution() {
 fn weighted_ida_finds_paths_within_the_weight_of_the_optimal_on_the_8_puzzle() {
     let goal = Board::blank_last(3);
     let manhattan = tilesolve::heuristic::TileCost::manhattan(&goal);
-    let neighbors = Neighbors::new(3);
+    let neighbors = Neighbors::new(tilesolve::Shape::square(3));
     let pruning = MovePruning::for_side(3, Pruning::Duplicates);
     let solver = Solver::new(goal, HeuristicKind::Manhattan);
     let mut rng = common::Rng::new(11);

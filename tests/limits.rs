@@ -101,7 +101,7 @@ fn astar_agrees_with_ida_on_15_puzzles() {
 fn kernel_searches_a_subtree_under_a_bound() {
     // A subtree task as the coordinator will send it: a board at depth g with the bound T.
     let goal = Board::blank_last(4);
-    let neighbors = Neighbors::new(4);
+    let neighbors = Neighbors::new(tilesolve::Shape::square(4));
     let manhattan = TileCost::manhattan(&goal);
     let start = common::Rng::new(7).walk(&goal, 30);
     let outcome = ida_star(

@@ -12,7 +12,7 @@ use clap::Args;
 use tilesolve::batch_file::{board_lines, BatchLine};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::search::{Counters, Pruning};
-use tilesolve::{parse_board, Algorithm, HeuristicKind};
+use tilesolve::{Algorithm, HeuristicKind, Shape};
 
 use crate::options::{SearchArgs, Solvers};
 
@@ -107,21 +107,22 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
         .collect();
     let options = args.search.solve_options()?;
     let threads = args.threads.max(1);
-    let mut sides: Vec<usize> = lines
+    let size = args.search.size;
+    let mut shapes: Vec<Shape> = lines
         .iter()
-        .filter_map(|line| parse_board(line.board).ok().map(|board| board.side()))
+        .filter_map(|line| line.read_board(size).ok().map(|board| board.shape()))
         .collect();
-    sides.sort_unstable();
-    sides.dedup();
-    let resolved: Vec<String> = sides
+    shapes.sort_unstable();
+    shapes.dedup();
+    let resolved: Vec<String> = shapes
         .iter()
-        .map(|&side| {
-            let goal = args.search.goal.for_side(side);
+        .map(|&shape| {
+            let goal = args.search.goal.for_shape(shape);
             let choice = args
                 .search
                 .heuristic
                 .resolve(&goal, args.search.memory.bytes());
-            format!("{side}x{side} {choice}")
+            format!("{shape} {choice}")
         })
         .collect();
     let header = format!(
@@ -147,7 +148,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
     // Load or build every pattern database once, before the threads start, so they share it.
     let mut solvers = Solvers::new(&args.search);
     for line in &lines {
-        if let Ok(board) = parse_board(line.board) {
+        if let Ok(board) = line.read_board(size) {
             let _ = solvers.for_board(&board);
         }
     }
@@ -161,7 +162,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(line) = lines.get(index) else { break };
-                    let row = bench_one(line, &mut solvers, &options, korf_comparable);
+                    let row = bench_one(line, size, &mut solvers, &options, korf_comparable);
                     if args.json {
                         println!("{}", row.json());
                     } else {
@@ -192,6 +193,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
 /// Korf's 1985 counts are for Manhattan IDA*; with anything else they are not comparable.
 fn bench_one(
     line: &BatchLine<'_>,
+    size: Option<Shape>,
     solvers: &mut Solvers,
     options: &tilesolve::SolveOptions,
     korf_comparable: bool,
@@ -209,7 +211,8 @@ fn bench_one(
         seconds: 0.0,
         error: None,
     };
-    let result = parse_board(line.board)
+    let result = line
+        .read_board(size)
         .map_err(|e| format!("line {}: {e}", line.number))
         .and_then(|board| {
             solvers

@@ -8,7 +8,7 @@ use clap::Args;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::{default_memory_budget, PdbError, PdbStore};
 use tilesolve::search::Pruning;
-use tilesolve::{Algorithm, Board, Goal, SolveOptions, Solver};
+use tilesolve::{Algorithm, Board, Goal, Shape, SolveOptions, Solver};
 
 use tilesolve_coordinator::scheduler::SchedulerConfig;
 
@@ -126,6 +126,11 @@ pub struct SearchArgs {
     pub pruning: Pruning,
     #[command(flatten)]
     pub data: DataArgs,
+    /// Rows x columns of every board, e.g. 3x4 (2 <= each, at most 32 cells); a line's
+    /// ` # size=RxC` fact says it for that line. Without either, a board is the square of its
+    /// count of values (9, 16 or 25), or the rows it is written in (`{{1,2,3},{4,5,0}}`).
+    #[arg(long, value_name = "RxC")]
+    pub size: Option<Shape>,
 }
 
 impl SearchArgs {
@@ -154,7 +159,7 @@ pub struct Solvers {
     table_budget: u64,
     pruning: Pruning,
     store: PdbStore,
-    by_side: HashMap<usize, Result<Solver, String>>,
+    by_shape: HashMap<Shape, Result<Solver, String>>,
 }
 
 impl Solvers {
@@ -165,7 +170,7 @@ impl Solvers {
             heuristic: args.heuristic,
             table_budget: args.memory.bytes(),
             store: args.data.store(),
-            by_side: HashMap::new(),
+            by_shape: HashMap::new(),
         }
     }
 
@@ -173,14 +178,14 @@ impl Solvers {
     /// first, so an unsolvable board never waits for a pattern database build), a pattern
     /// database for another size, or a data directory that cannot be written.
     pub fn for_board(&mut self, board: &Board) -> Result<&Solver, String> {
-        let side = board.side();
-        let (goal, store) = (self.goal.for_side(side), &self.store);
+        let shape = board.shape();
+        let (goal, store) = (self.goal.for_shape(shape), &self.store);
         let table_budget = self.table_budget;
         let heuristic = self.heuristic.resolve(&goal, table_budget);
         let pruning = self.pruning;
         board.check_solvable(&goal).map_err(|e| e.to_string())?;
-        self.by_side
-            .entry(side)
+        self.by_shape
+            .entry(shape)
             .or_insert_with(|| {
                 let built: Result<_, PdbError> =
                     heuristic.build(&goal, table_budget, store, &progress::pdb_events);

@@ -5,8 +5,8 @@ use std::io::BufRead;
 use clap::Args;
 use tilesolve::batch_file::BatchLine;
 use tilesolve::heuristic::Weight;
-use tilesolve::parse_board;
 use tilesolve::solver::Answer;
+use tilesolve::{parse_board_in, Board, BoardError};
 
 use crate::options::{SearchArgs, Solvers};
 use crate::report::{Origin, Reporter};
@@ -47,8 +47,9 @@ pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
     };
     let mut all_solved = true;
     // Returns whether the board was solved; a failure is reported and the rest go on.
-    let mut solve_one = |text: &str, origin: Origin| -> bool {
-        let board = match parse_board(text) {
+    let size = args.search.size;
+    let mut solve_one = |text: &str, board: Result<Board, BoardError>, origin: Origin| -> bool {
+        let board = match board {
             Ok(board) => board,
             Err(error) => {
                 reporter.failed(text, origin, &error, None);
@@ -85,7 +86,8 @@ pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
     };
     for (index, arg) in args.boards.iter().enumerate() {
         if arg != "-" {
-            all_solved &= solve_one(arg, Origin::Argument(index + 1));
+            let board = parse_board_in(arg, size);
+            all_solved &= solve_one(arg, board, Origin::Argument(index + 1));
             continue;
         }
         let mut stdin = std::io::stdin().lock();
@@ -98,7 +100,8 @@ pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
             match std::str::from_utf8(&bytes) {
                 Ok(line) => {
                     if let Some(entry) = BatchLine::read(number, line) {
-                        all_solved &= solve_one(entry.board, Origin::Line(entry.number));
+                        let board = entry.read_board(size);
+                        all_solved &= solve_one(entry.board, board, Origin::Line(entry.number));
                     }
                 }
                 Err(_) => {

@@ -401,7 +401,7 @@ mod tests {
     ) -> usize {
         let solver = Solver::new(*goal, HeuristicKind::Manhattan);
         let manhattan = TileCost::manhattan(goal);
-        let neighbors = Neighbors::new(goal.side());
+        let neighbors = Neighbors::new(goal.shape());
         let mut bound = solver.estimate(start);
         let (mut history, mut nodes_so_far) = (SizeHistory::default(), 0u64);
         loop {

@@ -7,104 +7,123 @@
 //! subsequence. Row conflicts force extra vertical moves and column conflicts extra horizontal
 //! ones, so the two sums add up admissibly.
 //!
-//! Each line is summarised by a key: one base-(side+1) digit per cell, 0 for a tile not in its
-//! goal line (or the blank) and 1 + goal index otherwise. A table maps every key to its conflict
+//! Each line is summarised by a key: one base-(len+1) digit per cell of a line of `len` cells, 0
+//! for a tile not in its goal line (or the blank) and 1 + goal index otherwise. A table maps every key to its conflict
 //! count, so a move costs two key sums and four table reads.
 
-use crate::board::{Board, PaddedTiles, Position, MAX_SIDE};
+use crate::board::{Board, PaddedTiles, Position};
 use crate::heuristic::{Heuristic, TileCost};
+
+/// Longest line whose conflicts are tabled (6^5 = 7,776 keys, each digit's place value within
+/// a `u16`). A longer line (the long side of a rectangle, 6 to 16 cells) adds no conflicts:
+/// leaving a term out keeps the estimate admissible, and such a line's keys would not fit (a
+/// 6-cell line's digits pass `u16::MAX`; 17^16 keys on 2x16).
+const MAX_TABLED_LINE: usize = 5;
 
 #[derive(Clone, Debug)]
 pub struct LinearConflict {
     manhattan: TileCost,
-    side: usize,
+    rows: usize,
+    cols: usize,
     /// `row_digit[tile][cell]`: the tile's digit in its row's key, already scaled by the cell's
-    /// place value.
+    /// place value (0 throughout when rows are too long to table).
     row_digit: [[u16; 32]; 32],
     col_digit: [[u16; 32]; 32],
-    /// Conflicting tiles (to be removed) by line key.
-    conflicts: Vec<u8>,
+    /// Conflicting tiles (to be removed) by line key: of a row (`cols` cells) and of a column
+    /// (`rows` cells).
+    row_conflicts: Vec<u8>,
+    col_conflicts: Vec<u8>,
+}
+
+/// The conflicts of every key of a line of `len` cells; empty for a line too long to table.
+fn conflict_table(len: usize) -> Vec<u8> {
+    if len > MAX_TABLED_LINE {
+        return Vec::new();
+    }
+    (0..(len + 1).pow(len as u32))
+        .map(|key| conflicts_in_key(key, len))
+        .collect()
 }
 
 impl LinearConflict {
     pub fn new(goal: &Board) -> LinearConflict {
-        let side = goal.side();
-        let base = side + 1;
+        let (rows, cols) = (goal.shape().rows(), goal.shape().cols());
+        let tabled = |len: usize| len <= MAX_TABLED_LINE;
         let goal_cell = goal.positions();
         let mut row_digit = [[0u16; 32]; 32];
         let mut col_digit = [[0u16; 32]; 32];
         for tile in 1..goal.cells() {
             let target = goal_cell[tile] as usize;
-            let (goal_row, goal_col) = (target / side, target % side);
+            let (goal_row, goal_col) = (target / cols, target % cols);
             for cell in 0..goal.cells() {
-                let (row, col) = (cell / side, cell % side);
-                if row == goal_row {
-                    row_digit[tile][cell] = ((goal_col + 1) * base.pow(col as u32)) as u16;
+                let (row, col) = (cell / cols, cell % cols);
+                if row == goal_row && tabled(cols) {
+                    row_digit[tile][cell] = ((goal_col + 1) * (cols + 1).pow(col as u32)) as u16;
                 }
-                if col == goal_col {
-                    col_digit[tile][cell] = ((goal_row + 1) * base.pow(row as u32)) as u16;
+                if col == goal_col && tabled(rows) {
+                    col_digit[tile][cell] = ((goal_row + 1) * (rows + 1).pow(row as u32)) as u16;
                 }
             }
         }
-        let conflicts = (0..base.pow(side as u32))
-            .map(|key| conflicts_in_key(key, side))
-            .collect();
         LinearConflict {
             manhattan: TileCost::manhattan(goal),
-            side,
+            rows,
+            cols,
             row_digit,
             col_digit,
-            conflicts,
+            row_conflicts: conflict_table(cols),
+            col_conflicts: conflict_table(rows),
         }
     }
 
     #[inline(always)]
     fn row_key(&self, tiles: &PaddedTiles, row: usize) -> usize {
-        let first = row * self.side;
-        (first..first + self.side)
+        let first = row * self.cols;
+        (first..first + self.cols)
             .map(|cell| usize::from(self.row_digit[usize::from(tiles[cell & 31]) & 31][cell & 31]))
             .sum()
     }
 
     #[inline(always)]
     fn col_key(&self, tiles: &PaddedTiles, col: usize) -> usize {
-        (0..self.side)
+        (0..self.rows)
             .map(|row| {
-                let cell = row * self.side + col;
+                let cell = row * self.cols + col;
                 usize::from(self.col_digit[usize::from(tiles[cell & 31]) & 31][cell & 31])
             })
             .sum()
     }
 
     #[inline(always)]
-    fn conflicts_of(&self, key: usize) -> i32 {
-        i32::from(self.conflicts.get(key).copied().unwrap_or(0))
+    fn conflicts_of(table: &[u8], key: usize) -> i32 {
+        i32::from(table.get(key).copied().unwrap_or(0))
     }
 }
 
-/// Tiles to remove from the line described by `key` so the rest stand in goal order.
-fn conflicts_in_key(mut key: usize, side: usize) -> u8 {
-    let mut sequence = [0usize; MAX_SIDE];
-    let mut len = 0;
-    for _ in 0..side {
-        let digit = key % (side + 1);
-        key /= side + 1;
+/// Tiles to remove from the line of `len` cells described by `key` so the rest stand in goal
+/// order.
+fn conflicts_in_key(mut key: usize, len: usize) -> u8 {
+    let mut sequence = [0usize; MAX_TABLED_LINE];
+    let mut count = 0;
+    for _ in 0..len {
+        let digit = key % (len + 1);
+        key /= len + 1;
         if digit > 0 {
-            sequence[len] = digit;
-            len += 1;
+            sequence[count] = digit;
+            count += 1;
         }
     }
-    // Longest strictly increasing subsequence, quadratic: lines hold at most five tiles.
-    let mut longest = [1usize; MAX_SIDE];
-    for i in 0..len {
+    // Longest strictly increasing subsequence, quadratic: tabled lines hold at most five tiles.
+    let mut longest = [1usize; MAX_TABLED_LINE];
+    for i in 0..count {
         for j in 0..i {
             if sequence[j] < sequence[i] {
                 longest[i] = longest[i].max(longest[j] + 1);
             }
         }
     }
-    let lis = longest[..len].iter().copied().max().unwrap_or(0);
-    (len - lis) as u8
+    let lis = longest[..count].iter().copied().max().unwrap_or(0);
+    (count - lis) as u8
 }
 
 impl Heuristic for LinearConflict {
@@ -113,13 +132,13 @@ impl Heuristic for LinearConflict {
 
     fn init(&self, position: &Position) -> u32 {
         let tiles = &position.tiles;
-        let line_conflicts: i32 = (0..self.side)
-            .map(|line| {
-                self.conflicts_of(self.row_key(tiles, line))
-                    + self.conflicts_of(self.col_key(tiles, line))
-            })
+        let rows: i32 = (0..self.rows)
+            .map(|row| Self::conflicts_of(&self.row_conflicts, self.row_key(tiles, row)))
             .sum();
-        self.manhattan.init(position) + 2 * line_conflicts as u32
+        let cols: i32 = (0..self.cols)
+            .map(|col| Self::conflicts_of(&self.col_conflicts, self.col_key(tiles, col)))
+            .sum();
+        self.manhattan.init(position) + 2 * (rows + cols) as u32
     }
 
     #[inline(always)]
@@ -134,24 +153,26 @@ impl Heuristic for LinearConflict {
     fn after_move(&self, position: &Position, h: u32, tile: u8, from: usize, to: usize) -> u32 {
         let tiles = &position.tiles;
         let t = usize::from(tile) & 31;
-        let (left, entered, digit) = if from / self.side == to / self.side {
+        let (left, entered, digit, table) = if from / self.cols == to / self.cols {
             (
-                self.col_key(tiles, from % self.side),
-                self.col_key(tiles, to % self.side),
+                self.col_key(tiles, from % self.cols),
+                self.col_key(tiles, to % self.cols),
                 &self.col_digit[t],
+                &self.col_conflicts,
             )
         } else {
             (
-                self.row_key(tiles, from / self.side),
-                self.row_key(tiles, to / self.side),
+                self.row_key(tiles, from / self.cols),
+                self.row_key(tiles, to / self.cols),
                 &self.row_digit[t],
+                &self.row_conflicts,
             )
         };
         let left_before = left + usize::from(digit[from & 31]);
         let entered_before = entered - usize::from(digit[to & 31]);
-        let delta = self.conflicts_of(left) + self.conflicts_of(entered)
-            - self.conflicts_of(left_before)
-            - self.conflicts_of(entered_before);
+        let delta = Self::conflicts_of(table, left) + Self::conflicts_of(table, entered)
+            - Self::conflicts_of(table, left_before)
+            - Self::conflicts_of(table, entered_before);
         let h = self.manhattan.after_move(position, h, tile, from, to) as i32 + 2 * delta;
         h as u32
     }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use memmap2::Mmap;
 use thiserror::Error;
 
-use crate::board::{Board, MAX_SIDE};
+use crate::board::{Board, Shape, MAX_SIDE};
 use crate::pdb::index::{placements, Unranker};
 use crate::pdb::packed::{half_excess, packed_len, Distances};
 use crate::pdb::zero_index::{ZeroIndex, MAX_ZERO_AWARE_TILES};
@@ -100,11 +100,11 @@ pub enum PdbError {
     Corrupt { path: PathBuf, reason: String },
     #[error("{path} is a pattern database for something else: {reason}")]
     Mismatch { path: PathBuf, reason: String },
-    #[error("pattern database {preset} is for {side}x{side} boards, not {board}x{board}")]
+    #[error("pattern database {preset} is for {side}x{side} boards, not {board}")]
     WrongSize {
         preset: &'static str,
         side: usize,
-        board: usize,
+        board: Shape,
     },
 }
 

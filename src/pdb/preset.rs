@@ -148,9 +148,11 @@ impl Preset {
         }
     }
 
-    /// The strongest preset for `goal` whose tables take at most `budget` bytes, if any does.
+    /// The strongest preset for `goal` whose tables take at most `budget` bytes, if any does
+    /// (none for a board that is not square: no preset partitions a rectangle yet).
     pub fn strongest_within(goal: &Board, budget: u64) -> Option<Preset> {
-        Preset::by_strength(goal.side())
+        let side = goal.shape().square_side()?;
+        Preset::by_strength(side)
             .iter()
             .copied()
             .find(|preset| preset.table_bytes(goal) <= budget)

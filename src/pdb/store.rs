@@ -240,11 +240,11 @@ impl PdbStore {
 
     /// The specs of `preset`'s distinct tables for `goal`.
     pub fn specs(preset: Preset, goal: &Board) -> Result<Vec<PatternSpec>, PdbError> {
-        if preset.side() != goal.side() {
+        if goal.shape().square_side() != Some(preset.side()) {
             return Err(PdbError::WrongSize {
                 preset: preset.name(),
                 side: preset.side(),
-                board: goal.side(),
+                board: goal.shape(),
             });
         }
         Ok(preset

@@ -33,6 +33,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use crate::board::Shape;
 use crate::direction::Direction;
 
 /// The state a transition into a forbidden word leads to.
@@ -103,6 +104,16 @@ impl MovePruning {
             let words: Vec<Word> = shipped_words().filter(|w| w.len <= depth).collect();
             MovePruning::from_words(&words)
         })
+    }
+
+    /// The machine used for boards of `shape`: a square's own; a rectangle's, that of the square
+    /// of about its cells (its words, found on an unbounded grid, are forbidden on any board).
+    pub fn for_shape(shape: Shape, pruning: Pruning) -> &'static MovePruning {
+        match shape.square_side() {
+            Some(side) => MovePruning::for_side(side, pruning),
+            None if shape.cells() <= 16 => MovePruning::for_side(4, pruning),
+            None => MovePruning::for_side(5, pruning),
+        }
     }
 
     /// The machine that knows every forbidden word of at most `depth` moves, made afresh

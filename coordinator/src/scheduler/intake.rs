@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tilesolve::batch_file::{BatchLine, MAX_LINE_BYTES};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
-use tilesolve::{parse_board, Board, BoardError, Direction, Goal};
+use tilesolve::{parse_board, Board, Direction, Goal};
 
 use super::types::{SchedulerError, Submitted};
 use super::{batches, Scheduler};
@@ -297,8 +297,9 @@ fn check_sides(
         .enumerate()
         .filter_map(|(number, raw)| BatchLine::read(number + 1, raw))
         .find_map(|line| {
-            let board = parse_board(line.board).ok()?;
-            (board.side() != side).then_some((line.number, board.side()))
+            // A rectangle fails on its own line (see `board_and_goal`).
+            let board_side = parse_board(line.board).ok()?.shape().square_side()?;
+            (board_side != side).then_some((line.number, board_side))
         });
     match mismatch {
         Some((number, board_side)) => Err(SchedulerError::InvalidArgument(format!(
@@ -317,12 +318,22 @@ pub(super) struct Items {
     pub(super) from_store: u32,
 }
 
-/// A line's board and the goal it is solved towards, or why the line is invalid.
-fn board_and_goal(line: &BatchLine<'_>, goal: Goal) -> Result<(Board, Board), BoardError> {
-    parse_board(line.board).and_then(|board| {
-        let goal = goal.for_side(board.side());
-        board.check_solvable(&goal).map(|()| (board, goal))
-    })
+/// A line's board and the goal it is solved towards, or why the line is invalid. A rectangle
+/// (from its rows in braces or a `size=` fact) is refused by name: the store's keys, pattern
+/// tables and workers take squares, and rectangles are solved in process.
+fn board_and_goal(line: &BatchLine<'_>, goal: Goal) -> Result<(Board, Board), String> {
+    let board = line.read_board(None).map_err(|e| e.to_string())?;
+    let Some(side) = board.shape().square_side() else {
+        return Err(format!(
+            "a {shape} board is solved in process only for now (`tilesolve solve --size {shape}`); a coordinator takes 3x3, 4x4 and 5x5 boards",
+            shape = board.shape()
+        ));
+    };
+    let goal = goal.for_side(side);
+    board
+        .check_solvable(&goal)
+        .map(|()| (board, goal))
+        .map_err(|e| e.to_string())
 }
 
 /// What intake would refuse in `lines`, line by line (number, reason), without submitting:
@@ -334,7 +345,7 @@ pub(super) fn line_errors(lines: &[String], goal: Goal) -> Vec<(u32, String)> {
             continue;
         };
         let reason = match board_and_goal(&line, goal) {
-            Err(error) => Some(error.to_string()),
+            Err(error) => Some(error),
             Ok((board, goal)) => line
                 .fact("moves")
                 .and_then(|text| claimed_moves(&board, &goal, text).err())
@@ -419,9 +430,8 @@ pub(super) fn sides(lines: &[String], goal: Goal) -> Vec<usize> {
         .iter()
         .enumerate()
         .filter_map(|(number, raw)| BatchLine::read(number + 1, raw))
-        .filter_map(|line| parse_board(line.board).ok())
-        .filter(|board| board.check_solvable(&goal.for_side(board.side())).is_ok())
-        .map(|board| board.side())
+        .filter_map(|line| board_and_goal(&line, goal).ok())
+        .map(|(board, _)| board.side())
         .collect();
     sides.sort_unstable();
     sides.dedup();

@@ -103,7 +103,7 @@ impl TaskSpec {
     /// The children of the task's board that a worker's search follows (workers run the board
     /// size's duplicate pruning): a split report hands some back and claims the rest.
     pub fn followed_children(&self) -> Vec<(Direction, Board)> {
-        let pruning = MovePruning::for_side(self.board.side(), Pruning::Duplicates);
+        let pruning = MovePruning::for_shape(self.board.shape(), Pruning::Duplicates);
         tilesolve::task::followed_children(pruning, &self.board, &self.path)
     }
 }
