@@ -158,6 +158,7 @@ impl Scheduler {
             (s.lower_bound, s.workers.into_iter().collect())
         });
         let estimate = self.solver(&goal, heuristic)?.estimate(&board);
+        let limits = self.batches.limits(batch);
         let bound = estimate.max(lower_bound);
         if bound_stored {
             tracing::info!(
@@ -196,7 +197,7 @@ impl Scheduler {
                 iteration_claims: Vec::new(),
                 claimed: claimed.clone(),
                 proven: bound,
-                limits: self.batches.limits(batch),
+                limits,
                 weighted: false,
                 best: best.clone(),
                 bound_stored,
@@ -214,7 +215,7 @@ impl Scheduler {
             // As long as a proven lower bound: optimal without a search.
             return self.finish_solved(puzzle, moves);
         }
-        if self.batches.limits(batch).suboptimal_percent.is_some() {
+        if limits.suboptimal_percent.is_some() {
             return self.start_weighted(puzzle);
         }
         let spec = TaskSpec {
@@ -228,10 +229,7 @@ impl Scheduler {
             path: Vec::new(),
             bound,
             iterate: true,
-            node_budget: whole_budget_within(
-                self.config.whole_task_budget,
-                &self.batches.limits(batch),
-            ),
+            node_budget: whole_budget_within(self.config.whole_task_budget, &limits),
             profile_depth: 4,
             weighted: None,
         };

@@ -639,9 +639,7 @@ impl Scheduler {
 
     /// A stored solution, replayed before it is returned.
     pub fn query(&self, board: &str, goal: &str) -> Result<Option<StoredSolution>, SchedulerError> {
-        let board = parse_board(board)
-            .map_err(|e| SchedulerError::InvalidArgument(format!("board: {e}")))?;
-        let goal = parse_goal(goal)?.for_side(board.side());
+        let (board, goal) = query_boards(board, goal)?;
         let stored = self.store.solution(&goal, &board)?;
         Ok(stored.filter(|s| Store::verified(&goal, &board, s).is_some()))
     }
@@ -653,9 +651,7 @@ impl Scheduler {
         board: &str,
         goal: &str,
     ) -> Result<Option<StoredBounded>, SchedulerError> {
-        let board = parse_board(board)
-            .map_err(|e| SchedulerError::InvalidArgument(format!("board: {e}")))?;
-        let goal = parse_goal(goal)?.for_side(board.side());
+        let (board, goal) = query_boards(board, goal)?;
         let Some(state) = self.store.search_state(&goal, &board)? else {
             return Ok(None);
         };
@@ -678,4 +674,12 @@ impl Scheduler {
             workers: state.workers,
         }))
     }
+}
+
+/// A query's board and its goal, as a client typed them.
+fn query_boards(board: &str, goal: &str) -> Result<(Board, Board), SchedulerError> {
+    let board =
+        parse_board(board).map_err(|e| SchedulerError::InvalidArgument(format!("board: {e}")))?;
+    let goal = parse_goal(goal)?.for_shape(board.shape());
+    Ok((board, goal))
 }
