@@ -116,7 +116,10 @@ pub enum BoardError {
         "{count} values is a {side}x{side} board, an unsupported size (supported: 3x3, 4x4, 5x5)"
     )]
     UnsupportedSide { count: usize, side: usize },
-    #[error("{count} values is not a supported board size (3x3 = 9, 4x4 = 16, 5x5 = 25 values)")]
+    #[error(
+        "{count} values is not a square board (3x3 = 9, 4x4 = 16, 5x5 = 25 values); a rectangle \
+         needs its shape: --size RxC, a ` # size=RxC` fact, or its rows in braces ({{{{1,2,3}},{{4,5,0}}}})"
+    )]
     UnsupportedCount { count: usize },
     #[error("tile {tile} is out of range (a {shape} board has tiles 0..={max})")]
     OutOfRange { tile: u64, shape: Shape, max: usize },
@@ -390,24 +393,45 @@ impl Position {
 
 /// Comma-separated tiles, row by row: the form every input parser accepts.
 impl fmt::Display for Board {
-    /// Tiles separated by commas, written into one buffer and passed on in one call: the
-    /// coordinator writes a board's text for every task and every stored item, and a
-    /// formatting call per tile was most of that.
+    /// A square's tiles separated by commas; a rectangle's rows in braces
+    /// (`{{1,2,3},{4,5,0}}`), since its count of tiles does not tell its shape and every
+    /// reader (a task, a stored item, a results file) parses the text back. Written into one
+    /// buffer and passed on in one call: the coordinator writes a board's text for every task
+    /// and every stored item, and a formatting call per tile was most of that.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Two digits and a comma a cell: tiles are below MAX_CELLS (32).
-        let mut text = [0u8; 3 * MAX_CELLS];
+        // At most two digits and a separator a cell, a brace and a separator a row, the outer
+        // pair: within four bytes a cell.
+        let mut text = [0u8; 4 * MAX_CELLS + 4];
         let mut len = 0;
+        let mut push = |byte: u8| {
+            text[len] = byte;
+            len += 1;
+        };
+        let braced = self.shape.square_side().is_none();
+        let cols = self.shape.cols();
+        if braced {
+            push(b'{');
+        }
         for (cell, &tile) in self.tiles().iter().enumerate() {
-            if cell > 0 {
-                text[len] = b',';
-                len += 1;
+            let row_start = cell % cols == 0;
+            if cell > 0 && (!braced || !row_start) {
+                push(b',');
+            }
+            if braced && row_start {
+                if cell > 0 {
+                    push(b'}');
+                    push(b',');
+                }
+                push(b'{');
             }
             if tile >= 10 {
-                text[len] = b'0' + tile / 10;
-                len += 1;
+                push(b'0' + tile / 10);
             }
-            text[len] = b'0' + tile % 10;
-            len += 1;
+            push(b'0' + tile % 10);
+        }
+        if braced {
+            push(b'}');
+            push(b'}');
         }
         f.write_str(std::str::from_utf8(&text[..len]).map_err(|_| fmt::Error)?)
     }
@@ -510,6 +534,22 @@ mod tests {
             let joined: Vec<String> = board.tiles().iter().map(|t| t.to_string()).collect();
             assert_eq!(board.to_string(), joined.join(","));
             assert_eq!(crate::parse_board(&board.to_string()), Ok(board));
+        }
+    }
+
+    #[test]
+    fn a_rectangle_is_written_in_rows_and_parses_back_to_its_shape() {
+        let shape = Shape::new(2, 3).unwrap();
+        assert_eq!(Board::blank_last_in(shape).to_string(), "{{1,2,3},{4,5,0}}");
+        for (rows, cols) in [(2, 16), (16, 2), (4, 8), (5, 6), (3, 4), (6, 5)] {
+            let shape = Shape::new(rows, cols).unwrap();
+            for goal in [Board::blank_last_in(shape), Board::blank_first_in(shape)] {
+                let board = goal
+                    .apply(Direction::Left)
+                    .unwrap_or_else(|| goal.apply(Direction::Right).unwrap())
+                    .0;
+                assert_eq!(crate::parse_board(&board.to_string()), Ok(board), "{shape}");
+            }
         }
     }
 }

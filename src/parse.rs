@@ -330,10 +330,11 @@ mod tests {
         let msg = |text: &str| parse_board(text).unwrap_err().to_string();
         assert_eq!(msg("a,b,c"), "unexpected 'a' at column 1");
         assert_eq!(msg("1,2,x"), "unexpected 'x' at column 5");
-        assert_eq!(
-            msg("1,2,3"),
-            "3 values is not a supported board size (3x3 = 9, 4x4 = 16, 5x5 = 25 values)"
-        );
+        assert!(msg("1,2,3")
+            .starts_with("3 values is not a square board (3x3 = 9, 4x4 = 16, 5x5 = 25 values)"));
+        assert!(msg("1,2,3,4,5,0").contains(
+            "--size RxC, a ` # size=RxC` fact, or its rows in braces ({{1,2,3},{4,5,0}})"
+        ));
         assert_eq!(msg("1,1,2,3,4,5,6,7,0"), "tile 1 appears twice");
         assert_eq!(msg("1,2,,3"), "missing value before ',' at column 5");
         assert_eq!(msg(""), "empty board: no tile values given");

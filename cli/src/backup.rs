@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::MAX_BATCH_LINES;
-use tilesolve::{parse_board, Board};
+use tilesolve::{parse_board, Board, Shape};
 
 use crate::calls::{connect, CallError, Client, Coordinator};
 use crate::client::{
@@ -267,10 +267,10 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
 /// size, else the board they share.
 fn goal_named_by(goals: &[String]) -> String {
     let boards: Vec<Board> = goals.iter().filter_map(|g| parse_board(g).ok()).collect();
-    let all = |named: fn(usize) -> Board| boards.iter().all(|b| *b == named(b.side()));
-    if all(Board::blank_last) {
+    let all = |named: fn(Shape) -> Board| boards.iter().all(|b| *b == named(b.shape()));
+    if all(Board::blank_last_in) {
         "blank-last".into()
-    } else if all(Board::blank_first) {
+    } else if all(Board::blank_first_in) {
         "korf".into()
     } else {
         goals.first().cloned().unwrap_or_default()
@@ -391,11 +391,13 @@ impl SizedHeuristics {
         Ok(SizedHeuristics(chosen))
     }
 
-    /// The heuristic for `side` x `side` boards: the one named for that size, else one named
-    /// for any size, else `default`.
-    fn for_side(&self, side: usize) -> &str {
+    /// The heuristic for boards of `shape`: for a square, the one named for its size, else one
+    /// named for any size, else `default`.
+    fn for_shape(&self, shape: Shape) -> &str {
         let named = |wanted: Option<usize>| self.0.iter().find(|(fits, _)| *fits == wanted);
-        named(Some(side))
+        shape
+            .square_side()
+            .and_then(|side| named(Some(side)))
             .or_else(|| named(None))
             .map_or("default", |(_, name)| name.as_str())
     }
@@ -428,10 +430,10 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
         let mut done = Restored::default();
         let mut answer_batches = Vec::new();
         for (goal, lines) in &file.answers {
-            let side = parse_board(goal)
+            let shape = parse_board(goal)
                 .map_err(|error| anyhow::anyhow!("{shown}: goal {goal}: {error}"))?
-                .side();
-            let heuristic = heuristics.for_side(side);
+                .shape();
+            let heuristic = heuristics.for_shape(shape);
             for chunk in lines.chunks(MAX_BATCH_LINES) {
                 done.answers += chunk.len();
                 let texts = chunk.iter().map(|line| line.text.clone()).collect();

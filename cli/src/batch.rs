@@ -1,7 +1,7 @@
 //! `tilesolve batch`: a coordinator, local workers and the store in one process, talking real
 //! gRPC over loopback: the default way to run the main job on one machine.
 
-use crate::client::{read_lines, submit_and_report, BatchOptions};
+use crate::client::{submit_and_report, BatchOptions};
 use crate::process::{default_threads, runtime};
 use std::path::PathBuf;
 
@@ -32,7 +32,7 @@ pub struct BatchArgs {
 pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
     // Build any missing pattern database here first, where the user sees the message and the
     // progress bar, rather than silently inside the embedded coordinator.
-    let lines = read_lines(&args.batch.file)?;
+    let lines = args.batch.lines()?;
     let pdbs = tilesolve::pdb::PdbStore::new(&args.data, default_threads());
     Scheduler::prepare(
         &pdbs,

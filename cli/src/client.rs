@@ -17,6 +17,7 @@ use tilesolve::connect::ConnectOptions;
 use tilesolve::heuristic::Weight;
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::{MAX_BATCH_LINES, MAX_MESSAGE_BYTES};
+use tilesolve::{parse_board_in, Shape};
 
 pub const DEFAULT_COORDINATOR: &str = "http://127.0.0.1:7411";
 
@@ -69,8 +70,36 @@ pub struct BatchOptions {
     output: FormatArgs,
     #[command(flatten)]
     limits: LimitArgs,
+    /// Rows x columns of every board, e.g. 3x4 (2 <= each, at most 32 cells); a line's
+    /// ` # size=RxC` fact says it for that line. Without either, a board is the square of its
+    /// count of values (9, 16 or 25), or the rows it is written in (`{{1,2,3},{4,5,0}}`).
+    #[arg(long, value_name = "RxC")]
+    size: Option<Shape>,
     /// A batch file: one board per line.
     pub(crate) file: PathBuf,
+}
+
+impl BatchOptions {
+    /// The batch file's lines, each board line without a `size=` fact of its own given one for
+    /// `--size`: the coordinator reads a line's shape from the line, so the request is the same
+    /// for every shape.
+    pub(crate) fn lines(&self) -> anyhow::Result<Vec<String>> {
+        let lines = read_lines(&self.file)?;
+        let Some(shape) = self.size else {
+            return Ok(lines);
+        };
+        Ok(lines
+            .into_iter()
+            .enumerate()
+            .map(|(index, raw)| match BatchLine::read(index + 1, &raw) {
+                Some(line) if line.fact("size").is_none() => {
+                    let separator = if line.facts.is_empty() { " # " } else { " " };
+                    format!("{}{separator}size={shape}", raw.trim_end())
+                }
+                _ => raw,
+            })
+            .collect())
+    }
 }
 
 /// What each board of a batch may spend before it comes back bounded.
@@ -160,6 +189,10 @@ pub struct QueryArgs {
     /// The answer (or that there is none) as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Rows x columns of the board, e.g. 3x4; without it, a board is the square of its count
+    /// of values, or the rows it is written in (`{{1,2,3},{4,5,0}}`).
+    #[arg(long, value_name = "RxC")]
+    size: Option<Shape>,
     board: String,
 }
 
@@ -201,7 +234,7 @@ pub(crate) async fn submit_and_report(
     options: &BatchOptions,
     wait: bool,
 ) -> anyhow::Result<bool> {
-    let lines = read_lines(&options.file)?;
+    let lines = options.lines()?;
     let submitted = submit_lines(
         &mut Coordinator::new(connect),
         lines,
@@ -623,8 +656,15 @@ pub fn results(args: ResultsArgs) -> anyhow::Result<bool> {
 pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
         let mut coordinator = Coordinator::new(args.connect.options()?);
+        // A shape given here is sent as the board's rows, which say it on their own.
+        let board = match args.size {
+            Some(shape) => parse_board_in(&args.board, Some(shape))
+                .with_context(|| format!("board {:?}", args.board))?
+                .to_string(),
+            None => args.board.clone(),
+        };
         let request = pb::QueryRequest {
-            board: args.board.clone(),
+            board,
             goal: args.goal,
         };
         let response = coordinator
@@ -638,10 +678,10 @@ pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
                 if args.json {
                     println!(
                         "{}",
-                        serde_json::json!({"board": args.board, "length": s.length, "moves": s.moves, "tiles": s.tiles, "heuristic": s.heuristic})
+                        serde_json::json!({"board": request.board, "status": "solved", "length": s.length, "moves": s.moves, "tiles": s.tiles, "heuristic": s.heuristic})
                     );
                 } else {
-                    println!("{}  {} moves  {}", args.board, s.length, s.moves);
+                    println!("{}  {} moves  {}", request.board, s.length, s.moves);
                 }
                 Ok(true)
             }
@@ -649,12 +689,12 @@ pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
                 if args.json {
                     println!(
                         "{}",
-                        serde_json::json!({"board": args.board, "status": "bounded", "length": b.length, "lower_bound": b.lower_bound, "weight": b.weight, "moves": b.moves, "tiles": b.tiles})
+                        serde_json::json!({"board": request.board, "status": "bounded", "length": b.length, "lower_bound": b.lower_bound, "weight": b.weight, "moves": b.moves, "tiles": b.tiles})
                     );
                 } else {
                     println!(
                         "{}  {} moves, NOT proven optimal (no solution is shorter than {})  {}",
-                        args.board, b.length, b.lower_bound, b.moves
+                        request.board, b.length, b.lower_bound, b.moves
                     );
                 }
                 Ok(false)
@@ -663,10 +703,10 @@ pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
                 if args.json {
                     println!(
                         "{}",
-                        serde_json::json!({"board": args.board, "error": "not in the store"})
+                        serde_json::json!({"board": request.board, "error": "not in the store"})
                     );
                 } else {
-                    eprintln!("{}: not in the store", args.board);
+                    eprintln!("{}: not in the store", request.board);
                 }
                 Ok(false)
             }

@@ -92,7 +92,7 @@ fn bad_boards_are_clear_errors_and_the_rest_still_solve() {
     assert!(by_line(3)["error"]
         .as_str()
         .unwrap()
-        .contains("3 values is not a supported board size"));
+        .contains("3 values is not a square board"));
     assert!(by_line(5)["error"]
         .as_str()
         .unwrap()
@@ -130,7 +130,7 @@ fn bad_boards_are_clear_errors_and_the_rest_still_solve() {
 #[test]
 fn each_bad_argument_exits_non_zero_with_its_reason() {
     let cases = [
-        ("1,2,3", "3 values is not a supported board size"),
+        ("1,2,3", "3 values is not a square board"),
         ("1,1,2,3,4,5,6,7,0", "tile 1 appears twice"),
         ("1,2,3,4,5,6,7,8,9,10,11,12,13,15,14,0", "unsolvable"),
         ("a,b,c", "unexpected 'a' at column 1"),

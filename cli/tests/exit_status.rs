@@ -78,7 +78,7 @@ fn each_refusal_exits_4_at_once_with_its_cause() {
             "InvalidArgument",
             "client",
             &["query", "1,2,3"],
-            "3 values is not a supported board size",
+            "3 values is not a square board",
         ),
         (
             "OutOfRange",

@@ -112,6 +112,21 @@ fn the_python_example_submits_and_reads_every_answer() {
         assert_eq!(fields[2].len() as u64, length, "{fields:?}");
     }
 
+    // 3x4 boards written as bare values: --size gives their shape, and each comes back in rows.
+    let twelve = common::walked_in(tilesolve::Shape::new(3, 4).unwrap(), 60, 3, 0x9e37_79b9);
+    let bare: String = twelve
+        .iter()
+        .map(|(board, _)| format!("{}\n", board.replace(['{', '}'], "").replace(",,", ",")))
+        .collect();
+    let twelve_batch = dir.path().join("twelve.txt");
+    std::fs::write(&twelve_batch, bare).unwrap();
+    let lines = run(&twelve_batch, &["--size", "3x4"]);
+    let results: Vec<(String, Option<u64>)> = lines
+        .iter()
+        .map(|fields| (fields[0].clone(), fields[1].parse().ok()))
+        .collect();
+    assert_optimal(&results, &twelve);
+
     let lines = run(&batch, &["--heuristic", "pdb:5-5-5"]);
     let results: Vec<(String, Option<u64>)> = lines
         .iter()

@@ -289,7 +289,7 @@ impl TableSupply {
             let (goal, heuristic) = (&key.0, &key.1);
             match outcome {
                 Ok(solver) => {
-                    tracing::info!(%heuristic, side = goal.side(), seconds, built = build, "pattern tables ready");
+                    tracing::info!(%heuristic, shape = %goal.shape(), seconds, built = build, "pattern tables ready");
                     supply.install(key, solver);
                 }
                 Err(Unmade::SetAside(reason)) => {
@@ -300,15 +300,15 @@ impl TableSupply {
                         *times
                     };
                     if times > MAX_SET_ASIDE {
-                        tracing::error!(%heuristic, side = goal.side(), %reason, times, "pattern tables damaged again and again");
+                        tracing::error!(%heuristic, shape = %goal.shape(), %reason, times, "pattern tables damaged again and again");
                         supply.give_up(&key, &reason);
                     } else {
                         // The next step finds the file missing: fetched from a worker or built.
-                        tracing::warn!(%heuristic, side = goal.side(), %reason, "a damaged pattern table was set aside; obtaining it again");
+                        tracing::warn!(%heuristic, shape = %goal.shape(), %reason, "a damaged pattern table was set aside; obtaining it again");
                     }
                 }
                 Err(Unmade::Failed(reason)) => {
-                    tracing::error!(%heuristic, side = goal.side(), %reason, "pattern tables could not be had");
+                    tracing::error!(%heuristic, shape = %goal.shape(), %reason, "pattern tables could not be had");
                     supply.give_up(&key, &reason);
                 }
             }

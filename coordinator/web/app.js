@@ -36,23 +36,52 @@ async function api(path, options = {}) {
 
 // ---- boards -------------------------------------------------------------------------------
 
+// A board's text as the solver writes it: a square's tiles joined by commas (its shape is its
+// count), a rectangle's rows in braces: `{{1,2,3},{4,5,0}}`. Null when the text is neither.
 function parseBoard(text) {
-  const tiles = text.split(/[^0-9]+/).filter((s) => s !== "").map(Number);
+  const trimmed = text.trim();
+  if (trimmed.startsWith("{")) {
+    const rows = (trimmed.match(/\{[^{}]*\}/g) || []).map((row) =>
+      row.split(/[^0-9]+/).filter((s) => s !== "").map(Number));
+    const cols = rows.length ? rows[0].length : 0;
+    const even = rows.every((row) => row.length === cols);
+    const shape = { rows: rows.length, cols };
+    return even && rows.length >= 2 && cols >= 2 && rows.length * cols <= 32
+      ? { shape, tiles: rows.flat() } : null;
+  }
+  const tiles = trimmed.split(/[^0-9]+/).filter((s) => s !== "").map(Number);
   const side = Math.round(Math.sqrt(tiles.length));
-  return side * side === tiles.length && side >= 3 ? { side, tiles } : null;
+  return side * side === tiles.length && side >= 3 ? { shape: { rows: side, cols: side }, tiles } : null;
 }
 
-function goalTiles(side) {
+function boardText(tiles, shape) {
+  if (shape.rows === shape.cols) return tiles.join(",");
+  const rows = [];
+  for (let r = 0; r < shape.rows; r++) rows.push("{" + tiles.slice(r * shape.cols, (r + 1) * shape.cols).join(",") + "}");
+  return "{" + rows.join(",") + "}";
+}
+
+// `RxC` as the size list holds it.
+function shapeOf(text) {
+  const [rows, cols] = text.split("x").map(Number);
+  return { rows, cols };
+}
+
+function shapeName(shape) {
+  return `${shape.rows}x${shape.cols}`;
+}
+
+function goalTiles(shape) {
   const tiles = [];
-  for (let i = 1; i < side * side; i++) tiles.push(i);
+  for (let i = 1; i < shape.rows * shape.cols; i++) tiles.push(i);
   tiles.push(0);
   return tiles;
 }
 
 // Solvable exactly when the permutation's parity equals the parity of the blank's taxicab
-// distance from its goal cell (the same rule as the solver's).
-function solvable(tiles, side) {
-  const goal = goalTiles(side);
+// distance from its goal cell (the same rule as the solver's, for every width).
+function solvable(tiles, shape) {
+  const goal = goalTiles(shape);
   const where = new Map(goal.map((t, i) => [t, i]));
   const perm = tiles.map((t) => where.get(t));
   const seen = new Array(perm.length).fill(false);
@@ -63,18 +92,18 @@ function solvable(tiles, side) {
     for (let j = i; !seen[j]; j = perm[j]) { seen[j] = true; length++; }
     parity ^= (length - 1) & 1;
   }
-  const blank = tiles.indexOf(0), target = side * side - 1;
-  const distance = Math.abs((blank % side) - (target % side)) + Math.abs(Math.floor(blank / side) - Math.floor(target / side));
+  const cols = shape.cols, blank = tiles.indexOf(0), target = tiles.length - 1;
+  const distance = Math.abs((blank % cols) - (target % cols)) + Math.abs(Math.floor(blank / cols) - Math.floor(target / cols));
   return parity === (distance & 1);
 }
 
-function uniformBoard(side) {
-  const tiles = goalTiles(side);
+function uniformBoard(shape) {
+  const tiles = goalTiles(shape);
   for (let i = tiles.length - 1; i > 0; i--) {
     const j = Math.floor(Math.random() * (i + 1));
     [tiles[i], tiles[j]] = [tiles[j], tiles[i]];
   }
-  if (!solvable(tiles, side)) {
+  if (!solvable(tiles, shape)) {
     const a = tiles.indexOf(1), b = tiles.indexOf(2);
     [tiles[a], tiles[b]] = [tiles[b], tiles[a]];
   }
@@ -84,31 +113,41 @@ function uniformBoard(side) {
 const STEP = { U: [-1, 0], D: [1, 0], L: [0, -1], R: [0, 1] };
 
 // The blank moves in direction `letter`; null if it would leave the board.
-function applyMove(tiles, side, letter) {
+function applyMove(tiles, shape, letter) {
+  const { rows, cols } = shape;
   const blank = tiles.indexOf(0);
-  const row = Math.floor(blank / side) + STEP[letter][0], col = (blank % side) + STEP[letter][1];
-  if (row < 0 || row >= side || col < 0 || col >= side) return null;
+  const row = Math.floor(blank / cols) + STEP[letter][0], col = (blank % cols) + STEP[letter][1];
+  if (row < 0 || row >= rows || col < 0 || col >= cols) return null;
   const next = tiles.slice();
-  next[blank] = next[row * side + col];
-  next[row * side + col] = 0;
+  next[blank] = next[row * cols + col];
+  next[row * cols + col] = 0;
   return next;
 }
 
-function walkBoard(side, moves) {
-  let tiles = goalTiles(side);
+function walkBoard(shape, moves) {
+  let tiles = goalTiles(shape);
   for (let i = 0; i < moves; i++) {
-    tiles = applyMove(tiles, side, "UDLR"[Math.floor(Math.random() * 4)]) || tiles;
+    tiles = applyMove(tiles, shape, "UDLR"[Math.floor(Math.random() * 4)]) || tiles;
   }
   return tiles;
 }
 
 // ---- the puzzle view ----------------------------------------------------------------------
 
-const view = { side: 4, start: null, moves: "", step: 0, timer: null };
+const view = { shape: { rows: 4, cols: 4 }, start: null, moves: "", step: 0, timer: null };
 
-function draw(tiles, side) {
+// Shows the shape in the size list, adding it when it is not one of the list's own.
+function showShape(shape) {
+  const name = shapeName(shape), select = $("size");
+  if (![...select.options].some((option) => option.value === name)) {
+    select.add(new Option(`${shape.rows}×${shape.cols}`, name));
+  }
+  select.value = name;
+}
+
+function draw(tiles, shape) {
   const grid = $("grid");
-  grid.style.gridTemplateColumns = `repeat(${side}, 52px)`;
+  grid.style.gridTemplateColumns = `repeat(${shape.cols}, 52px)`;
   grid.innerHTML = "";
   for (const tile of tiles) {
     const cell = document.createElement("div");
@@ -120,41 +159,41 @@ function draw(tiles, side) {
 
 function tilesAt(step) {
   let tiles = view.start;
-  for (const letter of view.moves.slice(0, step)) tiles = applyMove(tiles, view.side, letter);
+  for (const letter of view.moves.slice(0, step)) tiles = applyMove(tiles, view.shape, letter);
   return tiles;
 }
 
 function show(step) {
   view.step = Math.max(0, Math.min(step, view.moves.length));
   const tiles = tilesAt(view.step);
-  draw(tiles, view.side);
+  draw(tiles, view.shape);
   $("position").textContent = `move ${view.step} of ${view.moves.length}`;
-  const atGoal = tiles.join(",") === goalTiles(view.side).join(",");
+  const atGoal = tiles.join(",") === goalTiles(view.shape).join(",");
   $("board-status").textContent = atGoal ? "goal reached" : "";
   $("prev").disabled = view.step === 0;
   $("next").disabled = view.step === view.moves.length;
   $("play").disabled = view.moves.length === 0;
 }
 
-function setBoard(tiles, side) {
+function setBoard(tiles, shape) {
   stop();
-  view.side = side;
+  view.shape = shape;
   view.start = tiles;
   view.moves = "";
-  $("size").value = String(side);
-  $("board-input").value = tiles.join(",");
+  showShape(shape);
+  $("board-input").value = boardText(tiles, shape);
   $("length").textContent = "–";
   $("moves").textContent = "";
   $("position").textContent = "";
   $("board-status").textContent = "";
-  draw(tiles, side);
+  draw(tiles, shape);
   for (const id of ["prev", "next", "play"]) $(id).disabled = true;
 }
 
 function showSolution(board, length, moves) {
   const parsed = parseBoard(board);
-  view.side = parsed.side;
-  $("size").value = String(parsed.side);
+  view.shape = parsed.shape;
+  showShape(parsed.shape);
   view.start = parsed.tiles;
   view.moves = moves;
   $("length").textContent = length;
@@ -188,7 +227,7 @@ async function solve() {
   stop();
   const text = $("board-input").value.trim();
   const parsed = parseBoard(text);
-  if (parsed) setBoard(parsed.tiles, parsed.side);
+  if (parsed) setBoard(parsed.tiles, parsed.shape);
   status("submitting…");
   try {
     const submitted = await api("/api/solve", {
@@ -227,7 +266,7 @@ async function lookup() {
   stop();
   const text = $("board-input").value.trim();
   const parsed = parseBoard(text);
-  if (parsed) setBoard(parsed.tiles, parsed.side);
+  if (parsed) setBoard(parsed.tiles, parsed.shape);
   try {
     const found = await api("/api/solution?board=" + encodeURIComponent(text));
     status(`stored solution (${found.heuristic})`);
@@ -610,8 +649,8 @@ function readFile(file) {
 
 // ---- wiring -------------------------------------------------------------------------------
 
-$("shuffle").onclick = () => { const side = Number($("size").value); setBoard(uniformBoard(side), side); };
-$("walk").onclick = () => { const side = Number($("size").value); setBoard(walkBoard(side, Number($("walk-moves").value)), side); };
+$("shuffle").onclick = () => { const shape = shapeOf($("size").value); setBoard(uniformBoard(shape), shape); };
+$("walk").onclick = () => { const shape = shapeOf($("size").value); setBoard(walkBoard(shape, Number($("walk-moves").value)), shape); };
 $("solve").onclick = solve;
 $("lookup").onclick = lookup;
 $("batch-cancel").onclick = cancelBatch;

@@ -6,12 +6,15 @@ The gRPC API is plain protobuf; this uses only grpcio and code generated from ..
     python -m grpc_tools.protoc -I ../../proto --python_out=. --grpc_python_out=. tilesolve/v1/client.proto
     python submit_batch.py 127.0.0.1:7411 ../../tests/data/examples15.txt
     python submit_batch.py 127.0.0.1:7411 hard.txt --heuristic pdb:7-8 --time-limit 3
+    python submit_batch.py 127.0.0.1:7411 twelve.txt --size 3x4
 
 It submits the file, follows the batch's progress stream until it is done, then reads and prints
 every item's outcome, a page at a time (so a 100,000-line batch never has to fit one message):
 board, length and moves, tab-separated, and for a board a time or node limit stopped, a fourth
 field `bounded lower_bound=B` (the path is not proven optimal; no solution is shorter than B).
-If the coordinator needs a token, set TILESOLVE_TOKEN as for the CLI.
+A rectangle's shape travels on its line, as a ` # size=RxC` fact (or its rows in braces);
+`--size RxC` adds the fact to every line without one, as the CLI's --size does. If the
+coordinator needs a token, set TILESOLVE_TOKEN as for the CLI.
 """
 
 import argparse
@@ -24,9 +27,20 @@ from tilesolve.v1 import client_pb2 as pb
 from tilesolve.v1 import client_pb2_grpc as rpc
 
 
-def main(address: str, path: str, heuristic: str, time_limit: float, node_limit: int) -> int:
+def with_size(line: str, size: str) -> str:
+    """The line with a `size=` fact for `size`, unless it is blank, a comment or says its own."""
+    text = line.strip()
+    if not size or not text or text.startswith("#"):
+        return line
+    board, _, facts = text.partition(" # ")
+    if any(fact.startswith("size=") for fact in facts.split()):
+        return line
+    return f"{text} size={size}" if facts.strip() else f"{board.strip()} # size={size}"
+
+
+def main(address: str, path: str, heuristic: str, time_limit: float, node_limit: int, size: str) -> int:
     with open(path, encoding="utf-8", errors="replace") as handle:
-        lines = handle.read().splitlines()
+        lines = [with_size(line, size) for line in handle.read().splitlines()]
     token = os.environ.get("TILESOLVE_TOKEN")
     auth = [("authorization", f"Bearer {token}")] if token else []
     with grpc.insecure_channel(address) as channel:
@@ -68,5 +82,6 @@ if __name__ == "__main__":
     parser.add_argument("--heuristic", default="default")
     parser.add_argument("--time-limit", type=float, default=0.0, help="seconds of search per board")
     parser.add_argument("--node-limit", type=int, default=0, help="expanded nodes per board")
+    parser.add_argument("--size", default="", metavar="RxC", help="rows x columns of every board without a size= fact")
     args = parser.parse_args()
-    sys.exit(main(args.address, args.batch_file, args.heuristic, args.time_limit, args.node_limit))
+    sys.exit(main(args.address, args.batch_file, args.heuristic, args.time_limit, args.node_limit, args.size))

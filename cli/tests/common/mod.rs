@@ -362,8 +362,18 @@ impl WatchedBatch {
 /// from the default goal, each at least 4 moves away, with their optimal lengths found in this
 /// process (IDA* with linear conflict, which is admissible).
 pub fn walked(side: usize, steps: usize, count: usize, seed: u64) -> Vec<(String, u64)> {
+    walked_in(tilesolve::Shape::square(side), steps, count, seed)
+}
+
+/// [`walked`] on a board of any `shape` (a rectangle's text is its rows in braces).
+pub fn walked_in(
+    shape: tilesolve::Shape,
+    steps: usize,
+    count: usize,
+    seed: u64,
+) -> Vec<(String, u64)> {
     use tilesolve::{Board, Direction, HeuristicKind, SolveOptions, Solver};
-    let goal = Board::blank_last(side);
+    let goal = Board::blank_last_in(shape);
     let solver = Solver::new(goal, HeuristicKind::LinearConflict);
     let mut state = seed;
     let mut boards: Vec<(String, u64)> = Vec::new();

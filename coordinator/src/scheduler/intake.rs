@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tilesolve::batch_file::{BatchLine, MAX_LINE_BYTES};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
-use tilesolve::{parse_board, Board, Direction, Goal};
+use tilesolve::{Board, Direction, Goal, Shape};
 
 use super::types::{SchedulerError, Submitted};
 use super::{batches, Scheduler};
@@ -292,18 +292,18 @@ fn check_sides(
     side: usize,
     choice: &HeuristicChoice,
 ) -> Result<(), SchedulerError> {
+    let fits = Shape::square(side);
     let mismatch = lines
         .iter()
         .enumerate()
         .filter_map(|(number, raw)| BatchLine::read(number + 1, raw))
         .find_map(|line| {
-            // A rectangle fails on its own line (see `board_and_goal`).
-            let board_side = parse_board(line.board).ok()?.shape().square_side()?;
-            (board_side != side).then_some((line.number, board_side))
+            let shape = line.read_board(None).ok()?.shape();
+            (shape != fits).then_some((line.number, shape))
         });
     match mismatch {
-        Some((number, board_side)) => Err(SchedulerError::InvalidArgument(format!(
-            "line {number}: heuristic {choice} is for {side}x{side} boards, and this board is {board_side}x{board_side} (submit each size apart, or use `default`, which fits each size)"
+        Some((number, shape)) => Err(SchedulerError::InvalidArgument(format!(
+            "line {number}: heuristic {choice} is for {fits} boards, and this board is {shape} (submit each size apart, or use `default`, which fits each size)"
         ))),
         None => Ok(()),
     }
@@ -318,18 +318,11 @@ pub(super) struct Items {
     pub(super) from_store: u32,
 }
 
-/// A line's board and the goal it is solved towards, or why the line is invalid. A rectangle
-/// (from its rows in braces or a `size=` fact) is refused by name: the store's keys, pattern
-/// tables and workers take squares, and rectangles are solved in process.
+/// A line's board (its shape from a `size=` fact, its rows in braces or, for a square, its
+/// count of tiles) and the goal of that shape it is solved towards, or why the line is invalid.
 fn board_and_goal(line: &BatchLine<'_>, goal: Goal) -> Result<(Board, Board), String> {
     let board = line.read_board(None).map_err(|e| e.to_string())?;
-    let Some(side) = board.shape().square_side() else {
-        return Err(format!(
-            "a {shape} board is solved in process only for now (`tilesolve solve --size {shape}`); a coordinator takes 3x3, 4x4 and 5x5 boards",
-            shape = board.shape()
-        ));
-    };
-    let goal = goal.for_side(side);
+    let goal = goal.for_shape(board.shape());
     board
         .check_solvable(&goal)
         .map(|()| (board, goal))
@@ -423,19 +416,19 @@ fn claimed_moves(board: &Board, goal: &Board, text: &str) -> Result<Vec<Directio
     Ok(moves)
 }
 
-/// The sizes of the boards of a batch that will be searched (they parse and can reach `goal`),
-/// each once: a batch of only bad lines needs no pattern database.
-pub(super) fn sides(lines: &[String], goal: Goal) -> Vec<usize> {
-    let mut sides: Vec<usize> = lines
+/// The shapes of the boards of a batch that will be searched (they parse and can reach
+/// `goal`), each once: a batch of only bad lines needs no pattern database.
+pub(super) fn shapes(lines: &[String], goal: Goal) -> Vec<Shape> {
+    let mut shapes: Vec<Shape> = lines
         .iter()
         .enumerate()
         .filter_map(|(number, raw)| BatchLine::read(number + 1, raw))
         .filter_map(|line| board_and_goal(&line, goal).ok())
-        .map(|(board, _)| board.side())
+        .map(|(board, _)| board.shape())
         .collect();
-    sides.sort_unstable();
-    sides.dedup();
-    sides
+    shapes.sort_unstable();
+    shapes.dedup();
+    shapes
 }
 
 /// The submitted text kept with an item: a hostile megabyte line is not stored whole.

@@ -173,9 +173,8 @@ impl Scheduler {
     fn solver(&self, goal: &Board, heuristic: HeuristicChoice) -> Result<&Solver, SchedulerError> {
         self.solvers.get(&(*goal, heuristic)).ok_or_else(|| {
             SchedulerError::Internal(format!(
-                "no solver loaded for {heuristic} on {}x{} boards",
-                goal.side(),
-                goal.side()
+                "no solver loaded for {heuristic} on {} boards",
+                goal.shape()
             ))
         })
     }

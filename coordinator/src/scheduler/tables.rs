@@ -55,17 +55,18 @@ impl Scheduler {
         let (Ok(choice), Ok(goal)) = (intake::parse_heuristic(heuristic), parse_goal(goal)) else {
             return Ok(());
         };
-        for side in intake::sides(lines, goal) {
-            let resolved = choice.resolve(&goal.for_side(side), table_budget);
+        for shape in intake::shapes(lines, goal) {
+            let goal = goal.for_shape(shape);
+            let resolved = choice.resolve(&goal, table_budget);
             // A preset for another size fails those items at submission, naming why.
             if resolved
                 .preset()
-                .is_some_and(|preset| preset.side() != side)
+                .is_some_and(|preset| PdbStore::specs(preset, &goal).is_err())
             {
                 continue;
             }
             resolved
-                .build(&goal.for_side(side), table_budget, pdbs, events)
+                .build(&goal, table_budget, pdbs, events)
                 .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
         }
         Ok(())
@@ -163,13 +164,12 @@ impl Scheduler {
                 let name = spec.file_name();
                 if self.workers.holders(&name).is_empty() {
                     return Err(SchedulerError::FailedPrecondition(format!(
-                        "the batch needs the pattern database {name} ({} for {}x{} boards), which \
+                        "the batch needs the pattern database {name} ({} for {} boards), which \
                          this coordinator does not have, no connected worker holds, and this \
                          coordinator may not build (serve --no-table-builds): start a worker \
                          whose data directory holds it, or copy it into {}",
                         key.1,
-                        key.0.side(),
-                        key.0.side(),
+                        key.0.shape(),
                         self.pdbs.dir().display()
                     )));
                 }

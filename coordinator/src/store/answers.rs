@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use tilesolve::moves::{moves_to_string, replay};
-use tilesolve::{Board, Direction, Solution};
+use tilesolve::{Board, Direction, Shape, Solution};
 
 use super::answer_log::AnswerLog;
 use super::format::{board_key, decode, encode_compact, remove_where};
@@ -69,7 +69,14 @@ impl Store {
                     tree: "solutions",
                     reason: "a key that is not a goal and a board".into(),
                 };
-                let cells = (*key.get(1).ok_or_else(corrupt)? as usize).pow(2);
+                // [version, width, goal tiles, board tiles]: the width and the count of cells
+                // give the shape (see `format::board_key`).
+                let width = usize::from(*key.get(1).ok_or_else(corrupt)?);
+                let cells = key.len().saturating_sub(2) / 2;
+                if width == 0 || cells % width != 0 || key.len() != 2 + 2 * cells {
+                    return Err(corrupt());
+                }
+                let shape = Shape::new(cells / width, width).map_err(|_| corrupt())?;
                 let tiles = |range: std::ops::Range<usize>| -> Result<Board, StoreError> {
                     let values: Vec<u64> = key
                         .get(range)
@@ -77,7 +84,7 @@ impl Store {
                         .iter()
                         .map(|&t| u64::from(t))
                         .collect();
-                    Board::from_tiles(&values).map_err(|_| corrupt())
+                    Board::from_tiles_in(&values, shape).map_err(|_| corrupt())
                 };
                 let goal = tiles(2..2 + cells)?;
                 let board = tiles(2 + cells..2 + 2 * cells)?;

@@ -51,10 +51,12 @@ impl FlushGuard {
     }
 }
 
+/// `[version, width, goal tiles, board tiles]`. The width and the count of cells fix the shape,
+/// so every shape has keys of its own and a square's keys are what they were before rectangles.
 pub(super) fn board_key(goal: &Board, board: &Board) -> Vec<u8> {
     let mut key = Vec::with_capacity(2 + 2 * goal.cells());
     key.push(KEY_VERSION);
-    key.push(goal.side() as u8);
+    key.push(goal.shape().cols() as u8);
     key.extend_from_slice(goal.tiles());
     key.extend_from_slice(board.tiles());
     key

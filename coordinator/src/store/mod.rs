@@ -1,9 +1,10 @@
 //! The coordinator's store: the only module that touches sled.
 //!
 //! Trees and keys (every key starts with a format version byte; integers are big-endian so keys
-//! sort numerically):
+//! sort numerically; "width" is the board's count of columns, which with its count of tiles
+//! gives its shape, so a rectangle's keys never meet a square's or another shape's):
 //! - the answers, in their own files beside sled's (`answer_log`: an append-only log and a
-//!   mapped hash index): version, side, goal tiles, board tiles -> [`StoredSolution`]
+//!   mapped hash index): version, width, goal tiles, board tiles -> [`StoredSolution`]
 //!   (compact). Every solved board, and every board on the optimal path of an answer that took
 //!   a real search (see [`PathBoards`]), is stored with its exact distance. Stores of format 3
 //!   and before held them in sled's `solutions` tree: opening one moves them out.
@@ -19,9 +20,9 @@
 //!   it ended, over its part's copy. Batches stored before parts have every item here and no
 //!   part; reads merge the two trees, so both read alike. Cheap answers' items skip this tree:
 //!   they are held in memory and written into their parts a group at a time (`ended`).
-//! - `search`: version, side, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
+//! - `search`: version, width, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
 //!   bound of a puzzle still being solved, so a restart resumes at the right bound.
-//! - `tasks`: version, side, goal tiles, board tiles, task id (u64) -> [`TaskRecord`] (JSON):
+//! - `tasks`: version, width, goal tiles, board tiles, task id (u64) -> [`TaskRecord`] (JSON):
 //!   every task a puzzle's search ran, with its size and time (and its measured parts when the
 //!   coordinator asked for them), beside the puzzle's search state; what `tilesolve simulate`
 //!   replays.

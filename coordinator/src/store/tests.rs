@@ -2,7 +2,7 @@
 use super::format::{board_key, item_key, meta_key, COMPACT};
 use super::*;
 use tilesolve::heuristic::HeuristicKind;
-use tilesolve::{Board, Solution};
+use tilesolve::{Board, Direction, Shape, Solution};
 use tilesolve::{SolveOptions, Solver};
 
 /// A batch stored as the scheduler's intake stores one: items, then its record.
@@ -647,6 +647,37 @@ fn search_state_is_kept_until_removed() {
     assert!(store.search_state(&goal, &board).unwrap().is_some());
     store.remove_search_state(&goal, &board).unwrap();
     assert_eq!(store.search_state(&goal, &board).unwrap(), None);
+}
+
+#[test]
+fn solutions_of_every_shape_keep_their_shape_in_their_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let shapes = [(3, 4), (4, 3), (2, 6), (6, 2), (4, 4)];
+    let mut stored = Vec::new();
+    for (rows, cols) in shapes {
+        let goal = Board::blank_last_in(Shape::new(rows, cols).unwrap());
+        let board = goal.apply(Direction::Up).unwrap().0;
+        let solution = Solver::new(goal, HeuristicKind::Manhattan)
+            .solve(&board, &SolveOptions::default(), None)
+            .unwrap();
+        store
+            .put_solution(&solution, "manhattan", &[], PathBoards::Stored)
+            .unwrap();
+        stored.push((goal, board));
+    }
+    // 3x4 and 4x3 (and 2x6 and 6x2) have as many cells and goals of the same values.
+    for (goal, board) in &stored {
+        let found = store.solution(goal, board).unwrap().expect("stored");
+        assert_eq!(found.length, 1, "{board}");
+    }
+    let mut read: Vec<(Board, Board)> = store
+        .searched_solutions()
+        .map(|entry| entry.map(|(goal, board, _)| (goal, board)).unwrap())
+        .collect();
+    read.sort_by_key(|(_, board)| board.to_string());
+    stored.sort_by_key(|(_, board)| board.to_string());
+    assert_eq!(read, stored);
 }
 
 #[test]
