@@ -11,7 +11,7 @@ use tilesolve::board::Position;
 use tilesolve::heuristic::Heuristic;
 use tilesolve::heuristic_choice::AnyHeuristic;
 use tilesolve::pdb::{AdditivePdb, PatternSpec, PatternTable, PdbEvent, PdbStore, Preset};
-use tilesolve::{Board, Direction, SolveOptions, Solver};
+use tilesolve::{Board, Direction, Shape, SolveOptions, Solver};
 
 fn quiet(_: PdbEvent<'_>) {}
 
@@ -411,7 +411,7 @@ fn zero_aware_entries_refine_placement_entries() {
         let mut rest = free;
         let mut least = u8::MAX;
         while rest != 0 {
-            let region = flood(rest & rest.wrapping_neg(), free, 4);
+            let region = flood(rest & rest.wrapping_neg(), free, Shape::square(4));
             rest &= !region;
             let blank = region.trailing_zeros() as u8;
             let value = index.value(zero.entries(), cells.iter().copied(), blank);

@@ -1,10 +1,12 @@
 //! Rectangular boards: every state of the small shapes by breadth-first search from the goal
-//! (the independent check), against the solvability rule and against IDA*'s optimal lengths;
-//! larger shapes by agreement between heuristics.
+//! (the independent check), against the solvability rule, IDA*'s optimal lengths and the
+//! `blocks-K` pattern tables' estimates; larger shapes by agreement between heuristics.
 
 use std::collections::HashMap;
 use std::collections::VecDeque;
 
+use tilesolve::heuristic_choice::HeuristicChoice;
+use tilesolve::pdb::{PdbEvent, PdbStore, Preset};
 use tilesolve::{Board, BoardError, Direction, HeuristicKind, Shape, SolveOptions, Solver};
 
 /// Every board reachable from `goal`, with its distance.
@@ -137,6 +139,63 @@ fn larger_shapes_get_one_length_from_both_heuristics() {
                 conflict.estimate(&board) <= b.len() as u32,
                 "{shape} {board}"
             );
+        }
+    }
+}
+
+/// The solver of `blocks-k` for the blank-last goal of `shape`, its tables built into `pdbs`.
+fn blocks_solver(pdbs: &PdbStore, shape: Shape, k: u8) -> Solver {
+    let goal = Board::blank_last_in(shape);
+    let choice = HeuristicChoice::Pdb(Preset::Blocks(k));
+    let quiet = |_: PdbEvent<'_>| {};
+    let built = choice.build(&goal, u64::MAX, pdbs, &quiet).unwrap();
+    Solver::with_heuristic(goal, built, choice.to_string())
+}
+
+#[test]
+fn blocks_tables_are_exact_where_they_hold_every_tile_and_never_overestimate() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdbs = PdbStore::new(dir.path(), 2);
+    for (rows, cols, k) in [
+        (2, 4, 7),
+        (4, 2, 7),
+        (2, 4, 3),
+        (4, 2, 2),
+        (2, 5, 4),
+        (5, 2, 3),
+    ] {
+        let shape = Shape::new(rows, cols).unwrap();
+        let solver = blocks_solver(&pdbs, shape, k);
+        let exact = k as usize == shape.cells() - 1;
+        for (board, distance) in distances(Board::blank_last_in(shape)) {
+            let estimate = solver.estimate(&board);
+            match exact {
+                true => assert_eq!(estimate, distance, "{shape} blocks-{k} {board}"),
+                false => assert!(estimate <= distance, "{shape} blocks-{k} {board}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn blocks_tables_find_the_lengths_linear_conflict_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let pdbs = PdbStore::new(dir.path(), 2);
+    let options = SolveOptions::default();
+    for (rows, cols, k, steps) in [
+        (3, 4, 4, 200),
+        (2, 6, 4, 200),
+        (4, 3, 5, 200),
+        (4, 5, 5, 70),
+    ] {
+        let shape = Shape::new(rows, cols).unwrap();
+        let blocks = blocks_solver(&pdbs, shape, k);
+        let conflict = Solver::new(Board::blank_last_in(shape), HeuristicKind::LinearConflict);
+        for seed in 1..=3 {
+            let board = walked(shape, steps, seed);
+            let a = blocks.solve(&board, &options, None).unwrap();
+            let b = conflict.solve(&board, &options, None).unwrap();
+            assert_eq!(a.len(), b.len(), "{shape} {board}");
         }
     }
 }

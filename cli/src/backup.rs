@@ -376,7 +376,7 @@ impl SizedHeuristics {
             let choice: HeuristicChoice = name
                 .parse()
                 .map_err(|error| anyhow::anyhow!("--heuristic {text}: {error}"))?;
-            let fits = choice.preset().map(|preset| preset.side());
+            let fits = choice.preset().and_then(|preset| preset.square_side());
             if let (Some(side), Some(fits)) = (side, fits) {
                 if side != fits {
                     bail!("--heuristic {text}: {name} is for {fits}x{fits} boards");

@@ -5,7 +5,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use tilesolve::pdb::{file, PdbStore, Preset};
-use tilesolve::Goal;
+use tilesolve::{Goal, Shape};
 
 use crate::options::DataArgs;
 use crate::progress;
@@ -23,8 +23,11 @@ pub enum PdbCommand {
 #[derive(Args)]
 pub struct BuildArgs {
     /// exact (3x3), 4-4-4-3, 5-5-5, 6-6-3, 7-8 (4x4), 6-6-6-6, 6-6-6-6-zero or 6-6-6-6-max
-    /// (5x5).
+    /// (5x5); blocks-2 to blocks-8 for a rectangle (with --size).
     preset: Preset,
+    /// Rows x columns of the boards, for a `blocks-K` preset: e.g. 4x5.
+    #[arg(long, value_name = "RxC")]
+    size: Option<Shape>,
     /// Goal the tables are built for: `default`, `korf` or a board.
     #[arg(long, default_value = "default")]
     goal: Goal,
@@ -51,7 +54,12 @@ pub fn run(command: PdbCommand) -> anyhow::Result<bool> {
 
 fn build(args: BuildArgs) -> anyhow::Result<bool> {
     let store = args.data.store();
-    let goal = args.goal.for_side(args.preset.side());
+    let shape = match (args.preset.square_side(), args.size) {
+        (Some(side), None) => Shape::square(side),
+        (_, Some(shape)) => shape,
+        (None, None) => anyhow::bail!("pdb {}: give the board's shape: --size RxC", args.preset),
+    };
+    let goal = args.goal.for_shape(shape);
     let specs = PdbStore::specs(args.preset, &goal)?;
     let to_build: Vec<_> = specs
         .iter()
@@ -120,10 +128,9 @@ fn list(data: &DataArgs, verify: bool) -> anyhow::Result<bool> {
                     String::new()
                 };
                 println!(
-                    "{}  {}x{} goal {}  tiles {:?}  {} entries{}  checksum {:016x}{verdict}",
+                    "{}  {} goal {}  tiles {:?}  {} entries{}  checksum {:016x}{verdict}",
                     path.display(),
-                    header.spec.goal.side(),
-                    header.spec.goal.side(),
+                    header.spec.goal.shape(),
                     header.spec.goal,
                     header.spec.tiles,
                     header.spec.entries(),

@@ -120,7 +120,10 @@ fn the_python_example_submits_and_reads_every_answer() {
         .collect();
     let twelve_batch = dir.path().join("twelve.txt");
     std::fs::write(&twelve_batch, bare).unwrap();
-    let lines = run(&twelve_batch, &["--size", "3x4"]);
+    let lines = run(
+        &twelve_batch,
+        &["--size", "3x4", "--heuristic", "linear-conflict"],
+    );
     let results: Vec<(String, Option<u64>)> = lines
         .iter()
         .map(|fields| (fields[0].clone(), fields[1].parse().ok()))

@@ -1,6 +1,7 @@
 //! Rectangles through the cluster: a coordinator and two worker processes on 127.0.0.1 solve
 //! 3x4, 2x6, 4x5 and 5x6 random-walk boards (beside a 3x3 one) given every way a shape can be
-//! given: a `size=` fact, rows in braces, `submit --size`. Lengths are checked against a
+//! given: a `size=` fact, rows in braces, `submit --size`. `default` takes each shape's
+//! `blocks-K` tables within an 8 MiB budget (5x6 has none: linear conflict). Lengths are checked against a
 //! bidirectional breadth-first search for 3x4 and 2x6, and against IDA* with another heuristic
 //! (Manhattan) in this process for the larger shapes; the store answers a query for each, and
 //! the embedded `batch` gives the same lengths.
@@ -85,7 +86,11 @@ fn bare(board: &str) -> String {
     board.replace(['{', '}'], "")
 }
 
-/// Each JSON line's board and length; every path replayed to the goal of the board's shape.
+/// The 8 MiB table budget every process of the test is given: small blocks, built in moments.
+const BUDGET: [&str; 2] = ["--memory-budget", "8"];
+
+/// Each JSON line's board and length; every path replayed to the goal of the board's shape,
+/// and found with the shape's pattern tables where it has them.
 fn answers(stdout: &str) -> Vec<(String, u64)> {
     stdout
         .lines()
@@ -97,6 +102,10 @@ fn answers(stdout: &str) -> Vec<(String, u64)> {
             let moves = moves_from_string(item["moves"].as_str().unwrap()).unwrap();
             let goal = Board::blank_last_in(board.shape());
             assert!(replay(&board, &goal, &moves).is_ok(), "{item}");
+            if let Some(heuristic) = item["heuristic"].as_str() {
+                let tabled = board.shape().cells() <= 20 && board.shape().square_side().is_none();
+                assert_eq!(heuristic.starts_with("pdb:blocks-"), tabled, "{item}");
+            }
             (board.to_string(), item["length"].as_u64().unwrap())
         })
         .collect()
@@ -113,11 +122,11 @@ fn assert_lengths(answered: &[(String, u64)], boards: &[(String, Shape, u64)]) {
 fn rectangles_are_solved_optimally_by_the_cluster_the_store_and_batch() {
     let boards = checked_boards();
     let dir = tempfile::tempdir().unwrap();
-    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &BUDGET, &[]);
     let url = server.url();
     let _workers = [
-        worker(&url, &dir.path().join("w1"), &[]),
-        worker(&url, &dir.path().join("w2"), &[]),
+        worker(&url, &dir.path().join("w1"), &BUDGET),
+        worker(&url, &dir.path().join("w2"), &BUDGET),
     ];
 
     // Half the lines give a size= fact, half their rows in braces; one 3x3 board among them.
@@ -172,6 +181,8 @@ fn rectangles_are_solved_optimally_by_the_cluster_the_store_and_batch() {
     // The embedded batch, on its own data directory, agrees.
     let (_, stdout, stderr) = run(&[
         "batch",
+        BUDGET[0],
+        BUDGET[1],
         "--data",
         dir.path().join("embedded").to_str().unwrap(),
         "--json",

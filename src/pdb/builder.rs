@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use memmap2::MmapMut;
 
-use crate::board::Board;
+use crate::board::{Board, Shape};
 use crate::pdb::index::{placements, rank, Unranker};
 use crate::pdb::prefetch;
 use crate::pdb::zero_index::{flood, ZeroIndex, SEVERAL};
@@ -153,7 +153,7 @@ pub fn build(
 }
 
 struct Builder<W> {
-    side: usize,
+    shape: Shape,
     k: usize,
     unranker: Unranker,
     /// Weight of each digit in an index.
@@ -172,28 +172,29 @@ struct Builder<W> {
 
 impl<W: MarkWord> Builder<W> {
     fn new(goal: &Board, pattern: &[u8], zero: Option<ZeroIndex>) -> std::io::Result<Self> {
-        let side = goal.side();
+        let shape = goal.shape();
+        let (rows, cols) = (shape.rows(), shape.cols());
         let cells = goal.cells();
         let count = placements(cells, pattern.len()) as usize;
         let blocks = (count >> BLOCK_SHIFT) + 1;
         let mut adjacent = [0u32; 32];
         for (cell, mask) in adjacent.iter_mut().enumerate().take(cells) {
-            let (row, col) = (cell / side, cell % side);
+            let (row, col) = (cell / cols, cell % cols);
             if row > 0 {
-                *mask |= 1 << (cell - side);
+                *mask |= 1 << (cell - cols);
             }
-            if row + 1 < side {
-                *mask |= 1 << (cell + side);
+            if row + 1 < rows {
+                *mask |= 1 << (cell + cols);
             }
             if col > 0 {
                 *mask |= 1 << (cell - 1);
             }
-            if col + 1 < side {
+            if col + 1 < cols {
                 *mask |= 1 << (cell + 1);
             }
         }
         let builder = Builder::<W> {
-            side,
+            shape,
             k: pattern.len(),
             unranker: Unranker::new(cells, pattern.len()),
             weights: std::array::from_fn(|i| {
@@ -221,7 +222,7 @@ impl<W: MarkWord> Builder<W> {
             .map(|&tile| goal_cells[usize::from(tile)])
             .collect();
         let occupied = start.iter().fold(0u32, |m, &c| m | 1 << c);
-        let region = flood(1 << goal.blank(), builder.all & !occupied, side);
+        let region = flood(1 << goal.blank(), builder.all & !occupied, shape);
         let index = rank(cells, start.iter().copied()) as usize;
         builder.marks[index].flip(spread(region, 2));
         builder.active[index >> BLOCK_SHIFT].store(true, Ordering::Relaxed);
@@ -344,7 +345,7 @@ impl<W: MarkWord> Builder<W> {
         let free = self.all & !cells.iter().fold(0u32, |m, &c| m | 1 << c);
         let mut valued = 0;
         while frontier != 0 {
-            let region = flood(frontier & frontier.wrapping_neg(), free, self.side);
+            let region = flood(frontier & frontier.wrapping_neg(), free, self.shape);
             frontier &= !region;
             let (index, several) = zero.locate(cells, region);
             let flag = if several { SEVERAL } else { 0 };
@@ -413,7 +414,7 @@ impl<W: MarkWord> Builder<W> {
             added += self.claim(
                 index,
                 word,
-                flood(1 << from, free, self.side),
+                flood(1 << from, free, self.shape),
                 from,
                 next_code,
             );

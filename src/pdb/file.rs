@@ -4,10 +4,12 @@
 //! of the entries, so a file that is corrupt, truncated or built for something else is refused
 //! rather than used. Tables are memory-mapped, so processes on one host share their pages.
 //!
-//! Layout (little-endian): magic `TILEPDB\n` (0..8), format version u32 (8..12), side (12),
+//! Layout (little-endian): magic `TILEPDB\n` (0..8), format version u32 (8..12), columns (12),
 //! pattern size (13), entry encoding (14: 1 for one byte per placement, 4 for half a byte per
-//! placement as `packed` says, 3 for a byte per zero-aware state, see `zero_index`), goal tiles (16..41), pattern tiles (41..66), entry count u64
-//! (72..80), checksum u64 (80..88), zeros to 128.
+//! placement as `packed` says, 3 for a byte per zero-aware state, see `zero_index`), rows (15:
+//! 0 for a square, as every file before rectangles has it), goal tiles (16..41), pattern tiles
+//! (41..66), entry count u64 (72..80), checksum u64 (80..88), zeros to 128. A goal has at most
+//! [`MAX_TABLE_CELLS`] cells.
 
 use std::fs::File;
 use std::io::Write;
@@ -32,6 +34,8 @@ pub const ENCODING_ZERO_AWARE: u8 = 3;
 /// Half a byte per placement: the halved excess over the pattern's Manhattan distance (`packed`).
 pub const ENCODING_PACKED: u8 = 4;
 pub const HEADER_LEN: usize = 128;
+/// The most cells of a goal a table's header holds (25 bytes of goal tiles, a 5x5 board).
+pub const MAX_TABLE_CELLS: usize = MAX_SIDE * MAX_SIDE;
 
 /// What a table is for. Two tables with equal specs are interchangeable.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -70,12 +74,13 @@ impl PatternSpec {
     }
 
     /// File name in the data directory, e.g. `4x4-1.2.3.4.5.6.7.8.9.10.11.12.13.14.15.0-9.10.11.pdb`
-    /// is shortened by naming the two standard goals.
+    /// is shortened by naming the two standard goals; a rectangle's starts with its rows x
+    /// columns (`3x4-blank-last-...`).
     pub fn file_name(&self) -> String {
-        let side = self.goal.side();
-        let goal = if self.goal == Board::blank_last(side) {
+        let shape = self.goal.shape();
+        let goal = if self.goal == Board::blank_last_in(shape) {
             "blank-last".to_string()
-        } else if self.goal == Board::blank_first(side) {
+        } else if self.goal == Board::blank_first_in(shape) {
             "blank-first".to_string()
         } else {
             format!(
@@ -85,7 +90,7 @@ impl PatternSpec {
         };
         let tiles: Vec<String> = self.tiles.iter().map(u8::to_string).collect();
         let zero = if self.zero_aware { "-zero" } else { "" };
-        format!("{side}x{side}-{goal}-{}{zero}.pdb", tiles.join("."))
+        format!("{shape}-{goal}-{}{zero}.pdb", tiles.join("."))
     }
 }
 
@@ -100,10 +105,10 @@ pub enum PdbError {
     Corrupt { path: PathBuf, reason: String },
     #[error("{path} is a pattern database for something else: {reason}")]
     Mismatch { path: PathBuf, reason: String },
-    #[error("pattern database {preset} is for {side}x{side} boards, not {board}")]
+    #[error("pattern database {preset} is for {fits}, not {board}")]
     WrongSize {
-        preset: &'static str,
-        side: usize,
+        preset: String,
+        fits: String,
         board: Shape,
     },
 }
@@ -161,7 +166,13 @@ fn header(spec: &PatternSpec, packed: bool, checksum: u64) -> [u8; HEADER_LEN] {
     let mut header = [0u8; HEADER_LEN];
     header[..8].copy_from_slice(MAGIC);
     header[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
-    header[12] = spec.goal.side() as u8;
+    let shape = spec.goal.shape();
+    header[12] = shape.cols() as u8;
+    header[15] = if shape.square_side().is_some() {
+        0
+    } else {
+        shape.rows() as u8
+    };
     header[13] = spec.tiles.len() as u8;
     header[14] = spec.encoding(packed);
     header[16..16 + spec.goal.cells()].copy_from_slice(spec.goal.tiles());
@@ -298,18 +309,25 @@ fn read_header(path: &Path, map: &[u8]) -> Result<Header, PdbError> {
             map[14]
         )));
     }
-    let (side, k) = (usize::from(map[12]), usize::from(map[13]));
-    if !(2..=MAX_SIDE).contains(&side) || k == 0 || k >= side * side {
-        return Err(corrupt(format!(
-            "impossible size {side}x{side} with {k} pattern tiles"
-        )));
-    }
-    let goal_values: Vec<u64> = map[16..16 + side * side]
+    let (cols, k) = (usize::from(map[12]), usize::from(map[13]));
+    let rows = match map[15] {
+        0 => cols,
+        rows => usize::from(rows),
+    };
+    let shape = Shape::new(rows, cols)
+        .ok()
+        .filter(|shape| shape.cells() <= MAX_TABLE_CELLS && k > 0 && k < shape.cells())
+        .ok_or_else(|| {
+            corrupt(format!(
+                "impossible size {rows}x{cols} with {k} pattern tiles"
+            ))
+        })?;
+    let goal_values: Vec<u64> = map[16..16 + shape.cells()]
         .iter()
         .map(|&t| u64::from(t))
         .collect();
-    let goal =
-        Board::from_tiles(&goal_values).map_err(|e| corrupt(format!("invalid goal: {e}")))?;
+    let goal = Board::from_tiles_in(&goal_values, shape)
+        .map_err(|e| corrupt(format!("invalid goal: {e}")))?;
     if map[14] == ENCODING_ZERO_AWARE && k > MAX_ZERO_AWARE_TILES {
         return Err(corrupt(format!("{k} tiles in a zero-aware table")));
     }

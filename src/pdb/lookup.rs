@@ -25,9 +25,10 @@ pub(super) struct Mirror {
 }
 
 impl Mirror {
-    /// The mirror map for `goal`, if the goal is its own mirror image (its blank on the diagonal).
+    /// The mirror map for `goal`, if the goal is its own mirror image (a square, its blank on
+    /// the diagonal): a rectangle's transpose is another shape.
     pub(super) fn of(goal: &Board) -> Option<Mirror> {
-        let side = goal.side();
+        let side = goal.shape().square_side()?;
         let transpose = |cell: usize| (cell % side) * side + cell / side;
         let goal_blank = goal.blank();
         if transpose(goal_blank) != goal_blank {

@@ -10,7 +10,7 @@
 //! A table whose excess does not fit (or that has unreachable placements, or is zero-aware) is
 //! kept at a byte per entry; [`pack`] says which.
 
-use crate::board::Board;
+use crate::board::{Board, Shape};
 use crate::pdb::index::Unranker;
 
 /// The largest halved excess four bits hold.
@@ -26,11 +26,10 @@ pub struct Distances {
 
 impl Distances {
     pub fn new(goal: &Board, tiles: &[u8]) -> Distances {
-        let side = goal.side();
         let home = goal.positions();
         let mut to_home = [[0u8; 32]; 8];
         for (distances, &tile) in to_home.iter_mut().zip(tiles) {
-            *distances = cell_distances(side, usize::from(home[usize::from(tile)]));
+            *distances = cell_distances(goal.shape(), usize::from(home[usize::from(tile)]));
         }
         Distances {
             to_home,
@@ -48,12 +47,13 @@ impl Distances {
     }
 }
 
-/// Cell -> its Manhattan distance to `home` on a board of `side`.
-pub fn cell_distances(side: usize, home: usize) -> [u8; 32] {
+/// Cell -> its Manhattan distance to `home` on a board of `shape`.
+pub fn cell_distances(shape: Shape, home: usize) -> [u8; 32] {
+    let cols = shape.cols();
     let mut distances = [0u8; 32];
-    for (cell, distance) in distances.iter_mut().enumerate().take(side * side) {
+    for (cell, distance) in distances.iter_mut().enumerate().take(shape.cells()) {
         *distance =
-            ((cell / side).abs_diff(home / side) + (cell % side).abs_diff(home % side)) as u8;
+            ((cell / cols).abs_diff(home / cols) + (cell % cols).abs_diff(home % cols)) as u8;
     }
     distances
 }
@@ -132,7 +132,7 @@ mod tests {
     /// `extra` moves on every cell.
     fn one_tile_values(extra: u8) -> (Board, Vec<u8>) {
         let goal = Board::blank_last(2);
-        let home = cell_distances(2, 0);
+        let home = cell_distances(Shape::square(2), 0);
         let values = (0..placements(4, 1) as usize)
             .map(|cell| home[cell] + extra)
             .collect();

@@ -54,13 +54,13 @@ impl Partition {
             packed,
             distance: [[[0; 32]; 32]; 2],
         };
-        let (side, home) = (goal.side(), goal.positions());
+        let (shape, home) = (goal.shape(), goal.positions());
         for (distance, &cell) in partition.distance[BOARD]
             .iter_mut()
             .zip(&home)
             .take(goal.cells())
         {
-            *distance = cell_distances(side, usize::from(cell));
+            *distance = cell_distances(shape, usize::from(cell));
         }
         for (tile, &tables) in tables_of.iter().enumerate().take(goal.cells()).skip(1) {
             if tables.count_ones() != 1 || tables & in_set == 0 {
@@ -77,7 +77,7 @@ impl Partition {
                 let image = usize::from(mirror.tile[tile]) & 31;
                 partition.table[MIRRORED][tile] = partition.table[BOARD][image];
                 partition.weight[MIRRORED][tile] = partition.weight[BOARD][image];
-                let to_home = cell_distances(side, usize::from(home[image]));
+                let to_home = cell_distances(shape, usize::from(home[image]));
                 for cell in 0..goal.cells() {
                     partition.distance[MIRRORED][tile][cell] =
                         to_home[usize::from(mirror.cell[cell]) & 31];

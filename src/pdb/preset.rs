@@ -1,5 +1,10 @@
 //! Named partitions of a board's tiles into disjoint patterns.
 //!
+//! A rectangle's preset is `blocks-K`: its cells cut into at most four blocks of at most K
+//! tiles (bands of rows, each cut into runs of columns; of the cuts that fit, the one whose
+//! group sizes' squares sum highest, so an exact table where one fits), and `default` takes the
+//! largest K whose tables fit the budget and hold at most [`BLOCK_TABLE_ENTRIES`] entries each.
+//!
 //! Groups are given as goal *cells* for a goal whose blank is in the last cell, so each group is
 //! a compact block of the board (compact groups interact less with the others and give
 //! markedly larger values than scattered ones of the same size). For a goal with the blank in
@@ -11,7 +16,9 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-use crate::board::Board;
+use crate::board::{Board, Shape};
+use crate::pdb::file::MAX_TABLE_CELLS;
+use crate::pdb::lookup::MAX_GROUPS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Preset {
@@ -31,7 +38,17 @@ pub enum Preset {
     P6666Zero,
     /// 5x5, the maximum over seven zero-aware 6-6-6-6 sets (14 tables): the strongest 5x5 preset.
     P6666Max,
+    /// A rectangle's tiles in at most four blocks of at most this many tiles (2 to 8).
+    Blocks(u8),
 }
+
+/// The most entries `default` lets a `blocks-K` table have: a table of 130 M entries (the 4x6
+/// board's 6-tile ones) builds in about a minute here, and the next size up would be the 4x5
+/// board's 7-tile tables at 390 M.
+pub const BLOCK_TABLE_ENTRIES: u64 = 130_000_000;
+
+/// The largest K of `blocks-K`: the table builder's most pattern tiles.
+const MAX_BLOCK_TILES: u8 = 8;
 
 const EXACT: &[&[u8]] = &[&[0, 1, 2, 3, 4, 5, 6, 7]];
 //  0  1  2  3
@@ -116,8 +133,8 @@ impl Preset {
         Preset::P6666Max,
     ];
 
-    pub fn name(self) -> &'static str {
-        match self {
+    pub fn name(self) -> String {
+        let name = match self {
             Preset::Exact => "exact",
             Preset::P4443 => "4-4-4-3",
             Preset::P555 => "5-5-5",
@@ -126,14 +143,44 @@ impl Preset {
             Preset::P6666 => "6-6-6-6",
             Preset::P6666Zero => "6-6-6-6-zero",
             Preset::P6666Max => "6-6-6-6-max",
+            Preset::Blocks(k) => return format!("blocks-{k}"),
+        };
+        name.to_string()
+    }
+
+    /// The side of the square boards the preset is for; None for `blocks-K`, which is for
+    /// rectangles.
+    pub fn square_side(self) -> Option<usize> {
+        match self {
+            Preset::Exact => Some(3),
+            Preset::P6666 | Preset::P6666Zero | Preset::P6666Max => Some(5),
+            Preset::Blocks(_) => None,
+            _ => Some(4),
         }
     }
 
-    pub fn side(self) -> usize {
+    /// Whether the preset's tables can be made for boards of `shape`.
+    pub fn fits(self, shape: Shape) -> bool {
         match self {
-            Preset::Exact => 3,
-            Preset::P6666 | Preset::P6666Zero | Preset::P6666Max => 5,
-            _ => 4,
+            Preset::Blocks(k) => {
+                shape.square_side().is_none()
+                    && shape.cells() <= MAX_TABLE_CELLS
+                    && block_groups(shape, usize::from(k)).is_some()
+            }
+            square => square.square_side() == shape.square_side(),
+        }
+    }
+
+    /// The boards the preset fits, for messages.
+    pub fn fits_what(self) -> String {
+        match self {
+            Preset::Blocks(k) => format!(
+                "rectangles (not squares) of at most {MAX_TABLE_CELLS} cells whose tiles make at most {MAX_GROUPS} blocks of at most {k}"
+            ),
+            square => {
+                let side = square.square_side().unwrap_or_default();
+                format!("{side}x{side} boards")
+            }
         }
     }
 
@@ -148,10 +195,35 @@ impl Preset {
         }
     }
 
-    /// The strongest preset for `goal` whose tables take at most `budget` bytes, if any does
-    /// (none for a board that is not square: no preset partitions a rectangle yet).
+    /// The strongest preset for `goal` whose tables take at most `budget` bytes, if any does:
+    /// for a rectangle, `blocks-K` of the largest K whose tables each hold at most
+    /// [`BLOCK_TABLE_ENTRIES`].
     pub fn strongest_within(goal: &Board, budget: u64) -> Option<Preset> {
-        let side = goal.shape().square_side()?;
+        let shape = goal.shape();
+        let Some(side) = shape.square_side() else {
+            // Named by its largest block: blocks-7 of a 4x5 board is its blocks-6.
+            let largest = |k: u8| {
+                block_groups(shape, usize::from(k))
+                    .and_then(|groups| groups.iter().map(Vec::len).max())
+                    .map_or(k, |len| len as u8)
+            };
+            return (2..=MAX_BLOCK_TILES)
+                .rev()
+                .map(Preset::Blocks)
+                .find(|preset| {
+                    preset.fits(shape)
+                        && preset.table_bytes(goal) <= budget
+                        && crate::pdb::PdbStore::specs(*preset, goal).is_ok_and(|specs| {
+                            specs
+                                .iter()
+                                .all(|spec| spec.entries() <= BLOCK_TABLE_ENTRIES)
+                        })
+                })
+                .map(|preset| match preset {
+                    Preset::Blocks(k) => Preset::Blocks(largest(k)),
+                    other => other,
+                });
+        };
         Preset::by_strength(side)
             .iter()
             .copied()
@@ -175,14 +247,18 @@ impl Preset {
         matches!(self, Preset::P6666Zero | Preset::P6666Max)
     }
 
-    /// How many distinct tables the preset has.
+    /// How many distinct tables the preset has (for `blocks-K`, the most it can have).
     pub fn tables(self) -> usize {
-        self.layout(&Board::blank_last(self.side())).0.len()
+        match self.square_side() {
+            Some(side) => self.layout(&Board::blank_last(side)).0.len(),
+            None => MAX_GROUPS,
+        }
     }
 
-    /// The additive sets, each a partition of the goal cells into groups.
-    fn cell_sets(self) -> &'static [&'static [&'static [u8]]] {
-        match self {
+    /// The additive sets, each a partition of the cells of a goal of `shape` with its blank last
+    /// into groups.
+    fn cell_sets(self, shape: Shape) -> Vec<Vec<Vec<usize>>> {
+        let sets: &[&[&[u8]]] = match self {
             Preset::Exact => &[EXACT],
             Preset::P4443 => &[P4443],
             Preset::P555 => &[P555],
@@ -190,7 +266,17 @@ impl Preset {
             Preset::P78 => &[P78],
             Preset::P6666 | Preset::P6666Zero => &[P6666],
             Preset::P6666Max => P6666_MAX,
-        }
+            Preset::Blocks(k) => {
+                return vec![block_groups(shape, usize::from(k)).unwrap_or_default()];
+            }
+        };
+        sets.iter()
+            .map(|set| {
+                set.iter()
+                    .map(|g| g.iter().map(|&c| usize::from(c)).collect())
+                    .collect()
+            })
+            .collect()
     }
 
     /// The distinct patterns of every set, as tiles of `goal` (each sorted by goal cell), and
@@ -199,32 +285,22 @@ impl Preset {
     pub fn layout(self, goal: &Board) -> (Vec<Vec<u8>>, Vec<Vec<usize>>) {
         let cells = goal.cells();
         let blank = goal.blank();
+        let blank_last = self.cell_sets(goal.shape());
         let cell_sets: Vec<Vec<Vec<usize>>> = if blank == cells - 1 {
-            self.cell_sets()
-                .iter()
-                .map(|set| {
-                    set.iter()
-                        .map(|g| g.iter().map(|&c| usize::from(c)).collect())
-                        .collect()
-                })
-                .collect()
+            blank_last
         } else if blank == 0 {
-            self.cell_sets()
+            // Turned half round: the same blocks, the blank's corner to the other.
+            blank_last
                 .iter()
                 .map(|set| {
                     set.iter()
-                        .map(|g| {
-                            g.iter()
-                                .rev()
-                                .map(|&c| cells - 1 - usize::from(c))
-                                .collect()
-                        })
+                        .map(|g| g.iter().rev().map(|&c| cells - 1 - c).collect())
                         .collect()
                 })
                 .collect()
         } else {
             let mut others = (0..cells).filter(|&c| c != blank);
-            vec![self.cell_sets()[0]
+            vec![blank_last[0]
                 .iter()
                 .map(|g| others.by_ref().take(g.len()).collect())
                 .collect()]
@@ -264,16 +340,57 @@ pub fn default_memory_budget() -> u64 {
         .unwrap_or(4 << 30)
 }
 
+/// The cells of a `shape` goal with its blank last, but for the blank, cut into at most
+/// [`MAX_GROUPS`] blocks of at most `k` cells: bands of `h` rows, each cut into runs of `w`
+/// columns (the last band and run as they fall). Of every (h, w) that fits, the one whose
+/// blocks' sizes' squares sum highest (larger tables estimate more); None if none fits or `k`
+/// is past what the builder takes.
+fn block_groups(shape: Shape, k: usize) -> Option<Vec<Vec<usize>>> {
+    let (rows, cols) = (shape.rows(), shape.cols());
+    if !(2..=usize::from(MAX_BLOCK_TILES)).contains(&k) {
+        return None;
+    }
+    let blank = shape.cells() - 1;
+    let mut best: Option<(usize, Vec<Vec<usize>>)> = None;
+    for h in 1..=rows {
+        for w in 1..=cols {
+            if rows.div_ceil(h) * cols.div_ceil(w) > MAX_GROUPS {
+                continue;
+            }
+            let mut groups = Vec::new();
+            for band in (0..rows).step_by(h) {
+                for run in (0..cols).step_by(w) {
+                    let group: Vec<usize> = (band..rows.min(band + h))
+                        .flat_map(|row| (run..cols.min(run + w)).map(move |col| row * cols + col))
+                        .filter(|&cell| cell != blank)
+                        .collect();
+                    if !group.is_empty() {
+                        groups.push(group);
+                    }
+                }
+            }
+            if groups.iter().any(|group| group.len() > k) {
+                continue;
+            }
+            let score = groups.iter().map(|g| g.len() * g.len()).sum();
+            if best.as_ref().is_none_or(|(best, _)| score > *best) {
+                best = Some((score, groups));
+            }
+        }
+    }
+    best.map(|(_, groups)| groups)
+}
+
 impl fmt::Display for Preset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.write_str(&self.name())
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error(
     "unknown pattern database '{0}' (known: exact, 4-4-4-3, 5-5-5, 6-6-3, 7-8, 6-6-6-6, \
-     6-6-6-6-zero, 6-6-6-6-max)"
+     6-6-6-6-zero, 6-6-6-6-max; blocks-2 to blocks-8 for rectangles)"
 )]
 pub struct UnknownPreset(pub String);
 
@@ -281,6 +398,14 @@ impl FromStr for Preset {
     type Err = UnknownPreset;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
+        if let Some(k) = name.strip_prefix("blocks-") {
+            return k
+                .parse::<u8>()
+                .ok()
+                .filter(|k| (2..=MAX_BLOCK_TILES).contains(k))
+                .map(Preset::Blocks)
+                .ok_or_else(|| UnknownPreset(name.to_string()));
+        }
         Preset::ALL
             .into_iter()
             .find(|p| p.name() == name)
@@ -321,11 +446,28 @@ mod tests {
 
     #[test]
     fn every_preset_partitions_the_tiles() {
-        for preset in Preset::ALL {
-            for goal in [
-                Board::blank_last(preset.side()),
-                Board::blank_first(preset.side()),
-            ] {
+        let rectangles = [
+            (2, 3),
+            (3, 4),
+            (2, 6),
+            (4, 5),
+            (5, 4),
+            (4, 6),
+            (5, 5),
+            (3, 8),
+        ]
+        .map(|(rows, cols)| Shape::new(rows, cols).unwrap());
+        let presets = Preset::ALL
+            .into_iter()
+            .map(|preset| (preset, Shape::square(preset.square_side().unwrap())))
+            .chain((2..=MAX_BLOCK_TILES).flat_map(|k| {
+                rectangles
+                    .into_iter()
+                    .filter(move |&shape| Preset::Blocks(k).fits(shape))
+                    .map(move |shape| (Preset::Blocks(k), shape))
+            }));
+        for (preset, shape) in presets {
+            for goal in [Board::blank_last_in(shape), Board::blank_first_in(shape)] {
                 let (patterns, sets) = preset.layout(&goal);
                 for set in sets {
                     let mut tiles: Vec<u8> =
@@ -336,5 +478,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn blocks_cut_a_rectangle_into_at_most_four_compact_groups() {
+        let sizes = |rows, cols, k| {
+            let shape = Shape::new(rows, cols).unwrap();
+            block_groups(shape, k).map(|groups| groups.iter().map(Vec::len).collect::<Vec<_>>())
+        };
+        assert_eq!(sizes(2, 3, 5), Some(vec![5]), "exact");
+        assert_eq!(sizes(3, 4, 4), Some(vec![4, 4, 3]));
+        assert_eq!(sizes(3, 4, 6), Some(vec![6, 5]));
+        assert_eq!(sizes(4, 5, 6), Some(vec![6, 4, 6, 3]));
+        assert_eq!(sizes(5, 6, 6), None, "29 tiles in four groups of six");
+        assert_eq!(
+            block_groups(Shape::new(3, 4).unwrap(), 6),
+            Some(vec![vec![0, 1, 4, 5, 8, 9], vec![2, 3, 6, 7, 10]])
+        );
+        let goal = |rows, cols| Board::blank_last_in(Shape::new(rows, cols).unwrap());
+        assert_eq!(
+            Preset::strongest_within(&goal(4, 5), 1 << 30),
+            Some(Preset::Blocks(6)),
+            "the 7-tile tables pass the entry cap"
+        );
+        assert_eq!(
+            Preset::strongest_within(&goal(4, 5), 10_000_000),
+            Some(Preset::Blocks(5))
+        );
+        assert_eq!(Preset::strongest_within(&goal(5, 6), 1 << 40), None);
+        assert_eq!("blocks-6".parse(), Ok(Preset::Blocks(6)));
+        assert!("blocks-9".parse::<Preset>().is_err());
+        assert!(!Preset::Blocks(6).fits(Shape::square(4)));
+        assert!(!Preset::P78.fits(Shape::new(3, 4).unwrap()));
     }
 }

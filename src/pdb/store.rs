@@ -240,10 +240,10 @@ impl PdbStore {
 
     /// The specs of `preset`'s distinct tables for `goal`.
     pub fn specs(preset: Preset, goal: &Board) -> Result<Vec<PatternSpec>, PdbError> {
-        if goal.shape().square_side() != Some(preset.side()) {
+        if !preset.fits(goal.shape()) {
             return Err(PdbError::WrongSize {
                 preset: preset.name(),
-                side: preset.side(),
+                fits: preset.fits_what(),
                 board: goal.shape(),
             });
         }

@@ -18,6 +18,7 @@
 //! = 181,008,000 entries. The blank stays in its region while it moves over free cells, so a
 //! zero-aware term changes only when one of its own tiles moves, like a placement-only one.
 
+use crate::board::Shape;
 use crate::pdb::index::{placements, rank};
 
 /// Set on a main-region entry whose placement has more than one free region.
@@ -260,7 +261,7 @@ fn free_regions(free: u32, side: usize) -> ([u32; 32], usize) {
     let mut count = 0;
     let mut rest = free;
     while rest != 0 {
-        let region = flood(rest & rest.wrapping_neg(), free, side);
+        let region = flood(rest & rest.wrapping_neg(), free, Shape::square(side));
         rest &= !region;
         regions[count] = region;
         count += 1;
@@ -281,15 +282,16 @@ fn region_count(free: u32, side: usize) -> u32 {
     free_regions(free, side).1 as u32
 }
 
-/// The cells of `free` connected to `seed` on a `side` x `side` board.
-pub fn flood(seed: u32, free: u32, side: usize) -> u32 {
-    let first_col = (0..side).fold(0u32, |m, row| m | 1 << (row * side));
-    let last_col = first_col << (side - 1);
+/// The cells of `free` connected to `seed` on a board of `shape`.
+pub fn flood(seed: u32, free: u32, shape: Shape) -> u32 {
+    let (rows, cols) = (shape.rows(), shape.cols());
+    let first_col = (0..rows).fold(0u32, |m, row| m | 1 << (row * cols));
+    let last_col = first_col << (cols - 1);
     let mut region = seed & free;
     loop {
         let grown = (region
-            | (region << side)
-            | (region >> side)
+            | (region << cols)
+            | (region >> cols)
             | ((region & !last_col) << 1)
             | ((region & !first_col) >> 1))
             & free;
@@ -327,7 +329,7 @@ mod tests {
                 let several = region_count(free, side) > 1;
                 let mut rest = free;
                 while rest != 0 {
-                    let region = flood(rest & rest.wrapping_neg(), free, side);
+                    let region = flood(rest & rest.wrapping_neg(), free, Shape::square(side));
                     rest &= !region;
                     let (i, flagged) = index.locate(tiles, region);
                     assert!(!seen[i], "{side}x{side} {tiles:?}: place {i} twice");

@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tilesolve::batch_file::{BatchLine, MAX_LINE_BYTES};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
+use tilesolve::pdb::Preset;
 use tilesolve::{Board, Direction, Goal, Shape};
 
 use super::types::{SchedulerError, Submitted};
@@ -149,7 +150,7 @@ impl Scheduler {
         let choice = parse_heuristic(heuristic)?;
         let goal = parse_goal(goal)?;
         if let Some(preset) = choice.preset() {
-            check_sides(lines, preset.side(), &choice)?;
+            check_shapes(lines, preset, &choice)?;
         }
         let heuristic = choice;
         let items = read_items(lines, goal, store)?;
@@ -284,26 +285,25 @@ pub(super) fn parse_goal(text: &str) -> Result<Goal, SchedulerError> {
         .map_err(|e| SchedulerError::InvalidArgument(format!("goal: {e}")))
 }
 
-/// Refuses a batch holding a board the pattern database `choice` (for `side` x `side` boards)
-/// cannot estimate, naming the first such line: the outcome would depend on what the store
-/// happens to hold.
-fn check_sides(
+/// Refuses a batch holding a board the pattern database `choice` (`preset`) cannot estimate,
+/// naming the first such line: the outcome would depend on what the store happens to hold.
+fn check_shapes(
     lines: &[String],
-    side: usize,
+    preset: Preset,
     choice: &HeuristicChoice,
 ) -> Result<(), SchedulerError> {
-    let fits = Shape::square(side);
     let mismatch = lines
         .iter()
         .enumerate()
         .filter_map(|(number, raw)| BatchLine::read(number + 1, raw))
         .find_map(|line| {
             let shape = line.read_board(None).ok()?.shape();
-            (shape != fits).then_some((line.number, shape))
+            (!preset.fits(shape)).then_some((line.number, shape))
         });
     match mismatch {
         Some((number, shape)) => Err(SchedulerError::InvalidArgument(format!(
-            "line {number}: heuristic {choice} is for {fits} boards, and this board is {shape} (submit each size apart, or use `default`, which fits each size)"
+            "line {number}: heuristic {choice} is for {}, and this board is {shape} (submit each size apart, or use `default`, which fits each size)",
+            preset.fits_what()
         ))),
         None => Ok(()),
     }
