@@ -1,0 +1,231 @@
+//! Answers and their path boards, search states and task records, in every shape and every
+//! older format the store reads.
+use super::*;
+
+fn solved_eight_puzzle() -> (Board, Board, Solution) {
+    let goal = Board::blank_last(3);
+    let board = tilesolve::parse_board("8,6,7,2,5,4,3,0,1").unwrap();
+    let solution = Solver::new(goal, HeuristicKind::Manhattan)
+        .solve(&board, &SolveOptions::default(), None)
+        .unwrap();
+    (goal, board, solution)
+}
+
+#[test]
+fn json_values_of_earlier_versions_are_read_beside_compact_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (goal, board, solution) = solved_eight_puzzle();
+    // As an earlier version wrote them: JSON, empty fields left out.
+    let old_solution = r#"{"length":2,"moves":"DR","tiles":[6,8],"nodes":3,"seconds":0.5,"heuristic":"manhattan"}"#;
+    let old_item = format!(
+        r#"{{"text":"{board}","line":4,"board":"{board}","goal":"{goal}","status":{{"Solved":{old_solution}}}}}"#
+    );
+    store
+        .answers
+        .put(&board_key(&goal, &board), old_solution.as_bytes())
+        .unwrap();
+    store
+        .items
+        .insert(item_key(9, 0), old_item.as_bytes())
+        .unwrap();
+    let expected = StoredSolution {
+        length: 2,
+        moves: "DR".into(),
+        tiles: vec![6, 8],
+        nodes: 3,
+        seconds: 0.5,
+        heuristic: "manhattan".into(),
+        workers: Vec::new(),
+    };
+    assert_eq!(
+        store.solution(&goal, &board).unwrap(),
+        Some(expected.clone())
+    );
+    let read = store.item(9, 0).unwrap().expect("stored");
+    assert_eq!((read.line, read.claimed.as_deref()), (Some(4), None));
+    assert_eq!(read.status, ItemStatus::Solved(expected));
+    // Written again, compact, and read back the same.
+    store.put_item(9, 1, &read).unwrap();
+    assert_eq!(
+        store.items.get(item_key(9, 1)).unwrap().unwrap()[0],
+        COMPACT
+    );
+    assert_eq!(store.item(9, 1).unwrap(), Some(read));
+    store
+        .put_solution(&solution, "manhattan", &[7], PathBoards::Skipped)
+        .unwrap();
+    let stored = store.solution(&goal, &board).unwrap().expect("stored");
+    assert_eq!((stored.length, stored.workers), (31, vec![7]));
+}
+
+#[test]
+fn a_cheap_answer_stores_its_board_and_not_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (goal, board, solution) = solved_eight_puzzle();
+    store
+        .put_solution(&solution, "manhattan", &[], PathBoards::Skipped)
+        .unwrap();
+    let stored = store.solution(&goal, &board).unwrap().expect("stored");
+    assert_eq!(stored.length, 31);
+    assert!(Store::verified(&goal, &board, &stored).is_some());
+    let next = board.apply(solution.moves[0]).unwrap().0;
+    assert!(store.solution(&goal, &next).unwrap().is_none());
+}
+
+#[test]
+fn every_board_on_a_solution_path_is_stored_with_its_distance() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (goal, board, solution) = solved_eight_puzzle();
+    store
+        .put_solution(&solution, "manhattan", &[], PathBoards::Stored)
+        .unwrap();
+    let mut current = board;
+    for (step, &direction) in solution.moves.iter().enumerate() {
+        let stored = store.solution(&goal, &current).unwrap().expect("stored");
+        assert_eq!(stored.length as usize, 31 - step);
+        assert!(Store::verified(&goal, &current, &stored).is_some());
+        current = current.apply(direction).unwrap().0;
+    }
+    assert_eq!(store.solution(&goal, &goal).unwrap().unwrap().length, 0);
+    let other_goal = Board::blank_first(3);
+    assert!(
+        store.solution(&other_goal, &board).unwrap().is_none(),
+        "solutions are per goal"
+    );
+    let mut forged = store.solution(&goal, &board).unwrap().unwrap();
+    forged.moves = "UUUU".into();
+    assert!(
+        Store::verified(&goal, &board, &forged).is_none(),
+        "a stored answer is replayed, not trusted"
+    );
+}
+
+#[test]
+fn task_records_are_kept_per_puzzle_in_creation_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let goal = Board::blank_last(3);
+    let board = tilesolve::parse_board("8,6,7,2,5,4,3,0,1").unwrap();
+    let other = tilesolve::parse_board("1,2,3,4,5,6,7,0,8").unwrap();
+    let record = |bound: u32, path: &str| TaskRecord {
+        batch: 1,
+        index: 0,
+        bound,
+        path: path.into(),
+        iterate: false,
+        outcome: RecordedOutcome::Exceeded(bound + 2),
+        nodes: 10,
+        seconds: 0.5,
+        round_trip_seconds: 0.6,
+        parts: vec![("UL".into(), 4, 7)],
+        measured_after: false,
+    };
+    {
+        let store = Store::open(dir.path()).unwrap();
+        store
+            .put_task_record(&goal, &board, 300, &record(29, "R"))
+            .unwrap();
+        store
+            .put_task_record(&goal, &board, 7, &record(27, "L"))
+            .unwrap();
+        store
+            .put_task_record(&goal, &other, 8, &record(1, ""))
+            .unwrap();
+        store.flush().unwrap();
+    }
+    let store = reopen(dir.path());
+    assert_eq!(
+        store.task_records(&goal, &board).unwrap(),
+        vec![record(27, "L"), record(29, "R")]
+    );
+    assert_eq!(store.task_records(&goal, &other).unwrap().len(), 1);
+}
+
+#[test]
+fn search_state_is_kept_until_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let goal = Board::blank_last(3);
+    let board = tilesolve::parse_board("2,4,0,1,8,5,3,6,7").unwrap();
+    let state = SearchState {
+        lower_bound: 24,
+        workers: vec![7],
+        best: Some(BestPath {
+            moves: "DRUL".into(),
+            weight_percent: 150,
+        }),
+    };
+    store
+        .put_search_state(&goal, &board, state.clone())
+        .unwrap();
+    assert_eq!(store.search_state(&goal, &board).unwrap(), Some(state));
+    // Storing the answer leaves it (the scheduler removes it if its puzzle stored one).
+    let solution = Solver::new(goal, HeuristicKind::Manhattan)
+        .solve(&board, &SolveOptions::default(), None)
+        .unwrap();
+    store
+        .put_solution(&solution, "manhattan", &[], PathBoards::Stored)
+        .unwrap();
+    assert!(store.search_state(&goal, &board).unwrap().is_some());
+    store.remove_search_state(&goal, &board).unwrap();
+    assert_eq!(store.search_state(&goal, &board).unwrap(), None);
+}
+
+#[test]
+fn solutions_of_every_shape_keep_their_shape_in_their_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let shapes = [(3, 4), (4, 3), (2, 6), (6, 2), (4, 4)];
+    let mut stored = Vec::new();
+    for (rows, cols) in shapes {
+        let goal = Board::blank_last_in(Shape::new(rows, cols).unwrap());
+        let board = goal.apply(Direction::Up).unwrap().0;
+        let solution = Solver::new(goal, HeuristicKind::Manhattan)
+            .solve(&board, &SolveOptions::default(), None)
+            .unwrap();
+        store
+            .put_solution(&solution, "manhattan", &[], PathBoards::Stored)
+            .unwrap();
+        stored.push((goal, board));
+    }
+    // 3x4 and 4x3 (and 2x6 and 6x2) have as many cells and goals of the same values.
+    for (goal, board) in &stored {
+        let found = store.solution(goal, board).unwrap().expect("stored");
+        assert_eq!(found.length, 1, "{board}");
+    }
+    let mut read: Vec<(Board, Board)> = store
+        .searched_solutions()
+        .map(|entry| entry.map(|(goal, board, _)| (goal, board)).unwrap())
+        .collect();
+    read.sort_by_key(|(_, board)| board.to_string());
+    stored.sort_by_key(|(_, board)| board.to_string());
+    assert_eq!(read, stored);
+}
+
+#[test]
+fn a_store_of_format_3_has_its_answers_moved_out_of_sled_when_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let (goal, board, _) = solved_eight_puzzle();
+    let old_solution = r#"{"length":2,"moves":"DR","tiles":[6,8],"nodes":3,"seconds":0.5,"heuristic":"manhattan"}"#;
+    {
+        let store = Store::open(dir.path()).unwrap();
+        // As format 3 kept them: in sled's `solutions` tree.
+        store
+            .solutions
+            .insert(board_key(&goal, &board), old_solution.as_bytes())
+            .unwrap();
+        store
+            .meta
+            .insert(meta_key("format"), &3u64.to_be_bytes())
+            .unwrap();
+        store.flush().unwrap();
+    }
+    let store = reopen(dir.path());
+    assert!(store.solutions.is_empty(), "moved out of the tree");
+    let moved = store.solution(&goal, &board).unwrap().expect("moved");
+    assert_eq!((moved.length, moved.moves.as_str()), (2, "DR"));
+    assert_eq!(store.meta_u64("format").unwrap(), Some(STORE_FORMAT));
+    assert_eq!(store.searched_solutions().count(), 1);
+}
