@@ -17,7 +17,7 @@ use std::str::FromStr;
 use thiserror::Error;
 
 use crate::board::{Board, Shape};
-use crate::pdb::file::MAX_TABLE_CELLS;
+use crate::pdb::file::{PatternSpec, MAX_TABLE_CELLS};
 use crate::pdb::lookup::MAX_GROUPS;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -201,27 +201,24 @@ impl Preset {
     pub fn strongest_within(goal: &Board, budget: u64) -> Option<Preset> {
         let shape = goal.shape();
         let Some(side) = shape.square_side() else {
-            // Named by its largest block: blocks-7 of a 4x5 board is its blocks-6.
-            let largest = |k: u8| {
-                block_groups(shape, usize::from(k))
-                    .and_then(|groups| groups.iter().map(Vec::len).max())
-                    .map_or(k, |len| len as u8)
-            };
+            // Each K named by its largest block (blocks-7 of a 4x5 board is its blocks-6: the
+            // same cut), largest first.
             return (2..=MAX_BLOCK_TILES)
                 .rev()
-                .map(Preset::Blocks)
+                .filter_map(|k| {
+                    block_groups(shape, usize::from(k))?
+                        .iter()
+                        .map(Vec::len)
+                        .max()
+                })
+                .map(|largest| Preset::Blocks(largest as u8))
                 .find(|preset| {
-                    preset.fits(shape)
-                        && preset.table_bytes(goal) <= budget
-                        && crate::pdb::PdbStore::specs(*preset, goal).is_ok_and(|specs| {
-                            specs
+                    crate::pdb::PdbStore::specs(*preset, goal).is_ok_and(|specs| {
+                        specs.iter().map(PatternSpec::entries).sum::<u64>() <= budget
+                            && specs
                                 .iter()
                                 .all(|spec| spec.entries() <= BLOCK_TABLE_ENTRIES)
-                        })
-                })
-                .map(|preset| match preset {
-                    Preset::Blocks(k) => Preset::Blocks(largest(k)),
-                    other => other,
+                    })
                 });
         };
         Preset::by_strength(side)

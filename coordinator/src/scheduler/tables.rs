@@ -59,10 +59,7 @@ impl Scheduler {
             let goal = goal.for_shape(shape);
             let resolved = choice.resolve(&goal, table_budget);
             // A preset for another size fails those items at submission, naming why.
-            if resolved
-                .preset()
-                .is_some_and(|preset| PdbStore::specs(preset, &goal).is_err())
-            {
+            if resolved.preset().is_some_and(|preset| !preset.fits(shape)) {
                 continue;
             }
             resolved
