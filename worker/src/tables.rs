@@ -104,12 +104,14 @@ async fn fetch(
         .map_err(|s| s.message().to_string())?
         .into_inner();
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("creating the folder {}: {e}", dir.display()))?;
     }
     let partial = tilesolve::pdb::file::partial_path(path, "fetching");
     let received = receive(&mut stream, &partial).await;
     let moved = received.and_then(|fetched| {
-        std::fs::rename(&partial, path).map_err(|e| e.to_string())?;
+        std::fs::rename(&partial, path)
+            .map_err(|e| format!("renaming {} into place: {e}", partial.display()))?;
         Ok(fetched)
     });
     if moved.is_err() {
@@ -125,13 +127,14 @@ async fn receive(
     partial: &std::path::Path,
 ) -> Result<Fetched, String> {
     use std::io::Write;
-    let file = std::fs::File::create(partial).map_err(|e| e.to_string())?;
+    let file = std::fs::File::create(partial)
+        .map_err(|e| format!("creating {}: {e}", partial.display()))?;
     let mut out = TableWriter::Plain(file);
     let (mut received, mut total, mut compressed) = (0u64, 0u64, None);
     while let Some(chunk) = stream
         .message()
         .await
-        .map_err(|s| s.message().to_string())?
+        .map_err(|s| format!("the coordinator's stream broke: {}", s.message()))?
     {
         if chunk.offset != received {
             return Err(format!(
@@ -151,15 +154,17 @@ async fn receive(
             }
             Some(_) => {}
         }
-        out.write_all(&chunk.data).map_err(|e| e.to_string())?;
+        out.write_all(&chunk.data)
+            .map_err(|e| format!("writing {}: {e}", partial.display()))?;
         received += chunk.data.len() as u64;
         total = chunk.total_size;
     }
     if received != total {
         return Err(format!("received {received} of {total} bytes"));
     }
-    let file = out.finish().map_err(|e| e.to_string())?;
-    file.sync_all().map_err(|e| e.to_string())?;
+    let written = |e: std::io::Error| format!("writing {}: {e}", partial.display());
+    let file = out.finish().map_err(written)?;
+    file.sync_all().map_err(written)?;
     tilesolve::pdb::file::drop_cached_pages(&file);
     Ok(Fetched {
         bytes: file.metadata().map_err(|e| e.to_string())?.len(),
