@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
+use tilesolve::search::child_order;
 use tilesolve::task::followed_children;
 use tilesolve::{Board, Direction, Solver};
 
@@ -25,19 +26,44 @@ pub struct SubtreeTask {
     pub h: u32,
     /// Nodes its search is predicted to expand (0: no prediction).
     pub predicted: u64,
+    /// Where one thread's search meets it: per move from the root, the child's place among its
+    /// siblings (`tilesolve::search::child_order`). Tasks sorted by it, as bytes, are in search
+    /// order, and a subtree's children extend its own.
+    pub order: Vec<u8>,
 }
 
 impl SubtreeTask {
     pub fn g(&self) -> u32 {
         self.path.len() as u32
     }
+
+    /// Its child `board` (estimate `h`) reached by `direction`, in an iteration under `bound`.
+    fn child(
+        &self,
+        solver: &Solver,
+        bound: u32,
+        direction: Direction,
+        board: Board,
+        h: u32,
+    ) -> SubtreeTask {
+        let mut path = self.path.clone();
+        path.push(direction);
+        let place = child_order(solver.pruning(), (bound, self.g(), self.h), h, direction);
+        SubtreeTask {
+            board,
+            path,
+            h,
+            predicted: 0,
+            order: [&self.order[..], &place[..]].concat(),
+        }
+    }
 }
 
 /// An iteration split into tasks.
 #[derive(Clone, Debug, Default)]
 pub struct Frontier {
-    /// Subtrees to search, in the order in-process IDA* meets them (their paths, moves in
-    /// search order): in the iteration that holds the solution, the work before it is met is
+    /// Subtrees to search, in the order in-process IDA* meets them (by
+    /// [`SubtreeTask::order`]): in the iteration that holds the solution, the work before it is met is
     /// then what one thread does (see [`crate::queue`]).
     pub tasks: Vec<SubtreeTask>,
     /// A goal met above the frontier depth: the shallowest, hence optimal, solution.
@@ -68,6 +94,7 @@ pub fn split(root: &Board, solver: &Solver, bound: u32, depth: u32) -> Frontier 
         path: Vec::new(),
         h: root_h,
         predicted: 0,
+        order: Vec::new(),
     }];
     for g in 0..depth {
         if let Some(node) = level.iter().find(|node| node.board == *goal) {
@@ -88,14 +115,7 @@ pub fn split(root: &Board, solver: &Solver, bound: u32, depth: u32) -> Frontier 
                     continue;
                 }
                 seen.insert(child, g + 1);
-                let mut path = node.path.clone();
-                path.push(direction);
-                next.push(SubtreeTask {
-                    board: child,
-                    path,
-                    h,
-                    predicted: 0,
-                });
+                next.push(node.child(solver, bound, direction, child, h));
             }
         }
         level = next;
@@ -104,8 +124,10 @@ pub fn split(root: &Board, solver: &Solver, bound: u32, depth: u32) -> Frontier 
         frontier.solution = Some(node.path.clone());
         return frontier;
     }
-    // Each level was built in its parents' order, children in search order: paths in search
-    // order already.
+    // Built level by level in move order, so that of two paths to a board the one kept is the
+    // least in move order (what keeps the pruning sound: see `tilesolve::search::pruning`);
+    // queued in the order one thread's search meets them.
+    level.sort_by(|a, b| a.order.cmp(&b.order));
     frontier.tasks = level;
     frontier
 }
@@ -340,7 +362,7 @@ pub fn split_balanced(
     }
     let mut ordered: Vec<(u64, usize)> = heap.into_vec();
     ordered.extend(too_deep);
-    ordered.sort_by_cached_key(|&(_, index)| path_of(&tasks[index]));
+    ordered.sort_by(|&(_, a), &(_, b)| tasks[a].order.cmp(&tasks[b].order));
     frontier.tasks = ordered
         .into_iter()
         .map(|(size, index)| SubtreeTask {
@@ -368,18 +390,13 @@ fn children_within(
             *pruned_min_f = (*pruned_min_f).min(f);
             continue;
         }
-        let mut path = parent.path.clone();
-        path.push(direction);
-        if child == *solver.goal() {
-            return Err(path);
+        let child = parent.child(solver, bound, direction, child, h);
+        if child.board == *solver.goal() {
+            return Err(child.path);
         }
-        children.push(SubtreeTask {
-            board: child,
-            path,
-            h,
-            predicted: 0,
-        });
+        children.push(child);
     }
+    children.sort_by(|a, b| a.order.cmp(&b.order));
     Ok(children)
 }
 
@@ -516,12 +533,10 @@ mod tests {
         boards.sort_by_key(|b| b.to_string());
         boards.dedup();
         assert_eq!(boards.len(), frontier.tasks.len(), "each board once");
-        let paths: Vec<Vec<u8>> = frontier
-            .tasks
-            .iter()
-            .map(|t| t.path.iter().map(|&d| d as u8).collect())
-            .collect();
-        assert!(paths.windows(2).all(|w| w[0] < w[1]), "search order");
+        assert!(
+            frontier.tasks.windows(2).all(|w| w[0].order < w[1].order),
+            "search order"
+        );
         assert!(frontier.tasks.iter().all(|t| t.g() == 12));
         assert!(
             frontier

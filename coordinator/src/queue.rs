@@ -1,14 +1,16 @@
 //! The ready queue's order, shared by the scheduler and the simulator: batches first come,
 //! first served; within a batch, waves (a puzzle's whole task, or one split iteration) in the
 //! order they were queued, because an unfinished iteration holds back its puzzle's next, larger
-//! one; within a wave, subtrees in the order in-process IDA* meets them (by their paths from the
-//! puzzle's root, moves in search order), and in the order queued among equals.
+//! one; within a wave, subtrees in the order in-process IDA* meets them (by
+//! `frontier::SubtreeTask::order`: per move from the puzzle's root, the child's place among its
+//! siblings), and in the order queued among equals.
 //!
 //! Why not the largest first: in the iteration that holds the goal, the work done before the
 //! goal is met depends only on the order, and this order is one thread's (Korf-24 #28's last
 //! iteration: one thread meets the goal after 13.5 M nodes; two workers in this order after
-//! 6.2 M, the split having dropped repeated boards; ordered by increasing h, after 67.5 M). A
-//! subtree split again keeps its place: its children's paths extend its own. Idle tails are the
+//! 6.2 M, the split having dropped repeated boards; ordered by increasing h, after 67.5 M; these
+//! figures predate the kernel's taking large subtrees' children best first). A subtree split
+//! again keeps its place: its children's orders extend its own. Idle tails are the
 //! split's to prevent (fine tasks, and a long task handing back what it has not searched), not
 //! the order's.
 
@@ -58,15 +60,15 @@ impl<T> Default for ReadyQueue<T> {
 }
 
 impl<T> ReadyQueue<T> {
-    /// Queues `item` of `batch` and `wave`, the subtree at `path` (direction indices from the
-    /// puzzle's root).
-    pub fn push(&mut self, batch: u64, wave: u64, path: Vec<u8>, item: T) {
+    /// Queues `item` of `batch` and `wave`, the subtree at `order` (where one thread's search
+    /// meets it).
+    pub fn push(&mut self, batch: u64, wave: u64, order: Vec<u8>, item: T) {
         self.queued += 1;
         self.heap.push(Entry {
             key: (
                 Reverse(batch),
                 Reverse(wave),
-                Reverse(path),
+                Reverse(order),
                 Reverse(self.queued),
             ),
             item,

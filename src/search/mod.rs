@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 pub use astar::{a_star, AStarError};
-pub use ida::{ida_star, Bounded, IdaOutcome, IdaStop, Kernel, MAX_DEPTH};
+pub use ida::{child_order, ida_star, Bounded, IdaOutcome, IdaStop, Kernel, MAX_DEPTH};
 pub use profile::{profiled_search, PartSize, Profiled, SubtreeRoot};
 pub use pruning::{MovePruning, Pruning};
 

@@ -5,7 +5,7 @@
 //! The coordinator records these sizes so a run can be replayed with more (virtual) workers than
 //! it had: a finer split of the same iteration is a union of these descendants. Searching the
 //! descendants one by one visits exactly the nodes the single search would, in the same order
-//! (the interior is walked here in the kernel's move order), so the outcome and the node count
+//! (the interior is walked here in the kernel's order), so the outcome and the node count
 //! are the same; the cost is one kernel restart per descendant.
 
 use std::time::Instant;
@@ -78,7 +78,7 @@ pub fn profiled_search<H: Heuristic>(
     let outcome = if g + h > bound {
         Bounded::Exceeded { next_bound: g + h }
     } else {
-        match walk.visit(board, g, last, machine) {
+        match walk.visit(board, g, h, last, machine) {
             Some(stop) => stop,
             None => Bounded::Exceeded {
                 next_bound: walk.next_bound,
@@ -116,6 +116,7 @@ impl<H: Heuristic> Walk<'_, '_, H> {
         &mut self,
         board: &Board,
         g: u32,
+        h: u32,
         last: Option<Direction>,
         machine: u32,
     ) -> Option<Bounded> {
@@ -126,6 +127,7 @@ impl<H: Heuristic> Walk<'_, '_, H> {
             return Some(Bounded::Found(self.moves.clone()));
         }
         self.interior.expanded += 1;
+        let mut kept = Vec::with_capacity(3);
         for direction in Direction::ALL {
             if last == Some(direction.opposite()) {
                 continue;
@@ -138,13 +140,21 @@ impl<H: Heuristic> Walk<'_, '_, H> {
                 continue;
             }
             self.interior.generated += 1;
-            let f = g + 1 + (self.estimate)(&child);
+            let child_h = (self.estimate)(&child);
+            let f = g + 1 + child_h;
             if f > self.bound {
                 self.next_bound = self.next_bound.min(f);
                 continue;
             }
+            kept.push((direction, child, child_h, child_machine));
+        }
+        // In the kernel's order: see `Kernel::best_first`.
+        if self.kernel.best_first(self.bound, g, h) {
+            kept.sort_by_key(|&(_, _, child_h, _)| child_h);
+        }
+        for (direction, child, child_h, child_machine) in kept {
             self.moves.push(direction);
-            let stop = self.visit(&child, g + 1, Some(direction), child_machine);
+            let stop = self.visit(&child, g + 1, child_h, Some(direction), child_machine);
             self.moves.pop();
             if stop.is_some() {
                 return stop;

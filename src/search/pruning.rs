@@ -47,14 +47,20 @@ pub struct MovePruning {
     /// State -> next state per direction, or [`DEAD`].
     transitions: Vec<[u32; 4]>,
     words: usize,
+    /// Whether searches under this machine take a large subtree's children lowest estimate
+    /// first (the kernel's `ORDER_SLACK`); the machine that forbids nothing keeps the move order
+    /// of Korf's 1985 counts.
+    orders_children: bool,
 }
 
 /// Which move sequences a search skips.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Pruning {
-    /// Only the move that undoes the previous one: the rule Korf's 1985 node counts assume.
+    /// Only the move that undoes the previous one, children in move order: the rules Korf's
+    /// 1985 node counts assume.
     UndoOnly,
-    /// Every duplicate path the board size's machine knows (the default).
+    /// Every duplicate path the board size's machine knows, and a large subtree's children
+    /// searched lowest estimate first (the default).
     Duplicates,
 }
 
@@ -88,6 +94,7 @@ impl MovePruning {
         NONE.get_or_init(|| MovePruning {
             transitions: vec![[START; 4]],
             words: 0,
+            orders_children: false,
         })
     }
 
@@ -126,6 +133,7 @@ impl MovePruning {
         MovePruning {
             transitions: automaton(words),
             words: words.len(),
+            orders_children: true,
         }
     }
 
@@ -167,6 +175,12 @@ impl MovePruning {
 
     pub fn states(&self) -> usize {
         self.transitions.len()
+    }
+
+    /// Whether searches under this machine take a large subtree's children most promising first
+    /// (every machine but [`MovePruning::none`], which keeps Korf's 1985 move order).
+    pub fn orders_children(&self) -> bool {
+        self.orders_children
     }
 
     /// How many forbidden words the machine was made from.

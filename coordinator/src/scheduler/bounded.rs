@@ -143,7 +143,7 @@ impl Scheduler {
             }),
         };
         let (wave, predicted) = (self.tasks.next_wave(), self.config.whole_task_budget);
-        self.add_task(puzzle_id, spec, wave, predicted);
+        self.add_task(puzzle_id, spec, (wave, Vec::new()), predicted);
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 use tilesolve::heuristic::Weight;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
-use tilesolve::search::Counters;
+use tilesolve::search::{child_order, Counters};
 use tilesolve::{parse_board, Board, Direction, Solution};
 
 use super::bounded::whole_budget_within;
@@ -234,15 +234,16 @@ impl Scheduler {
             weighted: None,
         };
         let (wave, predicted) = (self.tasks.next_wave(), self.config.whole_task_budget);
-        self.add_task(puzzle, spec, wave, predicted);
+        self.add_task(puzzle, spec, (wave, Vec::new()), predicted);
         Ok(())
     }
 
+    /// Queues `spec` for `puzzle` in `wave`, at `order` within it (see [`TaskEntry::order`]).
     pub(super) fn add_task(
         &mut self,
         puzzle: PuzzleId,
         mut spec: TaskSpec,
-        wave: u64,
+        (wave, order): (u64, Vec<u8>),
         predicted: u64,
     ) {
         let id = self.next_id();
@@ -251,7 +252,7 @@ impl Scheduler {
         if let Some(p) = self.puzzles.get_mut(&puzzle) {
             p.outstanding.insert(id);
         }
-        self.tasks.add(puzzle, spec, wave, predicted);
+        self.tasks.add(puzzle, spec, (wave, order), predicted);
     }
 
     /// Applies one result `worker` reported.
@@ -412,23 +413,37 @@ impl Scheduler {
             Next::Split(children) => {
                 let spec = &entry.spec;
                 let predicted = entry.predicted / children.len().max(1) as u64;
-                for direction in children {
-                    let Some((board, _)) = spec.board.apply(direction) else {
-                        continue;
-                    };
-                    let mut path = spec.path.clone();
-                    path.push(direction);
-                    self.add_task(
-                        puzzle_id,
-                        TaskSpec {
+                // Each child queued where one thread's search meets it: after the subtrees
+                // before its parent, in the order its parent takes its children.
+                let solver = self.solver(&spec.goal, spec.heuristic)?;
+                let parent = (
+                    spec.bound,
+                    spec.path.len() as u32,
+                    solver.estimate(&spec.board),
+                );
+                let queued: Vec<(TaskSpec, Vec<u8>)> = children
+                    .into_iter()
+                    .filter_map(|direction| {
+                        let (board, _) = spec.board.apply(direction)?;
+                        let place = child_order(
+                            solver.pruning(),
+                            parent,
+                            solver.estimate(&board),
+                            direction,
+                        );
+                        let mut path = spec.path.clone();
+                        path.push(direction);
+                        let child = TaskSpec {
                             id: 0,
                             board,
                             path,
                             ..spec.clone()
-                        },
-                        entry.wave,
-                        predicted,
-                    );
+                        };
+                        Some((child, [&entry.order[..], &place[..]].concat()))
+                    })
+                    .collect();
+                for (child, order) in queued {
+                    self.add_task(puzzle_id, child, (entry.wave, order), predicted);
                 }
                 // A board with no child within the bound ends its subtree here.
                 let next = self
@@ -593,7 +608,7 @@ impl Scheduler {
                 profile_depth: self.config.profile_depth,
                 weighted: None,
             };
-            self.add_task(puzzle_id, spec, wave, task.predicted);
+            self.add_task(puzzle_id, spec, (wave, task.order), task.predicted);
         }
         Ok(())
     }

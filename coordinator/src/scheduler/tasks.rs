@@ -4,8 +4,6 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use tilesolve::Direction;
-
 use super::types::{Lineage, PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
 use crate::queue::ReadyQueue;
 
@@ -17,11 +15,6 @@ pub(super) struct Lease {
     /// No renewal goes past this: the task's node budget at [`LEASE_MIN_NODE_RATE`], plus a
     /// lease timeout (none for a task without a budget).
     deadline: Option<Instant>,
-}
-
-/// A task's place in its wave of the ready queue: its path from the puzzle's root.
-fn place(path: &[Direction]) -> Vec<u8> {
-    path.iter().map(|&d| d as u8).collect()
 }
 
 /// Expanded nodes a second below which no worker runs a task (a hundredth of the kernel's
@@ -57,6 +50,9 @@ pub(super) struct TaskEntry {
     /// expand: its place in the ready queue.
     pub(super) wave: u64,
     pub(super) predicted: u64,
+    /// Where one thread's search meets its subtree (`frontier::SubtreeTask::order`; empty for
+    /// a whole task or an audit): its place within its wave.
+    pub(super) order: Vec<u8>,
     /// When it was queued (or queued again after a failure): an audit nobody takes within a
     /// lease timeout is run by the coordinator instead.
     queued: Instant,
@@ -112,9 +108,15 @@ impl Tasks {
         self.waves
     }
 
-    /// Queues `spec` (whose id is set) for `puzzle`.
-    pub(super) fn add(&mut self, puzzle: PuzzleId, spec: TaskSpec, wave: u64, predicted: u64) {
-        self.insert(puzzle, spec, wave, predicted, None);
+    /// Queues `spec` (whose id is set) for `puzzle`, at `order` within its wave.
+    pub(super) fn add(
+        &mut self,
+        puzzle: PuzzleId,
+        spec: TaskSpec,
+        (wave, order): (u64, Vec<u8>),
+        predicted: u64,
+    ) {
+        self.insert(puzzle, spec, (wave, order), predicted, None);
     }
 
     /// Queues an audit task (whose id is set) ahead of every wave, since the puzzle's answer
@@ -126,18 +128,18 @@ impl Tasks {
         audit: Audit,
         predicted: u64,
     ) {
-        self.insert(puzzle, spec, 0, predicted, Some(audit));
+        self.insert(puzzle, spec, (0, Vec::new()), predicted, Some(audit));
     }
 
     fn insert(
         &mut self,
         puzzle: PuzzleId,
         spec: TaskSpec,
-        wave: u64,
+        (wave, order): (u64, Vec<u8>),
         predicted: u64,
         audit: Option<Audit>,
     ) {
-        let (id, path) = (spec.id, place(&spec.path));
+        let id = spec.id;
         self.entries.insert(
             id,
             TaskEntry {
@@ -148,11 +150,12 @@ impl Tasks {
                 audit,
                 wave,
                 predicted,
+                order: order.clone(),
                 queued: Instant::now(),
                 failed_by: Vec::new(),
             },
         );
-        self.ready.push(puzzle.0, wave, path, id);
+        self.ready.push(puzzle.0, wave, order, id);
     }
 
     /// Leases ready tasks to `worker` until `now + timeout`, up to `count` or until it holds
@@ -185,7 +188,7 @@ impl Tasks {
                 .audit
                 .is_some_and(|audit| audit.of == worker || audit.lineage == holding.lineage)
             {
-                passed_over.push((entry.puzzle.0, entry.wave, place(&entry.spec.path), id));
+                passed_over.push((entry.puzzle.0, entry.wave, entry.order.clone(), id));
                 continue;
             }
             // A whole task's `predicted` is its budget, not a prediction: it is never long.
@@ -193,7 +196,7 @@ impl Tasks {
                 && entry.predicted > holding.long_above_nodes
                 && held + leased.len() >= holding.threads
             {
-                passed_over.push((entry.puzzle.0, entry.wave, place(&entry.spec.path), id));
+                passed_over.push((entry.puzzle.0, entry.wave, entry.order.clone(), id));
                 long_passed += 1;
                 continue;
             }
@@ -238,7 +241,7 @@ impl Tasks {
             if let Some(entry) = self.entries.get_mut(&id) {
                 entry.lease = None;
                 self.ready
-                    .push(entry.puzzle.0, entry.wave, place(&entry.spec.path), id);
+                    .push(entry.puzzle.0, entry.wave, entry.order.clone(), id);
             }
         }
         self.held.remove(&worker);
@@ -343,7 +346,7 @@ impl Tasks {
             } else {
                 entry.attempts += 1;
             }
-            let (puzzle, wave, path) = (entry.puzzle, entry.wave, place(&entry.spec.path));
+            let (puzzle, wave, path) = (entry.puzzle, entry.wave, entry.order.clone());
             let exhausted = entry.attempts >= MAX_ATTEMPTS;
             self.released(lease.worker);
             if exhausted {
@@ -403,12 +406,8 @@ impl Tasks {
     }
 
     fn requeue(&mut self, entry: TaskEntry, attempts: u32) {
-        let (id, puzzle, wave, path) = (
-            entry.spec.id,
-            entry.puzzle,
-            entry.wave,
-            place(&entry.spec.path),
-        );
+        let (id, puzzle, wave, path) =
+            (entry.spec.id, entry.puzzle, entry.wave, entry.order.clone());
         self.entries.insert(
             id,
             TaskEntry {
@@ -509,7 +508,7 @@ mod tests {
         // Tasks 1-4 long (10,000 nodes predicted), 5-10 short (10 nodes).
         for id in 1..=10 {
             let predicted = if id <= 4 { 10_000 } else { 10 };
-            tasks.add((1, 0), spec(id, false), wave, predicted);
+            tasks.add((1, 0), spec(id, false), (wave, Vec::new()), predicted);
         }
         let holding = Holding {
             lineage: Lineage::Registration(0),
@@ -545,7 +544,7 @@ mod tests {
         let mut tasks = Tasks::default();
         for id in 1..=5 {
             let wave = tasks.next_wave();
-            tasks.add((1, 0), spec(id, true), wave, 20_000_000);
+            tasks.add((1, 0), spec(id, true), (wave, Vec::new()), 20_000_000);
         }
         let holding = Holding {
             lineage: Lineage::Registration(0),

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use tilesolve::pdb::PdbStore;
+use tilesolve::search::child_order;
 use tilesolve::{Board, Direction, Solver};
 
 use crate::frontier::{split_iteration, BalanceParams, SizeHistory};
@@ -75,6 +76,7 @@ pub fn simulate(
                 iteration: None,
                 board: puzzle.board,
                 path: Vec::new(),
+                order: Vec::new(),
                 units: 0..0,
                 nodes: puzzle.prelude_nodes,
                 seconds: puzzle.prelude_seconds,
@@ -157,7 +159,7 @@ impl Simulation<'_> {
                     for mut child in children {
                         child.predicted = predicted;
                         child.wave = task.wave;
-                        self.queue.push(0, task.wave, child.path.clone(), child);
+                        self.queue.push(0, task.wave, child.order.clone(), child);
                     }
                     self.finish_task(puzzle, now);
                     continue;
@@ -263,7 +265,7 @@ impl Simulation<'_> {
         self.splits_done = pending;
         for (_, tasks) in done {
             for task in tasks {
-                self.queue.push(0, task.wave, task.path.clone(), task);
+                self.queue.push(0, task.wave, task.order.clone(), task);
             }
         }
         self.splits_done
@@ -330,6 +332,7 @@ impl Simulation<'_> {
                         subtree.predicted,
                         SimTask {
                             predicted: subtree.predicted,
+                            order: subtree.order,
                             ..task
                         },
                     )
@@ -370,6 +373,7 @@ impl Simulation<'_> {
             iteration: Some(iteration),
             board,
             path,
+            order: Vec::new(),
             units: start..end,
             nodes: 0,
             seconds: 0.0,
@@ -406,6 +410,9 @@ impl Simulation<'_> {
         {
             return None;
         }
+        let solver = &self.states[task.puzzle].solver;
+        let bound = self.puzzles[task.puzzle].iterations[iteration].bound;
+        let parent = (bound, task.path.len() as u32, solver.estimate(&task.board));
         let mut seen = HashSet::new();
         let mut children = Vec::new();
         for unit in units.iter().filter(|u| u.path.len() > task.path.len()) {
@@ -413,10 +420,15 @@ impl Simulation<'_> {
             if !seen.insert(step) {
                 continue;
             }
-            let (board, _) = task.board.apply(Direction::from_index(step))?;
+            let direction = Direction::from_index(step);
+            let (board, _) = task.board.apply(direction)?;
+            let place = child_order(solver.pruning(), parent, solver.estimate(&board), direction);
             let mut path = task.path.clone();
             path.push(step);
-            children.push(self.task_below(task.puzzle, iteration, board, path));
+            children.push(SimTask {
+                order: [&task.order[..], &place[..]].concat(),
+                ..self.task_below(task.puzzle, iteration, board, path)
+            });
         }
         Some(children)
     }

@@ -13,6 +13,8 @@ pub(super) struct SimTask {
     pub(super) iteration: Option<usize>,
     pub(super) board: Board,
     pub(super) path: Vec<u8>,
+    /// Its place in its wave: where one thread's search meets it (`SubtreeTask::order`).
+    pub(super) order: Vec<u8>,
     /// Range of the iteration's units below `path`.
     pub(super) units: std::ops::Range<usize>,
     pub(super) nodes: u64,
