@@ -48,13 +48,13 @@ impl SubtreeTask {
     ) -> SubtreeTask {
         let mut path = self.path.clone();
         path.push(direction);
-        let place = child_order(solver.pruning(), (bound, self.g(), self.h), h, direction);
+        let parent = (bound, self.g(), self.h);
         SubtreeTask {
             board,
             path,
             h,
             predicted: 0,
-            order: [&self.order[..], &place[..]].concat(),
+            order: child_order(solver.pruning(), &self.order, parent, h, direction),
         }
     }
 }

@@ -26,24 +26,28 @@ pub const MAX_DEPTH: usize = 256;
 /// order. Slacks of 2, 4 and 6 expanded the same within 0.01% (BENCHMARKS.md).
 const ORDER_SLACK: u32 = 4;
 
-/// Where a child stands among its siblings in the order a search under `pruning` takes them:
-/// its estimate `child_h` first when its parent (cost `g`, estimate `h`, under `bound`) takes
-/// its children best first, then its direction. A subtree's place in one thread's search is
-/// the sequence of these from the puzzle's root, compared as bytes: the coordinator queues
-/// subtrees by it.
+/// Where one thread's search under `pruning` meets the child reached by `direction`, whose
+/// estimate is `child_h`, of a parent met at `parent_order` (at cost `g`, estimate `h`, under
+/// `bound`): the parent's place, then the child's among its siblings, which is its estimate
+/// (when the parent takes its children best first) and then its direction. Places compared as
+/// bytes are in search order, so the coordinator queues subtrees by them.
 pub fn child_order(
     pruning: &MovePruning,
+    parent_order: &[u8],
     (bound, g, h): (u32, u32, u32),
     child_h: u32,
     direction: Direction,
-) -> [u8; 2] {
+) -> Vec<u8> {
     let best_first = pruning.orders_children() && bound.saturating_sub(g + h) >= ORDER_SLACK;
     let estimate = if best_first {
         child_h.min(255) as u8
     } else {
         0
     };
-    [estimate, direction as u8]
+    let mut order = Vec::with_capacity(parent_order.len() + 2);
+    order.extend_from_slice(parent_order);
+    order.extend([estimate, direction as u8]);
+    order
 }
 
 /// "No previous move": no direction `d` satisfies `d + NO_MOVE == 3`.
@@ -266,7 +270,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
     /// Whether a node at cost `g` with estimate `h` under `bound` searches its children lowest
     /// estimate first (see [`ORDER_SLACK`]) rather than in move order.
     #[inline(always)]
-    pub fn best_first(&self, bound: u32, g: u32, h: u32) -> bool {
+    pub(crate) fn best_first(&self, bound: u32, g: u32, h: u32) -> bool {
         bound.saturating_sub(g + h) >= self.order_slack
     }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 use tilesolve::heuristic::Weight;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
-use tilesolve::search::{child_order, Counters};
+use tilesolve::search::{child_order, Counters, MovePruning};
 use tilesolve::{parse_board, Board, Direction, Solution};
 
 use super::bounded::whole_budget_within;
@@ -414,23 +414,18 @@ impl Scheduler {
                 let spec = &entry.spec;
                 let predicted = entry.predicted / children.len().max(1) as u64;
                 // Each child queued where one thread's search meets it: after the subtrees
-                // before its parent, in the order its parent takes its children.
-                let solver = self.solver(&spec.goal, spec.heuristic)?;
-                let parent = (
-                    spec.bound,
-                    spec.path.len() as u32,
-                    solver.estimate(&spec.board),
-                );
+                // before its parent, in the order its parent takes its children (move order if
+                // the solver is somehow gone: a place, never a lost child).
+                let solver = self.solver(&spec.goal, spec.heuristic).ok();
+                let estimate = |board: &Board| solver.map_or(spec.bound, |s| s.estimate(board));
+                let parent = (spec.bound, spec.path.len() as u32, estimate(&spec.board));
+                let pruning = solver.map_or(MovePruning::none(), |s| s.pruning());
                 let queued: Vec<(TaskSpec, Vec<u8>)> = children
                     .into_iter()
                     .filter_map(|direction| {
                         let (board, _) = spec.board.apply(direction)?;
-                        let place = child_order(
-                            solver.pruning(),
-                            parent,
-                            solver.estimate(&board),
-                            direction,
-                        );
+                        let order =
+                            child_order(pruning, &entry.order, parent, estimate(&board), direction);
                         let mut path = spec.path.clone();
                         path.push(direction);
                         let child = TaskSpec {
@@ -439,7 +434,7 @@ impl Scheduler {
                             path,
                             ..spec.clone()
                         };
-                        Some((child, [&entry.order[..], &place[..]].concat()))
+                        Some((child, order))
                     })
                     .collect();
                 for (child, order) in queued {

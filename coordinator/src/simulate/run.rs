@@ -422,11 +422,11 @@ impl Simulation<'_> {
             }
             let direction = Direction::from_index(step);
             let (board, _) = task.board.apply(direction)?;
-            let place = child_order(solver.pruning(), parent, solver.estimate(&board), direction);
+            let child_h = solver.estimate(&board);
             let mut path = task.path.clone();
             path.push(step);
             children.push(SimTask {
-                order: [&task.order[..], &place[..]].concat(),
+                order: child_order(solver.pruning(), &task.order, parent, child_h, direction),
                 ..self.task_below(task.puzzle, iteration, board, path)
             });
         }
