@@ -242,18 +242,8 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             if child_machine == DEAD {
                 continue;
             }
-            self.counters.generated += 1;
             let next = usize::from(next);
-            let tile = self.position.slide(next, blank);
-            match self.heuristic.after_move_within(
-                &self.position,
-                state,
-                tile,
-                next,
-                blank,
-                limit,
-                probes[direction],
-            ) {
+            match self.slide_within(next, blank, state, limit, probes[direction]) {
                 Ok((child, h)) => {
                     self.path[g as usize & (MAX_DEPTH - 1)] = direction as u8;
                     if self.dfs(next, g + 1, child, h, direction, child_machine) {
@@ -265,6 +255,23 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             self.position.slide(blank, next);
         }
         false
+    }
+
+    /// Generates the child whose blank is on `next` (the position is left on it) and asks the
+    /// heuristic whether it is within `limit`: its state and estimate, or the estimate over it.
+    #[inline(always)]
+    fn slide_within(
+        &mut self,
+        next: usize,
+        blank: usize,
+        state: H::State,
+        limit: u32,
+        probe: H::Probe,
+    ) -> Result<(H::State, u32), u32> {
+        self.counters.generated += 1;
+        let tile = self.position.slide(next, blank);
+        self.heuristic
+            .after_move_within(&self.position, state, tile, next, blank, limit, probe)
     }
 
     /// Whether a node at cost `g` with estimate `h` under `bound` searches its children lowest
@@ -293,18 +300,8 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
             if machines[direction] == DEAD {
                 continue;
             }
-            self.counters.generated += 1;
             let next = usize::from(next);
-            let tile = self.position.slide(next, blank);
-            match self.heuristic.after_move_within(
-                &self.position,
-                state,
-                tile,
-                next,
-                blank,
-                limit,
-                probes[direction],
-            ) {
+            match self.slide_within(next, blank, state, limit, probes[direction]) {
                 Ok(child) => kept[direction] = Some(child),
                 Err(h) => self.next_bound = self.next_bound.min(g + 1 + h),
             }
