@@ -120,7 +120,8 @@ pub struct SearchArgs {
     #[command(flatten)]
     pub memory: MemoryArgs,
     /// Move sequences IDA* skips: `duplicates` (every path the board size's pruning machine
-    /// knows a shorter or earlier equivalent of) or `undo` (only the move undoing the last one,
+    /// knows a shorter or earlier equivalent of, and a large subtree's children searched lowest
+    /// estimate first) or `undo` (only the move undoing the last one, children in move order,
     /// as in Korf's 1985 counts).
     #[arg(long, default_value = "duplicates")]
     pub pruning: Pruning,
