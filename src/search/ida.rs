@@ -23,7 +23,7 @@ pub const MAX_DEPTH: usize = 256;
 /// 24% fewer expanded, hard80 10%, Korf-100 3%); in the others it changes only the order. Nearer
 /// the bound, where most nodes are, the subtrees are too small to pay for the extra pass over the
 /// children (ordering every node cost hard80 15% of its node rate), so children go in move
-/// order. Slacks of 2, 4 and 6 expanded the same within 0.01% (BENCHMARKS.md).
+/// order. Slacks of 2, 4 and 6 expanded the same within 0.01% (docs/benchmarks/history.md).
 const ORDER_SLACK: u32 = 4;
 
 /// Where one thread's search under `pruning` meets the child reached by `direction`, whose
