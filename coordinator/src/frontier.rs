@@ -63,8 +63,8 @@ impl SubtreeTask {
 #[derive(Clone, Debug, Default)]
 pub struct Frontier {
     /// Subtrees to search, in the order in-process IDA* meets them (by
-    /// [`SubtreeTask::order`]): in the iteration that holds the solution, the work before it is met is
-    /// then what one thread does (see [`crate::queue`]).
+    /// [`SubtreeTask::order`]): in the iteration that holds the solution, the work before it is
+    /// met is then what one thread does (see [`crate::queue`]).
     pub tasks: Vec<SubtreeTask>,
     /// A goal met above the frontier depth: the shallowest, hence optimal, solution.
     pub solution: Option<Vec<Direction>>,

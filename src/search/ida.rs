@@ -26,6 +26,16 @@ pub const MAX_DEPTH: usize = 256;
 /// order. Slacks of 2, 4 and 6 expanded the same within 0.01% (docs/benchmarks/history.md).
 const ORDER_SLACK: u32 = 4;
 
+/// How far under the bound a node must be to take its children best first, under `pruning`:
+/// [`ORDER_SLACK`], or never (`u32::MAX`) where the machine keeps Korf's move order.
+fn order_slack(pruning: &MovePruning) -> u32 {
+    if pruning.orders_children() {
+        ORDER_SLACK
+    } else {
+        u32::MAX
+    }
+}
+
 /// Where one thread's search under `pruning` meets the child reached by `direction`, whose
 /// estimate is `child_h`, of a parent met at `parent_order` (at cost `g`, estimate `h`, under
 /// `bound`): the parent's place, then the child's among its siblings, which is its estimate
@@ -38,7 +48,7 @@ pub fn child_order(
     child_h: u32,
     direction: Direction,
 ) -> Vec<u8> {
-    let best_first = pruning.orders_children() && bound.saturating_sub(g + h) >= ORDER_SLACK;
+    let best_first = bound.saturating_sub(g + h) >= order_slack(pruning);
     let estimate = if best_first {
         child_h.min(255) as u8
     } else {
@@ -115,11 +125,7 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
     /// Skips the move sequences `pruning` forbids (by default only the undo of the last move).
     pub fn with_pruning(mut self, pruning: &'a MovePruning) -> Self {
         self.pruning = pruning;
-        self.order_slack = if pruning.orders_children() {
-            ORDER_SLACK
-        } else {
-            u32::MAX
-        };
+        self.order_slack = order_slack(pruning);
         self
     }
 
