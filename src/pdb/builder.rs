@@ -17,6 +17,7 @@
 //! and their words loaded together, and a placement's result byte is written while scanning it
 //! (the first level at which it has a frontier state), never at random.
 
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -26,7 +27,6 @@ use crate::board::{Board, Shape};
 use crate::pdb::index::{placements, rank, Unranker};
 use crate::pdb::prefetch;
 use crate::pdb::zero_index::{flood, ZeroIndex, SEVERAL};
-use crate::pdb::zeroed::{adjacent_cells, ZeroIsValid, ZeroedArray};
 
 const CLOSED: u64 = 1;
 /// Most pattern tiles a table can have (the exact 3x3 table has 8; 7-8 has 8).
@@ -43,6 +43,56 @@ pub struct BuildProgress {
     pub reached: u64,
     pub placements: u64,
     pub seconds: f64,
+}
+
+/// Atomic integer types, for which all-zero memory is a valid value.
+///
+/// # Safety
+/// Implement only for types whose all-zero bit pattern is a valid value.
+unsafe trait ZeroIsValid: Sync + Send {}
+// SAFETY: atomic integers have the size and bit validity of their integer, and 0 is an integer.
+unsafe impl ZeroIsValid for AtomicU8 {}
+// SAFETY: as above.
+unsafe impl ZeroIsValid for AtomicU32 {}
+// SAFETY: as above.
+unsafe impl ZeroIsValid for AtomicU64 {}
+
+/// A zeroed array in anonymous memory advised to use transparent huge pages. The builder reads
+/// and writes gigabytes at random; with 4 KB pages much of that time goes to TLB misses.
+struct ZeroedArray<T> {
+    map: MmapMut,
+    len: usize,
+    _items: PhantomData<T>,
+}
+
+impl<T: ZeroIsValid> ZeroedArray<T> {
+    fn new(len: usize) -> std::io::Result<Self> {
+        let map = MmapMut::map_anon((len * size_of::<T>()).max(1))?;
+        // Only advice: where huge pages are unavailable the build is just slower.
+        #[cfg(target_os = "linux")]
+        let _ = map.advise(memmap2::Advice::HugePage);
+        Ok(ZeroedArray {
+            map,
+            len,
+            _items: PhantomData,
+        })
+    }
+
+    /// The memory itself, once the build is done with it.
+    fn into_map(self) -> MmapMut {
+        self.map
+    }
+}
+
+impl<T: ZeroIsValid> std::ops::Deref for ZeroedArray<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        // SAFETY: the map is page-aligned (so aligned for T), holds `len` items of T, starts
+        // zeroed (valid for T by `ZeroIsValid`), is only accessed through atomics while shared,
+        // and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr().cast::<T>(), self.len) }
+    }
 }
 
 /// An atomic word of 2-bit per-cell marks: 32 bits cover 16 cells, 64 bits cover 25.
@@ -94,26 +144,12 @@ pub fn build(
     threads: usize,
     progress: &(dyn Fn(BuildProgress) + Sync),
 ) -> std::io::Result<MmapMut> {
-    if zero_aware && !marks_fit(goal.cells(), pattern.len()) {
-        return crate::pdb::zero_builder::build(goal, pattern, threads, progress);
-    }
     let zero = zero_aware.then(|| ZeroIndex::new(goal.side(), pattern.len()));
     if goal.cells() <= 16 {
         Ok(Builder::<AtomicU32>::new(goal, pattern, zero)?.run(threads, progress))
     } else {
         Ok(Builder::<AtomicU64>::new(goal, pattern, zero)?.run(threads, progress))
     }
-}
-
-/// The most memory this builder's marks may take. A zero-aware table whose marks would take more
-/// (7 tiles on 5x5: 19.5 GB) is built by `zero_builder`, which keeps no marks beside the values,
-/// at about 1.4x the time (50 s against 36 s for a 6-tile 5x5 table).
-const MARKS_LIMIT: u64 = 4 << 30;
-
-/// Whether the marks of `k` pattern tiles on a board of `cells` cells fit [`MARKS_LIMIT`].
-pub fn marks_fit(cells: usize, k: usize) -> bool {
-    let word = if cells <= 16 { 4 } else { 8 };
-    placements(cells, k) * word <= MARKS_LIMIT
 }
 
 struct Builder<W> {
@@ -137,9 +173,26 @@ struct Builder<W> {
 impl<W: MarkWord> Builder<W> {
     fn new(goal: &Board, pattern: &[u8], zero: Option<ZeroIndex>) -> std::io::Result<Self> {
         let shape = goal.shape();
+        let (rows, cols) = (shape.rows(), shape.cols());
         let cells = goal.cells();
         let count = placements(cells, pattern.len()) as usize;
         let blocks = (count >> BLOCK_SHIFT) + 1;
+        let mut adjacent = [0u32; 32];
+        for (cell, mask) in adjacent.iter_mut().enumerate().take(cells) {
+            let (row, col) = (cell / cols, cell % cols);
+            if row > 0 {
+                *mask |= 1 << (cell - cols);
+            }
+            if row + 1 < rows {
+                *mask |= 1 << (cell + cols);
+            }
+            if col > 0 {
+                *mask |= 1 << (cell - 1);
+            }
+            if col + 1 < cols {
+                *mask |= 1 << (cell + 1);
+            }
+        }
         let builder = Builder::<W> {
             shape,
             k: pattern.len(),
@@ -152,7 +205,7 @@ impl<W: MarkWord> Builder<W> {
                 }
             }),
             all: ((1u64 << cells) - 1) as u32,
-            adjacent: adjacent_cells(shape),
+            adjacent,
             marks: ZeroedArray::new(count)?,
             values: ZeroedArray::new(zero.as_ref().map_or(count, |z| z.entries() as usize))?,
             zero,

@@ -14,9 +14,7 @@ mod partitioned;
 mod preset;
 mod shuffle_rank;
 mod store;
-pub mod zero_builder;
 pub mod zero_index;
-mod zeroed;
 
 pub use additive::{AdditivePdb, PdbState};
 pub use file::{PatternSpec, PatternTable, PdbError};

@@ -38,8 +38,6 @@ pub enum Preset {
     P6666Zero,
     /// 5x5, the maximum over seven zero-aware 6-6-6-6 sets (14 tables): the strongest 5x5 preset.
     P6666Max,
-    /// 5x5, the maximum over five zero-aware 6-6-6-6 sets and a zero-aware 7-7-5-5 set.
-    P7755Max,
     /// A rectangle's tiles in at most four blocks of at most this many tiles (2 to 8).
     Blocks(u8),
 }
@@ -123,16 +121,8 @@ const P6666_MAX: &[&[&[u8]]] = &[
     ],
 ];
 
-/// The 7-7-5-5 set of `7-7-5-5-max`: two compact 7-tile blocks away from the blank's corner.
-const P7755: &[&[u8]] = &[
-    &[0, 1, 2, 3, 5, 6, 7],
-    &[4, 8, 9, 13, 14, 18, 19],
-    &[10, 11, 15, 16, 20],
-    &[12, 17, 21, 22, 23],
-];
-
 impl Preset {
-    pub const ALL: [Preset; 9] = [
+    pub const ALL: [Preset; 8] = [
         Preset::Exact,
         Preset::P4443,
         Preset::P555,
@@ -141,7 +131,6 @@ impl Preset {
         Preset::P6666,
         Preset::P6666Zero,
         Preset::P6666Max,
-        Preset::P7755Max,
     ];
 
     pub fn name(self) -> String {
@@ -154,7 +143,6 @@ impl Preset {
             Preset::P6666 => "6-6-6-6",
             Preset::P6666Zero => "6-6-6-6-zero",
             Preset::P6666Max => "6-6-6-6-max",
-            Preset::P7755Max => "7-7-5-5-max",
             Preset::Blocks(k) => return format!("blocks-{k}"),
         };
         name.to_string()
@@ -165,7 +153,7 @@ impl Preset {
     pub fn square_side(self) -> Option<usize> {
         match self {
             Preset::Exact => Some(3),
-            Preset::P6666 | Preset::P6666Zero | Preset::P6666Max | Preset::P7755Max => Some(5),
+            Preset::P6666 | Preset::P6666Zero | Preset::P6666Max => Some(5),
             Preset::Blocks(_) => None,
             _ => Some(4),
         }
@@ -253,10 +241,7 @@ impl Preset {
 
     /// Whether the tables keep one entry per blank region (see `zero_index`).
     pub fn zero_aware(self) -> bool {
-        matches!(
-            self,
-            Preset::P6666Zero | Preset::P6666Max | Preset::P7755Max
-        )
+        matches!(self, Preset::P6666Zero | Preset::P6666Max)
     }
 
     /// How many distinct tables the preset has (for `blocks-K`, the most it can have).
@@ -278,13 +263,6 @@ impl Preset {
             Preset::P78 => &[P78],
             Preset::P6666 | Preset::P6666Zero => &[P6666],
             Preset::P6666Max => P6666_MAX,
-            Preset::P7755Max => &[
-                P6666_MAX[0],
-                P6666_MAX[1],
-                P6666_MAX[2],
-                P6666_MAX[3],
-                P7755,
-            ],
             Preset::Blocks(k) => {
                 return vec![block_groups(shape, usize::from(k)).unwrap_or_default()];
             }

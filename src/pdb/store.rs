@@ -16,9 +16,6 @@ use crate::pdb::preset::Preset;
 /// the "about how long" message before a build (see BENCHMARKS.md).
 const PLACEMENTS_PER_SECOND: f64 = 4.5e6;
 
-/// States `zero_builder` settles per second there (a 6-tile 5x5 table's 181 M in 50 s).
-const LEAN_STATES_PER_SECOND: f64 = 3.6e6;
-
 /// Placements packed per second there (`packed::pack`: 14.6 s for the 8-tile table).
 const PACKED_PER_SECOND: f64 = 3.5e7;
 
@@ -99,12 +96,7 @@ impl PdbStore {
         } else {
             spec.entries() as f64 / PACKED_PER_SECOND
         };
-        let rate = if builder::marks_fit(spec.goal.cells(), spec.tiles.len()) {
-            PLACEMENTS_PER_SECOND
-        } else {
-            LEAN_STATES_PER_SECOND
-        };
-        spec.entries() as f64 / rate + packing
+        spec.entries() as f64 / PLACEMENTS_PER_SECOND + packing
     }
 
     /// The table for `spec`: loaded, or built and saved if missing or unusable.

@@ -19,7 +19,7 @@
 //! zero-aware term changes only when one of its own tiles moves, like a placement-only one.
 
 use crate::board::Shape;
-use crate::pdb::index::{placements, rank, Unranker};
+use crate::pdb::index::{placements, rank};
 
 /// Set on a main-region entry whose placement has more than one free region.
 pub const SEVERAL: u8 = 0x80;
@@ -48,8 +48,6 @@ pub struct ZeroIndex {
     /// lookup finds the blank's region with a mask test instead of flooding the board.
     regions: Vec<u32>,
     entries: u64,
-    /// The main entries' placements, for [`Self::state`].
-    unranker: Unranker,
 }
 
 impl ZeroIndex {
@@ -99,7 +97,6 @@ impl ZeroIndex {
             extra,
             regions,
             entries: main + total * u64::from(orders),
-            unranker: Unranker::new(cells, k),
         }
     }
 
@@ -187,8 +184,7 @@ impl ZeroIndex {
             & free
     }
 
-    /// Where the state with the pattern tiles on `cells` and the blank anywhere in `region` (or
-    /// any part of it, down to one cell) is
+    /// Where the state with the pattern tiles on `cells` and the blank anywhere in `region` is
     /// kept, and whether that is a main entry of a placement with several regions (which the
     /// builder marks with [`SEVERAL`]).
     pub fn locate(&self, cells: &[u8], region: u32) -> (usize, bool) {
@@ -203,70 +199,6 @@ impl ZeroIndex {
                 self.extra_index(map, map_rank, cells.iter().copied(), j) as usize,
                 false,
             ),
-        }
-    }
-
-    /// The state kept at `index`, the inverse of [`Self::locate`]: the pattern tiles' cells, in
-    /// pattern order, into `cells[..k]`, and the blank's region as the result.
-    pub fn state(&self, index: u32, cells: &mut [u8; 32]) -> u32 {
-        if index < self.main {
-            let mut digits = [0u8; 32];
-            self.unranker.unrank(index, cells, &mut digits);
-            let map = cells[..self.k].iter().fold(0u32, |m, &c| m | 1 << c);
-            let map_rank = self.map_rank(map) as usize;
-            let others = self.regions
-                [self.extra[map_rank] as usize..self.extra[map_rank + 1] as usize]
-                .iter()
-                .fold(0u32, |m, &region| m | region);
-            return all_cells(self.cells) & !map & !others;
-        }
-        let slot = (index - self.main) / self.orders;
-        let order = (index - self.main) % self.orders;
-        // The map whose non-main regions hold the slot: extra[r] <= slot < extra[r + 1].
-        let map_rank = self.extra.partition_point(|&first| first <= slot) - 1;
-        self.place(self.map_of(map_rank as u32), order, cells);
-        self.regions[slot as usize]
-    }
-
-    /// The map of rank `map_rank` in the combinatorial number system.
-    fn map_of(&self, map_rank: u32) -> u32 {
-        let mut rest = map_rank;
-        let mut map = 0u32;
-        for i in (1..=self.k).rev() {
-            // The largest cell c with C(c, i) <= rest.
-            let cell = (0..self.cells)
-                .rev()
-                .find(|&c| self.choose[c][i] <= rest)
-                .unwrap_or(0);
-            map |= 1 << cell;
-            rest -= self.choose[cell][i];
-        }
-        map
-    }
-
-    /// The tiles' cells given the map and the rank of their order on it (the inverse of
-    /// [`Self::order`]).
-    fn place(&self, map: u32, mut order: u32, cells: &mut [u8; 32]) {
-        let mut digits = [0u32; MAX_ZERO_AWARE_TILES];
-        for i in (0..self.k).rev() {
-            let radix = (self.k - i) as u32;
-            digits[i] = order % radix;
-            order /= radix;
-        }
-        let mut taken = 0u32;
-        for (cell, &digit) in cells.iter_mut().zip(&digits[..self.k]) {
-            // The digit-th place not yet taken, then the map's cell at that place.
-            let mut untaken = !taken;
-            for _ in 0..digit {
-                untaken &= untaken - 1;
-            }
-            let place = untaken.trailing_zeros();
-            taken |= 1 << place;
-            let mut rest = map;
-            for _ in 0..place {
-                rest &= rest - 1;
-            }
-            *cell = rest.trailing_zeros() as u8;
         }
     }
 
@@ -422,11 +354,6 @@ mod tests {
                 }
             }
             assert!(seen.iter().all(|&s| s), "{side}x{side}, {k} tiles: dense");
-            for (tiles, region, i, _) in &states {
-                let mut cells = [0u8; 32];
-                assert_eq!(index.state(*i as u32, &mut cells), *region, "{tiles:?}");
-                assert_eq!(&cells[..k], &tiles[..], "state {i}");
-            }
         }
     }
 
