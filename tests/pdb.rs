@@ -113,7 +113,8 @@ fn partitioned_3x3_tables_are_admissible() {
 /// the parent read first, the rest only for a kept child), agrees with evaluating every term:
 /// a kept child gets the full estimate, a cut one a bound over the limit and never over the
 /// estimate. Checked on every 3x3 move, for placement-only tables (packed and at a byte an
-/// entry) and zero-aware ones, with the first read located by the prefetch and without it.
+/// entry) and zero-aware ones (by blank cell and by region), with the first read located by the
+/// prefetch and without it.
 #[test]
 fn lazy_limit_checks_agree_with_full_evaluation() {
     let dir = tempfile::tempdir().unwrap();
@@ -136,10 +137,14 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
         (3, &[vec![0, 1, 2]], false),
     ];
     let copies = tempfile::tempdir().unwrap();
-    for (encoding, (used, sets, reflect)) in
-        [Encoding::Packed, Encoding::Bytes, Encoding::ZeroAware]
-            .into_iter()
-            .flat_map(|encoding| layouts.map(|layout| (encoding, layout)))
+    for (encoding, (used, sets, reflect)) in [
+        Encoding::Packed,
+        Encoding::Bytes,
+        Encoding::ZeroAware,
+        Encoding::ZeroRegions,
+    ]
+    .into_iter()
+    .flat_map(|encoding| layouts.map(|layout| (encoding, layout)))
     {
         let tables = encoding.tables(&store, &goal, &patterns[..used], copies.path());
         let pdb = AdditivePdb::<8>::new(&goal, tables, sets, reflect);
@@ -161,7 +166,10 @@ enum Encoding {
     Packed,
     /// A byte a placement, as earlier versions built them: copies of the packed tables.
     Bytes,
+    /// Zero-aware, as the store builds them on boards of at most 16 cells: packed, by blank cell.
     ZeroAware,
+    /// Zero-aware at a byte per placement and blank region, as the store builds them on 5x5.
+    ZeroRegions,
 }
 
 impl Encoding {
@@ -173,15 +181,38 @@ impl Encoding {
         patterns: &[Vec<u8>],
         copies: &std::path::Path,
     ) -> Vec<Arc<PatternTable>> {
+        if self == Encoding::ZeroRegions {
+            return patterns
+                .iter()
+                .map(|tiles| region_table(goal, tiles, copies))
+                .collect();
+        }
         let tables = tables_for(store, goal, patterns, self == Encoding::ZeroAware);
+        assert!(tables.iter().all(|table| table.packed), "{self:?}");
         match self {
             Encoding::Bytes => tables
                 .iter()
                 .map(|table| byte_copy(table, copies))
                 .collect(),
-            Encoding::Packed | Encoding::ZeroAware => tables,
+            _ => tables,
         }
     }
+}
+
+/// The zero-aware table of `tiles` for `goal` at a byte per placement and blank region (the
+/// layout the store keeps for 5x5), built and written into `dir`, and loaded from there.
+fn region_table(goal: &Board, tiles: &[u8], dir: &std::path::Path) -> Arc<PatternTable> {
+    let spec = PatternSpec {
+        goal: *goal,
+        tiles: tiles.to_vec(),
+        zero_aware: true,
+    };
+    let values = tilesolve::pdb::builder::build(goal, tiles, true, 2, &|_| {}).unwrap();
+    let path = dir.join(spec.file_name());
+    tilesolve::pdb::file::write(&path, &spec, &values, false).unwrap();
+    let table = tilesolve::pdb::file::load(&path, &spec, true).unwrap();
+    assert!(!table.packed);
+    Arc::new(table)
 }
 
 /// `table` (packed) written at a byte a placement into `dir`, and loaded from there.
@@ -282,8 +313,10 @@ fn partitioned_state_agrees_with_the_general_path_over_a_walk() {
             (Encoding::Packed, false),
             (Encoding::Bytes, true),
             (Encoding::ZeroAware, true),
+            (Encoding::ZeroAware, false),
+            (Encoding::ZeroRegions, true),
         ] {
-            if encoding == Encoding::ZeroAware && side == 4 {
+            if encoding == Encoding::ZeroRegions && side == 4 {
                 continue;
             }
             let tables = encoding.tables(&store, &goal, &patterns, copies.path());
@@ -398,7 +431,7 @@ fn zero_aware_entries_refine_placement_entries() {
         zero_aware,
     };
     let placement = store.table(&spec(false), &quiet).unwrap();
-    let zero = store.table(&spec(true), &quiet).unwrap();
+    let zero = region_table(&goal, &tiles, dir.path());
     let index = ZeroIndex::new(4, tiles.len());
     assert_eq!(zero.len() as u64, index.entries());
     let unranker = Unranker::new(16, tiles.len());

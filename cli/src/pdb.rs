@@ -22,8 +22,8 @@ pub enum PdbCommand {
 
 #[derive(Args)]
 pub struct BuildArgs {
-    /// exact (3x3), 4-4-4-3, 5-5-5, 6-6-3, 7-8 (4x4), 6-6-6-6, 6-6-6-6-zero or 6-6-6-6-max
-    /// (5x5); blocks-2 to blocks-8 for a rectangle (with --size).
+    /// exact (3x3), 4-4-4-3, 5-5-5, 6-6-3, 7-8, 7-8-zero (4x4), 6-6-6-6, 6-6-6-6-zero or
+    /// 6-6-6-6-max (5x5); blocks-2 to blocks-8 for a rectangle (with --size).
     preset: Preset,
     /// Rows x columns of the boards, for a `blocks-K` preset: e.g. 4x5.
     #[arg(long, value_name = "RxC")]
@@ -73,7 +73,11 @@ fn build(args: BuildArgs) -> anyhow::Result<bool> {
         "pdb {} for goal {goal}: {} tables, {:.1} MB in memory; {} to build, about {}",
         args.preset,
         specs.len(),
-        args.preset.table_bytes(&goal) as f64 / 1e6,
+        specs
+            .iter()
+            .map(|spec| spec.entry_bytes(spec.packs()))
+            .sum::<u64>() as f64
+            / 1e6,
         to_build.len(),
         progress::duration(estimate)
     );
@@ -87,7 +91,7 @@ fn build(args: BuildArgs) -> anyhow::Result<bool> {
         };
         bytes += table.len();
         println!(
-            "{}  {} entries  checksum {:016x}",
+            "{}  {} bytes of entries  checksum {:016x}",
             store.path_of(&spec).display(),
             table.len(),
             table.checksum
@@ -133,8 +137,13 @@ fn list(data: &DataArgs, verify: bool) -> anyhow::Result<bool> {
                     header.spec.goal.shape(),
                     header.spec.goal,
                     header.spec.tiles,
-                    header.spec.entries(),
-                    if header.packed { " (packed)" } else { "" },
+                    header.spec.stored_entries(header.packed),
+                    match (header.packed, header.spec.zero_aware) {
+                        (true, true) => " (zero-aware by blank cell, packed)",
+                        (true, false) => " (packed)",
+                        (false, true) => " (zero-aware by region)",
+                        (false, false) => "",
+                    },
                     header.checksum
                 );
             }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 use crate::board::{Board, Position};
 use crate::heuristic::Heuristic;
+use crate::pdb::blank_cells;
 use crate::pdb::file::PatternTable;
 use crate::pdb::index::rank;
 use crate::pdb::lookup::{Lookup, Mirror, MAX_GROUPS, NARROW};
@@ -127,7 +128,8 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                 let k = spec.tiles.len();
                 let mut tiles = [0u8; 8];
                 tiles[..k].copy_from_slice(&spec.tiles);
-                let zero = spec.zero_aware.then(|| {
+                let by_blank = spec.zero_aware && table.packed;
+                let zero = (spec.zero_aware && !by_blank).then(|| {
                     match zero_indices.iter().find(|index| index.tiles() == k) {
                         Some(index) => Arc::clone(index),
                         None => {
@@ -143,6 +145,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
                     zero,
                     distances: table.packed.then(|| Distances::new(goal, &spec.tiles)),
                     shift: u32::from(table.packed),
+                    blank_cells: by_blank.then_some((goal.cells() - k) as u32),
                     table,
                 }
             })
@@ -187,7 +190,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
 
     /// The pattern tiles' cells on the board, in table `i`'s pattern order.
     #[inline(always)]
-    fn cells<'p>(
+    pub(super) fn cells<'p>(
         &'p self,
         i: usize,
         position: &'p Position,
@@ -200,7 +203,7 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
 
     /// The cells on the mirror image of the tiles of table `i`'s pattern.
     #[inline(always)]
-    fn mirrored_cells<'p>(
+    pub(super) fn mirrored_cells<'p>(
         &'p self,
         mirror: &'p Mirror,
         i: usize,
@@ -212,29 +215,47 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         })
     }
 
+    /// Table `i`'s placement rank on the board.
+    #[inline(always)]
+    pub(super) fn rank_of(&self, i: usize, position: &Position) -> u32 {
+        if self.vector {
+            self.shuffles[i % SLOTS].rank(Cells::of(&position.cells))
+        } else {
+            rank(self.cells, self.cells(i, position))
+        }
+    }
+
+    /// Table `i`'s placement rank on the mirror image.
+    #[inline(always)]
+    pub(super) fn rank_of_mirrored(&self, mirror: &Mirror, i: usize, position: &Position) -> u32 {
+        if self.vector {
+            self.shuffles[i % SLOTS].rank_mirrored(Cells::of(&position.cells))
+        } else {
+            rank(self.cells, self.mirrored_cells(mirror, i, position))
+        }
+    }
+
     /// Where table `i`'s entry for the board is read first (its placement rank), asking for that
     /// byte's cache line at once so that the reads of several tables overlap.
     #[inline(always)]
     pub(super) fn probe(&self, i: usize, position: &Position) -> u32 {
-        let index = if self.vector {
-            self.shuffles[i % SLOTS].rank(Cells::of(&position.cells))
-        } else {
-            rank(self.cells, self.cells(i, position))
-        };
-        self.prefetch(i, index)
+        let rank = self.rank_of(i, position);
+        let cells = self.cells(i, position);
+        self.prefetch(i, self.entry(i, rank, cells, position.cells[0]));
+        rank
     }
 
     /// [`Self::probe`] for table `i` on the mirror image.
     #[inline(always)]
     pub(super) fn probe_mirrored(&self, mirror: &Mirror, i: usize, position: &Position) -> u32 {
-        let index = if self.vector {
-            self.shuffles[i % SLOTS].rank_mirrored(Cells::of(&position.cells))
-        } else {
-            rank(self.cells, self.mirrored_cells(mirror, i, position))
-        };
-        self.prefetch(i, index)
+        let rank = self.rank_of_mirrored(mirror, i, position);
+        let cells = self.mirrored_cells(mirror, i, position);
+        let blank = mirror.cell[usize::from(position.cells[0]) & 31];
+        self.prefetch(i, self.entry(i, rank, cells, blank));
+        rank
     }
 
+    /// Asks for the cache line of table `i`'s entry `index`, and returns the index.
     #[inline(always)]
     pub(super) fn prefetch(&self, i: usize, index: u32) -> u32 {
         let lookup = &self.lookups[i];
@@ -244,13 +265,28 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
         index
     }
 
-    /// Table `i`'s term, from the first read at `index` (from [`Self::probe`] on `cells`).
+    /// The index of table `i`'s first entry for placement `rank` (its tiles on `cells`) with the
+    /// blank on `blank`: the rank itself unless the table is stored by blank cell.
+    #[inline(always)]
+    fn entry(&self, i: usize, rank: u32, cells: impl Iterator<Item = u8>, blank: u8) -> u32 {
+        match self.lookups[i].blank_cells {
+            None => rank,
+            Some(free) => {
+                let occupied = cells.fold(0u32, |m, c| m | 1 << (c & 31));
+                blank_cells::index(rank, free, blank_cells::blank_place(occupied, blank.into()))
+            }
+        }
+    }
+
+    /// Table `i`'s term, from the first read at placement rank `index` (from [`Self::probe`] on
+    /// `cells`).
     #[inline(always)]
     fn read(&self, i: usize, index: u32, cells: impl Iterator<Item = u8> + Clone, blank: u8) -> u8 {
         let lookup = &self.lookups[i];
         let entries = lookup.table.entries();
         if let Some(distances) = &lookup.distances {
-            return distances.of(cells) + 2 * packed::half_excess(entries, index);
+            let entry = self.entry(i, index, cells.clone(), blank);
+            return distances.of(cells) + 2 * packed::half_excess(entries, entry);
         }
         let first = entries[index as usize];
         match &lookup.zero {

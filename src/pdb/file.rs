@@ -6,7 +6,8 @@
 //!
 //! Layout (little-endian): magic `TILEPDB\n` (0..8), format version u32 (8..12), columns (12),
 //! pattern size (13), entry encoding (14: 1 for one byte per placement, 4 for half a byte per
-//! placement as `packed` says, 3 for a byte per zero-aware state, see `zero_index`), rows (15:
+//! placement as `packed` says, 3 for a byte per zero-aware state, see `zero_index`, 5 for half a
+//! byte per placement and blank cell, see `blank_cells`), rows (15:
 //! 0 for a square, as every file before rectangles has it), goal tiles (16..41), pattern tiles
 //! (41..66), entry count u64 (72..80), checksum u64 (80..88), zeros to 128. A goal has at most
 //! [`MAX_TABLE_CELLS`] cells.
@@ -20,6 +21,7 @@ use memmap2::Mmap;
 use thiserror::Error;
 
 use crate::board::{Board, Shape, MAX_SIDE};
+use crate::pdb::blank_cells;
 use crate::pdb::index::{placements, Unranker};
 use crate::pdb::packed::{half_excess, packed_len, Distances};
 use crate::pdb::zero_index::{ZeroIndex, MAX_ZERO_AWARE_TILES};
@@ -33,6 +35,8 @@ pub const ENCODING_BYTE_MOVES: u8 = 1;
 pub const ENCODING_ZERO_AWARE: u8 = 3;
 /// Half a byte per placement: the halved excess over the pattern's Manhattan distance (`packed`).
 pub const ENCODING_PACKED: u8 = 4;
+/// A zero-aware table at half a byte per placement and blank cell (`blank_cells`).
+pub const ENCODING_ZERO_AWARE_PACKED: u8 = 5;
 pub const HEADER_LEN: usize = 128;
 /// The most cells of a goal a table's header holds (25 bytes of goal tiles, a 5x5 board).
 pub const MAX_TABLE_CELLS: usize = MAX_SIDE * MAX_SIDE;
@@ -56,18 +60,36 @@ impl PatternSpec {
         }
     }
 
-    /// Bytes of entries in a file of this table, packed or not (a zero-aware table never is).
-    pub fn entry_bytes(&self, packed: bool) -> u64 {
-        if packed && !self.zero_aware {
-            packed_len(self.entries())
+    /// Entries in a file of this table, packed or not: a packed zero-aware table has one per
+    /// placement and blank cell (`blank_cells`).
+    pub fn stored_entries(&self, packed: bool) -> u64 {
+        if packed && self.zero_aware {
+            blank_cells::entries(self.goal.cells(), self.tiles.len())
         } else {
             self.entries()
         }
     }
 
+    /// Bytes of entries in a file of this table, packed or not.
+    pub fn entry_bytes(&self, packed: bool) -> u64 {
+        let entries = self.stored_entries(packed);
+        if packed {
+            packed_len(entries)
+        } else {
+            entries
+        }
+    }
+
+    /// Whether this table is packed once built: a zero-aware one only where `blank_cells` suits
+    /// it, any other when its values allow (those of every preset do).
+    pub fn packs(&self) -> bool {
+        !self.zero_aware || blank_cells::suits(self.goal.cells(), self.tiles.len())
+    }
+
     fn encoding(&self, packed: bool) -> u8 {
         match (self.zero_aware, packed) {
-            (true, _) => ENCODING_ZERO_AWARE,
+            (true, true) => ENCODING_ZERO_AWARE_PACKED,
+            (true, false) => ENCODING_ZERO_AWARE,
             (false, true) => ENCODING_PACKED,
             (false, false) => ENCODING_BYTE_MOVES,
         }
@@ -139,7 +161,7 @@ impl PatternTable {
         &self.entries[HEADER_LEN..]
     }
 
-    /// The value of placement `index` (not of a zero-aware table's state): for tools and tests,
+    /// The value of placement `index` (of a table that is not zero-aware): for tools and tests,
     /// as it unranks a packed table's placement to add its Manhattan distance back.
     pub fn value(&self, index: u32) -> u8 {
         if !self.packed {
@@ -177,7 +199,7 @@ fn header(spec: &PatternSpec, packed: bool, checksum: u64) -> [u8; HEADER_LEN] {
     header[14] = spec.encoding(packed);
     header[16..16 + spec.goal.cells()].copy_from_slice(spec.goal.tiles());
     header[41..41 + spec.tiles.len()].copy_from_slice(&spec.tiles);
-    header[72..80].copy_from_slice(&spec.entries().to_le_bytes());
+    header[72..80].copy_from_slice(&spec.stored_entries(packed).to_le_bytes());
     header[80..88].copy_from_slice(&checksum.to_le_bytes());
     header
 }
@@ -302,7 +324,12 @@ fn read_header(path: &Path, map: &[u8]) -> Result<Header, PdbError> {
             "format version {version}, this build reads {FORMAT_VERSION}"
         )));
     }
-    let encodings = [ENCODING_BYTE_MOVES, ENCODING_ZERO_AWARE, ENCODING_PACKED];
+    let encodings = [
+        ENCODING_BYTE_MOVES,
+        ENCODING_ZERO_AWARE,
+        ENCODING_PACKED,
+        ENCODING_ZERO_AWARE_PACKED,
+    ];
     if !encodings.contains(&map[14]) {
         return Err(mismatch(format!(
             "entry encoding {}, this build reads {encodings:?}",
@@ -328,18 +355,24 @@ fn read_header(path: &Path, map: &[u8]) -> Result<Header, PdbError> {
         .collect();
     let goal = Board::from_tiles_in(&goal_values, shape)
         .map_err(|e| corrupt(format!("invalid goal: {e}")))?;
-    if map[14] == ENCODING_ZERO_AWARE && k > MAX_ZERO_AWARE_TILES {
+    let zero_aware = [ENCODING_ZERO_AWARE, ENCODING_ZERO_AWARE_PACKED].contains(&map[14]);
+    let packed = [ENCODING_PACKED, ENCODING_ZERO_AWARE_PACKED].contains(&map[14]);
+    if zero_aware && k > MAX_ZERO_AWARE_TILES {
         return Err(corrupt(format!("{k} tiles in a zero-aware table")));
+    }
+    if zero_aware && packed && !blank_cells::suits(shape.cells(), k) {
+        return Err(corrupt(format!(
+            "{k} tiles on {shape} stored by blank cell"
+        )));
     }
     let spec = PatternSpec {
         goal,
         tiles: map[41..41 + k].to_vec(),
-        zero_aware: map[14] == ENCODING_ZERO_AWARE,
+        zero_aware,
     };
-    let packed = map[14] == ENCODING_PACKED;
     let entries = u64::from_le_bytes(map[72..80].try_into().unwrap_or_default());
     let bytes = spec.entry_bytes(packed);
-    if entries != spec.entries() || map.len() as u64 != HEADER_LEN as u64 + bytes {
+    if entries != spec.stored_entries(packed) || map.len() as u64 != HEADER_LEN as u64 + bytes {
         return Err(corrupt(format!(
             "{} bytes of entries, expected {bytes}",
             map.len().saturating_sub(HEADER_LEN),

@@ -58,8 +58,12 @@ pub(super) struct Lookup {
     pub(super) zero: Option<Arc<ZeroIndex>>,
     /// The pattern tiles' distances home, for a packed table: its entries hold only the excess.
     pub(super) distances: Option<Distances>,
-    /// How far a placement's rank shifts right to give its entry's byte: 1 for a packed table.
+    /// How far an entry's index shifts right to give its byte: 1 for a packed table.
     pub(super) shift: u32,
+    /// The cells the pattern leaves free, for a zero-aware table stored by blank cell
+    /// (`blank_cells`): its entries are indexed by placement rank times this, plus the blank's
+    /// place among them.
+    pub(super) blank_cells: Option<u32>,
     pub(super) table: Arc<PatternTable>,
 }
 

@@ -4,6 +4,7 @@
 //! for how they are stored and `store` for the data directory.
 
 mod additive;
+pub mod blank_cells;
 pub mod builder;
 pub mod file;
 pub mod index;

@@ -14,7 +14,7 @@ use crate::board::{Board, Shape};
 use crate::pdb::index::Unranker;
 
 /// The largest halved excess four bits hold.
-const MAX_HALF_EXCESS: u8 = 15;
+pub(crate) const MAX_HALF_EXCESS: u8 = 15;
 
 /// Cell -> Manhattan distance from the cell to each pattern tile's home, by the tile's place in
 /// the pattern.
@@ -35,6 +35,11 @@ impl Distances {
             to_home,
             len: tiles.len().min(8),
         }
+    }
+
+    /// The number of pattern tiles.
+    pub fn tiles(&self) -> usize {
+        self.len
     }
 
     /// The pattern's Manhattan distance with its tiles on `cells`, in pattern order.

@@ -22,6 +22,10 @@ pub(super) struct Partition {
     pub(super) tables: usize,
     /// Every table is packed (a partition of packed and unpacked tables takes the general path).
     pub(super) packed: bool,
+    /// Every table is stored by blank cell (`blank_cells`), each leaving `free[table]` cells
+    /// free: the kernel then keeps each table's occupied cells to place the blank among the free.
+    pub(super) by_blank: bool,
+    pub(super) free: [u32; MAX_GROUPS],
     /// Side -> tile -> cell -> the distance home of the tile on that cell (of its image on the
     /// image cell, on the mirror image), for packed tables.
     pub(super) distance: [[[u8; 32]; 32]; 2],
@@ -47,11 +51,21 @@ impl Partition {
         if !packed && lookups.iter().any(Lookup::packed) {
             return None;
         }
+        let by_blank = lookups.iter().all(|lookup| lookup.blank_cells.is_some());
+        if !by_blank && lookups.iter().any(|lookup| lookup.blank_cells.is_some()) {
+            return None;
+        }
+        let mut free = [0; MAX_GROUPS];
+        for (free, lookup) in free.iter_mut().zip(lookups) {
+            *free = lookup.blank_cells.unwrap_or_default();
+        }
         let mut partition = Partition {
             table: [[0; 32]; 2],
             weight: [[0; 32]; 2],
             tables: lookups.len(),
             packed,
+            by_blank,
+            free,
             distance: [[[0; 32]; 32]; 2],
         };
         let (shape, home) = (goal.shape(), goal.positions());

@@ -17,6 +17,7 @@
 use crate::board::Position;
 use crate::heuristic::Heuristic;
 use crate::pdb::additive::AdditivePdb;
+use crate::pdb::blank_cells;
 use crate::pdb::lookup::{Mirror, MAX_GROUPS, NARROW};
 use crate::pdb::partition::{Partition, BOARD, MIRRORED};
 use crate::pdb::shuffle_rank::Cells;
@@ -54,7 +55,15 @@ impl Eq for PartitionState {}
 /// A child's ranks on each side, as [`Partitioned::prefetch_child`] worked them out (and asked
 /// for their entries).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ChildRanks(Option<[u32; 2]>);
+pub struct ChildRanks(Option<[Located; 2]>);
+
+/// A table's placement rank and the index of its entry: the rank itself, or for a table stored
+/// by blank cell, the rank times the free cells plus the blank's place among them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Located {
+    rank: u32,
+    entry: u32,
+}
 
 /// An [`AdditivePdb`] whose one set partitions the tiles, from [`AdditivePdb::partitioned`].
 #[derive(Clone, Copy, Debug)]
@@ -83,12 +92,62 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
         }
     }
 
+    /// The cells `from` and `to` on `side`: themselves on the board, their images on the mirror.
+    #[inline(always)]
+    fn side_cells(&self, side: usize, from: usize, to: usize) -> (u32, u32) {
+        match self.mirror(side) {
+            Some(mirror) => (
+                u32::from(mirror.cell[from & 31]),
+                u32::from(mirror.cell[to & 31]),
+            ),
+            None => (from as u32, to as u32),
+        }
+    }
+
+    /// Table `i`'s entry index on `side` for placement `rank` after `tile` moved from `from`
+    /// to `to` on the parent `position`: the rank itself unless the tables are stored by blank
+    /// cell, where the blank is now on `from`, placed among the cells the table leaves free.
+    #[inline(always)]
+    fn entry_after(
+        &self,
+        side: usize,
+        i: usize,
+        rank: u32,
+        position: &Position,
+        (from, to): (usize, usize),
+    ) -> u32 {
+        if !self.partition.by_blank {
+            return rank;
+        }
+        let (from, to) = self.side_cells(side, from, to);
+        let occupied = match self.mirror(side) {
+            Some(mirror) => self
+                .pdb
+                .mirrored_cells(mirror, i, position)
+                .fold(0, or_cell),
+            None => self.pdb.cells(i, position).fold(0, or_cell),
+        } ^ (1u32 << (from & 31))
+            ^ (1u32 << (to & 31));
+        let place = blank_cells::blank_place(occupied, from & 31);
+        blank_cells::index(rank, self.partition.free[i % MAX_GROUPS], place)
+    }
+
+    /// Table `i`'s rank and entry index on `side` of `position`, its entry asked for.
+    #[inline(always)]
+    fn locate(&self, side: usize, i: usize, position: &Position) -> Located {
+        let rank = self.rank(side, i, position);
+        let blank = usize::from(position.cells[0]);
+        // As if the blank had come to its cell from where it is: no tile moved.
+        let entry = self.entry_after(side, i, rank, position, (blank, blank));
+        Located { rank, entry }
+    }
+
     /// The ranks after the move of `tile` on `position` (the board after the move), computed
     /// whole.
     #[inline(always)]
-    fn ranks_of(&self, position: &Position, tile: u8) -> [u32; 2] {
+    fn ranks_of(&self, position: &Position, tile: u8) -> [Located; 2] {
         let tile = usize::from(tile) & 31;
-        let board = self.rank(
+        let board = self.locate(
             BOARD,
             usize::from(self.partition.table[BOARD][tile]),
             position,
@@ -96,21 +155,21 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
         match self.pdb.mirror {
             Some(_) => {
                 let i = usize::from(self.partition.table[MIRRORED][tile]);
-                [board, self.rank(MIRRORED, i, position)]
+                [board, self.locate(MIRRORED, i, position)]
             }
-            None => [board, 0],
+            None => [board, Located::default()],
         }
     }
 
-    /// Reads table `i`'s entry at `rank` on `position` (the board after `tile` moved from cell
-    /// `from` to `to`), or on its mirror image when `mirror` is given, into `state`, and returns
-    /// that side's new sum.
+    /// Reads table `i`'s entry at `located` on `position` (the board after `tile` moved from
+    /// cell `from` to `to`), or on its mirror image when `mirror` is given, into `state`, and
+    /// returns that side's new sum.
     #[inline(always)]
     fn update(
         &self,
         state: &mut PartitionState,
         i: usize,
-        rank: u32,
+        Located { rank, entry }: Located,
         mirror: Option<&Mirror>,
         position: &Position,
         (tile, from, to): (u8, usize, usize),
@@ -119,7 +178,7 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
         let side = usize::from(mirror.is_some());
         let old = i32::from(state.terms[side][slot]);
         let (term, change) = if self.partition.packed {
-            let excess = self.pdb.half_excess(i, rank);
+            let excess = self.pdb.half_excess(i, entry);
             let distance = &self.partition.distance[side][usize::from(tile) & 31];
             let moved = i32::from(distance[to & 31]) - i32::from(distance[from & 31]);
             (excess, 2 * (i32::from(excess) - old) + moved)
@@ -152,7 +211,8 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
                 let term = self.pdb.read_term(i, rank, self.mirror(side), position);
                 let slot = i % MAX_GROUPS;
                 state.terms[side][slot] = if self.partition.packed {
-                    self.pdb.half_excess(i, rank)
+                    self.pdb
+                        .half_excess(i, self.locate(side, i, position).entry)
                 } else {
                     term
                 };
@@ -211,26 +271,34 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
             } else {
                 parent.wrapping_sub(weight)
             };
-            self.pdb.prefetch(i, rank)
+            let entry = self.entry_after(side, i, rank, position, (from, to));
+            self.pdb.prefetch(i, entry);
+            Located { rank, entry }
         };
         let ranked = |side: usize, i: usize| {
-            if !self.pdb.vector {
+            let rank = if self.pdb.vector {
+                let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
+                let shuffle = &self.pdb.shuffles[i % SLOTS];
+                match side {
+                    MIRRORED => shuffle.rank_mirrored(cells),
+                    _ => shuffle.rank(cells),
+                }
+            } else {
                 let mut child = *position;
                 child.slide(from, to);
-                return self.rank(side, i, &child);
-            }
-            let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
-            let shuffle = &self.pdb.shuffles[i % SLOTS];
-            let rank = match side {
-                MIRRORED => shuffle.rank_mirrored(cells),
-                _ => shuffle.rank(cells),
+                match self.mirror(side) {
+                    Some(mirror) => self.pdb.rank_of_mirrored(mirror, i, &child),
+                    None => self.pdb.rank_of(i, &child),
+                }
             };
-            self.pdb.prefetch(i, rank)
+            let entry = self.entry_after(side, i, rank, position, (from, to));
+            self.pdb.prefetch(i, entry);
+            Located { rank, entry }
         };
         // A move by one cell is horizontal on the board, and on the mirror image otherwise.
         let ranks = match (&self.pdb.mirror, from.abs_diff(to) == 1) {
-            (None, true) => [step(BOARD, board), 0],
-            (None, false) => [ranked(BOARD, board), 0],
+            (None, true) => [step(BOARD, board), Located::default()],
+            (None, false) => [ranked(BOARD, board), Located::default()],
             (Some(_), true) => [step(BOARD, board), ranked(MIRRORED, mirrored)],
             (Some(_), false) => [ranked(BOARD, board), step(MIRRORED, mirrored)],
         };
@@ -301,4 +369,9 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
         };
         Ok((state, h))
     }
+}
+
+/// `mask` with `cell` added.
+fn or_cell(mask: u32, cell: u8) -> u32 {
+    mask | 1 << (cell & 31)
 }

@@ -32,6 +32,8 @@ pub enum Preset {
     P663,
     /// 4x4, 7-8: the strongest 4x4 preset.
     P78,
+    /// 4x4, 7-8 with zero-aware tables.
+    P78Zero,
     /// 5x5, 6-6-6-6.
     P6666,
     /// 5x5, 6-6-6-6 with zero-aware tables.
@@ -122,12 +124,13 @@ const P6666_MAX: &[&[&[u8]]] = &[
 ];
 
 impl Preset {
-    pub const ALL: [Preset; 8] = [
+    pub const ALL: [Preset; 9] = [
         Preset::Exact,
         Preset::P4443,
         Preset::P555,
         Preset::P663,
         Preset::P78,
+        Preset::P78Zero,
         Preset::P6666,
         Preset::P6666Zero,
         Preset::P6666Max,
@@ -140,6 +143,7 @@ impl Preset {
             Preset::P555 => "5-5-5",
             Preset::P663 => "6-6-3",
             Preset::P78 => "7-8",
+            Preset::P78Zero => "7-8-zero",
             Preset::P6666 => "6-6-6-6",
             Preset::P6666Zero => "6-6-6-6-zero",
             Preset::P6666Max => "6-6-6-6-max",
@@ -241,7 +245,7 @@ impl Preset {
 
     /// Whether the tables keep one entry per blank region (see `zero_index`).
     pub fn zero_aware(self) -> bool {
-        matches!(self, Preset::P6666Zero | Preset::P6666Max)
+        matches!(self, Preset::P78Zero | Preset::P6666Zero | Preset::P6666Max)
     }
 
     /// How many distinct tables the preset has (for `blocks-K`, the most it can have).
@@ -260,7 +264,7 @@ impl Preset {
             Preset::P4443 => &[P4443],
             Preset::P555 => &[P555],
             Preset::P663 => &[P663],
-            Preset::P78 => &[P78],
+            Preset::P78 | Preset::P78Zero => &[P78],
             Preset::P6666 | Preset::P6666Zero => &[P6666],
             Preset::P6666Max => P6666_MAX,
             Preset::Blocks(k) => {
@@ -387,7 +391,7 @@ impl fmt::Display for Preset {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error(
     "unknown pattern database '{0}' (known: exact, 4-4-4-3, 5-5-5, 6-6-3, 7-8, 6-6-6-6, \
-     6-6-6-6-zero, 6-6-6-6-max; blocks-2 to blocks-8 for rectangles)"
+     6-6-6-6-zero, 6-6-6-6-max, 7-8-zero; blocks-2 to blocks-8 for rectangles)"
 )]
 pub struct UnknownPreset(pub String);
 

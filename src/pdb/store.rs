@@ -7,10 +7,12 @@ use std::time::Instant;
 
 use crate::board::Board;
 use crate::pdb::additive::AdditivePdb;
+use crate::pdb::blank_cells;
 use crate::pdb::builder::{self, BuildProgress};
 use crate::pdb::file::{self, PatternSpec, PatternTable, PdbError};
 use crate::pdb::packed;
 use crate::pdb::preset::Preset;
+use crate::pdb::zero_index::ZeroIndex;
 
 /// Placements the builder settles per second on this project's 2-core reference machine, for
 /// the "about how long" message before a build (see BENCHMARKS.md).
@@ -91,10 +93,10 @@ impl PdbStore {
 
     /// About how long building `spec` takes on the reference machine.
     pub fn estimated_build_seconds(spec: &PatternSpec) -> f64 {
-        let packing = if spec.zero_aware {
-            0.0
+        let packing = if spec.packs() {
+            spec.stored_entries(true) as f64 / PACKED_PER_SECOND
         } else {
-            spec.entries() as f64 / PACKED_PER_SECOND
+            0.0
         };
         spec.entries() as f64 / PLACEMENTS_PER_SECOND + packing
     }
@@ -223,9 +225,14 @@ impl PdbStore {
             source,
         })?;
         // Packed when the values allow (every non-zero-aware preset's do): half the memory.
-        let packed = (!spec.zero_aware)
-            .then(|| packed::pack(&spec.goal, &spec.tiles, &values, self.threads))
-            .flatten();
+        let packed = match (spec.packs(), spec.zero_aware) {
+            (false, _) => None,
+            (true, false) => packed::pack(&spec.goal, &spec.tiles, &values, self.threads),
+            (true, true) => {
+                let zero = ZeroIndex::new(spec.goal.side(), spec.tiles.len());
+                blank_cells::pack(&spec.goal, &spec.tiles, &zero, &values, self.threads)
+            }
+        };
         match &packed {
             Some(packed) => file::write(&path, spec, packed, true)?,
             None => file::write(&path, spec, &values, false)?,
