@@ -32,16 +32,22 @@ macro_rules! dispatch {
                 let $h = boxed.as_ref();
                 $body
             }
-            AnyHeuristic::Pdb(shared) => match shared.partitioned() {
-                Some(partitioned) => {
-                    let $h = &partitioned;
-                    $body
+            AnyHeuristic::Pdb(shared) => {
+                match (shared.partitioned(), shared.partitioned_by_blank()) {
+                    (Some(partitioned), _) => {
+                        let $h = &partitioned;
+                        $body
+                    }
+                    (None, Some(partitioned)) => {
+                        let $h = &partitioned;
+                        $body
+                    }
+                    (None, None) => {
+                        let $h = shared.as_ref();
+                        $body
+                    }
                 }
-                None => {
-                    let $h = shared.as_ref();
-                    $body
-                }
-            },
+            }
             AnyHeuristic::WidePdb(shared) => {
                 let $h = shared.as_ref();
                 $body

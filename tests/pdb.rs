@@ -150,8 +150,13 @@ fn lazy_limit_checks_agree_with_full_evaluation() {
         let pdb = AdditivePdb::<8>::new(&goal, tables, sets, reflect);
         let (mut kept, mut cut) = check_lazy_limits(&pdb, &goal);
         // A partition (the one-set layouts) is solved through its own form: checked the same.
-        if let Some(partitioned) = pdb.partitioned() {
-            let (more_kept, more_cut) = check_lazy_limits(&partitioned, &goal);
+        let lean = [
+            pdb.partitioned()
+                .map(|lean| check_lazy_limits(&lean, &goal)),
+            pdb.partitioned_by_blank()
+                .map(|lean| check_lazy_limits(&lean, &goal)),
+        ];
+        for (more_kept, more_cut) in lean.into_iter().flatten() {
             kept += more_kept;
             cut += more_cut;
         }
@@ -322,42 +327,12 @@ fn partitioned_state_agrees_with_the_general_path_over_a_walk() {
             let tables = encoding.tables(&store, &goal, &patterns, copies.path());
             let set: Vec<usize> = (0..patterns.len()).collect();
             let general = AdditivePdb::<8>::new(&goal, tables, std::slice::from_ref(&set), reflect);
-            let lean = general.partitioned().expect("one set over every tile");
-            let mut board = goal;
-            let mut state = lean.init(&Position::new(&board));
-            let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-            for step in 0..5_000 {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let Some((child, tile)) = board.apply(Direction::ALL[(seed % 4) as usize]) else {
-                    continue;
-                };
-                let (parent, position) = (Position::new(&board), Position::new(&child));
-                let (from, to) = (child.blank(), board.blank());
-                let probe = match step % 3 {
-                    0 => lean.prefetch_child(&parent, state, tile, from, to),
-                    _ => Default::default(),
-                };
-                state = match step % 3 {
-                    2 => lean.after_move(&position, state, tile, from, to),
-                    _ => {
-                        let within = lean.after_move_within(
-                            &position,
-                            state,
-                            tile,
-                            from,
-                            to,
-                            u32::MAX,
-                            probe,
-                        );
-                        within.unwrap().0
-                    }
-                };
-                board = child;
-                let expected = general.estimate(&position);
-                assert_eq!(lean.value(state), expected, "step {step}: {board}");
-                assert_eq!(state, lean.init(&position), "step {step}: {board}");
+            let by_blank = general.partitioned_by_blank();
+            assert_eq!(by_blank.is_some(), encoding == Encoding::ZeroAware);
+            match (general.partitioned(), by_blank) {
+                (Some(lean), None) => walk_agrees(&general, &lean, &goal),
+                (None, Some(lean)) => walk_agrees(&general, &lean, &goal),
+                _ => panic!("one set over every tile is one partitioned form"),
             }
         }
     }
@@ -366,6 +341,44 @@ fn partitioned_state_agrees_with_the_general_path_over_a_walk() {
     let tables = tables_for(&store, &goal, &[vec![1, 2, 3, 4], vec![5, 6, 7, 8]], false);
     let two_sets = AdditivePdb::<8>::new(&goal, tables, &[vec![0, 1], vec![1, 0]], true);
     assert!(two_sets.partitioned().is_none());
+}
+
+/// Walks 5,000 random moves from `goal`, checking that `lean`'s state stays the one `init`
+/// gives and its value the estimate of `general`.
+fn walk_agrees<H>(general: &AdditivePdb<8>, lean: &H, goal: &Board)
+where
+    H: Heuristic,
+    H::State: PartialEq + std::fmt::Debug,
+{
+    let mut board = *goal;
+    let mut state = lean.init(&Position::new(&board));
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    for step in 0..5_000 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let Some((child, tile)) = board.apply(Direction::ALL[(seed % 4) as usize]) else {
+            continue;
+        };
+        let (parent, position) = (Position::new(&board), Position::new(&child));
+        let (from, to) = (child.blank(), board.blank());
+        let probe = match step % 3 {
+            0 => lean.prefetch_child(&parent, state, tile, from, to),
+            _ => Default::default(),
+        };
+        state = match step % 3 {
+            2 => lean.after_move(&position, state, tile, from, to),
+            _ => {
+                let within =
+                    lean.after_move_within(&position, state, tile, from, to, u32::MAX, probe);
+                within.unwrap().0
+            }
+        };
+        board = child;
+        let expected = general.estimate(&position);
+        assert_eq!(lean.value(state), expected, "step {step}: {board}");
+        assert_eq!(state, lean.init(&position), "step {step}: {board}");
+    }
 }
 
 /// A table at a byte a placement (as earlier versions built them) gives the estimates its packed

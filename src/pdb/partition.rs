@@ -22,9 +22,7 @@ pub(super) struct Partition {
     pub(super) tables: usize,
     /// Every table is packed (a partition of packed and unpacked tables takes the general path).
     pub(super) packed: bool,
-    /// Every table is stored by blank cell (`blank_cells`), each leaving `free[table]` cells
-    /// free: the kernel then keeps each table's occupied cells to place the blank among the free.
-    pub(super) by_blank: bool,
+    /// Table -> the cells it leaves free if it is stored by blank cell (`blank_cells`), else 0.
     pub(super) free: [u32; MAX_GROUPS],
     /// Side -> tile -> cell -> the distance home of the tile on that cell (of its image on the
     /// image cell, on the mirror image), for packed tables.
@@ -32,6 +30,11 @@ pub(super) struct Partition {
 }
 
 impl Partition {
+    /// Whether some table is stored by blank cell.
+    pub(super) fn by_blank(&self) -> bool {
+        self.free.iter().any(|&free| free > 0)
+    }
+
     /// The partition, if `sets` is one set whose tables hold every tile exactly once.
     pub(super) fn of(
         goal: &Board,
@@ -51,10 +54,6 @@ impl Partition {
         if !packed && lookups.iter().any(Lookup::packed) {
             return None;
         }
-        let by_blank = lookups.iter().all(|lookup| lookup.blank_cells.is_some());
-        if !by_blank && lookups.iter().any(|lookup| lookup.blank_cells.is_some()) {
-            return None;
-        }
         let mut free = [0; MAX_GROUPS];
         for (free, lookup) in free.iter_mut().zip(lookups) {
             *free = lookup.blank_cells.unwrap_or_default();
@@ -64,7 +63,6 @@ impl Partition {
             weight: [[0; 32]; 2],
             tables: lookups.len(),
             packed,
-            by_blank,
             free,
             distance: [[[0; 32]; 32]; 2],
         };

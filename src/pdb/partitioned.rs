@@ -13,6 +13,10 @@
 //! With packed tables (see `packed`) the state keeps each table's halved excess rather than its
 //! term, and a move adds to a side's sum the change in the moved tile's distance home there
 //! plus twice the change in its table's excess.
+//!
+//! Tables stored by blank cell (`blank_cells`) are read at the rank times their free cells plus
+//! the blank's place among them, which the kernel counts from the pattern tiles' cells at each
+//! read. That form is a kernel of its own (`BY_BLANK`), so that the others never check for it.
 
 use crate::board::Position;
 use crate::heuristic::Heuristic;
@@ -24,10 +28,21 @@ use crate::pdb::shuffle_rank::Cells;
 
 impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     /// This heuristic in the form the solver's kernel runs when its one set's tables partition
-    /// the tiles (every preset but 6-6-6-6-max); `None` otherwise.
+    /// the tiles (every preset but 6-6-6-6-max) and none is stored by blank cell; `None`
+    /// otherwise.
     pub fn partitioned(&self) -> Option<Partitioned<'_, SLOTS>> {
         self.partition
             .as_ref()
+            .filter(|partition| !partition.by_blank())
+            .map(|partition| Partitioned::new(self, partition))
+    }
+
+    /// The same form for a partition with tables stored by blank cell (`7-8-zero`): a kernel of
+    /// its own, as the blank's place costs the others about 6% when they check for it.
+    pub fn partitioned_by_blank(&self) -> Option<Partitioned<'_, SLOTS, true>> {
+        self.partition
+            .as_ref()
+            .filter(|partition| partition.by_blank())
             .map(|partition| Partitioned::new(self, partition))
     }
 }
@@ -55,24 +70,17 @@ impl Eq for PartitionState {}
 /// A child's ranks on each side, as [`Partitioned::prefetch_child`] worked them out (and asked
 /// for their entries).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ChildRanks(Option<[Located; 2]>);
+pub struct ChildRanks(Option<[u32; 2]>);
 
-/// A table's placement rank and the index of its entry: the rank itself, or for a table stored
-/// by blank cell, the rank times the free cells plus the blank's place among them.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Located {
-    rank: u32,
-    entry: u32,
-}
-
-/// An [`AdditivePdb`] whose one set partitions the tiles, from [`AdditivePdb::partitioned`].
+/// An [`AdditivePdb`] whose one set partitions the tiles, from [`AdditivePdb::partitioned`]
+/// (or with `BY_BLANK`, from [`AdditivePdb::partitioned_by_blank`]).
 #[derive(Clone, Copy, Debug)]
-pub struct Partitioned<'a, const SLOTS: usize = NARROW> {
+pub struct Partitioned<'a, const SLOTS: usize = NARROW, const BY_BLANK: bool = false> {
     pdb: &'a AdditivePdb<SLOTS>,
     partition: &'a Partition,
 }
 
-impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
+impl<'a, const SLOTS: usize, const BY_BLANK: bool> Partitioned<'a, SLOTS, BY_BLANK> {
     pub(super) fn new(pdb: &'a AdditivePdb<SLOTS>, partition: &'a Partition) -> Self {
         Partitioned { pdb, partition }
     }
@@ -105,7 +113,7 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
     }
 
     /// Table `i`'s entry index on `side` for placement `rank` after `tile` moved from `from`
-    /// to `to` on the parent `position`: the rank itself unless the tables are stored by blank
+    /// to `to` on the parent `position`: the rank itself unless the table is stored by blank
     /// cell, where the blank is now on `from`, placed among the cells the table leaves free.
     #[inline(always)]
     fn entry_after(
@@ -114,11 +122,25 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
         i: usize,
         rank: u32,
         position: &Position,
-        (from, to): (usize, usize),
+        moved: (usize, usize),
     ) -> u32 {
-        if !self.partition.by_blank {
-            return rank;
+        match self.partition.free[i % MAX_GROUPS] {
+            free if BY_BLANK && free > 0 => self.blank_entry(side, i, rank, position, moved, free),
+            _ => rank,
         }
+    }
+
+    /// [`Self::entry_after`] for a table stored by blank cell, which leaves `free` cells free.
+    #[inline(always)]
+    fn blank_entry(
+        &self,
+        side: usize,
+        i: usize,
+        rank: u32,
+        position: &Position,
+        (from, to): (usize, usize),
+        free: u32,
+    ) -> u32 {
         let (from, to) = self.side_cells(side, from, to);
         let occupied = match self.mirror(side) {
             Some(mirror) => self
@@ -129,25 +151,49 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
         } ^ (1u32 << (from & 31))
             ^ (1u32 << (to & 31));
         let place = blank_cells::blank_place(occupied, from & 31);
-        blank_cells::index(rank, self.partition.free[i % MAX_GROUPS], place)
+        blank_cells::index(rank, free, place)
     }
 
-    /// Table `i`'s rank and entry index on `side` of `position`, its entry asked for.
+    /// The rank of table `i` on `side` after tile `t` moved from `from` to `to` on `position`,
+    /// where the move is horizontal: the parent's, stepped by the tile's digit weight. Its entry
+    /// is asked for.
     #[inline(always)]
-    fn locate(&self, side: usize, i: usize, position: &Position) -> Located {
-        let rank = self.rank(side, i, position);
+    fn step(
+        &self,
+        state: &PartitionState,
+        side: usize,
+        i: usize,
+        t: usize,
+        position: &Position,
+        (from, to): (usize, usize),
+    ) -> u32 {
+        let parent = state.ranks[side][i % MAX_GROUPS];
+        let weight = self.partition.weight[side][t & 31];
+        // The tile's cell (its image's, on the mirror image) rises with `to > from`.
+        let rank = if to > from {
+            parent.wrapping_add(weight)
+        } else {
+            parent.wrapping_sub(weight)
+        };
+        self.pdb
+            .prefetch(i, self.entry_after(side, i, rank, position, (from, to)));
+        rank
+    }
+
+    /// Table `i`'s entry index on `side` of `position` for placement `rank`.
+    #[inline(always)]
+    fn entry(&self, side: usize, i: usize, rank: u32, position: &Position) -> u32 {
         let blank = usize::from(position.cells[0]);
         // As if the blank had come to its cell from where it is: no tile moved.
-        let entry = self.entry_after(side, i, rank, position, (blank, blank));
-        Located { rank, entry }
+        self.entry_after(side, i, rank, position, (blank, blank))
     }
 
     /// The ranks after the move of `tile` on `position` (the board after the move), computed
     /// whole.
     #[inline(always)]
-    fn ranks_of(&self, position: &Position, tile: u8) -> [Located; 2] {
+    fn ranks_of(&self, position: &Position, tile: u8) -> [u32; 2] {
         let tile = usize::from(tile) & 31;
-        let board = self.locate(
+        let board = self.rank(
             BOARD,
             usize::from(self.partition.table[BOARD][tile]),
             position,
@@ -155,21 +201,21 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
         match self.pdb.mirror {
             Some(_) => {
                 let i = usize::from(self.partition.table[MIRRORED][tile]);
-                [board, self.locate(MIRRORED, i, position)]
+                [board, self.rank(MIRRORED, i, position)]
             }
-            None => [board, Located::default()],
+            None => [board, 0],
         }
     }
 
-    /// Reads table `i`'s entry at `located` on `position` (the board after `tile` moved from
-    /// cell `from` to `to`), or on its mirror image when `mirror` is given, into `state`, and
-    /// returns that side's new sum.
+    /// Reads table `i`'s entry for placement `rank` on `position` (the board after `tile` moved
+    /// from cell `from` to `to`), or on its mirror image when `mirror` is given, into `state`,
+    /// and returns that side's new sum.
     #[inline(always)]
     fn update(
         &self,
         state: &mut PartitionState,
         i: usize,
-        Located { rank, entry }: Located,
+        rank: u32,
         mirror: Option<&Mirror>,
         position: &Position,
         (tile, from, to): (u8, usize, usize),
@@ -178,7 +224,7 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
         let side = usize::from(mirror.is_some());
         let old = i32::from(state.terms[side][slot]);
         let (term, change) = if self.partition.packed {
-            let excess = self.pdb.half_excess(i, entry);
+            let excess = self.pdb.half_excess(i, self.entry(side, i, rank, position));
             let distance = &self.partition.distance[side][usize::from(tile) & 31];
             let moved = i32::from(distance[to & 31]) - i32::from(distance[from & 31]);
             (excess, 2 * (i32::from(excess) - old) + moved)
@@ -194,7 +240,7 @@ impl<'a, const SLOTS: usize> Partitioned<'a, SLOTS> {
     }
 }
 
-impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
+impl<const SLOTS: usize, const BY_BLANK: bool> Heuristic for Partitioned<'_, SLOTS, BY_BLANK> {
     type State = PartitionState;
 
     fn init(&self, position: &Position) -> PartitionState {
@@ -211,8 +257,7 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
                 let term = self.pdb.read_term(i, rank, self.mirror(side), position);
                 let slot = i % MAX_GROUPS;
                 state.terms[side][slot] = if self.partition.packed {
-                    self.pdb
-                        .half_excess(i, self.locate(side, i, position).entry)
+                    self.pdb.half_excess(i, self.entry(side, i, rank, position))
                 } else {
                     term
                 };
@@ -262,19 +307,7 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
         let t = usize::from(tile) & 31;
         let board = usize::from(self.partition.table[BOARD][t]);
         let mirrored = usize::from(self.partition.table[MIRRORED][t]);
-        // The tile's cell (its image's, on the mirror image) rises with `to > from`.
-        let step = |side: usize, i: usize| {
-            let parent = state.ranks[side][i % MAX_GROUPS];
-            let weight = self.partition.weight[side][t];
-            let rank = if to > from {
-                parent.wrapping_add(weight)
-            } else {
-                parent.wrapping_sub(weight)
-            };
-            let entry = self.entry_after(side, i, rank, position, (from, to));
-            self.pdb.prefetch(i, entry);
-            Located { rank, entry }
-        };
+        let step = |side: usize, i: usize| self.step(&state, side, i, t, position, (from, to));
         let ranked = |side: usize, i: usize| {
             let rank = if self.pdb.vector {
                 let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
@@ -291,14 +324,14 @@ impl<const SLOTS: usize> Heuristic for Partitioned<'_, SLOTS> {
                     None => self.pdb.rank_of(i, &child),
                 }
             };
-            let entry = self.entry_after(side, i, rank, position, (from, to));
-            self.pdb.prefetch(i, entry);
-            Located { rank, entry }
+            self.pdb
+                .prefetch(i, self.entry_after(side, i, rank, position, (from, to)));
+            rank
         };
         // A move by one cell is horizontal on the board, and on the mirror image otherwise.
         let ranks = match (&self.pdb.mirror, from.abs_diff(to) == 1) {
-            (None, true) => [step(BOARD, board), Located::default()],
-            (None, false) => [ranked(BOARD, board), Located::default()],
+            (None, true) => [step(BOARD, board), 0],
+            (None, false) => [ranked(BOARD, board), 0],
             (Some(_), true) => [step(BOARD, board), ranked(MIRRORED, mirrored)],
             (Some(_), false) => [ranked(BOARD, board), step(MIRRORED, mirrored)],
         };
