@@ -15,8 +15,9 @@
 //! plus twice the change in its table's excess.
 //!
 //! Tables stored by blank cell (`blank_cells`) are read at the rank times their free cells plus
-//! the blank's place among them, which the kernel counts from the pattern tiles' cells at each
-//! read. That form is a kernel of its own (`BY_BLANK`), so that the others never check for it.
+//! the blank's place among them, counted from each table's occupied cells, which the state then
+//! keeps too (`OCC`). That form is a kernel of its own, so that the others neither check for it
+//! nor copy the larger state.
 
 use crate::board::Position;
 use crate::heuristic::Heuristic;
@@ -38,8 +39,8 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
     }
 
     /// The same form for a partition with tables stored by blank cell (`7-8-zero`): a kernel of
-    /// its own, as the blank's place costs the others about 6% when they check for it.
-    pub fn partitioned_by_blank(&self) -> Option<Partitioned<'_, SLOTS, true>> {
+    /// its own, as checking for them cost the others about 6%.
+    pub fn partitioned_by_blank(&self) -> Option<Partitioned<'_, SLOTS, MAX_GROUPS>> {
         self.partition
             .as_ref()
             .filter(|partition| partition.by_blank())
@@ -50,22 +51,27 @@ impl<const SLOTS: usize> AdditivePdb<SLOTS> {
 /// Each table's term (its halved excess, for packed tables) and placement rank on each side, and
 /// each side's sum. Two states are equal when these are: which side is read first depends on the
 /// path taken, not on the board.
+///
+/// With tables stored by blank cell (`OCC` = [`MAX_GROUPS`]) it also keeps each table's
+/// occupied cells on each side, to place the blank among its free cells; other presets' states
+/// keep none (`OCC` = 0), as the state is copied at every node.
 #[derive(Clone, Copy, Debug)]
-pub struct PartitionState {
+pub struct PartitionState<const OCC: usize = 0> {
     terms: [[u8; MAX_GROUPS]; 2],
     sums: [u16; 2],
     /// The side whose sum was the larger: the one a child reads first.
     best: u8,
     ranks: [[u32; MAX_GROUPS]; 2],
+    occupied: [[u16; OCC]; 2],
 }
 
-impl PartialEq for PartitionState {
+impl<const OCC: usize> PartialEq for PartitionState<OCC> {
     fn eq(&self, other: &Self) -> bool {
         (self.terms, self.sums, self.ranks) == (other.terms, other.sums, other.ranks)
     }
 }
 
-impl Eq for PartitionState {}
+impl<const OCC: usize> Eq for PartitionState<OCC> {}
 
 /// A child's ranks on each side, as [`Partitioned::prefetch_child`] worked them out (and asked
 /// for their entries).
@@ -73,14 +79,14 @@ impl Eq for PartitionState {}
 pub struct ChildRanks(Option<[u32; 2]>);
 
 /// An [`AdditivePdb`] whose one set partitions the tiles, from [`AdditivePdb::partitioned`]
-/// (or with `BY_BLANK`, from [`AdditivePdb::partitioned_by_blank`]).
+/// (or with `OCC` = [`MAX_GROUPS`], from [`AdditivePdb::partitioned_by_blank`]).
 #[derive(Clone, Copy, Debug)]
-pub struct Partitioned<'a, const SLOTS: usize = NARROW, const BY_BLANK: bool = false> {
+pub struct Partitioned<'a, const SLOTS: usize = NARROW, const OCC: usize = 0> {
     pdb: &'a AdditivePdb<SLOTS>,
     partition: &'a Partition,
 }
 
-impl<'a, const SLOTS: usize, const BY_BLANK: bool> Partitioned<'a, SLOTS, BY_BLANK> {
+impl<'a, const SLOTS: usize, const OCC: usize> Partitioned<'a, SLOTS, OCC> {
     pub(super) fn new(pdb: &'a AdditivePdb<SLOTS>, partition: &'a Partition) -> Self {
         Partitioned { pdb, partition }
     }
@@ -112,59 +118,43 @@ impl<'a, const SLOTS: usize, const BY_BLANK: bool> Partitioned<'a, SLOTS, BY_BLA
         }
     }
 
-    /// Table `i`'s entry index on `side` for placement `rank` after `tile` moved from `from`
-    /// to `to` on the parent `position`: the rank itself unless the table is stored by blank
-    /// cell, where the blank is now on `from`, placed among the cells the table leaves free.
+    /// Table `i`'s entry index on `side` for placement `rank` after a tile of its moved from
+    /// `from` to `to` from `state`, and the table's occupied cells there: the rank itself unless
+    /// the table is stored by blank cell, where the blank is now on `from`, placed among the
+    /// cells the table leaves free.
     #[inline(always)]
     fn entry_after(
         &self,
+        state: &PartitionState<OCC>,
         side: usize,
         i: usize,
         rank: u32,
-        position: &Position,
-        moved: (usize, usize),
-    ) -> u32 {
-        match self.partition.free[i % MAX_GROUPS] {
-            free if BY_BLANK && free > 0 => self.blank_entry(side, i, rank, position, moved, free),
-            _ => rank,
-        }
-    }
-
-    /// [`Self::entry_after`] for a table stored by blank cell, which leaves `free` cells free.
-    #[inline(always)]
-    fn blank_entry(
-        &self,
-        side: usize,
-        i: usize,
-        rank: u32,
-        position: &Position,
         (from, to): (usize, usize),
-        free: u32,
-    ) -> u32 {
+    ) -> (u32, u16) {
+        let slot = i % MAX_GROUPS;
+        let (free, Some(&occupied)) = (self.partition.free[slot], state.occupied[side].get(slot))
+        else {
+            return (rank, 0);
+        };
+        if free == 0 {
+            return (rank, 0);
+        }
         let (from, to) = self.side_cells(side, from, to);
-        let occupied = match self.mirror(side) {
-            Some(mirror) => self
-                .pdb
-                .mirrored_cells(mirror, i, position)
-                .fold(0, or_cell),
-            None => self.pdb.cells(i, position).fold(0, or_cell),
-        } ^ (1u32 << (from & 31))
-            ^ (1u32 << (to & 31));
-        let place = blank_cells::blank_place(occupied, from & 31);
-        blank_cells::index(rank, free, place)
+        let occupied = occupied ^ (1 << (from & 15)) ^ (1 << (to & 15));
+        let place = blank_cells::blank_place(u32::from(occupied), from & 15);
+        (blank_cells::index(rank, free, place), occupied)
     }
 
-    /// The rank of table `i` on `side` after tile `t` moved from `from` to `to` on `position`,
+    /// The rank of table `i` on `side` after tile `t` moved from `from` to `to` from `state`,
     /// where the move is horizontal: the parent's, stepped by the tile's digit weight. Its entry
     /// is asked for.
     #[inline(always)]
     fn step(
         &self,
-        state: &PartitionState,
+        state: &PartitionState<OCC>,
         side: usize,
         i: usize,
         t: usize,
-        position: &Position,
         (from, to): (usize, usize),
     ) -> u32 {
         let parent = state.ranks[side][i % MAX_GROUPS];
@@ -176,16 +166,20 @@ impl<'a, const SLOTS: usize, const BY_BLANK: bool> Partitioned<'a, SLOTS, BY_BLA
             parent.wrapping_sub(weight)
         };
         self.pdb
-            .prefetch(i, self.entry_after(side, i, rank, position, (from, to)));
+            .prefetch(i, self.entry_after(state, side, i, rank, (from, to)).0);
         rank
     }
 
-    /// Table `i`'s entry index on `side` of `position` for placement `rank`.
-    #[inline(always)]
-    fn entry(&self, side: usize, i: usize, rank: u32, position: &Position) -> u32 {
-        let blank = usize::from(position.cells[0]);
-        // As if the blank had come to its cell from where it is: no tile moved.
-        self.entry_after(side, i, rank, position, (blank, blank))
+    /// Table `i`'s occupied cells on `side` of `position`.
+    fn occupied(&self, side: usize, i: usize, position: &Position) -> u16 {
+        let cells = match self.mirror(side) {
+            Some(mirror) => self
+                .pdb
+                .mirrored_cells(mirror, i, position)
+                .fold(0, or_cell),
+            None => self.pdb.cells(i, position).fold(0, or_cell),
+        };
+        cells as u16
     }
 
     /// The ranks after the move of `tile` on `position` (the board after the move), computed
@@ -213,7 +207,7 @@ impl<'a, const SLOTS: usize, const BY_BLANK: bool> Partitioned<'a, SLOTS, BY_BLA
     #[inline(always)]
     fn update(
         &self,
-        state: &mut PartitionState,
+        state: &mut PartitionState<OCC>,
         i: usize,
         rank: u32,
         mirror: Option<&Mirror>,
@@ -224,7 +218,11 @@ impl<'a, const SLOTS: usize, const BY_BLANK: bool> Partitioned<'a, SLOTS, BY_BLA
         let side = usize::from(mirror.is_some());
         let old = i32::from(state.terms[side][slot]);
         let (term, change) = if self.partition.packed {
-            let excess = self.pdb.half_excess(i, self.entry(side, i, rank, position));
+            let (entry, occupied) = self.entry_after(state, side, i, rank, (from, to));
+            if let Some(kept) = state.occupied[side].get_mut(slot) {
+                *kept = occupied;
+            }
+            let excess = self.pdb.half_excess(i, entry);
             let distance = &self.partition.distance[side][usize::from(tile) & 31];
             let moved = i32::from(distance[to & 31]) - i32::from(distance[from & 31]);
             (excess, 2 * (i32::from(excess) - old) + moved)
@@ -240,15 +238,16 @@ impl<'a, const SLOTS: usize, const BY_BLANK: bool> Partitioned<'a, SLOTS, BY_BLA
     }
 }
 
-impl<const SLOTS: usize, const BY_BLANK: bool> Heuristic for Partitioned<'_, SLOTS, BY_BLANK> {
-    type State = PartitionState;
+impl<const SLOTS: usize, const OCC: usize> Heuristic for Partitioned<'_, SLOTS, OCC> {
+    type State = PartitionState<OCC>;
 
-    fn init(&self, position: &Position) -> PartitionState {
-        let mut state = PartitionState {
+    fn init(&self, position: &Position) -> PartitionState<OCC> {
+        let mut state = PartitionState::<OCC> {
             terms: [[0; MAX_GROUPS]; 2],
             sums: [0; 2],
             best: 0,
             ranks: [[0; MAX_GROUPS]; 2],
+            occupied: [[0; OCC]; 2],
         };
         let sides = if self.pdb.mirror.is_some() { 2 } else { 1 };
         for side in 0..sides {
@@ -256,8 +255,14 @@ impl<const SLOTS: usize, const BY_BLANK: bool> Heuristic for Partitioned<'_, SLO
                 let rank = self.rank(side, i, position);
                 let term = self.pdb.read_term(i, rank, self.mirror(side), position);
                 let slot = i % MAX_GROUPS;
+                if let Some(kept) = state.occupied[side].get_mut(slot) {
+                    *kept = self.occupied(side, i, position);
+                }
+                // As if the blank had come to its cell from where it is: no tile moved.
+                let blank = usize::from(position.cells[0]);
+                let (entry, _) = self.entry_after(&state, side, i, rank, (blank, blank));
                 state.terms[side][slot] = if self.partition.packed {
-                    self.pdb.half_excess(i, self.entry(side, i, rank, position))
+                    self.pdb.half_excess(i, entry)
                 } else {
                     term
                 };
@@ -270,18 +275,18 @@ impl<const SLOTS: usize, const BY_BLANK: bool> Heuristic for Partitioned<'_, SLO
     }
 
     #[inline(always)]
-    fn value(&self, state: PartitionState) -> u32 {
+    fn value(&self, state: PartitionState<OCC>) -> u32 {
         u32::from(state.sums[BOARD].max(state.sums[MIRRORED]))
     }
 
     fn after_move(
         &self,
         position: &Position,
-        state: PartitionState,
+        state: PartitionState<OCC>,
         tile: u8,
         from: usize,
         to: usize,
-    ) -> PartitionState {
+    ) -> PartitionState<OCC> {
         let (state, _) = self
             .after_move_within(position, state, tile, from, to, u32::MAX, ChildRanks(None))
             .unwrap_or((state, 0));
@@ -299,7 +304,7 @@ impl<const SLOTS: usize, const BY_BLANK: bool> Heuristic for Partitioned<'_, SLO
     fn prefetch_child(
         &self,
         position: &Position,
-        state: PartitionState,
+        state: PartitionState<OCC>,
         tile: u8,
         from: usize,
         to: usize,
@@ -307,7 +312,7 @@ impl<const SLOTS: usize, const BY_BLANK: bool> Heuristic for Partitioned<'_, SLO
         let t = usize::from(tile) & 31;
         let board = usize::from(self.partition.table[BOARD][t]);
         let mirrored = usize::from(self.partition.table[MIRRORED][t]);
-        let step = |side: usize, i: usize| self.step(&state, side, i, t, position, (from, to));
+        let step = |side: usize, i: usize| self.step(&state, side, i, t, (from, to));
         let ranked = |side: usize, i: usize| {
             let rank = if self.pdb.vector {
                 let cells = Cells::of(&position.cells).moved(tile, from as u8, to as u8);
@@ -325,7 +330,7 @@ impl<const SLOTS: usize, const BY_BLANK: bool> Heuristic for Partitioned<'_, SLO
                 }
             };
             self.pdb
-                .prefetch(i, self.entry_after(side, i, rank, position, (from, to)));
+                .prefetch(i, self.entry_after(&state, side, i, rank, (from, to)).0);
             rank
         };
         // A move by one cell is horizontal on the board, and on the mirror image otherwise.
@@ -344,13 +349,13 @@ impl<const SLOTS: usize, const BY_BLANK: bool> Heuristic for Partitioned<'_, SLO
     fn after_move_within(
         &self,
         position: &Position,
-        mut state: PartitionState,
+        mut state: PartitionState<OCC>,
         tile: u8,
         from: usize,
         to: usize,
         limit: u32,
         ranks: ChildRanks,
-    ) -> Result<(PartitionState, u32), u32> {
+    ) -> Result<(PartitionState<OCC>, u32), u32> {
         let ranks = match ranks.0 {
             Some(ranks) => ranks,
             None => self.ranks_of(position, tile),
@@ -363,10 +368,10 @@ impl<const SLOTS: usize, const BY_BLANK: bool> Heuristic for Partitioned<'_, SLO
             return if h <= limit { Ok((state, h)) } else { Err(h) };
         };
         let mirrored = usize::from(self.partition.table[MIRRORED][t]);
-        let read_board = |state: &mut PartitionState| {
+        let read_board = |state: &mut PartitionState<OCC>| {
             self.update(state, board, ranks[BOARD], None, position, moved)
         };
-        let read_mirrored = |state: &mut PartitionState| {
+        let read_mirrored = |state: &mut PartitionState<OCC>| {
             self.update(
                 state,
                 mirrored,
