@@ -6,7 +6,6 @@
 mod additive;
 pub mod blank_cells;
 pub mod builder;
-mod dual;
 pub mod file;
 pub mod index;
 mod lookup;

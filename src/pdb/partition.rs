@@ -2,7 +2,6 @@
 //! on its mirror image: what [`Partitioned`](super::Partitioned) reads at every move.
 
 use crate::board::Board;
-use crate::moves::{Neighbors, NO_CELL};
 use crate::pdb::index::digit_weight;
 use crate::pdb::lookup::{Lookup, Mirror, MAX_GROUPS};
 use crate::pdb::packed::cell_distances;
@@ -28,15 +27,6 @@ pub(super) struct Partition {
     /// Side -> tile -> cell -> the distance home of the tile on that cell (of its image on the
     /// image cell, on the mirror image), for packed tables.
     pub(super) distance: [[[u8; 32]; 32]; 2],
-    /// Tile -> its cell in the goal (the blank's, for 0).
-    pub(super) home: [u8; 32],
-    /// Cell -> the tile the goal has there.
-    pub(super) goal_tile: [u8; 32],
-    /// The board's cells.
-    pub(super) cells: usize,
-    /// Table -> the cells the blank reaches from its home without passing the table's tiles,
-    /// all home: where a blank may end and the table's entries still hold.
-    pub(super) goal_region: [u32; MAX_GROUPS],
 }
 
 impl Partition {
@@ -75,28 +65,14 @@ impl Partition {
             packed,
             free,
             distance: [[[0; 32]; 32]; 2],
-            home: [0; 32],
-            goal_tile: [0; 32],
-            cells: goal.cells(),
-            goal_region: [0; MAX_GROUPS],
         };
         let (shape, home) = (goal.shape(), goal.positions());
-        partition.home[..goal.cells()].copy_from_slice(&home[..goal.cells()]);
-        partition.goal_tile[..goal.cells()].copy_from_slice(goal.tiles());
         for (distance, &cell) in partition.distance[BOARD]
             .iter_mut()
             .zip(&home)
             .take(goal.cells())
         {
             *distance = cell_distances(shape, usize::from(cell));
-        }
-        let neighbors = Neighbors::new(shape);
-        for (region, lookup) in partition.goal_region.iter_mut().zip(lookups) {
-            let walls = lookup
-                .tiles()
-                .iter()
-                .fold(0u32, |mask, &t| mask | 1 << (home[usize::from(t) & 31] & 31));
-            *region = reach(&neighbors, goal.blank(), walls);
         }
         for (tile, &tables) in tables_of.iter().enumerate().take(goal.cells()).skip(1) {
             if tables.count_ones() != 1 || tables & in_set == 0 {
@@ -122,20 +98,4 @@ impl Partition {
         }
         Some(partition)
     }
-}
-
-/// The cells reached from `start` through cells outside `walls`.
-fn reach(neighbors: &Neighbors, start: usize, walls: u32) -> u32 {
-    let mut reached = 1u32 << start;
-    let mut stack = vec![start];
-    while let Some(cell) = stack.pop() {
-        for &next in neighbors.of(cell) {
-            let bit = 1u32 << (next & 31);
-            if next != NO_CELL && walls & bit == 0 && reached & bit == 0 {
-                reached |= bit;
-                stack.push(usize::from(next));
-            }
-        }
-    }
-    reached
 }

@@ -82,24 +82,18 @@ pub struct ChildRanks(Option<[u32; 2]>);
 /// (or with `OCC` = [`MAX_GROUPS`], from [`AdditivePdb::partitioned_by_blank`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Partitioned<'a, const SLOTS: usize = NARROW, const OCC: usize = 0> {
-    pub(super) pdb: &'a AdditivePdb<SLOTS>,
-    pub(super) partition: &'a Partition,
-    dual: bool,
+    pdb: &'a AdditivePdb<SLOTS>,
+    partition: &'a Partition,
 }
 
 impl<'a, const SLOTS: usize, const OCC: usize> Partitioned<'a, SLOTS, OCC> {
     pub(super) fn new(pdb: &'a AdditivePdb<SLOTS>, partition: &'a Partition) -> Self {
-        let dual = std::env::var_os("TILESOLVE_DUAL").is_some();
-        Partitioned {
-            pdb,
-            partition,
-            dual,
-        }
+        Partitioned { pdb, partition }
     }
 
     /// The mirror map of `side`: `None` on the board.
     #[inline(always)]
-    pub(super) fn mirror(&self, side: usize) -> Option<&'a Mirror> {
+    fn mirror(&self, side: usize) -> Option<&'a Mirror> {
         self.pdb.mirror.as_ref().filter(|_| side == MIRRORED)
     }
 
@@ -401,18 +395,9 @@ impl<const SLOTS: usize, const OCC: usize> Heuristic for Partitioned<'_, SLOTS, 
             }
             (first, read_board(&mut state))
         };
-        let mut h = first.max(second);
+        let h = first.max(second);
         if h > limit {
             return Err(h);
-        }
-        if self.dual {
-            // Every estimate here has the distance's parity: round the dual's up to it.
-            let dual = self.dual_value(position, limit);
-            let dual = dual + ((dual ^ h) & 1);
-            if dual > limit {
-                return Err(dual);
-            }
-            h = h.max(dual);
         }
         let second_side = 1 - first_side;
         state.best = if second > first {
