@@ -596,3 +596,39 @@ fn corrupt_or_mismatched_files_are_refused_and_rebuilt() {
         refusals[3]
     );
 }
+
+/// A preset's tables are loaded side by side, and one that does not load is left to the usual
+/// path: refused, rebuilt, and the heuristic the same as from intact files.
+#[test]
+fn a_presets_tables_load_side_by_side_and_a_bad_one_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PdbStore::new(dir.path(), 2);
+    let goal = Board::blank_last(4);
+    let intact = store.heuristic::<8>(Preset::P555, &goal, &quiet).unwrap();
+    let specs = PdbStore::specs(Preset::P555, &goal).unwrap();
+    assert_eq!(specs.len(), 3);
+    let damaged = store.path_of(&specs[1]);
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x5a;
+    std::fs::write(&damaged, &bytes).unwrap();
+
+    let events = Mutex::new(Vec::new());
+    let record = |event: PdbEvent<'_>| {
+        let name = match event {
+            PdbEvent::Loaded { .. } => "loaded",
+            PdbEvent::Refused { .. } => "refused",
+            PdbEvent::Built { .. } => "built",
+            _ => return,
+        };
+        events.lock().unwrap().push(name);
+    };
+    let reloaded = store.heuristic::<8>(Preset::P555, &goal, &record).unwrap();
+    let mut events = events.into_inner().unwrap();
+    events.sort_unstable();
+    assert_eq!(events, ["built", "loaded", "loaded", "refused"]);
+    for instance in common::instances("examples15.txt") {
+        let position = Position::new(&instance.board);
+        assert_eq!(reloaded.estimate(&position), intact.estimate(&position));
+    }
+}

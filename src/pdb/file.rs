@@ -12,10 +12,12 @@
 //! (41..66), entry count u64 (72..80), checksum u64 (80..88), zeros to 128. A goal has at most
 //! [`MAX_TABLE_CELLS`] cells.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use memmap2::Mmap;
 use thiserror::Error;
@@ -54,7 +56,7 @@ pub struct PatternSpec {
 impl PatternSpec {
     pub fn entries(&self) -> u64 {
         if self.zero_aware {
-            ZeroIndex::new(self.goal.side(), self.tiles.len()).entries()
+            zero_aware_entries(self.goal.side(), self.tiles.len())
         } else {
             placements(self.goal.cells(), self.tiles.len())
         }
@@ -446,6 +448,27 @@ pub fn inspect(path: &Path, verify: bool) -> Result<Header, PdbError> {
         check_entries(path, &map, &header)?;
     }
     Ok(header)
+}
+
+/// Entries of a zero-aware table of `k` tiles on a square of `side`: worked out once per size
+/// and process, as it takes flooding every placement's free cells (tens of milliseconds on 5x5,
+/// and a process checks it for every table it loads).
+fn zero_aware_entries(side: usize, k: usize) -> u64 {
+    static COUNTS: OnceLock<Mutex<HashMap<(usize, usize), u64>>> = OnceLock::new();
+    let counts = COUNTS.get_or_init(Mutex::default);
+    let known = counts
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&(side, k))
+        .copied();
+    known.unwrap_or_else(|| {
+        let entries = ZeroIndex::new(side, k).entries();
+        counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((side, k), entries);
+        entries
+    })
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //! (once), save it and load it. A corrupt or mismatched file is reported and rebuilt, never used.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use crate::board::Board;
@@ -274,6 +275,49 @@ impl PdbStore {
             .collect())
     }
 
+    /// Each of `specs` whose file loads as it is (present, intact, and in its current
+    /// encoding), loaded on up to the store's threads at once: checking a table's checksum reads
+    /// all of it, and a 5x5 preset is 2.5 GB. The rest (`None`) are left to [`Self::table`], one
+    /// at a time, since building takes every thread and much memory.
+    fn load_present(
+        &self,
+        specs: &[PatternSpec],
+        events: &(dyn Fn(PdbEvent<'_>) + Sync),
+    ) -> Vec<Option<Arc<PatternTable>>> {
+        let next = AtomicUsize::new(0);
+        let loaded: Vec<Mutex<Option<Arc<PatternTable>>>> =
+            specs.iter().map(|_| Mutex::new(None)).collect();
+        let load = || loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let (Some(spec), Some(slot)) = (specs.get(i), loaded.get(i)) else {
+                return;
+            };
+            let path = self.path_of(spec);
+            let started = Instant::now();
+            match file::load(&path, spec, true) {
+                // A table an earlier version left at a byte an entry is repacked by `table`.
+                Ok(table) if !(self.builds && !table.packed && !spec.zero_aware) => {
+                    events(PdbEvent::Loaded {
+                        path: &path,
+                        seconds: started.elapsed().as_secs_f64(),
+                    });
+                    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(table));
+                }
+                _ => {}
+            }
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..self.threads.min(specs.len()) {
+                scope.spawn(load);
+            }
+            load();
+        });
+        loaded
+            .into_iter()
+            .map(|slot| slot.into_inner().unwrap_or_else(PoisonError::into_inner))
+            .collect()
+    }
+
     /// The heuristic of `preset` for `goal`, building missing tables, with `SLOTS` term slots
     /// (more than the preset's table count: see [`Preset::tables`]).
     pub fn heuristic<const SLOTS: usize>(
@@ -282,9 +326,15 @@ impl PdbStore {
         goal: &Board,
         events: &(dyn Fn(PdbEvent<'_>) + Sync),
     ) -> Result<AdditivePdb<SLOTS>, PdbError> {
-        let tables = PdbStore::specs(preset, goal)?
+        let specs = PdbStore::specs(preset, goal)?;
+        let mut loaded = self.load_present(&specs, events);
+        let tables = specs
             .iter()
-            .map(|spec| self.table(spec, events))
+            .zip(&mut loaded)
+            .map(|(spec, table)| match table.take() {
+                Some(table) => Ok(table),
+                None => self.table(spec, events),
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let (_, sets) = preset.layout(goal);
         Ok(AdditivePdb::<SLOTS>::new(
