@@ -106,12 +106,12 @@ fn each_refusal_exits_4_at_once_with_its_cause() {
 
 #[test]
 fn an_unreachable_coordinator_is_retried_then_exits_3() {
-    // A port that was just free: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port held bound but not listening: a connection there is refused, and no other test
+    // running meanwhile can be given it (a port merely released could be, and was).
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let any_port: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+    held.bind(&any_port.into()).unwrap();
+    let port = held.local_addr().unwrap().as_socket().unwrap().port();
     let (status, _, stderr, _) = run_at(&format!("http://127.0.0.1:{port}"), "", &["batches"]);
     assert_eq!(status, Some(3), "{stderr}");
     assert!(stderr.matches(RETRYING).count() >= 3, "{stderr}");
