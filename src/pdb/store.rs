@@ -111,9 +111,7 @@ impl PdbStore {
         let path = self.path_of(spec);
         let started = Instant::now();
         match file::load(&path, spec, true) {
-            Ok(table) if self.builds && !table.packed && !spec.zero_aware => {
-                self.repack(table, &path, events)
-            }
+            Ok(table) if self.repacks(&table) => self.repack(table, &path, events),
             Ok(table) => {
                 events(PdbEvent::Loaded {
                     path: &path,
@@ -132,6 +130,12 @@ impl PdbStore {
             }
             Err(error) => Err(error),
         }
+    }
+
+    /// Whether `table`, loaded, is one an earlier version left at a byte an entry that this
+    /// store rewrites packed (see [`Self::repack`]).
+    fn repacks(&self, table: &PatternTable) -> bool {
+        self.builds && !table.packed && !table.spec.zero_aware
     }
 
     /// Rewrites packed every table in the directory that an earlier version built at a byte an
@@ -295,8 +299,8 @@ impl PdbStore {
             let path = self.path_of(spec);
             let started = Instant::now();
             match file::load(&path, spec, true) {
-                // A table an earlier version left at a byte an entry is repacked by `table`.
-                Ok(table) if !(self.builds && !table.packed && !spec.zero_aware) => {
+                // One to repack is left to `table`.
+                Ok(table) if !self.repacks(&table) => {
                     events(PdbEvent::Loaded {
                         path: &path,
                         seconds: started.elapsed().as_secs_f64(),
