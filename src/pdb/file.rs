@@ -455,20 +455,12 @@ pub fn inspect(path: &Path, verify: bool) -> Result<Header, PdbError> {
 /// and a process checks it for every table it loads).
 fn zero_aware_entries(side: usize, k: usize) -> u64 {
     static COUNTS: OnceLock<Mutex<HashMap<(usize, usize), u64>>> = OnceLock::new();
-    let counts = COUNTS.get_or_init(Mutex::default);
-    let known = counts
+    *COUNTS
+        .get_or_init(Mutex::default)
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .get(&(side, k))
-        .copied();
-    known.unwrap_or_else(|| {
-        let entries = ZeroIndex::new(side, k).entries();
-        counts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert((side, k), entries);
-        entries
-    })
+        .entry((side, k))
+        .or_insert_with(|| ZeroIndex::new(side, k).entries())
 }
 
 #[cfg(test)]
