@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -48,10 +47,7 @@ struct Browser {
 
 impl Browser {
     fn start() -> Browser {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = common::port_outside_the_ephemeral_range();
         let driver = Process(
             Command::new(CHROMEDRIVER)
                 .arg(format!("--port={port}"))
@@ -460,10 +456,7 @@ fn the_work_view_pages_filters_and_charts_history_that_survives_a_restart() {
     }
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("coordinator");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = common::port_outside_the_ephemeral_range();
     let listen = format!("127.0.0.1:{port}");
     let serve = ["--history-seconds", "0.5"];
     let server = Coordinator::start(&data, &listen, &serve, &[]);

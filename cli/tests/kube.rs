@@ -90,12 +90,7 @@ fn the_manifests_played_with_podman_solve_a_batch_and_a_stopped_worker_pod_loses
     }
     let built = script("deploy/image.sh", &[], &[("TILESOLVE_BINARY", BIN)]);
     eprintln!("{}", built.trim());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let port = common::port_outside_the_ephemeral_range().to_string();
     let token = "kube-play-test-token";
     let _played = Played;
     let played = script(

@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    assert_optimal, known_boards, lengths, run, status, wait_until, worker, write_batch,
-    Coordinator, Process, WatchedBatch,
+    assert_optimal, known_boards, lengths, port_outside_the_ephemeral_range, run, status,
+    wait_until, worker, write_batch, Coordinator, Process, WatchedBatch,
 };
 
 /// Small budgets, so puzzles are split into many subtree tasks and a worker always holds some;
@@ -113,15 +113,6 @@ fn a_coordinator_sent_sigterm_flushes_exits_and_resumes() {
     assert_eq!(server.log_text().matches("coordinator serving").count(), 2);
 }
 
-/// A port nothing listens on now (bound, then released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn health(address: &str, service: &str) -> (bool, String) {
     let (ok, stdout, stderr) = run(&["health", "--address", address, "--service", service]);
     (ok, format!("{stdout}{stderr}"))
@@ -130,7 +121,10 @@ fn health(address: &str, service: &str) -> (bool, String) {
 #[test]
 fn a_worker_started_before_its_coordinator_waits_for_it_and_says_when_ready() {
     let dir = tempfile::tempdir().unwrap();
-    let (port, health_port) = (free_port(), free_port());
+    let (port, health_port) = (
+        port_outside_the_ephemeral_range(),
+        port_outside_the_ephemeral_range(),
+    );
     let (address, url) = (
         format!("127.0.0.1:{port}"),
         format!("http://127.0.0.1:{port}"),

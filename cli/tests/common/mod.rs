@@ -50,6 +50,38 @@ impl Drop for Process {
     }
 }
 
+/// A port a server started later in the test can listen on: free now, and below the range the
+/// kernel hands out for port 0. Servers of the tests running alongside bind port 0, so one of
+/// them being given this port while it is not yet (or, across a restart, no longer) bound is
+/// ruled out; that race once failed a CI run. Each test process walks the 8,000 ports below the
+/// range from its own random place, and a process never hands out one port twice.
+pub fn port_outside_the_ephemeral_range() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::OnceLock;
+    static START: OnceLock<u32> = OnceLock::new();
+    static HANDED_OUT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let span = u32::from(ephemeral_low.saturating_sub(1024).clamp(1, 8000));
+    let low = u32::from(ephemeral_low) - span;
+    let start = *START.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.subsec_nanos());
+        nanos ^ std::process::id().wrapping_mul(2_654_435_761)
+    });
+    loop {
+        let step = HANDED_OUT.fetch_add(1, Ordering::Relaxed);
+        assert!(step < span, "no free port below the ephemeral range");
+        let port = (low + start.wrapping_add(step) % span) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
 /// Polls `condition` every 50 ms for up to `limit`; panics with `what` if it never holds.
 pub fn wait_until<T>(what: &str, limit: Duration, condition: impl FnMut() -> Option<T>) -> T {
     within(limit, condition).unwrap_or_else(|| panic!("gave up waiting for {what}"))
