@@ -294,9 +294,10 @@ fn map_file(path: &Path) -> Result<Mmap, PdbError> {
 }
 
 /// Asks for the mapping to be backed by 2 MiB pages, before it is first read. The search reads
-/// the tables at random, so with 4 KiB pages nearly every read also missed the TLB; with 2 MiB
-/// pages a whole 7-8 preset (577 MB) fits the second-level TLB, and the Korf-100 and hard80 runs
-/// got about 15% faster (BENCHMARKS.md). Linux maps a file's pages this way when its page cache
+/// the tables at random, so with 4 KiB pages nearly every read also misses the TLB; 2 MiB pages
+/// made the Korf-100 and hard80 runs about 15% faster when this was added; measured again later,
+/// the 5x5 default (2.5 GB) ran 6% faster with them and 4x4's 288 MB alike either way
+/// (docs/benchmarks/history.md). Linux maps a file's pages this way when its page cache
 /// holds 2 MiB folios, which it allocates when the file is read through such a mapping (seen on
 /// Linux 6.18 with ext4: file systems with large folios); elsewhere the advice is ignored, and so
 /// is its failure.
