@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::options::MemoryArgs;
 use clap::Args;
 use tilesolve::connect::ConnectOptions;
-use tilesolve_coordinator::scheduler::{Scheduler, SchedulerConfig, Verify};
+use tilesolve_coordinator::scheduler::{SchedulerConfig, Tables, Verify};
 use tilesolve_coordinator::server::{self, ServeConfig, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
 use tilesolve_coordinator::store::DEFAULT_CACHE_BYTES;
@@ -34,11 +34,11 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
     // progress bar, rather than silently inside the embedded coordinator.
     let lines = args.batch.lines()?;
     let pdbs = tilesolve::pdb::PdbStore::new(&args.data, default_threads());
-    Scheduler::prepare(
+    Tables::prepare(
         &pdbs,
         &lines,
-        &args.batch.heuristic,
-        &args.batch.goal,
+        args.batch.heuristic,
+        args.batch.goal,
         args.memory.bytes(),
         &crate::progress::pdb_events,
     )

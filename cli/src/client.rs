@@ -15,9 +15,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tilesolve::batch_file::{check_text, BatchLine};
 use tilesolve::connect::ConnectOptions;
 use tilesolve::heuristic::Weight;
+use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::{MAX_BATCH_LINES, MAX_MESSAGE_BYTES};
-use tilesolve::{parse_board_in, Shape};
+use tilesolve::{parse_board_in, Goal, Shape};
 
 pub const DEFAULT_COORDINATOR: &str = "http://127.0.0.1:7411";
 
@@ -62,10 +63,10 @@ impl ConnectArgs {
 pub struct BatchOptions {
     /// Heuristic, as for `solve` (default: the size's pattern database).
     #[arg(long, default_value = "default")]
-    pub(crate) heuristic: String,
+    pub(crate) heuristic: HeuristicChoice,
     /// Goal: `default`, `korf` or a board.
     #[arg(long, default_value = "default")]
-    pub(crate) goal: String,
+    pub(crate) goal: Goal,
     #[command(flatten)]
     output: FormatArgs,
     #[command(flatten)]
@@ -238,8 +239,9 @@ pub(crate) async fn submit_and_report(
     let submitted = submit_lines(
         &mut Coordinator::new(connect),
         lines,
-        &options.heuristic,
-        &options.goal,
+        // Parsed by the flag; its text is only the wire's encoding.
+        &options.heuristic.to_string(),
+        &options.goal.to_string(),
         options.limits.request()?,
         options.output.format(),
         wait,

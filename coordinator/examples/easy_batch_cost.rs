@@ -14,7 +14,7 @@ use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::{PdbEvent, PdbStore};
 use tilesolve::task::run_task;
 use tilesolve::{Board, Solver};
-use tilesolve_coordinator::scheduler::{Scheduler, SchedulerConfig, TaskReport};
+use tilesolve_coordinator::scheduler::{reads, Owned, SchedulerConfig, TaskReport};
 use tilesolve_coordinator::store::Store;
 
 /// Slots the in-process worker asks for in each poll, as a packing worker does for short tasks.
@@ -42,19 +42,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         choice.build(&goal, budget, &pdbs, &quiet)?,
         choice.to_string(),
     );
-    let mut scheduler = Scheduler::new(store, pdbs, config)?;
-    scheduler.install_solver(
-        (goal, tilesolve::heuristic_choice::HeuristicChoice::Default),
-        solver.clone(),
-    );
+    let mut scheduler = Owned::new(store, pdbs, config)?;
+    scheduler.install_solvers(
+        vec![(
+            (goal, tilesolve::heuristic_choice::HeuristicChoice::Default),
+            solver.clone(),
+        )],
+        None,
+    )?;
 
     let started = Instant::now();
     let batch = scheduler.submit(&lines, "default", "")?.batch;
-    let flusher = scheduler.flusher();
-    flusher.flush()?;
+    scheduler.flusher().flush()?;
     let submitting = started.elapsed();
 
-    let worker = scheduler.register(SLOTS, "easy_batch_cost")?;
+    let worker = scheduler.register(SLOTS, "easy_batch_cost", None)?;
     let (mut polling, mut puzzles) = (Duration::ZERO, 0u64);
     let mut reports = Vec::new();
     while !scheduler.progress(batch)?.done {
@@ -62,11 +64,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let started = Instant::now();
         let (leased, _) = scheduler.poll(worker, SLOTS, std::mem::take(&mut reports))?;
         scheduler.run_deferred()?;
-        let flush_due = scheduler.take_flush_due();
-        flusher.write(scheduler.take_records())?;
-        if flush_due {
-            flusher.flush()?;
-        }
         polling += started.elapsed();
         for task in leased {
             let run = run_task(&solver, task.work(), None);
@@ -78,7 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let started = Instant::now();
-    let items = scheduler.items(batch)?;
+    let items = reads::items(&scheduler.store(), batch)?;
     let reading = started.elapsed();
 
     let per_puzzle = |time: Duration| time.as_secs_f64() * 1e6 / items.len().max(1) as f64;

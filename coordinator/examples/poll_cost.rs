@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use tilesolve::pdb::PdbStore;
 use tilesolve::task::run_task;
 use tilesolve::{Board, HeuristicKind, Solver};
-use tilesolve_coordinator::scheduler::{Scheduler, SchedulerConfig, TaskReport};
+use tilesolve_coordinator::scheduler::{Owned, SchedulerConfig, TaskReport};
 use tilesolve_coordinator::store::Store;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         min_split_nodes: 1_000,
         ..SchedulerConfig::default()
     };
-    let mut scheduler = Scheduler::new(store, PdbStore::new(dir.path().join("pdb"), 1), config)?;
+    let mut scheduler = Owned::new(store, PdbStore::new(dir.path().join("pdb"), 1), config)?;
     let boards: Vec<String> = include_str!("../../tests/data/korf100-blank-last.txt")
         .lines()
         .filter(|line| !line.starts_with('#'))
@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let batch = scheduler.submit(&boards, "linear-conflict", "")?.batch;
     let slots = 64;
-    let worker = scheduler.register(slots, "poll_cost")?;
+    let worker = scheduler.register(slots, "poll_cost", None)?;
     let solver = Solver::new(Board::blank_last(4), HeuristicKind::LinearConflict);
     let (mut in_poll, mut tasks) = (Duration::ZERO, 0u64);
     let mut reports = Vec::new();
@@ -43,7 +43,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Split and written after the lock is released, as the service does: not the
         // serialized cost.
         scheduler.run_deferred()?;
-        scheduler.flusher().write(scheduler.take_records())?;
         for task in leased {
             let run = run_task(&solver, task.work(), None);
             reports.push(TaskReport {

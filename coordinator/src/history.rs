@@ -156,7 +156,7 @@ pub async fn record_every(history: History, service: Service, interval: Duration
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let totals = service.lock().totals();
+        let totals = service.read(|s| s.totals());
         let recording = history.clone();
         match tokio::task::spawn_blocking(move || recording.record(&totals)).await {
             Ok(Ok(())) => {}

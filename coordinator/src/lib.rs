@@ -7,6 +7,8 @@
 //! - [`scheduler`]: batches in, subtree tasks out, leases, results in, answers stored.
 //! - [`store`]: the sled database (solutions, batches and items, search state); the only
 //!   module that touches sled.
+//! - `cycle`: the scheduler behind its lock, taken there only: the lock cycle every change goes
+//!   through (deferred work run outside the lock, records written, flushes, waiters woken).
 //! - [`table_supply`]: obtains the pattern tables waiting batches need, in the background:
 //!   from a worker that holds them, else built, then loaded off the scheduler's lock.
 //! - [`service`]: the gRPC services; the only place generated proto types meet the scheduler.
@@ -24,6 +26,7 @@
 
 pub mod auth;
 pub mod compressed_tables;
+pub(crate) mod cycle;
 pub mod frontier;
 pub mod history;
 pub mod idle;

@@ -9,6 +9,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::cycle::Coordinator;
+use crate::scheduler::SchedulerAccess;
 use std::time::{Duration, Instant};
 
 use tilesolve::heuristic_choice::HeuristicChoice;
@@ -16,7 +19,7 @@ use tilesolve::pdb::file::PatternSpec;
 use tilesolve::pdb::{PdbError, PdbEvent, PdbStore};
 use tilesolve::{Board, Solver};
 
-use crate::scheduler::{Flusher, Scheduler, SchedulerError, SolverKey, WorkerId};
+use crate::scheduler::{SchedulerError, SolverKey, WorkerId};
 
 /// A fetch that moves no byte for this long (the worker never started it, or stalled) is given
 /// up, and the file is sought elsewhere.
@@ -71,15 +74,13 @@ enum Unmade {
 /// Shared by the service (uploads, requests carried in responses) and the background loop.
 #[derive(Clone)]
 pub struct TableSupply {
-    scheduler: Arc<Mutex<Scheduler>>,
+    /// The scheduler, through its lock cycle.
+    core: Coordinator,
     pdbs: PdbStore,
     table_budget: u64,
-    flusher: Flusher,
     state: Arc<Mutex<SupplyState>>,
     /// Wakes the loop: a batch waits, a fetch ended.
     wake: Arc<tokio::sync::Notify>,
-    /// Wakes idle workers' long polls: tasks were queued, or a worker is asked for a file.
-    tasks_queued: Arc<tokio::sync::Notify>,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -93,21 +94,14 @@ fn megabytes(bytes: u64) -> String {
 }
 
 impl TableSupply {
-    pub fn new(
-        scheduler: Arc<Mutex<Scheduler>>,
-        pdbs: PdbStore,
-        flusher: Flusher,
-        tasks_queued: Arc<tokio::sync::Notify>,
-    ) -> TableSupply {
-        let table_budget = locked(&scheduler).table_budget();
+    pub(crate) fn new(core: Coordinator, pdbs: PdbStore) -> TableSupply {
+        let table_budget = core.read(|scheduler| scheduler.tables().budget());
         TableSupply {
-            scheduler,
+            core,
             pdbs,
             table_budget,
-            flusher,
             state: Arc::new(Mutex::new(SupplyState::default())),
             wake: Arc::new(tokio::sync::Notify::new()),
-            tasks_queued,
         }
     }
 
@@ -118,13 +112,13 @@ impl TableSupply {
     pub fn preload_present(&self) {
         for side in 3..=5 {
             let key: SolverKey = (Board::blank_last(side), HeuristicChoice::Default);
-            let present = {
-                let scheduler = locked(&self.scheduler);
-                !scheduler.has_solver(&key)
-                    && scheduler
+            let present = self.core.read(|scheduler| {
+                let tables = scheduler.tables();
+                !tables.has_solver(&key)
+                    && tables
                         .missing_tables(&key)
                         .is_ok_and(|missing| missing.is_empty())
-            };
+            });
             if present && !locked(&self.state).working.contains_key(&key) {
                 locked(&self.state).working.insert(key, Work::Loading);
                 self.spawn_work(key, false);
@@ -159,25 +153,27 @@ impl TableSupply {
         ),
         SchedulerError,
     > {
-        let scheduler = locked(&self.scheduler);
-        let mut keys: Vec<SolverKey> = Vec::new();
-        for need in scheduler.table_needs() {
-            for key in need.keys {
-                if !keys.contains(&key) {
-                    keys.push(key);
+        self.core.read(|scheduler| {
+            let tables = scheduler.tables();
+            let mut keys: Vec<SolverKey> = Vec::new();
+            for need in tables.table_needs() {
+                for key in need.keys {
+                    if !keys.contains(&key) {
+                        keys.push(key);
+                    }
                 }
             }
-        }
-        let mut wanted = Vec::new();
-        for key in keys {
-            let missing = scheduler.missing_tables(&key)?;
-            let holders: Vec<Vec<(WorkerId, u64)>> = missing
-                .iter()
-                .map(|spec| scheduler.table_holders(&spec.file_name()))
-                .collect();
-            wanted.push((key, missing, holders));
-        }
-        Ok((wanted, scheduler.may_build_tables()))
+            let mut wanted = Vec::new();
+            for key in keys {
+                let missing = tables.missing_tables(&key)?;
+                let holders: Vec<Vec<(WorkerId, u64)>> = missing
+                    .iter()
+                    .map(|spec| scheduler.table_holders(&spec.file_name()))
+                    .collect();
+                wanted.push((key, missing, holders));
+            }
+            Ok((wanted, tables.may_build()))
+        })
     }
 
     /// One look at every waiting batch's solvers: start what can start, fetch, build or load.
@@ -269,10 +265,16 @@ impl TableSupply {
             }
         }
         drop(state);
-        locked(&self.scheduler).set_preparing(descriptions);
+        if let Err(error) = self
+            .core
+            .clone()
+            .with(|scheduler| scheduler.install_solvers(Vec::new(), Some(descriptions)))
+        {
+            tracing::error!(%error, "showing what the table supply does");
+        }
         if asked {
             // Idle workers sit in a long poll: end it so they hear the request.
-            self.tasks_queued.notify_waiters();
+            self.core.tasks_queued.notify_waiters();
         }
         Ok(())
     }
@@ -371,15 +373,13 @@ impl TableSupply {
     }
 
     fn install(&self, key: SolverKey, solver: Solver) {
-        let started = {
-            let mut scheduler = locked(&self.scheduler);
-            scheduler.install_solver(key, solver);
-            scheduler.start_ready_batches()
-        };
+        let started = self
+            .core
+            .clone()
+            .with(|scheduler| scheduler.install_solvers(vec![(key, solver)], None));
         match started {
             Ok(batches) if !batches.is_empty() => {
                 tracing::info!(?batches, "batches waiting for pattern tables started");
-                self.tasks_queued.notify_waiters();
             }
             Ok(_) => {}
             Err(error) => tracing::error!(%error, "starting batches that waited for tables"),
@@ -388,16 +388,13 @@ impl TableSupply {
 
     /// Fails the items that waited for `key`: its tables could not be had.
     fn give_up(&self, key: &SolverKey, reason: &str) {
-        let failed = {
-            let mut scheduler = locked(&self.scheduler);
-            let failed = scheduler.fail_waiting(
-                key,
-                &format!("its pattern tables could not be obtained: {reason}"),
-            );
-            scheduler.take_flush_due();
-            failed
-        };
-        if let Err(error) = failed.and_then(|_| self.flusher.flush()) {
+        let reason = format!("its pattern tables could not be obtained: {reason}");
+        // The cycle flushes what failed before it returns.
+        let failed = self
+            .core
+            .clone()
+            .with(|scheduler| scheduler.fail_waiting(key, &reason));
+        if let Err(error) = failed {
             tracing::error!(%error, "failing items whose tables could not be had");
         }
     }

@@ -26,7 +26,10 @@ pub use lists::Charts;
 use crate::request_origin;
 use crate::rpc_metrics::RpcMetrics;
 
-use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, WorkerView, RATE_WINDOW};
+use crate::scheduler::{
+    line_errors, parse_goal, parse_heuristic, reads, BatchProgress, SchedulerError, WorkerView,
+    RATE_WINDOW,
+};
 use crate::service::Service;
 use crate::store::{ItemLimits, ItemStatus, StoredItem};
 use tilesolve::proto::MAX_BATCH_LINES;
@@ -272,7 +275,7 @@ struct WorkerJson {
 }
 
 impl WorkerJson {
-    fn of(w: WorkerView, tasks_held: usize) -> WorkerJson {
+    fn of(w: WorkerView) -> WorkerJson {
         let (gone, gone_seconds) = w
             .gone
             .map_or((None, None), |(why, ago)| (Some(why), Some(ago)));
@@ -285,7 +288,7 @@ impl WorkerJson {
             nodes_per_second: w.nodes_per_second,
             tasks_done: w.tasks_done,
             seconds_since_seen: w.seconds_since_seen,
-            tasks_held,
+            tasks_held: w.tasks_held,
             tables: w.tables,
             gone,
             gone_seconds,
@@ -310,8 +313,13 @@ struct OverviewJson {
 }
 
 fn overview_of(service: &Service, charts: &Charts) -> Result<OverviewJson, WebError> {
-    let scheduler = service.lock();
-    let totals = scheduler.totals();
+    let (totals, workers, gone) = service.read(|scheduler| {
+        (
+            scheduler.totals(),
+            scheduler.workers(),
+            scheduler.gone_workers(),
+        )
+    });
     let all_time = charts.history.sample(&totals, 0);
     Ok(OverviewJson {
         puzzles_solved_all_time: all_time.puzzles_solved,
@@ -323,19 +331,10 @@ fn overview_of(service: &Service, charts: &Charts) -> Result<OverviewJson, WebEr
         tasks_running: totals.tasks_running,
         nodes: totals.nodes,
         nodes_per_second: totals.nodes_per_second,
-        workers: scheduler
-            .workers()
+        workers: workers
             .into_iter()
-            .map(|w| {
-                let held = scheduler.tasks_held(w.id);
-                WorkerJson::of(w, held)
-            })
-            .chain(
-                scheduler
-                    .gone_workers()
-                    .into_iter()
-                    .map(|w| WorkerJson::of(w, 0)),
-            )
+            .chain(gone)
+            .map(WorkerJson::of)
             .collect(),
     })
 }
@@ -361,8 +360,8 @@ async fn solve(
         .service
         .accept_batch(
             vec![request.board],
-            request.heuristic,
-            request.goal,
+            parse_heuristic(&request.heuristic)?,
+            parse_goal(&request.goal)?,
             ItemLimits::default(),
         )
         .await?;
@@ -448,10 +447,10 @@ async fn batch(
     Path(id): Path<u64>,
     Query(page): Query<PageQuery>,
 ) -> Result<Json<serde_json::Value>, WebError> {
-    let scheduler = state.service.lock();
-    let status = BatchJson::from(scheduler.progress(id)?);
-    let (tasks_queued, tasks_running) = scheduler.batch_tasks(id);
-    drop(scheduler);
+    let (progress, (tasks_queued, tasks_running)) = state
+        .service
+        .read(|scheduler| (scheduler.progress(id), scheduler.batch_tasks(id)));
+    let status = BatchJson::from(progress?);
     let limit = page.limit.unwrap_or(WEB_PAGE).min(WEB_PAGE);
     let (_, mut items) = state.service.items_page(id, page.offset, limit + 1)?;
     let next_offset = (items.len() > limit).then(|| {
@@ -499,7 +498,7 @@ async fn check_lines(
             ),
         ));
     }
-    let errors: Vec<serde_json::Value> = Scheduler::line_errors(&request.lines, &request.goal)?
+    let errors: Vec<serde_json::Value> = line_errors(&request.lines, parse_goal(&request.goal)?)
         .into_iter()
         .map(|(line, error)| serde_json::json!({ "line": line, "error": error }))
         .collect();
@@ -518,7 +517,12 @@ async fn submit_batch(
     .map_err(|reason| WebError(StatusCode::BAD_REQUEST, reason))?;
     let submitted = state
         .service
-        .accept_batch(request.lines, request.heuristic, request.goal, limits)
+        .accept_batch(
+            request.lines,
+            parse_heuristic(&request.heuristic)?,
+            parse_goal(&request.goal)?,
+            limits,
+        )
         .await?;
     Ok(Json(serde_json::json!({
         "batch": submitted.batch,
@@ -612,7 +616,7 @@ async fn solution(
     State(state): State<WebState>,
     Query(query): Query<SolutionQuery>,
 ) -> Result<Json<serde_json::Value>, WebError> {
-    let found = state.service.lock().query(&query.board, &query.goal)?;
+    let found = reads::query(state.service.store(), &query.board, &query.goal)?;
     let stored = found.ok_or_else(|| {
         WebError(
             StatusCode::NOT_FOUND,

@@ -31,6 +31,8 @@
 //! [`PROBATION_AUDITS`]: super::workers::PROBATION_AUDITS
 //! [`Lineage`]: super::workers::Lineage
 
+use std::collections::{HashMap, HashSet};
+
 use tilesolve::moves::replay;
 use tilesolve::{Board, Direction};
 
@@ -41,12 +43,9 @@ use super::deferred::{
 };
 use super::tasks::{Audit, TaskEntry};
 use super::types::{
-    Lineage, PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId,
-    MAX_ATTEMPTS,
+    Lineage, PuzzleId, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId, MAX_ATTEMPTS,
 };
-use super::{batches, intake, Scheduler};
-use crate::store::ItemStatus;
-use crate::store::{StoreError, StoredBatch};
+use super::Parts;
 
 /// What a report says about paths: below these boards (each with its path from the puzzle's
 /// root), no path to the goal is shorter than the length given.
@@ -95,28 +94,70 @@ fn draw(seed: u64, task: TaskId) -> f64 {
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
-impl Scheduler {
-    /// After `worker`'s report for `entry` was taken: audits its claims when the worker is
-    /// on probation or the draw says so, on a worker of another lineage or on the coordinator.
-    /// Returns the claims left unaudited (none when audits are off): an answer resting on
-    /// them has them audited before it is stored (see [`Scheduler::audit_answer`]).
+/// What an audit found that the puzzles' lifecycle acts on: the audits never call back into
+/// it.
+#[derive(Debug)]
+pub(super) enum AuditEvent {
+    /// Every audit `puzzle`'s answer waited for has ended without disproving anything: an
+    /// answer held for them may be stored.
+    Resolved(PuzzleId),
+    /// The worker lied or is broken: quarantine it, for the reason given.
+    Quarantine(WorkerId, String),
+}
+
+/// The audits: the secret draw, and for each live puzzle the audits its answer waits for.
+pub(super) struct Audits {
+    /// Decides which reports are audited; secret, so a worker cannot tell.
+    seed: u64,
+    /// The audits of each live puzzle that its answer waits for (an entry from its first
+    /// audit until the puzzle ends or starts again: [`Audits::forget`]).
+    waiting: HashMap<PuzzleId, HashSet<TaskId>>,
+}
+
+impl Audits {
+    pub(super) fn new(seed: u64) -> Audits {
+        Audits {
+            seed,
+            waiting: HashMap::new(),
+        }
+    }
+
+    /// Whether `puzzle`'s answer waits for audits.
+    pub(super) fn pending(&self, puzzle: PuzzleId) -> bool {
+        self.waiting.get(&puzzle).is_some_and(|ids| !ids.is_empty())
+    }
+
+    /// `puzzle` ended or starts again: nothing waits for its audits, whose ids are returned so
+    /// that their tasks are withdrawn.
+    pub(super) fn forget(&mut self, puzzle: PuzzleId) -> Vec<TaskId> {
+        self.waiting
+            .remove(&puzzle)
+            .map(|ids| ids.into_iter().collect())
+            .unwrap_or_default()
+    }
+
+    /// After `worker`'s report for `entry` (of a live puzzle) was taken: audits its claims
+    /// when the worker is on probation or the draw says so, on a worker of another lineage or
+    /// on the coordinator. Returns the claims left unaudited (none when audits are off): an
+    /// answer resting on them has them audited before it is stored (see [`Audits::answer`]).
     pub(super) fn maybe_audit(
         &mut self,
+        parts: &mut Parts,
         worker: WorkerId,
         entry: &TaskEntry,
         outcome: &TaskOutcome,
         nodes: u64,
     ) -> Vec<UnauditedClaim> {
-        let verify = self.config.verify;
-        if verify == Verify::Off || !self.puzzles.contains_key(&entry.puzzle) {
+        let verify = parts.config.verify;
+        if verify == Verify::Off {
             return Vec::new();
         }
         let node_budget = if entry.spec.iterate {
-            self.config.whole_task_budget
+            parts.config.whole_task_budget
         } else {
             entry.spec.node_budget
         };
-        let lineage = self
+        let lineage = parts
             .workers
             .lineage(worker)
             .unwrap_or(Lineage::Registration(worker));
@@ -145,10 +186,9 @@ impl Scheduler {
         if claims.is_empty() {
             return claims;
         }
-        let on_probation = self.workers.on_probation(worker)
+        let on_probation = parts.workers.on_probation(worker)
             && (verify == Verify::Full || nodes <= PROBATION_SAMPLE_NODES);
-        let drawn =
-            on_probation || draw(self.audit_seed, entry.spec.id) < self.config.audit_fraction;
+        let drawn = on_probation || draw(self.seed, entry.spec.id) < parts.config.audit_fraction;
         if !drawn {
             // Kept for the answer's audits under `full`; under `sample` nobody audits them.
             return match verify {
@@ -157,46 +197,43 @@ impl Scheduler {
             };
         }
         for claim in claims {
-            self.route_audit(entry.puzzle, claim);
+            self.route(parts, entry.puzzle, claim);
         }
         Vec::new()
     }
 
     /// Audits `claim` on a worker of another lineage when one is connected, else on the
     /// coordinator's background pool.
-    fn route_audit(&mut self, puzzle: PuzzleId, claim: UnauditedClaim) {
-        if self.workers.independent_of(claim.audit.lineage) {
-            self.queue_audit(puzzle, claim);
+    fn route(&mut self, parts: &mut Parts, puzzle: PuzzleId, claim: UnauditedClaim) {
+        if parts.workers.independent_of(claim.audit.lineage) {
+            self.queue(parts, puzzle, claim);
         } else if claim.nodes <= COORDINATOR_AUDIT_NODES {
             // Run in the lock cycle that drew it, as an answer's audit is: handed to the
             // background pool, a sampled audit of an easy board cost more in the hand-off
             // than in its search. A claim that said it was small and is not spends this
             // budget and goes on in its children, on the background pool.
-            self.audit_here(puzzle, claim, COORDINATOR_AUDIT_NODES);
+            self.here(parts, puzzle, claim, COORDINATOR_AUDIT_NODES);
         } else {
-            self.audit_here(puzzle, claim, COORDINATOR_CHUNK_NODES);
+            self.here(parts, puzzle, claim, COORDINATOR_CHUNK_NODES);
         }
     }
 
     /// Audits `claim` on the coordinator's own tables within `budget` nodes (any admissible
     /// heuristic finds a path under the claim's bound): deferred, to run outside the lock.
-    fn audit_here(&mut self, puzzle: PuzzleId, claim: UnauditedClaim, budget: u64) {
-        let Some(p) = self.puzzles.get(&puzzle) else {
-            return;
-        };
-        let (goal, heuristic) = (p.goal, p.heuristic);
-        let solver = match self.solver(&goal, heuristic) {
+    fn here(&mut self, parts: &mut Parts, puzzle: PuzzleId, claim: UnauditedClaim, budget: u64) {
+        let key = (claim.spec.goal, claim.spec.heuristic);
+        let solver = match parts.solver(&key) {
             Ok(solver) => solver.clone(),
             // A puzzle starts only once the coordinator holds its tables, so this is a fault.
             Err(error) => {
                 let (batch, puzzle) = (puzzle.0, puzzle.1 + 1);
                 tracing::error!(batch, puzzle, %error, "an audit cannot run on the coordinator");
-                self.totals.audits_skipped += 1;
+                parts.totals.audits_skipped += 1;
                 return;
             }
         };
-        let id = self.new_audit(puzzle);
-        self.deferred.push(Deferred::Audit(PendingAudit {
+        let id = self.new_audit(parts, puzzle);
+        parts.out.deferred.push(Deferred::Audit(PendingAudit {
             puzzle,
             claim,
             id,
@@ -205,9 +242,9 @@ impl Scheduler {
         }));
     }
 
-    fn queue_audit(&mut self, puzzle: PuzzleId, claim: UnauditedClaim) {
-        let id = self.new_audit(puzzle);
-        self.tasks.add_audit(
+    fn queue(&mut self, parts: &mut Parts, puzzle: PuzzleId, claim: UnauditedClaim) {
+        let id = self.new_audit(parts, puzzle);
+        parts.tasks.add_audit(
             puzzle,
             TaskSpec { id, ..claim.spec },
             claim.audit,
@@ -216,41 +253,41 @@ impl Scheduler {
     }
 
     /// An id for an audit of `puzzle`, whose answer waits for it until it is resolved.
-    fn new_audit(&mut self, puzzle: PuzzleId) -> TaskId {
-        let id = self.next_id();
-        if let Some(p) = self.puzzles.get_mut(&puzzle) {
-            p.audits.insert(id);
-        }
+    fn new_audit(&mut self, parts: &mut Parts, puzzle: PuzzleId) -> TaskId {
+        let id = parts.ids.next();
+        self.waiting.entry(puzzle).or_default().insert(id);
         id
     }
 
-    /// Before `puzzle`'s answer is stored: audits each claim its length rests on that no audit
-    /// checked, on the coordinator when it is small ([`COORDINATOR_AUDIT_NODES`]), else on a
-    /// worker other than the one that made it. The claims of the iteration (or whole task)
-    /// that set the bound the answer was found at say together that nothing is shorter, so a
-    /// false one among them is the only way a longer answer gets this far; it is found before
-    /// anyone reads the answer.
-    pub(super) fn audit_answer(&mut self, puzzle: PuzzleId) {
-        let Some(p) = self.puzzles.get_mut(&puzzle) else {
-            return;
-        };
-        let proof = std::mem::take(&mut p.proof);
-        if proof.is_empty() {
-            return;
-        }
+    /// Before `puzzle`'s answer is stored: audits each claim of `proof` (those its length
+    /// rests on that no audit checked), on the coordinator when it is small
+    /// ([`COORDINATOR_AUDIT_NODES`]), else on a worker other than the one that made it. The
+    /// claims of the iteration (or whole task) that set the bound the answer was found at say
+    /// together that nothing is shorter, so a false one among them is the only way a longer
+    /// answer gets this far; it is found before anyone reads the answer.
+    pub(super) fn answer(
+        &mut self,
+        parts: &mut Parts,
+        puzzle: PuzzleId,
+        proof: Vec<UnauditedClaim>,
+    ) {
         for claim in proof {
-            self.totals.answer_audits += 1;
+            parts.totals.answer_audits += 1;
             if claim.nodes <= COORDINATOR_AUDIT_NODES {
-                self.audit_here(puzzle, claim, COORDINATOR_AUDIT_NODES);
+                self.here(parts, puzzle, claim, COORDINATOR_AUDIT_NODES);
             } else {
-                self.route_audit(puzzle, claim);
+                self.route(parts, puzzle, claim);
             }
         }
     }
 
     /// Takes an audit the coordinator ran: a shorter path disproves the claim, nothing found
     /// upholds it, and a spent budget hands it to a worker.
-    pub(super) fn finish_audit(&mut self, finished: FinishedAudit) -> Result<(), SchedulerError> {
+    pub(super) fn finish_here(
+        &mut self,
+        parts: &mut Parts,
+        finished: FinishedAudit,
+    ) -> Vec<AuditEvent> {
         let FinishedAudit {
             puzzle,
             claim,
@@ -259,24 +296,24 @@ impl Scheduler {
         } = finished;
         // The puzzle started again or ended meanwhile: nothing waits for this audit.
         if !self
-            .puzzles
+            .waiting
             .get(&puzzle)
-            .is_some_and(|p| p.audits.contains(&id))
+            .is_some_and(|ids| ids.contains(&id))
         {
-            return Ok(());
+            return Vec::new();
         }
         let spec = &claim.spec;
         match outcome {
             TaskOutcome::Found(suffix) if replay(&spec.board, &spec.goal, &suffix).is_ok() => {
                 let length = (spec.path.len() + suffix.len()) as u32;
-                return self.disproved(claim.audit, puzzle, id, length);
+                return vec![self.disproved(parts, claim.audit, puzzle, id, length)];
             }
             TaskOutcome::Exceeded(next) if next > spec.bound => {
-                self.workers.audit_passed(claim.audit.of);
-                self.totals.audits_upheld += 1;
+                parts.workers.audit_passed(claim.audit.of);
+                parts.totals.audits_upheld += 1;
             }
             TaskOutcome::Split { children, .. } => {
-                self.audit_children(puzzle, spec, claim.audit, &children);
+                self.children(parts, puzzle, spec, claim.audit, &children);
             }
             outcome => {
                 // The coordinator's own search cannot fail but by a fault: a worker of another
@@ -288,26 +325,27 @@ impl Scheduler {
                     ?outcome,
                     "the coordinator's audit failed"
                 );
-                if self.workers.independent_of(claim.audit.lineage) {
-                    self.queue_audit(puzzle, claim);
+                if parts.workers.independent_of(claim.audit.lineage) {
+                    self.queue(parts, puzzle, claim);
                 } else {
-                    self.totals.audits_skipped += 1;
+                    parts.totals.audits_skipped += 1;
                 }
             }
         }
-        self.audit_resolved(puzzle, id)
+        self.resolved(puzzle, id).into_iter().collect()
     }
 
     /// Applies the result of an audit task from `auditor`.
-    pub(super) fn apply_audit(
+    pub(super) fn apply(
         &mut self,
+        parts: &mut Parts,
         auditor: WorkerId,
         entry: TaskEntry,
         report: TaskReport,
-    ) -> Result<(), SchedulerError> {
+    ) -> Vec<AuditEvent> {
         let (task, puzzle) = (entry.spec.id, entry.puzzle);
         let Some(audit) = entry.audit else {
-            return Ok(());
+            return Vec::new();
         };
         let spec = &entry.spec;
         let impossible = match &report.outcome {
@@ -315,7 +353,7 @@ impl Scheduler {
                 Ok(_) => {
                     let length = (spec.path.len() + suffix.len()) as u32;
                     if length < audit.claim {
-                        return self.disproved(audit, puzzle, task, length);
+                        return vec![self.disproved(parts, audit, puzzle, task, length)];
                     }
                     Some(format!(
                         "an audit at bound {} reported a {length}-move path",
@@ -331,54 +369,58 @@ impl Scheduler {
                 spec.bound
             )),
             TaskOutcome::Exceeded(_) => {
-                self.workers.audit_passed(audit.of);
-                self.totals.audits_upheld += 1;
+                parts.workers.audit_passed(audit.of);
+                parts.totals.audits_upheld += 1;
                 None
             }
             TaskOutcome::Failed(_) if entry.attempts + 1 < MAX_ATTEMPTS => {
-                self.tasks.retry(entry);
-                return Ok(());
+                parts.tasks.retry(entry);
+                return Vec::new();
             }
             // The audit spent its budget: its children are audited instead, under the same
             // bound and claim, and the answer waits for them all. (Taking a spent budget as
             // "nothing found" let a lie stand whose audit was larger than the task it checked.)
             TaskOutcome::Split { children, .. } => {
-                self.audit_children(puzzle, spec, audit, children);
+                self.children(parts, puzzle, spec, audit, children);
                 None
             }
-            // Failed for good on workers: the coordinator runs it.
+            // Failed for good on workers: the coordinator runs it (unless its puzzle is gone).
+            _ if !self.waiting.contains_key(&puzzle) => None,
             _ => {
                 let claim = UnauditedClaim {
                     spec: entry.spec.clone(),
                     audit,
                     nodes: u64::MAX,
                 };
-                self.audit_here(puzzle, claim, COORDINATOR_CHUNK_NODES);
+                self.here(parts, puzzle, claim, COORDINATOR_CHUNK_NODES);
                 None
             }
         };
         if let Some(reason) = impossible {
             let (batch, puzzle) = (entry.puzzle.0, entry.puzzle.1 + 1);
             tracing::warn!(batch, puzzle, task, worker = auditor, %reason, "impossible audit report");
-            self.tasks.retry_as_new(entry);
-            if self.workers.strike(auditor) {
-                self.quarantine(auditor, format!("impossible reports, the last: {reason}"))?;
+            parts.tasks.retry_as_new(entry);
+            if parts.workers.strike(auditor) {
+                let reason = format!("impossible reports, the last: {reason}");
+                return vec![AuditEvent::Quarantine(auditor, reason)];
             }
-            return Ok(());
+            return Vec::new();
         }
-        self.audit_resolved(puzzle, task)
+        self.resolved(puzzle, task).into_iter().collect()
     }
 
     /// Audits each of `children` (moves from `spec`'s board within its bound) in place of the
     /// audit `spec` that spent its budget.
-    fn audit_children(
+    fn children(
         &mut self,
+        parts: &mut Parts,
         puzzle: PuzzleId,
         spec: &TaskSpec,
         audit: Audit,
         children: &[Direction],
     ) {
-        if !self.puzzles.contains_key(&puzzle) {
+        // A puzzle that ended or started again waits for nothing.
+        if !self.waiting.contains_key(&puzzle) {
             return;
         }
         for &direction in children {
@@ -392,7 +434,8 @@ impl Scheduler {
                 path,
                 ..spec.clone()
             };
-            self.route_audit(
+            self.route(
+                parts,
                 puzzle,
                 UnauditedClaim {
                     spec,
@@ -407,16 +450,17 @@ impl Scheduler {
     /// than `audit.claim` existed: the reporting worker lied or is broken.
     fn disproved(
         &mut self,
+        parts: &mut Parts,
         audit: Audit,
         puzzle: PuzzleId,
         task: TaskId,
         length: u32,
-    ) -> Result<(), SchedulerError> {
-        self.totals.audits_disproved += 1;
-        if let Some(p) = self.puzzles.get_mut(&puzzle) {
-            p.audits.remove(&task);
+    ) -> AuditEvent {
+        parts.totals.audits_disproved += 1;
+        if let Some(ids) = self.waiting.get_mut(&puzzle) {
+            ids.remove(&task);
         }
-        self.quarantine(
+        AuditEvent::Quarantine(
             audit.of,
             format!(
                 "it reported no path shorter than {} moves, and an audit found one of {length}",
@@ -425,170 +469,45 @@ impl Scheduler {
         )
     }
 
-    /// An audit of `puzzle` ended without disproving anything: an answer waiting only for it
-    /// is stored now.
-    fn audit_resolved(&mut self, puzzle: PuzzleId, task: TaskId) -> Result<(), SchedulerError> {
-        let Some(p) = self.puzzles.get_mut(&puzzle) else {
-            return Ok(());
-        };
-        p.audits.remove(&task);
-        if p.audits.is_empty() {
-            if let Some(moves) = p.held.take() {
-                return self.finish_solved(puzzle, moves);
-            }
-        }
-        Ok(())
+    /// An audit of `puzzle` ended without disproving anything: when the answer waits for no
+    /// other, it may be stored.
+    fn resolved(&mut self, puzzle: PuzzleId, task: TaskId) -> Option<AuditEvent> {
+        let ids = self.waiting.get_mut(&puzzle)?;
+        ids.remove(&task);
+        ids.is_empty().then_some(AuditEvent::Resolved(puzzle))
     }
 
     /// Hands the coordinator the queued audits no connected worker may run (every worker of
     /// another lineage has gone) or none took within a lease timeout (the one that may never
     /// asks for work): an answer never waits for ever on an audit, and never goes without one.
-    pub(super) fn audit_stranded_here(&mut self) -> Result<(), SchedulerError> {
-        let workers = &self.workers;
-        let stale = std::time::Instant::now().checked_sub(self.config.lease_timeout);
-        let stranded = self
+    pub(super) fn run_stranded_here(&mut self, parts: &mut Parts) -> Vec<AuditEvent> {
+        let workers = &parts.workers;
+        let stale = std::time::Instant::now().checked_sub(parts.config.lease_timeout);
+        let stranded = parts
             .tasks
             .take_stranded_audits(stale, |lineage| workers.independent_of(lineage));
-        for entry in stranded {
-            self.audit_task_here(entry)?;
-        }
-        Ok(())
+        stranded
+            .into_iter()
+            .flat_map(|entry| self.run_task_here(parts, entry))
+            .collect()
     }
 
     /// Runs the audit task `entry`, which no worker will report on, on the coordinator.
-    pub(super) fn audit_task_here(&mut self, entry: TaskEntry) -> Result<(), SchedulerError> {
+    pub(super) fn run_task_here(&mut self, parts: &mut Parts, entry: TaskEntry) -> Vec<AuditEvent> {
         let Some(audit) = entry.audit else {
-            return Ok(());
+            return Vec::new();
         };
         let (puzzle, task) = (entry.puzzle, entry.spec.id);
+        if !self.waiting.contains_key(&puzzle) {
+            return Vec::new();
+        }
         let claim = UnauditedClaim {
             spec: entry.spec,
             audit,
             nodes: u64::MAX,
         };
-        self.audit_here(puzzle, claim, COORDINATOR_CHUNK_NODES);
-        self.audit_resolved(puzzle, task)
-    }
-
-    /// Shuts `worker` out for `reason` without doubting its reports (it failed, it did not
-    /// lie): every further call is refused, its tasks go back to the queue, and the attempts
-    /// its failures cost are given back, so they are retried elsewhere.
-    pub(super) fn shut_out(&mut self, worker: WorkerId, reason: String) {
-        tracing::warn!(worker, %reason, "worker shut out: its tasks go to others");
-        self.workers.quarantine(worker, reason);
-        self.tasks.release(worker);
-        self.tasks.forgive_failures(worker);
-        self.totals.workers_quarantined += 1;
-    }
-
-    /// Shuts `worker` out for `reason` and undoes what rests on its reports: its tasks go
-    /// back to the queue, live puzzles that used its reports start again, and stored answers
-    /// and bounds that rest on them are withdrawn, their items solved again.
-    pub(super) fn quarantine(
-        &mut self,
-        worker: WorkerId,
-        reason: String,
-    ) -> Result<(), SchedulerError> {
-        tracing::warn!(worker, %reason, "worker quarantined: what rests on its reports is solved again");
-        self.workers.quarantine(worker, reason.clone());
-        self.tasks.release(worker);
-        self.totals.workers_quarantined += 1;
-        let (solutions, bounds) = self.store.withdraw_worker(worker)?;
-        let live: Vec<PuzzleId> = self
-            .puzzles
-            .iter()
-            .filter(|(_, p)| p.workers.contains(&worker))
-            .map(|(&id, _)| id)
-            .collect();
-        for &puzzle in &live {
-            self.restart_puzzle(puzzle, &format!("worker {worker} was quarantined"))?;
-        }
-        let mut reopened = 0;
-        let store = self.store.clone();
-        for batch in store.each_batch() {
-            let batch = batch?;
-            let mut items = self.store.items(batch.id)?;
-            let mut changed = Vec::new();
-            for (index, item) in items.iter_mut().enumerate() {
-                // A bounded answer's lower bound rests on its workers as a solution does.
-                let workers = match &item.status {
-                    ItemStatus::Solved(solved) => &solved.workers,
-                    ItemStatus::Bounded(bounded) => &bounded.workers,
-                    ItemStatus::Queued | ItemStatus::Failed(_) => continue,
-                };
-                if !workers.contains(&worker) {
-                    continue;
-                }
-                item.status = if batch.cancelled {
-                    ItemStatus::Failed(format!("answer withdrawn: worker {worker} was quarantined"))
-                } else {
-                    ItemStatus::Queued
-                };
-                self.store.put_item(batch.id, index as u32, item)?;
-                changed.push(index as u32);
-            }
-            if changed.is_empty() {
-                continue;
-            }
-            reopened += changed.len();
-            self.batches
-                .reopen(batch.id, batches::counts(&items), batch.finished);
-            if batch.cancelled {
-                // Nothing runs again for a cancelled batch: only its figures change.
-                self.close_batch(batch.id)?;
-            } else if batch.finished.is_some() {
-                self.store.put_batch(&StoredBatch {
-                    finished: None,
-                    ..batch.clone()
-                })?;
-            }
-            if !batch.cancelled {
-                // A stored batch's heuristic, as it was named at its intake.
-                let heuristic = intake::parse_heuristic(&batch.heuristic)?;
-                for index in changed {
-                    self.start_item(batch.id, index, &items[index as usize], heuristic)?;
-                }
-            }
-        }
-        tracing::warn!(
-            worker,
-            solutions,
-            bounds,
-            live = live.len(),
-            reopened,
-            "withdrawn: stored boards, stored bounds, puzzles started again, answered items solved again"
-        );
-        self.flush_due = true;
-        Ok(())
-    }
-
-    /// Starts a live puzzle over from its heuristic estimate: the reports its search rested on
-    /// cannot all be true.
-    pub(super) fn restart_puzzle(
-        &mut self,
-        puzzle: PuzzleId,
-        reason: &str,
-    ) -> Result<(), SchedulerError> {
-        let Some(p) = self.puzzles.get(&puzzle) else {
-            return Ok(());
-        };
-        let (goal, board, heuristic) = (p.goal, p.board, p.heuristic);
-        let (batch, index) = puzzle;
-        tracing::warn!(batch, puzzle = index + 1, %reason, "puzzle starts again");
-        self.cancel_tasks(puzzle);
-        self.puzzles.remove(&puzzle);
-        self.totals.puzzles_restarted += 1;
-        self.store.remove_search_state(&goal, &board)?;
-        let corrupt = |what: &str| StoreError::Corrupt {
-            tree: "items",
-            reason: format!("batch {batch} item {index}: {what}"),
-        };
-        let item = self
-            .store
-            .item(batch, index)?
-            .ok_or_else(|| corrupt("missing"))?;
-        // The heuristic as the puzzle has it: a batch being taken in has no record yet.
-        self.start_item(batch, index, &item, heuristic)
+        self.here(parts, puzzle, claim, COORDINATOR_CHUNK_NODES);
+        self.resolved(puzzle, task).into_iter().collect()
     }
 }
 

@@ -1,10 +1,15 @@
 //! Per-batch figures this process keeps so progress is cheap to ask: how many items, solved and
-//! failed, the nodes spent, and since when. The items themselves live in the store.
+//! failed, the nodes spent, and since when, the heuristic each open batch named (parsed once,
+//! as it opens), and the items of batches being taken in. The items themselves live in the
+//! store. A leaf: it calls no other part (it writes a closed batch's figures to the store).
 
 use std::collections::HashMap;
 use std::time::Instant;
 
-use crate::store::{BatchFigures, ItemLimits, ItemStatus, StoredItem};
+use tilesolve::heuristic_choice::HeuristicChoice;
+
+use super::types::SchedulerError;
+use crate::store::{BatchFigures, ItemLimits, ItemStatus, Store, StoredBatch, StoredItem};
 
 /// A batch's progress.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -102,11 +107,17 @@ pub(super) struct Batches {
     nodes: HashMap<u64, u64>,
     /// The limits of open batches that set any.
     limits: HashMap<u64, ItemLimits>,
+    /// The heuristic each open batch named.
+    heuristics: HashMap<u64, HeuristicChoice>,
+    /// Queued items of batches being taken in, not started yet (they count against the
+    /// pending limit).
+    intake_pending: usize,
 }
 
 impl Batches {
     /// A batch submitted to, or resumed by, this process, with its items' counts.
-    pub(super) fn open(&mut self, batch: u64, counts: ItemCounts) {
+    pub(super) fn open(&mut self, batch: u64, counts: ItemCounts, heuristic: HeuristicChoice) {
+        self.heuristics.insert(batch, heuristic);
         self.started.insert(batch, Instant::now());
         self.counts.insert(batch, counts);
         self.nodes.insert(batch, 0);
@@ -114,7 +125,14 @@ impl Batches {
 
     /// A finished batch some of whose answers were withdrawn: open again with its new counts,
     /// its nodes counted on from `figures`.
-    pub(super) fn reopen(&mut self, batch: u64, counts: ItemCounts, figures: Option<BatchFigures>) {
+    pub(super) fn reopen(
+        &mut self,
+        batch: u64,
+        counts: ItemCounts,
+        figures: Option<BatchFigures>,
+        heuristic: HeuristicChoice,
+    ) {
+        self.heuristics.insert(batch, heuristic);
         self.counts.insert(batch, counts);
         self.seconds.remove(&batch);
         self.started.entry(batch).or_insert_with(Instant::now);
@@ -137,6 +155,7 @@ impl Batches {
     /// Forgets a finished batch; returns its figures for the store.
     pub(super) fn close(&mut self, batch: u64) -> Option<BatchFigures> {
         self.limits.remove(&batch);
+        self.heuristics.remove(&batch);
         let ItemCounts { solved, failed, .. } = self.counts.remove(&batch)?;
         let started = self.started.remove(&batch);
         let seconds = self
@@ -150,6 +169,49 @@ impl Batches {
             nodes: self.nodes.remove(&batch).unwrap_or(0),
             seconds,
         })
+    }
+
+    /// Closes a finished batch and moves its figures from memory into its stored record: a
+    /// coordinator that runs for months keeps nothing per finished batch.
+    pub(super) fn close_stored(&mut self, store: &Store, batch: u64) -> Result<(), SchedulerError> {
+        let Some(figures) = self.close(batch) else {
+            return Ok(());
+        };
+        tracing::info!(
+            batch,
+            solved = figures.solved,
+            failed = figures.failed,
+            nodes = figures.nodes,
+            seconds = figures.seconds,
+            "batch finished"
+        );
+        if let Some(stored) = store.batch(batch)? {
+            store.finish_batch(&StoredBatch {
+                finished: Some(figures),
+                ..stored
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The heuristic an open batch named.
+    pub(super) fn heuristic(&self, batch: u64) -> Option<HeuristicChoice> {
+        self.heuristics.get(&batch).copied()
+    }
+
+    /// `queued` more items of batches being taken in wait to start.
+    pub(super) fn intake_opened(&mut self, queued: usize) {
+        self.intake_pending += queued;
+    }
+
+    /// `started` items of batches being taken in started (or were dropped).
+    pub(super) fn intake_done(&mut self, started: usize) {
+        self.intake_pending -= started;
+    }
+
+    /// Queued items of batches being taken in, not started yet.
+    pub(super) fn intake_pending(&self) -> usize {
+        self.intake_pending
     }
 
     pub(super) fn add_nodes(&mut self, batch: u64, nodes: u64) {

@@ -9,6 +9,8 @@
 //! stored as one (after the audits the bound rests on). The path is also kept with the board's
 //! search state, so a later search of the board starts from the bound and ends with the path as
 //! soon as it has ruled out everything shorter.
+//!
+//! Pure: these functions read and mark a [`Puzzle`]; `lifecycle` queues, stores and ends.
 
 use std::time::Duration;
 
@@ -18,9 +20,9 @@ use tilesolve::solver::OPTIMAL_SHARE;
 use tilesolve::task::WeightedWork;
 use tilesolve::Direction;
 
-use super::types::{PuzzleId, SchedulerError, TaskSpec};
-use super::Scheduler;
-use crate::store::{BestPath, ItemLimits, ItemStatus, SearchState, StoredBounded};
+use super::puzzle::Puzzle;
+use super::types::{PuzzleId, TaskSpec};
+use crate::store::{BestPath, ItemLimits, SearchState, StoredBounded};
 
 /// Nodes a search thread is taken to expand in a second when a time limit is turned into a
 /// whole-puzzle task's node budget (no rate is measured before a puzzle's first report): about
@@ -63,159 +65,136 @@ fn reason(limits: &ItemLimits) -> String {
     reasons.join(", ")
 }
 
-impl Scheduler {
-    /// Ends `puzzle_id`'s optimal search once it has spent its share of a limit, and queues its
-    /// weighted task.
-    pub(super) fn check_limits(&mut self, puzzle_id: PuzzleId) -> Result<(), SchedulerError> {
-        let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
-            return Ok(());
-        };
-        // An answer waiting for its audits is already found.
-        if puzzle.weighted || puzzle.held.is_some() {
-            return Ok(());
-        }
-        let limits = puzzle.limits;
-        let over_time = limits
-            .seconds
-            .is_some_and(|limit| puzzle.seconds >= limit * OPTIMAL_SHARE);
-        let over_nodes = limits
+/// Whether `puzzle_id`'s optimal search has spent its share of a limit: it ends, and its
+/// weighted task is queued ([`weighted_task`]).
+pub(super) fn over_limit(puzzle_id: PuzzleId, puzzle: &Puzzle) -> bool {
+    // An answer waiting for its audits is already found.
+    if puzzle.weighted || puzzle.held.is_some() {
+        return false;
+    }
+    let limits = puzzle.limits;
+    let over_time = limits
+        .seconds
+        .is_some_and(|limit| puzzle.seconds >= limit * OPTIMAL_SHARE);
+    let over_nodes = limits
+        .nodes
+        .is_some_and(|limit| puzzle.nodes as f64 >= limit as f64 * OPTIMAL_SHARE);
+    if !(over_time || over_nodes) {
+        return false;
+    }
+    tracing::info!(
+        batch = puzzle_id.0,
+        puzzle = puzzle_id.1 + 1,
+        lower_bound = puzzle.proven,
+        nodes = puzzle.nodes,
+        seconds = puzzle.seconds,
+        "limit reached: a weighted search looks for a path"
+    );
+    true
+}
+
+/// Marks the puzzle's optimal search over (a split of the iteration in progress, running
+/// outside the lock, is dropped; its audits go on: a found answer rests on them) and returns
+/// its weighted task, with what is left of its limits: the rest after the optimal search's
+/// share, or all of them for a batch asking only for a bounded answer. Its outstanding tasks
+/// are the caller's to withdraw.
+pub(super) fn weighted_task(puzzle_id: PuzzleId, puzzle: &mut Puzzle) -> TaskSpec {
+    puzzle.outstanding.clear();
+    puzzle.splitting = None;
+    puzzle.weighted = true;
+    let limits = puzzle.limits;
+    let share = match limits.suboptimal_percent {
+        Some(_) => 1.0,
+        None => 1.0 - OPTIMAL_SHARE,
+    };
+    TaskSpec {
+        id: 0,
+        puzzle: puzzle_id,
+        board: puzzle.board,
+        goal: puzzle.goal,
+        heuristic: puzzle.heuristic,
+        path: Vec::new(),
+        bound: puzzle.proven,
+        iterate: false,
+        node_budget: limits
             .nodes
-            .is_some_and(|limit| puzzle.nodes as f64 >= limit as f64 * OPTIMAL_SHARE);
-        if !(over_time || over_nodes) {
-            return Ok(());
-        }
-        tracing::info!(
-            batch = puzzle_id.0,
-            puzzle = puzzle_id.1 + 1,
-            lower_bound = puzzle.proven,
-            nodes = puzzle.nodes,
-            seconds = puzzle.seconds,
-            "limit reached: a weighted search looks for a path"
-        );
-        self.start_weighted(puzzle_id)
+            .map_or(0, |nodes| ((nodes as f64 * share) as u64).max(1)),
+        profile_depth: 0,
+        weighted: Some(WeightedWork {
+            weight: limits
+                .suboptimal_percent
+                .and_then(|percent| Weight::new(percent, 100)),
+            time_limit: limits
+                .seconds
+                .and_then(|seconds| Duration::try_from_secs_f64(seconds * share).ok()),
+        }),
     }
+}
 
-    /// Withdraws the puzzle's optimal search (its audits go on: a found answer rests on them)
-    /// and queues its weighted task, with what is left of its limits: the rest after the
-    /// optimal search's share, or all of them for a batch asking only for a bounded answer.
-    pub(super) fn start_weighted(&mut self, puzzle_id: PuzzleId) -> Result<(), SchedulerError> {
-        self.record_cancelled(puzzle_id);
-        let ids: Vec<_> = self
-            .puzzles
-            .get(&puzzle_id)
-            .map(|p| p.outstanding.iter().copied().collect())
-            .unwrap_or_default();
-        for (worker, task) in self.tasks.withdraw(ids) {
-            self.workers.tell_cancelled(worker, task);
-        }
-        let Some(puzzle) = self.puzzles.get_mut(&puzzle_id) else {
-            return Ok(());
-        };
-        puzzle.outstanding.clear();
-        // A split of the iteration in progress, running outside the lock, is dropped.
-        puzzle.splitting = None;
-        puzzle.weighted = true;
-        let limits = puzzle.limits;
-        let share = match limits.suboptimal_percent {
-            Some(_) => 1.0,
-            None => 1.0 - OPTIMAL_SHARE,
-        };
-        let spec = TaskSpec {
-            id: 0,
-            puzzle: puzzle_id,
-            board: puzzle.board,
-            goal: puzzle.goal,
-            heuristic: puzzle.heuristic,
-            path: Vec::new(),
-            bound: puzzle.proven,
-            iterate: false,
-            node_budget: limits
-                .nodes
-                .map_or(0, |nodes| ((nodes as f64 * share) as u64).max(1)),
-            profile_depth: 0,
-            weighted: Some(WeightedWork {
-                weight: limits
-                    .suboptimal_percent
-                    .and_then(|percent| Weight::new(percent, 100)),
-                time_limit: limits
-                    .seconds
-                    .and_then(|seconds| Duration::try_from_secs_f64(seconds * share).ok()),
-            }),
-        };
-        let (wave, predicted) = (self.tasks.next_wave(), self.config.whole_task_budget);
-        self.add_task(puzzle_id, spec, (wave, Vec::new()), predicted);
-        Ok(())
+/// How a puzzle ends with what its weighted task found.
+pub(super) enum WeightedEnd {
+    /// No path at all, or one that failed replay.
+    Failed(String),
+    /// A path as short as the proven bound: the optimal answer.
+    Solved(Vec<Direction>),
+    /// A bounded answer, and the search state that keeps its path with the board.
+    Bounded(SearchState, StoredBounded),
+}
+
+/// The end of a puzzle whose weighted task found `found`: the shorter of that path and one
+/// stored by an earlier limited search, as the optimal answer when it meets the proven bound,
+/// else as a bounded answer (replayed first, as every answer is); without any path, failed.
+/// `heuristic` names the solver's heuristic, for the answer.
+pub(super) fn weighted_end(
+    puzzle: &Puzzle,
+    found: Option<(Vec<Direction>, Weight)>,
+    heuristic: String,
+) -> WeightedEnd {
+    let why = reason(&puzzle.limits);
+    let lower_bound = puzzle.proven;
+    let best = found
+        .map(|(moves, weight)| (moves, weight.percent()))
+        .into_iter()
+        .chain(puzzle.best.clone())
+        .min_by_key(|(moves, _)| moves.len());
+    let Some((moves, weight_percent)) = best else {
+        return WeightedEnd::Failed(format!(
+            "{why}: no solution is shorter than {lower_bound} moves, and the weighted \
+             searches found no path within the limit"
+        ));
+    };
+    if moves.len() as u32 <= lower_bound {
+        return WeightedEnd::Solved(moves);
     }
-
-    /// Ends a puzzle with what its weighted task found: the shorter of that path and one stored
-    /// by an earlier limited search, as the optimal answer when it meets the proven bound, else
-    /// as a bounded answer (kept with the board's search state too); without any path, failed.
-    pub(super) fn finish_weighted(
-        &mut self,
-        puzzle_id: PuzzleId,
-        found: Option<(Vec<Direction>, Weight)>,
-    ) -> Result<(), SchedulerError> {
-        let Some(puzzle) = self.puzzles.get(&puzzle_id) else {
-            return Ok(());
-        };
-        let why = reason(&puzzle.limits);
-        let lower_bound = puzzle.proven;
-        let best = found
-            .map(|(moves, weight)| (moves, weight.percent()))
-            .into_iter()
-            .chain(puzzle.best.clone())
-            .min_by_key(|(moves, _)| moves.len());
-        let Some((moves, weight_percent)) = best else {
-            return self.finish_failed(
-                puzzle_id,
-                format!(
-                    "{why}: no solution is shorter than {lower_bound} moves, and the weighted \
-                     searches found no path within the limit"
-                ),
-            );
-        };
-        if moves.len() as u32 <= lower_bound {
-            return self.finish_solved(puzzle_id, moves);
+    let tiles = match replay(&puzzle.board, &puzzle.goal, &moves) {
+        Ok(tiles) => tiles,
+        Err(error) => {
+            return WeightedEnd::Failed(format!(
+                "internal error: a weighted path failed replay: {error}"
+            ))
         }
-        let (board, goal, heuristic) = (puzzle.board, puzzle.goal, puzzle.heuristic);
-        let (nodes, seconds) = (puzzle.nodes, puzzle.seconds);
-        let workers: Vec<u64> = puzzle.workers.iter().copied().collect();
-        // Replayed before it is stored or reported, as every answer is.
-        let tiles = match replay(&board, &goal, &moves) {
-            Ok(tiles) => tiles,
-            Err(error) => {
-                return self.finish_failed(
-                    puzzle_id,
-                    format!("internal error: a weighted path failed replay: {error}"),
-                )
-            }
-        };
-        let moves = moves_to_string(&moves);
-        self.store.put_search_state(
-            &goal,
-            &board,
-            SearchState {
-                lower_bound,
-                workers: workers.clone(),
-                best: Some(BestPath {
-                    moves: moves.clone(),
-                    weight_percent,
-                }),
-            },
-        )?;
-        let heuristic = self.solver(&goal, heuristic)?.heuristic().to_string();
-        let bounded = StoredBounded {
-            length: tiles.len() as u32,
-            moves,
-            tiles,
-            lower_bound,
+    };
+    let workers: Vec<u64> = puzzle.workers.iter().copied().collect();
+    let moves = moves_to_string(&moves);
+    let state = SearchState {
+        lower_bound,
+        workers: workers.clone(),
+        best: Some(BestPath {
+            moves: moves.clone(),
             weight_percent,
-            nodes,
-            seconds,
-            heuristic,
-            reason: why,
-            workers,
-        };
-        self.finish(puzzle_id, ItemStatus::Bounded(bounded))
-    }
+        }),
+    };
+    let bounded = StoredBounded {
+        length: tiles.len() as u32,
+        moves,
+        tiles,
+        lower_bound,
+        weight_percent,
+        nodes: puzzle.nodes,
+        seconds: puzzle.seconds,
+        heuristic,
+        reason: why,
+        workers,
+    };
+    WeightedEnd::Bounded(state, bounded)
 }

@@ -1,23 +1,66 @@
-//! CPU work the scheduler hands its caller to run without holding its lock: splitting an
-//! iteration into subtree tasks, and audits the coordinator runs itself. Each item carries
-//! everything it needs (its solver included), so running it touches no scheduler state; its
-//! result goes back through [`Scheduler::finish_deferred`](super::Scheduler::finish_deferred).
+//! What a lock cycle leaves to do once the lock is released, in one place: CPU work
+//! ([`Deferred`]: splitting an iteration into subtree tasks, audits the coordinator runs
+//! itself), task records to write, and a flush when a batch ended. The parts leave it in
+//! [`CycleOut`]; [`Scheduler::take_cycle`](super::Scheduler::take_cycle) hands it out as
+//! [`AfterCycle`]. Each deferred item carries everything it needs (its solver included), so
+//! running it touches no scheduler state; its result goes back through
+//! [`Scheduler::finish_deferred`](super::Scheduler::finish_deferred).
 
 use tilesolve::task::run_task;
 use tilesolve::{Board, Solver};
 
+use super::records::TaskRecords;
 use super::tasks::Audit;
 use super::types::{PuzzleId, TaskId, TaskOutcome, TaskSpec};
 use crate::frontier::{split_iteration, BalanceParams, Frontier, SizeHistory};
 
-/// CPU work the scheduler leaves to its caller ([`Scheduler::take_deferred`]) to run without
+/// What the parts leave for the end of the lock cycle.
+#[derive(Default)]
+pub(super) struct CycleOut {
+    /// Work to run outside the lock.
+    pub(super) deferred: Vec<Deferred>,
+    /// Records of the tasks finished (or made unnecessary), to write outside the lock.
+    pub(super) records: TaskRecords,
+    /// A batch finished (or answers were withdrawn): flush the store before answering.
+    pub(super) flush_due: bool,
+}
+
+impl CycleOut {
+    /// Everything left, and whether tasks wait for workers.
+    pub(super) fn take(&mut self, tasks_ready: bool) -> AfterCycle {
+        let CycleOut {
+            deferred,
+            records,
+            flush_due,
+        } = std::mem::take(self);
+        AfterCycle {
+            deferred,
+            records,
+            flush_due,
+            tasks_ready,
+        }
+    }
+}
+
+/// What one lock cycle leaves to do after the lock is released: run the deferred work (and
+/// hand each back to [`Scheduler::finish_deferred`](super::Scheduler::finish_deferred)), write
+/// the records ([`super::Flusher::write`], a record lost in a crash only makes a replay of that
+/// run less complete), flush the store when a batch ended, wake polls when tasks are ready.
+pub struct AfterCycle {
+    pub deferred: Vec<Deferred>,
+    pub records: TaskRecords,
+    pub flush_due: bool,
+    pub tasks_ready: bool,
+}
+
+/// CPU work the scheduler leaves to its caller ([`AfterCycle`]) to run without
 /// holding its lock, milliseconds each, so leases to other workers go on meanwhile.
 pub enum Deferred {
     Split(PendingSplit),
     Audit(PendingAudit),
 }
 
-/// Deferred work done, for [`Scheduler::finish_deferred`].
+/// Deferred work done, for [`Scheduler::finish_deferred`](super::Scheduler::finish_deferred).
 pub enum DeferredDone {
     Split(FinishedSplit),
     Audit(FinishedAudit),
@@ -49,7 +92,7 @@ pub struct PendingSplit {
     pub(super) params: BalanceParams,
 }
 
-/// A split done outside the lock, for [`Scheduler::finish_deferred`].
+/// A split done outside the lock, for [`Scheduler::finish_deferred`](super::Scheduler::finish_deferred).
 pub struct FinishedSplit {
     pub(super) puzzle: PuzzleId,
     pub(super) bound: u32,
@@ -100,7 +143,7 @@ pub const COORDINATOR_AUDIT_NODES: u64 = 10_000;
 pub const COORDINATOR_CHUNK_NODES: u64 = 20_000_000;
 
 /// An audit the coordinator runs itself, taken out of the scheduler
-/// ([`Scheduler::take_deferred`]) to run without its lock.
+/// ([`AfterCycle`]) to run without its lock.
 pub struct PendingAudit {
     pub(super) puzzle: PuzzleId,
     pub(super) claim: UnauditedClaim,
@@ -111,7 +154,7 @@ pub struct PendingAudit {
     pub(super) budget: u64,
 }
 
-/// A [`PendingAudit`] run, for [`Scheduler::finish_deferred`].
+/// A [`PendingAudit`] run, for [`Scheduler::finish_deferred`](super::Scheduler::finish_deferred).
 pub struct FinishedAudit {
     pub(super) puzzle: PuzzleId,
     pub(super) claim: UnauditedClaim,

@@ -10,9 +10,16 @@ use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::pdb::Preset;
 use tilesolve::{Board, Direction, Goal, Shape};
 
-use super::types::{SchedulerError, Submitted};
-use super::{batches, Scheduler};
-use crate::store::{ItemLimits, ItemStatus, Store, StoredBatch, StoredItem, EMBEDDED_ITEMS_MAX};
+use std::collections::{BTreeSet, HashSet};
+
+use tilesolve::parse_board;
+
+use super::batches::{self, Batches};
+use super::types::{SchedulerError, SolverKey, Submitted};
+use super::Scheduler;
+use crate::store::{
+    ItemLimits, ItemStatus, Store, StoreError, StoredBatch, StoredItem, EMBEDDED_ITEMS_MAX,
+};
 use tilesolve::proto::MAX_BATCH_LINES;
 
 /// Items of a batch stored and started at a time ([`Scheduler::start_part`]): workers get the
@@ -21,7 +28,7 @@ use tilesolve::proto::MAX_BATCH_LINES;
 pub(super) const INTAKE_PART: usize = 1_000;
 
 /// A batch's lines read and checked against the store, before the scheduler sees it
-/// ([`Scheduler::read_batch`], no lock held).
+/// ([`read_batch`], no lock held).
 pub struct ReadBatch {
     heuristic: HeuristicChoice,
     goal: Goal,
@@ -109,7 +116,7 @@ impl Intake {
     }
 
     /// Queued items not started yet.
-    fn queued_left(&self) -> usize {
+    pub(super) fn queued_left(&self) -> usize {
         queued(&self.items[self.started..])
     }
 }
@@ -121,94 +128,95 @@ fn queued(items: &[StoredItem]) -> usize {
         .count()
 }
 
-impl Scheduler {
-    /// Reads a batch's lines into items (bad lines become failed items naming the line and the
-    /// reason; boards already solved are answered from `store`).
-    pub fn read_batch(
-        store: &Store,
-        lines: &[String],
-        heuristic: &str,
-        goal: &str,
-    ) -> Result<ReadBatch, SchedulerError> {
-        if lines.len() > MAX_BATCH_LINES {
-            return Err(SchedulerError::ResourceExhausted(format!(
-                "a batch may hold at most {MAX_BATCH_LINES} lines, not {}",
-                lines.len()
-            )));
-        }
-        if let Some((index, line)) = lines
+/// Reads a batch's lines into items (bad lines become failed items naming the line and the
+/// reason; boards already solved are answered from `store`). No lock: the scheduler sees the
+/// batch only at [`Scheduler::open_batch`].
+pub fn read_batch(
+    store: &Store,
+    lines: &[String],
+    heuristic: HeuristicChoice,
+    goal: Goal,
+) -> Result<ReadBatch, SchedulerError> {
+    if lines.len() > MAX_BATCH_LINES {
+        return Err(SchedulerError::ResourceExhausted(format!(
+            "a batch may hold at most {MAX_BATCH_LINES} lines, not {}",
+            lines.len()
+        )));
+    }
+    if let Some((index, line)) = lines
+        .iter()
+        .enumerate()
+        .find(|(_, line)| line.len() > MAX_LINE_BYTES)
+    {
+        return Err(SchedulerError::InvalidArgument(format!(
+            "line {} is {} bytes long; a batch line may be at most {MAX_LINE_BYTES}",
+            index + 1,
+            line.len()
+        )));
+    }
+    if let Some(preset) = heuristic.preset() {
+        check_shapes(lines, preset, &heuristic)?;
+    }
+    let items = read_items(lines, goal, store)?;
+    if items.items.is_empty() {
+        return Err(SchedulerError::InvalidArgument(
+            "the batch holds no boards (only blank or comment lines)".into(),
+        ));
+    }
+    if items.invalid as usize == items.items.len() {
+        // Nothing in it can be solved: storing it would only keep the garbage.
+        let shown: Vec<String> = items
+            .items
             .iter()
-            .enumerate()
-            .find(|(_, line)| line.len() > MAX_LINE_BYTES)
-        {
-            return Err(SchedulerError::InvalidArgument(format!(
-                "line {} is {} bytes long; a batch line may be at most {MAX_LINE_BYTES}",
-                index + 1,
-                line.len()
-            )));
-        }
-        let choice = parse_heuristic(heuristic)?;
-        let goal = parse_goal(goal)?;
-        if let Some(preset) = choice.preset() {
-            check_shapes(lines, preset, &choice)?;
-        }
-        let heuristic = choice;
-        let items = read_items(lines, goal, store)?;
-        if items.items.is_empty() {
-            return Err(SchedulerError::InvalidArgument(
-                "the batch holds no boards (only blank or comment lines)".into(),
-            ));
-        }
-        if items.invalid as usize == items.items.len() {
-            // Nothing in it can be solved: storing it would only keep the garbage.
-            let shown: Vec<String> = items
-                .items
-                .iter()
-                .take(3)
-                .filter_map(|item| match &item.status {
-                    ItemStatus::Failed(reason) => Some(reason.clone()),
-                    _ => None,
-                })
-                .collect();
-            return Err(SchedulerError::InvalidArgument(format!(
-                "every one of the batch's {} board lines is invalid ({}{})",
-                items.items.len(),
-                shown.join("; "),
-                if items.items.len() > shown.len() {
-                    "; ..."
-                } else {
-                    ""
-                }
-            )));
-        }
-        Ok(ReadBatch {
-            heuristic,
-            goal,
-            items,
-            limits: ItemLimits::default(),
-        })
+            .take(3)
+            .filter_map(|item| match &item.status {
+                ItemStatus::Failed(reason) => Some(reason.clone()),
+                _ => None,
+            })
+            .collect();
+        return Err(SchedulerError::InvalidArgument(format!(
+            "every one of the batch's {} board lines is invalid ({}{})",
+            items.items.len(),
+            shown.join("; "),
+            if items.items.len() > shown.len() {
+                "; ..."
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok(ReadBatch {
+        heuristic,
+        goal,
+        items,
+        limits: ItemLimits::default(),
+    })
+}
+
+impl ReadBatch {
+    /// Its queued items (those neither invalid nor answered from the store).
+    pub(super) fn queued(&self) -> usize {
+        queued(&self.items.items)
     }
 
-    /// Accepts a read batch: refuses it if it would pass the pending limit or needs tables
-    /// nobody can supply, hands out its id and opens its counts. Nothing is stored yet.
-    pub fn open_batch(&mut self, read: ReadBatch) -> Result<Intake, SchedulerError> {
+    /// The solvers its queued items need.
+    pub(super) fn solver_keys(&self) -> HashSet<SolverKey> {
+        solver_keys(&self.items.items, self.heuristic)
+    }
+
+    /// The batch under id `batch`, its counts open in `batches`.
+    pub(super) fn open(self, batch: u64, in_parts: bool, batches: &mut Batches) -> Intake {
         let ReadBatch {
             heuristic,
             goal,
             items,
             limits,
-        } = read;
+        } = self;
         let queued = queued(&items.items);
-        self.check_capacity(queued)?;
-        self.check_tables_obtainable(&items.items, heuristic)?;
-        let in_parts = self.solvers_ready(&items.items, heuristic)?;
-        // Ids handed out by this process count too: an intake stores its record last.
-        let batch = self.store.next_batch_id()?.max(self.last_batch_id + 1);
-        self.last_batch_id = batch;
-        self.batches.open(batch, batches::counts(&items.items));
-        self.batches.set_limits(batch, limits);
-        self.intake_pending += queued;
-        Ok(Intake {
+        batches.open(batch, batches::counts(&items.items), heuristic);
+        batches.set_limits(batch, limits);
+        batches.intake_opened(queued);
+        Intake {
             batch,
             goal: goal.to_string(),
             limits,
@@ -224,60 +232,112 @@ impl Scheduler {
             },
             items: items.items,
             heuristic,
-        })
+        }
+    }
+}
+
+impl Intake {
+    /// The items stored since the last call, with the index of the first, to be started; their
+    /// queued ones leave the intake's count in `batches`.
+    pub(super) fn next_part(&mut self, batches: &mut Batches) -> (u32, &[StoredItem]) {
+        let part = self.started..self.stored;
+        batches.intake_done(queued(&self.items[part.clone()]));
+        self.started = self.stored;
+        (part.start as u32, &self.items[part])
     }
 
-    /// Starts the items of `intake` stored since the last call (those whose tables are missing
-    /// wait for them). Returns whether every item has started.
-    pub fn start_part(&mut self, intake: &mut Intake) -> Result<bool, SchedulerError> {
-        let part = intake.started..intake.stored;
-        self.intake_pending -= queued(&intake.items[part.clone()]);
-        intake.started = intake.stored;
-        self.start_or_wait(
-            intake.batch,
-            part.start as u32,
-            &intake.items[part],
-            intake.heuristic,
-        )?;
-        let done = intake.started == intake.items.len();
-        if done && queued(&intake.items) == 0 {
-            // Every line answered from the store or invalid: done as it is acknowledged.
-            self.close_batch(intake.batch)?;
-        }
-        Ok(done)
+    /// Whether every item has started.
+    pub(super) fn all_started(&self) -> bool {
+        self.started == self.items.len()
     }
 
-    /// Forgets a batch whose intake failed part way: it was never acknowledged, so its
-    /// started puzzles are withdrawn and its counts dropped.
-    pub fn abandon(&mut self, intake: &Intake) {
-        let batch = intake.batch;
-        let started: Vec<_> = self
-            .puzzles
-            .range((batch, 0)..=(batch, u32::MAX))
-            .map(|(&id, _)| id)
-            .collect();
-        for puzzle in started {
-            self.cancel_tasks(puzzle);
-            self.puzzles.remove(&puzzle);
-        }
-        self.waiting.remove(&batch);
-        self.batches.close(batch);
-        self.intake_pending -= intake.queued_left();
+    /// Whether any item is queued (not invalid, not answered from the store).
+    pub(super) fn has_queued(&self) -> bool {
+        queued(&self.items) > 0
     }
+}
+
+/// Where a batch's way in takes the scheduler: the service's lock cycle, or a scheduler owned
+/// outright ([`super::Owned`]).
+pub trait SchedulerAccess {
+    /// Runs `step` on the scheduler (and whatever the lock cycle does after it).
+    fn with<R>(
+        &mut self,
+        step: impl FnOnce(&mut Scheduler) -> Result<R, SchedulerError>,
+    ) -> Result<R, SchedulerError>;
+}
+
+/// Takes a read batch in: opens it ([`Scheduler::open_batch`]), calls `opened` with its id,
+/// then stores its items a part at a time without the scheduler (`store`) and starts each part
+/// under it ([`Scheduler::start_part`]), so workers solve the first while the rest are stored.
+/// A batch whose intake fails part way is abandoned. The only way a batch comes in.
+pub fn take_in(
+    access: &mut impl SchedulerAccess,
+    store: &Store,
+    read: ReadBatch,
+    opened: impl FnOnce(u64),
+) -> Result<Intake, SchedulerError> {
+    let mut intake = access.with(|scheduler| scheduler.open_batch(read))?;
+    opened(intake.batch());
+    let taken_in = (|| {
+        while intake.store_part(store)? {
+            access.with(|scheduler| scheduler.start_part(&mut intake))?;
+        }
+        Ok(())
+    })();
+    if let Err(error) = taken_in {
+        access.with(|scheduler| {
+            scheduler.abandon(&intake);
+            Ok(())
+        })?;
+        return Err(error);
+    }
+    Ok(intake)
+}
+
+/// The heuristic a stored batch named: its text is the on-disk encoding, parsed as the batch
+/// is loaded (resumed, or opened again by a quarantine).
+pub(super) fn stored_heuristic(batch: &StoredBatch) -> Result<HeuristicChoice, SchedulerError> {
+    let name = if batch.heuristic.is_empty() {
+        "default"
+    } else {
+        &batch.heuristic
+    };
+    name.parse().map_err(|e| {
+        StoreError::Corrupt {
+            tree: "batches",
+            reason: format!("batch {}: heuristic: {e}", batch.id),
+        }
+        .into()
+    })
+}
+
+/// The solver keys of a batch's queued items (goals parsed once each).
+pub(super) fn solver_keys(items: &[StoredItem], heuristic: HeuristicChoice) -> HashSet<SolverKey> {
+    let goals: BTreeSet<&str> = items
+        .iter()
+        .filter(|item| item.status == ItemStatus::Queued)
+        .filter_map(|item| item.goal.as_deref())
+        .collect();
+    goals
+        .into_iter()
+        .filter_map(|goal| parse_board(goal).ok())
+        .map(|goal| (goal, heuristic))
+        .collect()
 }
 
 /// Longest submitted line text kept with an item that failed to parse.
 const MAX_KEPT_TEXT: usize = 200;
 
 /// A request's heuristic name; empty means `default`.
-pub(super) fn parse_heuristic(name: &str) -> Result<HeuristicChoice, SchedulerError> {
+pub fn parse_heuristic(name: &str) -> Result<HeuristicChoice, SchedulerError> {
     let name = if name.is_empty() { "default" } else { name };
     name.parse()
         .map_err(|e| SchedulerError::InvalidArgument(format!("heuristic: {e}")))
 }
 
 /// A request's goal; empty means the default goal.
-pub(super) fn parse_goal(text: &str) -> Result<Goal, SchedulerError> {
+pub fn parse_goal(text: &str) -> Result<Goal, SchedulerError> {
     if text.is_empty() {
         return Ok(Goal::BlankLast);
     }
@@ -331,7 +391,7 @@ fn board_and_goal(line: &BatchLine<'_>, goal: Goal) -> Result<(Board, Board), St
 
 /// What intake would refuse in `lines`, line by line (number, reason), without submitting:
 /// the same checks as [`read_items`], so a page can show them before the batch is sent.
-pub(super) fn line_errors(lines: &[String], goal: Goal) -> Vec<(u32, String)> {
+pub fn line_errors(lines: &[String], goal: Goal) -> Vec<(u32, String)> {
     let mut errors = Vec::new();
     for (number, raw) in lines.iter().enumerate() {
         let Some(line) = BatchLine::read(number + 1, raw) else {

@@ -15,26 +15,24 @@
 //! of the new process.
 //! The scheduler is plain synchronous code behind a mutex: no tokio, no gRPC types.
 //!
-//! `Scheduler`'s methods live with the part of its job they do:
-//! - here: `new` (resuming the store's unfinished batches), registration and `poll`, `heartbeat`,
-//!   `sweep`, `leave`, the read-only views (`progress`, `list`, `query`, `totals`, ...), and
-//!   `cancel` and `prune`;
-//! - `intake`: `read_batch`, `open_batch`, `start_part`, `abandon`, `line_errors`;
-//! - `lifecycle`: `start_item`, `apply` (one report), the iterations and their splits,
-//!   `take_deferred` / `finish_deferred`, `finish_solved`, `finish_failed`;
-//! - `audits`: `maybe_audit`, `audit_answer`, `apply_audit`, `quarantine`, `restart_puzzle`;
-//! - `tables`: `prepare`, `start_or_wait`, `table_needs`, `install_solver`, waiting batches.
+//! It is made of parts that own their state, each behind its own methods, and calls go one
+//! way, down this list:
+//! - [`Scheduler`] (here): what the service asks, and the rules that join the parts below;
+//! - `lifecycle` ([`lifecycle::Puzzles`]): each puzzle's life, from its first task to its stored
+//!   answer (`bounded`: limits and weighted answers; `quarantine`: undoing a liar's work);
+//! - `audits` ([`audits::Audits`]): which reports are checked, where, and what waits for them;
+//!   it reports what it found ([`audits::AuditEvent`]) instead of calling back;
+//! - the leaves, which call no other part: `tasks` (the queue and leases), `workers` (the
+//!   registry), `batches` (counts and figures), `tables` (solvers and the batches waiting for
+//!   tables), [`Ids`], and `deferred` (what a lock cycle leaves to do outside the lock).
 //!
-//! Shared types are in `types` and `config`; the CPU work handed out of the lock in `deferred`.
+//! `intake` reads a batch's lines (no lock) and takes it in a part at a time; `reads` answers
+//! from the store alone (no lock); `owned` drives a scheduler owned outright (tests, tools).
 
-use std::collections::{BTreeMap, HashMap};
-use std::time::Instant;
-
-use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::PdbStore;
-use tilesolve::{parse_board, Board, Solver};
+use tilesolve::Solver;
 
-use crate::store::{Store, StoredBatch, StoredBounded, StoredItem, StoredSolution};
+use crate::store::{Store, StoredBatch};
 
 mod audits;
 mod batches;
@@ -44,6 +42,10 @@ mod deferred;
 mod intake;
 mod judge;
 mod lifecycle;
+mod owned;
+mod puzzle;
+mod quarantine;
+pub mod reads;
 mod records;
 mod tables;
 mod tasks;
@@ -56,53 +58,75 @@ pub use batches::BatchProgress;
 pub use config::{
     SchedulerConfig, Verify, DEFAULT_AUDIT_FRACTION, DEFAULT_MAX_PENDING, PROBATION_SAMPLE_NODES,
 };
-pub use deferred::{Deferred, DeferredDone};
-pub use intake::{now_unix_ms, Intake, ReadBatch};
-pub use lifecycle::subtree_budget;
+pub use deferred::{AfterCycle, Deferred, DeferredDone};
+pub use intake::{
+    line_errors, now_unix_ms, parse_goal, parse_heuristic, read_batch, take_in, Intake, ReadBatch,
+    SchedulerAccess,
+};
+pub use owned::Owned;
+pub use puzzle::subtree_budget;
 pub use records::{Flusher, TaskRecords};
-pub use tables::{SolverKey, TableNeed};
+pub use tables::{TableNeed, Tables};
 pub use types::*;
-pub use workers::{WorkerView, RATE_WINDOW};
+pub use workers::{WorkerDescription, WorkerView, RATE_WINDOW};
 
+use audits::Audits;
 use batches::Batches;
-use intake::parse_goal;
-use lifecycle::Puzzle;
+use deferred::CycleOut;
+use lifecycle::Puzzles;
 use tasks::{Tasks, LEASE_MIN_NODE_RATE};
 use workers::{Workers, MAX_FAILURES_IN_A_ROW};
 
-/// The coordinator's state, behind one mutex. Its parts keep their own state private
-/// (`workers`, `tasks`, `batches`, `records`); the puzzles (whose life `lifecycle` runs), the
-/// solvers and the batches waiting for tables are its own.
-pub struct Scheduler {
+/// Task, audit and worker ids (one counter, prefixed with the incarnation), and batch ids.
+struct Ids {
+    next: u64,
+    /// The largest batch id this process handed out (batches being taken in are not stored
+    /// whole yet).
+    last_batch: u64,
+}
+
+impl Ids {
+    fn new(incarnation: u64) -> Ids {
+        Ids {
+            next: incarnation << 40,
+            last_batch: 0,
+        }
+    }
+
+    /// The next task, audit or worker id.
+    fn next(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    /// The next batch id: past the store's and past every id this process handed out.
+    fn next_batch(&mut self, store: &Store) -> Result<u64, SchedulerError> {
+        let batch = store.next_batch_id()?.max(self.last_batch + 1);
+        self.last_batch = batch;
+        Ok(batch)
+    }
+}
+
+/// The parts that call no other part, and what a lock cycle leaves behind: what the puzzles'
+/// lifecycle and the audits work on. Each field is a part with private state.
+struct Parts {
     store: Store,
-    pdbs: PdbStore,
     config: SchedulerConfig,
-    solvers: HashMap<SolverKey, Solver>,
-    /// Batches stored and acknowledged whose tables are still being obtained.
-    waiting: BTreeMap<u64, tables::WaitingBatch>,
-    /// What the table supply is doing for each solver waiting batches need.
-    preparing: HashMap<SolverKey, String>,
-    /// Ordered by (batch, index), so one batch's puzzles are a range.
-    puzzles: BTreeMap<PuzzleId, Puzzle>,
+    ids: Ids,
+    tables: Tables,
     tasks: Tasks,
     workers: Workers,
     batches: Batches,
-    next_id: u64,
-    /// The largest batch id this process handed out (batches being taken in are not stored
-    /// whole yet).
-    last_batch_id: u64,
-    /// Queued items of batches being taken in, not started yet (they count against the
-    /// pending limit).
-    intake_pending: usize,
-    /// A batch finished since the last [`Scheduler::take_flush_due`].
-    flush_due: bool,
-    /// Records not yet taken by [`Scheduler::take_records`].
-    records: TaskRecords,
-    /// Work not yet taken by [`Scheduler::take_deferred`].
-    deferred: Vec<Deferred>,
+    out: CycleOut,
     totals: SchedulerTotals,
-    /// Decides which reports are audited; secret, so a worker cannot tell.
-    audit_seed: u64,
+}
+
+/// The coordinator's state, behind one mutex: the parts, the puzzles' lifecycle over them,
+/// and the audits below it.
+pub struct Scheduler {
+    parts: Parts,
+    puzzles: Puzzles,
+    audits: Audits,
 }
 
 impl Scheduler {
@@ -117,145 +141,75 @@ impl Scheduler {
         getrandom::getrandom(&mut seed)
             .map_err(|e| SchedulerError::Internal(format!("no randomness for audits: {e}")))?;
         let mut scheduler = Scheduler {
-            store,
-            pdbs,
-            config,
-            solvers: HashMap::new(),
-            waiting: BTreeMap::new(),
-            preparing: HashMap::new(),
-            puzzles: BTreeMap::new(),
-            tasks: Tasks::default(),
-            workers: Workers::default(),
-            batches: Batches::default(),
-            next_id: incarnation << 40,
-            last_batch_id: 0,
-            intake_pending: 0,
-            flush_due: false,
-            records: TaskRecords::default(),
-            deferred: Vec::new(),
-            totals: SchedulerTotals::default(),
-            audit_seed: u64::from_le_bytes(seed),
+            parts: Parts {
+                tables: Tables::new(pdbs, config.table_budget, config.build_tables),
+                store,
+                config,
+                ids: Ids::new(incarnation),
+                tasks: Tasks::default(),
+                workers: Workers::default(),
+                batches: Batches::default(),
+                out: CycleOut::default(),
+                totals: SchedulerTotals::default(),
+            },
+            puzzles: Puzzles::default(),
+            audits: Audits::new(u64::from_le_bytes(seed)),
         };
         // One record at a time: a store of 866,432 batches collected whole took the starting
         // coordinator to 122 MiB of anonymous memory, six times what it runs in.
-        let store = scheduler.store.clone();
+        let store = scheduler.parts.store.clone();
         for batch in store.each_batch() {
             let batch = batch?;
             if batch.cancelled || batch.finished.is_some() {
                 continue;
             }
-            let items = scheduler.store.items(batch.id)?;
+            let items = store.items(batch.id)?;
             let counts = batches::counts(&items);
-            scheduler.batches.open(batch.id, counts);
-            scheduler.batches.set_limits(batch.id, batch.limits);
-            let heuristic = intake::parse_heuristic(&batch.heuristic)?;
-            scheduler.start_or_wait(batch.id, 0, &items, heuristic)?;
+            // The stored text of the batch's heuristic, read once, here.
+            let heuristic = intake::stored_heuristic(&batch)?;
+            let parts = &mut scheduler.parts;
+            parts.batches.open(batch.id, counts, heuristic);
+            parts.batches.set_limits(batch.id, batch.limits);
+            let (puzzles, audits) = (&mut scheduler.puzzles, &mut scheduler.audits);
+            puzzles.start_or_wait(parts, audits, batch.id, 0, &items)?;
             if counts.done() {
                 // Finished before its figures were stored (a store from an older version).
-                scheduler.close_batch(batch.id)?;
+                parts.batches.close_stored(&parts.store, batch.id)?;
             }
         }
         Ok(scheduler)
     }
 
-    /// Task and worker ids: one counter, prefixed with the incarnation.
-    fn next_id(&mut self) -> u64 {
-        self.next_id += 1;
-        self.next_id
-    }
-
-    /// Bytes this scheduler's pattern tables may take (see [`SchedulerConfig::table_budget`]).
-    pub fn table_budget(&self) -> u64 {
-        self.config.table_budget
-    }
-
-    /// The solver for a goal and heuristic name: ready for every started puzzle (see `tables`).
-    fn solver(&self, goal: &Board, heuristic: HeuristicChoice) -> Result<&Solver, SchedulerError> {
-        self.solvers.get(&(*goal, heuristic)).ok_or_else(|| {
-            SchedulerError::Internal(format!(
-                "no solver loaded for {heuristic} on {} boards",
-                goal.shape()
-            ))
-        })
-    }
-
-    /// Accepts a batch: parses every line (bad lines become failed items naming the line and
-    /// the reason), answers boards already in the store, writes the batch to disk, and queues
-    /// the rest. All under the caller's `&mut`; the service takes a batch in a part at a time
-    /// instead ([`Scheduler::open_batch`]), releasing the lock between parts.
-    pub fn submit(
-        &mut self,
-        lines: &[String],
-        heuristic: &str,
-        goal: &str,
-    ) -> Result<Submitted, SchedulerError> {
-        let read = Scheduler::read_batch(&self.store, lines, heuristic, goal)?;
-        let mut intake = self.open_batch(read)?;
-        let store = self.store.clone();
-        let taken_in = (|| {
-            while intake.store_part(&store)? {
-                self.start_part(&mut intake)?;
-            }
-            Ok(())
-        })();
-        if let Err(error) = taken_in {
-            self.abandon(&intake);
-            return Err(error);
-        }
-        Ok(intake.submitted())
-    }
-
-    /// Refuses `puzzles` more unfinished puzzles if they would pass the configured limit
-    /// (started ones and those waiting for tables), before anything of the batch is stored.
-    pub fn check_capacity(&self, puzzles: usize) -> Result<(), SchedulerError> {
-        let pending = self.puzzles.len() + self.waiting_items() + self.intake_pending;
-        if pending + puzzles > self.config.max_pending_puzzles {
-            return Err(SchedulerError::ResourceExhausted(format!(
-                "the coordinator holds {pending} unfinished puzzles; {puzzles} more would pass its limit of {}: \
-                 resubmit when some have finished",
-                self.config.max_pending_puzzles
-            )));
-        }
-        Ok(())
-    }
-
-    /// A worker joins with `threads` search threads (1 to [`MAX_WORKER_THREADS`]).
-    pub fn register(&mut self, threads: u32, host: &str) -> Result<WorkerId, SchedulerError> {
-        let id = self.next_id();
-        self.workers
-            .register(id, Lineage::Registration(id), threads, host)?;
-        Ok(id)
-    }
-
-    /// Registers a worker that presented the worker token of index `token`: every
-    /// registration under one token is one lineage, and none audits another's reports.
-    pub fn register_with_token(
+    /// A worker joins with `threads` search threads (1 to [`MAX_WORKER_THREADS`]). With the
+    /// index of the worker token it presented, every registration under that token is one
+    /// lineage, and none audits another's reports; without, it is a lineage of its own.
+    pub fn register(
         &mut self,
         threads: u32,
         host: &str,
-        token: usize,
+        token: Option<usize>,
     ) -> Result<WorkerId, SchedulerError> {
-        let id = self.next_id();
-        self.workers
-            .register(id, Lineage::Token(token), threads, host)?;
+        let id = self.parts.ids.next();
+        let lineage = token.map_or(Lineage::Registration(id), Lineage::Token);
+        self.parts.workers.register(id, lineage, threads, host)?;
         Ok(id)
     }
 
-    /// The secret a worker must send with every call after registering (see
-    /// [`Scheduler::check_worker`]).
-    pub fn worker_secret(&self, worker: WorkerId) -> Result<String, SchedulerError> {
-        self.workers.secret(worker)
+    /// Records what a worker said of itself when registering (its name, what `default` means
+    /// on it, the table files it holds); returns the secret it must send with every call after.
+    pub fn describe_worker(
+        &mut self,
+        worker: WorkerId,
+        description: &WorkerDescription,
+    ) -> Result<String, SchedulerError> {
+        self.parts.workers.describe(worker, description);
+        self.parts.workers.secret(worker)
     }
 
     /// Refuses a call for `worker` that does not carry its secret: worker ids are sequential,
     /// so without it anyone could poll, report or heartbeat for another worker.
     pub fn check_worker(&self, worker: WorkerId, secret: &str) -> Result<(), SchedulerError> {
-        self.workers.check_secret(worker, secret)
-    }
-
-    /// Records what `default` means on a worker, as it said when registering.
-    pub fn set_default_heuristics(&mut self, worker: WorkerId, names: &[String]) {
-        self.workers.set_default_heuristics(worker, names);
+        self.parts.workers.check_secret(worker, secret)
     }
 
     /// A worker reports results and asks for up to `free_slots` tasks (it holds at most
@@ -268,7 +222,7 @@ impl Scheduler {
         free_slots: u32,
         results: Vec<TaskReport>,
     ) -> Result<(Vec<TaskSpec>, Vec<TaskId>), SchedulerError> {
-        let now = Instant::now();
+        let now = std::time::Instant::now();
         let results: Vec<TaskReport> = results.into_iter().map(TaskReport::bounded).collect();
         // An unknown worker's results are dropped, because its leases are gone.
         let nodes = results
@@ -284,44 +238,43 @@ impl Scheduler {
             .fold((0u64, 0.0), |(count, sum), report| {
                 (count + 1, sum + report.seconds)
             });
-        let holding = self
+        let parts = &mut self.parts;
+        let holding = parts
             .workers
             .reported(worker, now, (results.len() as u64, nodes), timed)?;
         for report in results {
-            self.apply(worker, report)?;
+            self.puzzles
+                .apply(parts, &mut self.audits, worker, report)?;
             // A worker quarantined by one of its reports gets nothing more: the rest of its
             // reports are void, and its next call is refused. (Not refused here: what the
             // reports before did, splits and flushes, still has to be taken by the caller.)
-            if self.workers.is_quarantined(worker) {
+            if parts.workers.is_quarantined(worker) {
                 return Ok((Vec::new(), Vec::new()));
             }
         }
         // A worker holds at most one running and MAX_PREFETCH waiting tasks per thread (more
         // only while its tasks are short), however often it asks: one that asks for everything
         // and never reports cannot starve the rest.
-        let leased = self.tasks.lease(
+        let leased = parts.tasks.lease(
             worker,
             free_slots as usize,
             holding,
             now,
-            self.config.lease_timeout,
+            parts.config.lease_timeout,
         );
-        Ok((leased, self.workers.take_cancelled(worker)))
+        Ok((leased, parts.workers.take_cancelled(worker)))
     }
 
     /// `worker` is stopping: every task it holds goes back to the queue now (no lease timeout
     /// waited out, no attempt counted) and it is forgotten. Returns how many tasks went back.
     pub fn leave(&mut self, worker: WorkerId) -> Result<usize, SchedulerError> {
-        self.workers.seen(worker, Instant::now())?;
-        let returned = self.tasks.release(worker);
-        self.workers.forget(worker);
-        self.audit_stranded_here()?;
+        let parts = &mut self.parts;
+        parts.workers.seen(worker, std::time::Instant::now())?;
+        let returned = parts.tasks.release(worker);
+        parts.workers.forget(worker);
+        let events = self.audits.run_stranded_here(parts);
+        self.puzzles.take_events(parts, &mut self.audits, events)?;
         Ok(returned)
-    }
-
-    /// Whether some task may be waiting for a worker (withdrawn tasks may still be counted).
-    pub fn has_ready_tasks(&self) -> bool {
-        self.tasks.has_ready()
     }
 
     /// Renews the leases of the tasks a worker is running; returns its cancellations.
@@ -330,27 +283,30 @@ impl Scheduler {
         worker: WorkerId,
         running: &[TaskId],
     ) -> Result<Vec<TaskId>, SchedulerError> {
-        let now = Instant::now();
-        self.workers.seen(worker, now)?;
-        self.tasks
-            .renew(worker, running, now, self.config.lease_timeout);
-        Ok(self.workers.take_cancelled(worker))
+        let now = std::time::Instant::now();
+        let parts = &mut self.parts;
+        parts.workers.seen(worker, now)?;
+        parts
+            .tasks
+            .renew(worker, running, now, parts.config.lease_timeout);
+        Ok(parts.workers.take_cancelled(worker))
     }
 
     /// Returns expired leases to the queue, fails the puzzles of tasks that lost their worker
     /// [`MAX_ATTEMPTS`] times, and forgets silent workers.
     pub fn sweep(&mut self) -> Result<Swept, SchedulerError> {
-        let now = Instant::now();
-        let workers_lost = self.workers.forget_silent(now, self.config.lease_timeout);
-        let expired = self.tasks.expire(now);
+        let now = std::time::Instant::now();
+        let parts = &mut self.parts;
+        let workers_lost = parts.workers.forget_silent(now, parts.config.lease_timeout);
+        let expired = parts.tasks.expire(now);
         let mut swept = Swept {
             workers_lost,
             tasks_requeued: expired.requeued,
             puzzles_failed: 0,
         };
         for worker in expired.overdue {
-            if self.workers.failed(worker) {
-                self.shut_out(
+            if parts.workers.failed(worker) {
+                parts.shut_out(
                     worker,
                     format!(
                         "it held {MAX_FAILURES_IN_A_ROW} tasks in a row past their deadlines \
@@ -360,15 +316,18 @@ impl Scheduler {
                 );
             }
         }
+        let mut events = Vec::new();
         for (puzzle, task) in expired.exhausted {
             // An audit whose auditors keep falling silent is run by the coordinator.
-            if let Some(entry) = self.tasks.take_unleased_audit(task) {
-                self.audit_task_here(entry)?;
+            if let Some(entry) = parts.tasks.take_unleased_audit(task) {
+                events.extend(self.audits.run_task_here(parts, entry));
                 continue;
             }
-            if self.puzzles.contains_key(&puzzle) {
+            if self.puzzles.contains(puzzle) {
                 swept.puzzles_failed += 1;
-                self.finish_failed(
+                self.puzzles.finish_failed(
+                    parts,
+                    &mut self.audits,
                     puzzle,
                     format!(
                         "task {task} lost its worker {MAX_ATTEMPTS} times \
@@ -377,59 +336,72 @@ impl Scheduler {
                 )?;
             }
         }
-        self.audit_stranded_here()?;
+        events.extend(self.audits.run_stranded_here(parts));
+        self.puzzles.take_events(parts, &mut self.audits, events)?;
         Ok(swept)
     }
 
-    /// Moves a finished batch's figures from memory into its stored record: a coordinator that
-    /// runs for months keeps nothing per finished batch.
-    fn close_batch(&mut self, batch: u64) -> Result<(), SchedulerError> {
-        let Some(figures) = self.batches.close(batch) else {
-            return Ok(());
-        };
-        tracing::info!(
-            batch,
-            solved = figures.solved,
-            failed = figures.failed,
-            nodes = figures.nodes,
-            seconds = figures.seconds,
-            "batch finished"
-        );
-        if let Some(stored) = self.store.batch(batch)? {
-            self.store.finish_batch(&crate::store::StoredBatch {
-                finished: Some(figures),
-                ..stored
-            })?;
+    /// Accepts a read batch: refuses it if it would pass the pending limit or needs tables
+    /// nobody can supply, hands out its id and opens its counts. Nothing is stored yet; see
+    /// [`take_in`] for the rest of its way in.
+    pub fn open_batch(&mut self, read: ReadBatch) -> Result<Intake, SchedulerError> {
+        self.check_capacity(read.queued())?;
+        let parts = &mut self.parts;
+        let keys = read.solver_keys();
+        parts.tables.check_obtainable(&keys, &parts.workers)?;
+        let in_parts = parts.tables.ready(&keys)?;
+        let batch = parts.ids.next_batch(&parts.store)?;
+        Ok(read.open(batch, in_parts, &mut parts.batches))
+    }
+
+    /// Refuses `puzzles` more unfinished puzzles if they would pass the configured limit
+    /// (started ones, those waiting for tables and those being taken in), before anything of
+    /// the batch is stored.
+    fn check_capacity(&self, puzzles: usize) -> Result<(), SchedulerError> {
+        let parts = &self.parts;
+        let pending =
+            self.puzzles.len() + parts.tables.waiting_items() + parts.batches.intake_pending();
+        if pending + puzzles > parts.config.max_pending_puzzles {
+            return Err(SchedulerError::ResourceExhausted(format!(
+                "the coordinator holds {pending} unfinished puzzles; {puzzles} more would pass its limit of {}: \
+                 resubmit when some have finished",
+                parts.config.max_pending_puzzles
+            )));
         }
         Ok(())
     }
 
-    /// Whether a batch finished since the last call: its answers should then be flushed (with
-    /// [`Scheduler::flusher`], after the lock is released) before the worker's call returns.
-    pub fn take_flush_due(&mut self) -> bool {
-        std::mem::take(&mut self.flush_due)
+    /// Starts the items of `intake` stored since the last call (those whose tables are missing
+    /// wait for them). Returns whether every item has started.
+    pub fn start_part(&mut self, intake: &mut Intake) -> Result<bool, SchedulerError> {
+        let parts = &mut self.parts;
+        let batch = intake.batch();
+        let (first, items) = intake.next_part(&mut parts.batches);
+        self.puzzles
+            .start_or_wait(parts, &mut self.audits, batch, first, items)?;
+        let done = intake.all_started();
+        if done && !intake.has_queued() {
+            // Every line answered from the store or invalid: done as it is acknowledged.
+            parts.batches.close_stored(&parts.store, intake.batch())?;
+        }
+        Ok(done)
     }
 
-    /// The task records made since the last call, for [`Flusher::write`] once the lock is
-    /// released (a record lost in a crash only makes a replay of that run less complete).
-    pub fn take_records(&mut self) -> TaskRecords {
-        std::mem::take(&mut self.records)
-    }
-
-    /// The store, to read at length without the scheduler's lock (an export).
-    pub fn store_reader(&self) -> Store {
-        self.store.clone()
-    }
-
-    /// A handle that flushes the store without the scheduler's lock.
-    pub fn flusher(&self) -> Flusher {
-        Flusher::new(self.store.clone())
+    /// Forgets a batch whose intake failed part way: it was never acknowledged, so its
+    /// started puzzles are withdrawn and its counts dropped.
+    pub fn abandon(&mut self, intake: &Intake) {
+        let batch = intake.batch();
+        let parts = &mut self.parts;
+        self.puzzles.withdraw_batch(parts, &mut self.audits, batch);
+        parts.tables.stop_waiting(batch);
+        parts.batches.close(batch);
+        parts.batches.intake_done(intake.queued_left());
     }
 
     /// A batch's progress.
     pub fn progress(&self, batch: u64) -> Result<BatchProgress, SchedulerError> {
         // A batch still being taken in has counts here and no record yet.
-        self.progress_of(batch, self.store.batch(batch)?)
+        self.progress_of(batch, self.parts.store.batch(batch)?)
     }
 
     /// [`Scheduler::progress`] of `batch`, whose record (if stored) is `stored`.
@@ -438,6 +410,7 @@ impl Scheduler {
         batch: u64,
         stored: Option<StoredBatch>,
     ) -> Result<BatchProgress, SchedulerError> {
+        let parts = &self.parts;
         let submitted = |progress: BatchProgress| match &stored {
             Some(stored) => BatchProgress {
                 submitted_unix_ms: stored.submitted_unix_ms,
@@ -447,7 +420,7 @@ impl Scheduler {
             },
             None => progress,
         };
-        let counts = match self.batches.counts(batch) {
+        let counts = match parts.batches.counts(batch) {
             Some(counts) => counts,
             None => {
                 let stored = stored.as_ref().ok_or(SchedulerError::UnknownBatch(batch))?;
@@ -457,76 +430,17 @@ impl Scheduler {
                         ..Batches::finished(batch, stored.items, figures)
                     }));
                 }
-                batches::counts(&self.store.items(batch)?)
+                batches::counts(&parts.store.items(batch)?)
             }
         };
-        let mut bounds: Vec<u32> = self
-            .puzzles
-            .range((batch, 0)..=(batch, u32::MAX))
-            .map(|(_, p)| p.bound)
-            .collect();
-        bounds.sort_unstable();
-        let mut progress = self
-            .batches
-            .progress(batch, counts, bounds, self.workers.len() as u32);
-        progress.preparing = self.preparing(batch);
+        let mut progress = parts.batches.progress(
+            batch,
+            counts,
+            self.puzzles.bounds(batch),
+            parts.workers.len() as u32,
+        );
+        progress.preparing = parts.tables.preparing(batch);
         Ok(submitted(progress))
-    }
-
-    /// The connected workers.
-    pub fn workers(&self) -> Vec<WorkerView> {
-        self.workers.views()
-    }
-
-    /// Workers that left, were lost or were quarantined lately (see `GONE_SHOWN`), newest first.
-    pub fn gone_workers(&self) -> Vec<WorkerView> {
-        self.workers.gone_views()
-    }
-
-    /// The lines of a batch that intake would refuse, with why, for `goal` (a request's goal
-    /// text): checked without submitting anything.
-    pub fn line_errors(lines: &[String], goal: &str) -> Result<Vec<(u32, String)>, SchedulerError> {
-        Ok(intake::line_errors(lines, intake::parse_goal(goal)?))
-    }
-
-    /// (queued, running) tasks of `batch` now: for the dashboard's batch page.
-    pub fn batch_tasks(&self, batch: u64) -> (u64, u64) {
-        self.tasks.batch_counts(batch)
-    }
-
-    /// Tasks `worker` holds now (running or prefetched).
-    pub fn tasks_held(&self, worker: WorkerId) -> usize {
-        self.tasks.held(worker)
-    }
-
-    /// Records the name a worker gave when registering.
-    pub fn set_worker_name(&mut self, worker: WorkerId, name: &str) {
-        self.workers.set_name(worker, name);
-    }
-
-    /// Totals since start and the queue now.
-    pub fn totals(&self) -> SchedulerTotals {
-        let (queued, running) = self.tasks.counts();
-        let workers = self.workers();
-        SchedulerTotals {
-            tasks_queued: queued,
-            tasks_running: running,
-            puzzles_pending: (self.puzzles.len() + self.waiting_items()) as u64,
-            workers: workers.len() as u64,
-            worker_threads: workers.iter().map(|w| u64::from(w.threads)).sum(),
-            nodes_per_second: workers.iter().map(|w| w.nodes_per_second).sum(),
-            ..self.totals.clone()
-        }
-    }
-
-    /// Bytes the store takes on disk.
-    pub fn store_bytes(&self) -> u64 {
-        self.store.size_on_disk()
-    }
-
-    /// Free and total bytes of the store's file system.
-    pub fn store_disk_space(&self) -> Option<(u64, u64)> {
-        self.store.disk_space()
     }
 
     /// The progress of up to `count` stored batches after (or, `newest_first`, before) the
@@ -537,55 +451,47 @@ impl Scheduler {
         count: usize,
         newest_first: bool,
     ) -> Result<Vec<BatchProgress>, SchedulerError> {
-        self.store
+        self.parts
+            .store
             .batches_page(after, count, newest_first)?
             .into_iter()
             .map(|batch| self.progress_of(batch.id, Some(batch)))
             .collect()
     }
 
-    /// Finished batches submitted before `cutoff_unix_ms`, oldest first, up to `count` after
-    /// the batch `after`: what a prune removes, a page at a time so the lock is held briefly.
-    pub fn finished_before(
-        &self,
-        cutoff_unix_ms: u64,
-        after: Option<u64>,
-        count: usize,
-    ) -> Result<(Vec<u64>, Option<u64>), SchedulerError> {
-        let page = self.store.batches_page(after, count, false)?;
-        // Ids are handed out in submission order: past the first batch submitted after the
-        // cutoff, none is older.
-        let reached_cutoff = page.iter().any(|b| b.submitted_unix_ms >= cutoff_unix_ms);
-        let last = (page.len() == count && !reached_cutoff)
-            .then(|| page.last().map(|b| b.id))
-            .flatten();
-        let old = page
-            .iter()
-            .take_while(|b| b.submitted_unix_ms < cutoff_unix_ms)
-            .filter(|b| b.finished.is_some())
-            .map(|b| b.id)
-            .collect();
-        Ok((old, last))
+    /// Totals since start and the queue now.
+    pub fn totals(&self) -> SchedulerTotals {
+        let parts = &self.parts;
+        let (queued, running) = parts.tasks.counts();
+        let workers = parts.workers.views();
+        SchedulerTotals {
+            tasks_queued: queued,
+            tasks_running: running,
+            puzzles_pending: (self.puzzles.len() + parts.tables.waiting_items()) as u64,
+            workers: workers.len() as u64,
+            worker_threads: workers.iter().map(|w| u64::from(w.threads)).sum(),
+            nodes_per_second: workers.iter().map(|w| w.nodes_per_second).sum(),
+            ..parts.totals.clone()
+        }
     }
 
     /// Removes a finished batch and its items (and, with `solutions`, its answers and the
     /// boards on their paths); returns (items, boards) removed. A batch still running is left.
     pub fn prune(&mut self, batch: u64, solutions: bool) -> Result<(usize, usize), SchedulerError> {
-        let finished = self
-            .store
-            .batch(batch)?
-            .is_some_and(|b| b.finished.is_some());
-        if !finished || self.batches.counts(batch).is_some() {
+        let store = &self.parts.store;
+        let finished = store.batch(batch)?.is_some_and(|b| b.finished.is_some());
+        if !finished || self.parts.batches.counts(batch).is_some() {
             return Ok((0, 0));
         }
-        Ok(self.store.remove_batch(batch, solutions)?)
+        Ok(store.remove_batch(batch, solutions)?)
     }
 
     /// Cancels a batch: its unfinished items fail as cancelled (their tasks are withdrawn and
-    /// workers told); answers already found stay. The caller flushes the store after releasing
-    /// the lock ([`Scheduler::flusher`]) before it answers.
+    /// workers told); answers already found stay. The cycle flushes the store after releasing
+    /// the lock, before its caller answers.
     pub fn cancel(&mut self, batch: u64) -> Result<BatchProgress, SchedulerError> {
         let mut stored = self
+            .parts
             .store
             .batch(batch)?
             .ok_or(SchedulerError::UnknownBatch(batch))?;
@@ -596,89 +502,125 @@ impl Scheduler {
             return Ok(progress);
         }
         stored.cancelled = true;
-        self.store.put_batch(&stored)?;
-        let puzzles: Vec<PuzzleId> = self
-            .puzzles
-            .range((batch, 0)..=(batch, u32::MAX))
-            .map(|(id, _)| *id)
-            .collect();
-        for puzzle in puzzles {
-            self.finish_failed(puzzle, "cancelled".into())?;
-        }
-        self.fail_waiting_batch(batch, "cancelled")?;
+        let parts = &mut self.parts;
+        parts.store.put_batch(&stored)?;
+        self.puzzles
+            .fail_batch(parts, &mut self.audits, batch, "cancelled")?;
+        parts.out.flush_due = true;
         self.progress(batch).map(|progress| BatchProgress {
             cancelled: true,
             ..progress
         })
     }
 
-    /// A batch's items, in order.
-    pub fn items(&self, batch: u64) -> Result<Vec<StoredItem>, SchedulerError> {
-        self.store
-            .batch(batch)?
-            .ok_or(SchedulerError::UnknownBatch(batch))?;
-        Ok(self.store.items(batch)?)
+    /// What this lock cycle leaves to do once the lock is released (see [`AfterCycle`]).
+    pub fn take_cycle(&mut self) -> AfterCycle {
+        let parts = &mut self.parts;
+        parts.out.take(parts.tasks.has_ready())
     }
 
-    /// The batch as submitted, and up to `limit` of its items from index `start` on, with
-    /// their indices.
-    /// Read from `store` (the scheduler's, [`Scheduler::store_reader`]) without the lock: a
-    /// page of 10,000 items took the lock from every worker for milliseconds.
-    pub fn items_page(
-        store: &Store,
-        batch: u64,
-        start: u32,
-        limit: usize,
-    ) -> Result<(StoredBatch, Vec<(u32, StoredItem)>), SchedulerError> {
-        let stored = store
-            .batch(batch)?
-            .ok_or(SchedulerError::UnknownBatch(batch))?;
-        Ok((stored, store.items_page(batch, start, limit)?))
+    /// Takes deferred work its caller ran outside the lock.
+    pub fn finish_deferred(&mut self, done: DeferredDone) -> Result<(), SchedulerError> {
+        let parts = &mut self.parts;
+        match done {
+            DeferredDone::Split(split) => self.puzzles.finish_split(parts, &mut self.audits, split),
+            DeferredDone::Audit(audit) => {
+                let events = self.audits.finish_here(parts, audit);
+                self.puzzles.take_events(parts, &mut self.audits, events)
+            }
+        }
     }
 
-    /// A stored solution, replayed before it is returned.
-    pub fn query(&self, board: &str, goal: &str) -> Result<Option<StoredSolution>, SchedulerError> {
-        let (board, goal) = query_boards(board, goal)?;
-        let stored = self.store.solution(&goal, &board)?;
-        Ok(stored.filter(|s| Store::verified(&goal, &board, s).is_some()))
+    /// The connected workers, each with the tasks it holds.
+    pub fn workers(&self) -> Vec<WorkerView> {
+        let mut views = self.parts.workers.views();
+        for view in &mut views {
+            view.tasks_held = self.parts.tasks.held(view.id);
+        }
+        views
     }
 
-    /// Without a stored solution: the path a limited search stored for the board, replayed,
-    /// with the lower bound proven so far (its search's nodes and seconds are not kept).
-    pub fn query_bounded(
-        &self,
-        board: &str,
-        goal: &str,
-    ) -> Result<Option<StoredBounded>, SchedulerError> {
-        let (board, goal) = query_boards(board, goal)?;
-        let Some(state) = self.store.search_state(&goal, &board)? else {
-            return Ok(None);
-        };
-        let Some(best) = state.best else {
-            return Ok(None);
-        };
-        let replayed = tilesolve::moves::moves_from_string(&best.moves)
-            .and_then(|moves| tilesolve::moves::replay(&board, &goal, &moves).ok());
-        Ok(replayed.map(|tiles| StoredBounded {
-            length: tiles.len() as u32,
-            moves: best.moves,
-            tiles,
-            lower_bound: state.lower_bound,
-            weight_percent: best.weight_percent,
-            nodes: 0,
-            seconds: 0.0,
-            heuristic: String::new(),
-            reason: "stored by a limited search: the optimal search resumes from its lower bound"
-                .into(),
-            workers: state.workers,
-        }))
+    /// Workers that left, were lost or were quarantined lately (see `GONE_SHOWN`), newest first.
+    pub fn gone_workers(&self) -> Vec<WorkerView> {
+        self.parts.workers.gone_views()
+    }
+
+    /// The connected workers holding the table file `name`, with the checksums they stated.
+    pub fn table_holders(&self, name: &str) -> Vec<(WorkerId, u64)> {
+        self.parts.workers.holders(name)
+    }
+
+    /// (queued, running) tasks of `batch` now: for the dashboard's batch page.
+    pub fn batch_tasks(&self, batch: u64) -> (u64, u64) {
+        self.parts.tasks.batch_counts(batch)
+    }
+
+    /// The solvers, and the batches waiting for tables.
+    pub fn tables(&self) -> &Tables {
+        &self.parts.tables
+    }
+
+    /// A solver the table supply loaded (outside the lock), with what it is doing for the
+    /// solvers still missing; starts every waiting batch whose solvers are now all ready and
+    /// returns their ids.
+    pub fn install_solvers(
+        &mut self,
+        loaded: Vec<(SolverKey, Solver)>,
+        preparing: Option<std::collections::HashMap<SolverKey, String>>,
+    ) -> Result<Vec<u64>, SchedulerError> {
+        let parts = &mut self.parts;
+        for (key, solver) in loaded {
+            parts.tables.install(key, solver);
+        }
+        if let Some(preparing) = preparing {
+            parts.tables.set_preparing(preparing);
+        }
+        let ready = parts.tables.take_ready();
+        for &batch in &ready {
+            let items = parts.store.items(batch)?;
+            self.puzzles
+                .start_or_wait(parts, &mut self.audits, batch, 0, &items)?;
+        }
+        Ok(ready)
+    }
+
+    /// Fails the waiting items of every batch that waits for `key`, with `reason` (its tables
+    /// could not be obtained); returns those batches. The cycle flushes them.
+    pub fn fail_waiting(
+        &mut self,
+        key: &SolverKey,
+        reason: &str,
+    ) -> Result<Vec<u64>, SchedulerError> {
+        let parts = &mut self.parts;
+        let batches = parts.tables.waiting_on(key);
+        for &batch in &batches {
+            self.puzzles
+                .fail_waiting_batch(parts, &mut self.audits, batch, reason)?;
+        }
+        parts.out.flush_due = true;
+        Ok(batches)
+    }
+
+    /// The store, to read at length without the scheduler's lock ([`reads`], exports).
+    pub fn store(&self) -> Store {
+        self.parts.store.clone()
     }
 }
 
-/// A query's board and its goal, as a client typed them.
-fn query_boards(board: &str, goal: &str) -> Result<(Board, Board), SchedulerError> {
-    let board =
-        parse_board(board).map_err(|e| SchedulerError::InvalidArgument(format!("board: {e}")))?;
-    let goal = parse_goal(goal)?.for_shape(board.shape());
-    Ok((board, goal))
+impl Parts {
+    /// Shuts `worker` out for `reason` without doubting its reports (it failed, it did not
+    /// lie): every further call is refused, its tasks go back to the queue, and the attempts
+    /// its failures cost are given back, so they are retried elsewhere.
+    fn shut_out(&mut self, worker: WorkerId, reason: String) {
+        tracing::warn!(worker, %reason, "worker shut out: its tasks go to others");
+        self.workers.quarantine(worker, reason);
+        self.tasks.release(worker);
+        self.tasks.forgive_failures(worker);
+        self.totals.workers_quarantined += 1;
+    }
+
+    /// The solver for a goal and heuristic: ready for every started puzzle (see `tables`).
+    fn solver(&self, key: &SolverKey) -> Result<&Solver, SchedulerError> {
+        self.tables.solver(key)
+    }
 }

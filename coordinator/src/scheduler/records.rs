@@ -16,7 +16,7 @@ use crate::store::{RecordedOutcome, Store, TaskRecord};
 pub struct Flusher(Store);
 
 impl Flusher {
-    pub(super) fn new(store: Store) -> Flusher {
+    pub fn new(store: Store) -> Flusher {
         Flusher(store)
     }
 
@@ -34,7 +34,7 @@ impl Flusher {
         Ok(self.0.close()?)
     }
 
-    /// Writes the records taken with [`super::Scheduler::take_records`].
+    /// Writes the records taken with [`super::AfterCycle`].
     pub fn write(&self, records: TaskRecords) -> Result<(), SchedulerError> {
         for (goal, board, task, record) in records.0 {
             self.0.put_task_record(&goal, &board, task, &record)?;

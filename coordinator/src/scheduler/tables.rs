@@ -1,28 +1,24 @@
 //! Pattern tables from the scheduler's side: the solvers it has, the batches that wait for
-//! tables it has not (stored and acknowledged, but not started), and which workers hold which
-//! table files. Nothing here loads, fetches or builds a table: `table_supply` does that outside
-//! the lock and hands back solvers with [`Scheduler::install_solver`], so a submission never
-//! waits for a table and heartbeats never wait behind a load.
+//! tables it has not (stored and acknowledged, but not started), and what the supply is doing
+//! for them. Nothing here fetches or builds a preset's table: `table_supply` does that outside
+//! the lock and hands back solvers ([`Scheduler::install_solvers`](super::Scheduler::install_solvers)),
+//! so a submission never waits for a table and heartbeats never wait behind a load. A leaf: it
+//! calls no other part (the worker registry is only read, to see who holds a file).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::file::PatternSpec;
 use tilesolve::pdb::{PdbEvent, PdbStore};
-use tilesolve::{parse_board, Board, Solver};
+use tilesolve::{Goal, Solver};
 
-use super::intake::{self, parse_goal};
-use super::types::{SchedulerError, WorkerId};
-use super::Scheduler;
-use crate::store::{ItemStatus, StoredItem};
+use super::intake;
+use super::types::{SchedulerError, SolverKey};
+use super::workers::Workers;
 use tilesolve::proto::MAX_BATCH_LINES;
 
-/// A solver's identity: the goal, and the heuristic as the batch named it (`default` is
-/// resolved within the coordinator's table budget).
-pub type SolverKey = (Board, HeuristicChoice);
-
 /// A batch on disk whose items need tables the scheduler has not loaded yet.
-pub(super) struct WaitingBatch {
+struct WaitingBatch {
     /// The solvers it waits for.
     keys: HashSet<SolverKey>,
     /// Its items not started, for the capacity limit.
@@ -36,25 +32,55 @@ pub struct TableNeed {
     pub keys: Vec<SolverKey>,
 }
 
-impl Scheduler {
+/// The solvers a batch's items need, sorted: those that cannot be made (with why: their
+/// items fail) and those missing (their items wait). The rest are ready.
+#[derive(Default)]
+pub(super) struct Sorted {
+    pub(super) unusable: HashMap<SolverKey, String>,
+    pub(super) missing: HashSet<SolverKey>,
+}
+
+/// The solvers and the batches waiting for tables.
+pub struct Tables {
+    pdbs: PdbStore,
+    /// Bytes the coordinator's tables may take (see [`super::SchedulerConfig::table_budget`]).
+    budget: u64,
+    /// Whether the coordinator may build the tables nobody can send it.
+    may_build: bool,
+    solvers: HashMap<SolverKey, Solver>,
+    /// Batches stored and acknowledged whose tables are still being obtained.
+    waiting: BTreeMap<u64, WaitingBatch>,
+    /// What the table supply is doing for each solver waiting batches need.
+    preparing: HashMap<SolverKey, String>,
+}
+
+impl Tables {
+    pub(super) fn new(pdbs: PdbStore, budget: u64, may_build: bool) -> Tables {
+        Tables {
+            pdbs,
+            budget,
+            may_build,
+            solvers: HashMap::new(),
+            waiting: BTreeMap::new(),
+            preparing: HashMap::new(),
+        }
+    }
+
     /// Builds the pattern databases a batch needs that are missing from `pdbs`, where the
     /// caller shows the progress: the embedded `tilesolve batch` does this before its
     /// coordinator starts. A batch `submit` would refuse builds nothing.
     pub fn prepare(
         pdbs: &PdbStore,
         lines: &[String],
-        heuristic: &str,
-        goal: &str,
+        choice: HeuristicChoice,
+        goal: Goal,
         table_budget: u64,
         events: &(dyn Fn(PdbEvent<'_>) + Sync),
     ) -> Result<(), SchedulerError> {
-        // A batch `submit` refuses (too long, bad names) needs nothing built.
+        // A batch `submit` refuses (too long) needs nothing built.
         if lines.len() > MAX_BATCH_LINES {
             return Ok(());
         }
-        let (Ok(choice), Ok(goal)) = (intake::parse_heuristic(heuristic), parse_goal(goal)) else {
-            return Ok(());
-        };
         for shape in intake::shapes(lines, goal) {
             let goal = goal.for_shape(shape);
             let resolved = choice.resolve(&goal, table_budget);
@@ -69,19 +95,28 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Bytes this coordinator's pattern tables may take.
+    pub fn budget(&self) -> u64 {
+        self.budget
+    }
+
+    /// Whether this coordinator may build the tables nobody can send it.
+    pub fn may_build(&self) -> bool {
+        self.may_build
+    }
+
     /// The heuristic `key` names, `default` resolved within the coordinator's table budget.
-    fn resolved(&self, key: &SolverKey) -> Result<HeuristicChoice, SchedulerError> {
-        Ok(key.1.resolve(&key.0, self.config.table_budget))
+    fn resolved(&self, key: &SolverKey) -> HeuristicChoice {
+        key.1.resolve(&key.0, self.budget)
     }
 
     /// Why no solver can be made for `key`: a named preset for another board size. Its items
     /// fail with this reason; the rest of their batch goes on.
-    fn unusable(&self, key: &SolverKey) -> Result<Option<String>, SchedulerError> {
-        let choice = self.resolved(key)?;
-        Ok(choice
+    fn unusable(&self, key: &SolverKey) -> Option<String> {
+        self.resolved(key)
             .preset()
             .and_then(|preset| PdbStore::specs(preset, &key.0).err())
-            .map(|error| error.to_string()))
+            .map(|error| error.to_string())
     }
 
     /// Whether the solver for `key` is ready, making it at once when it needs no table.
@@ -89,13 +124,13 @@ impl Scheduler {
         if self.solvers.contains_key(key) {
             return Ok(true);
         }
-        let choice = self.resolved(key)?;
+        let choice = self.resolved(key);
         if choice.preset().is_some() {
             return Ok(false);
         }
         let quiet = |_: PdbEvent<'_>| {};
         let built = choice
-            .build(&key.0, self.config.table_budget, &self.pdbs, &quiet)
+            .build(&key.0, self.budget, &self.pdbs, &quiet)
             .map_err(|e| SchedulerError::Pdb(e.to_string()))?;
         self.solvers.insert(
             *key,
@@ -104,38 +139,27 @@ impl Scheduler {
         Ok(true)
     }
 
-    /// Whether every solver `items` need is ready (or cannot be made: those items fail).
-    pub(super) fn solvers_ready(
-        &mut self,
-        items: &[StoredItem],
-        heuristic: HeuristicChoice,
-    ) -> Result<bool, SchedulerError> {
-        for key in Scheduler::keys_of(items, heuristic) {
-            if self.unusable(&key)?.is_none() && !self.solver_ready(&key)? {
-                return Ok(false);
+    /// Sorts `keys` into those that cannot be made and those missing.
+    pub(super) fn sort(&mut self, keys: &HashSet<SolverKey>) -> Result<Sorted, SchedulerError> {
+        let mut sorted = Sorted::default();
+        for key in keys {
+            if let Some(reason) = self.unusable(key) {
+                sorted.unusable.insert(*key, reason);
+            } else if !self.solver_ready(key)? {
+                sorted.missing.insert(*key);
             }
         }
-        Ok(true)
+        Ok(sorted)
     }
 
-    /// The solver keys of a batch's queued items (goals parsed once each).
-    fn keys_of(items: &[StoredItem], heuristic: HeuristicChoice) -> HashSet<SolverKey> {
-        let goals: BTreeSet<&str> = items
-            .iter()
-            .filter(|item| item.status == ItemStatus::Queued)
-            .filter_map(|item| item.goal.as_deref())
-            .collect();
-        goals
-            .into_iter()
-            .filter_map(|goal| parse_board(goal).ok())
-            .map(|goal| (goal, heuristic))
-            .collect()
+    /// Whether every solver of `keys` is ready (or cannot be made: those items fail).
+    pub(super) fn ready(&mut self, keys: &HashSet<SolverKey>) -> Result<bool, SchedulerError> {
+        Ok(self.sort(keys)?.missing.is_empty())
     }
 
     /// The table files `key` needs that are not in the data directory.
     pub fn missing_tables(&self, key: &SolverKey) -> Result<Vec<PatternSpec>, SchedulerError> {
-        let choice = self.resolved(key)?;
-        let Some(preset) = choice.preset() else {
+        let Some(preset) = self.resolved(key).preset() else {
             return Ok(Vec::new());
         };
         self.pdbs
@@ -145,21 +169,18 @@ impl Scheduler {
 
     /// Refuses a batch whose tables nobody can supply: missing here, held by no connected
     /// worker, and the coordinator may not build them. Checked before the batch is stored.
-    pub(super) fn check_tables_obtainable(
+    pub(super) fn check_obtainable(
         &mut self,
-        items: &[StoredItem],
-        heuristic: HeuristicChoice,
+        keys: &HashSet<SolverKey>,
+        workers: &Workers,
     ) -> Result<(), SchedulerError> {
-        if self.config.build_tables {
+        if self.may_build {
             return Ok(());
         }
-        for key in Scheduler::keys_of(items, heuristic) {
-            if self.unusable(&key)?.is_some() || self.solver_ready(&key)? {
-                continue;
-            }
+        for key in self.sort(keys)?.missing {
             for spec in self.missing_tables(&key)? {
                 let name = spec.file_name();
-                if self.workers.holders(&name).is_empty() {
+                if workers.holders(&name).is_empty() {
                     return Err(SchedulerError::FailedPrecondition(format!(
                         "the batch needs the pattern database {name} ({} for {} boards), which \
                          this coordinator does not have, no connected worker holds, and this \
@@ -175,51 +196,14 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Starts a batch's queued items whose solvers are ready; the batch waits for the rest.
-    /// `items` are the batch's items from index `first` on.
-    pub(super) fn start_or_wait(
-        &mut self,
-        batch: u64,
-        first: u32,
-        items: &[StoredItem],
-        heuristic: HeuristicChoice,
-    ) -> Result<(), SchedulerError> {
-        let (mut missing, mut unusable) = (HashSet::new(), HashMap::new());
-        for key in Scheduler::keys_of(items, heuristic) {
-            if let Some(reason) = self.unusable(&key)? {
-                unusable.insert(key, reason);
-            } else if !self.solver_ready(&key)? {
-                missing.insert(key);
-            }
-        }
-        let mut waiting = 0;
-        for (index, item) in (first..).zip(items) {
-            let puzzle = (batch, index);
-            if item.status != ItemStatus::Queued || self.puzzles.contains_key(&puzzle) {
-                continue;
-            }
-            let key = item
-                .goal
-                .as_deref()
-                .and_then(|goal| parse_board(goal).ok())
-                .map(|goal| (goal, heuristic));
-            if let Some(reason) = key.as_ref().and_then(|key| unusable.get(key)) {
-                self.finish_failed(puzzle, reason.clone())?;
-            } else if key.is_some_and(|key| missing.contains(&key)) {
-                waiting += 1;
-            } else {
-                self.start_item(batch, index, item, heuristic)?;
-            }
-        }
-        if waiting > 0 {
-            let batch_waits = self.waiting.entry(batch).or_insert_with(|| WaitingBatch {
-                keys: HashSet::new(),
-                items: 0,
-            });
-            batch_waits.keys.extend(missing);
-            batch_waits.items += waiting;
-        }
-        Ok(())
+    /// `items` more of `batch`'s items wait for the solvers `missing`.
+    pub(super) fn wait(&mut self, batch: u64, missing: HashSet<SolverKey>, items: usize) {
+        let waits = self.waiting.entry(batch).or_insert_with(|| WaitingBatch {
+            keys: HashSet::new(),
+            items: 0,
+        });
+        waits.keys.extend(missing);
+        waits.items += items;
     }
 
     /// Items stored but waiting for tables (they count against the pending limit).
@@ -230,6 +214,11 @@ impl Scheduler {
     /// Whether `batch` waits for tables.
     pub fn is_waiting(&self, batch: u64) -> bool {
         self.waiting.contains_key(&batch)
+    }
+
+    /// `batch` waits no more (started, cancelled or failed); whether it waited.
+    pub(super) fn stop_waiting(&mut self, batch: u64) -> bool {
+        self.waiting.remove(&batch).is_some()
     }
 
     /// The batches waiting for tables, and the solvers each waits for.
@@ -248,24 +237,9 @@ impl Scheduler {
             .collect()
     }
 
-    /// The connected workers holding the table file `name`, with the checksums they stated.
-    pub fn table_holders(&self, name: &str) -> Vec<(WorkerId, u64)> {
-        self.workers.holders(name)
-    }
-
-    /// Records the table files a worker holds, as it said when registering.
-    pub fn set_worker_tables(&mut self, worker: WorkerId, tables: &[(String, u64)]) {
-        self.workers.set_tables(worker, tables);
-    }
-
-    /// Whether this coordinator may build the tables nobody can send it.
-    pub fn may_build_tables(&self) -> bool {
-        self.config.build_tables
-    }
-
     /// What the supply is doing for each solver it is obtaining, shown with the batches that
     /// wait for it.
-    pub fn set_preparing(&mut self, descriptions: HashMap<SolverKey, String>) {
+    pub(super) fn set_preparing(&mut self, descriptions: HashMap<SolverKey, String>) {
         self.preparing = descriptions;
     }
 
@@ -286,72 +260,47 @@ impl Scheduler {
         })
     }
 
-    /// A solver the supply loaded (outside the lock).
     /// Whether the solver of `key` is loaded.
     pub fn has_solver(&self, key: &SolverKey) -> bool {
         self.solvers.contains_key(key)
     }
 
-    pub fn install_solver(&mut self, key: SolverKey, solver: Solver) {
+    /// A solver the supply loaded.
+    pub(super) fn install(&mut self, key: SolverKey, solver: Solver) {
         self.solvers.insert(key, solver);
     }
 
-    /// Starts every waiting batch whose solvers are all ready; returns their ids.
-    pub fn start_ready_batches(&mut self) -> Result<Vec<u64>, SchedulerError> {
+    /// The solver for `key`: ready for every started puzzle.
+    pub(super) fn solver(&self, key: &SolverKey) -> Result<&Solver, SchedulerError> {
+        self.solvers.get(key).ok_or_else(|| {
+            SchedulerError::Internal(format!(
+                "no solver loaded for {} on {} boards",
+                key.1,
+                key.0.shape()
+            ))
+        })
+    }
+
+    /// Takes out every waiting batch whose solvers are all ready, to be started.
+    pub(super) fn take_ready(&mut self) -> Vec<u64> {
         let ready: Vec<u64> = self
             .waiting
             .iter()
             .filter(|(_, w)| w.keys.iter().all(|key| self.solvers.contains_key(key)))
             .map(|(&batch, _)| batch)
             .collect();
-        for &batch in &ready {
-            self.waiting.remove(&batch);
-            let Some(stored) = self.store.batch(batch)? else {
-                continue;
-            };
-            let items = self.store.items(batch)?;
-            let heuristic = intake::parse_heuristic(&stored.heuristic)?;
-            self.start_or_wait(batch, 0, &items, heuristic)?;
+        for batch in &ready {
+            self.waiting.remove(batch);
         }
-        Ok(ready)
+        ready
     }
 
-    /// Fails the waiting items of every batch that waits for `key`, with `reason` (its tables
-    /// could not be obtained); returns those batches.
-    pub fn fail_waiting(
-        &mut self,
-        key: &SolverKey,
-        reason: &str,
-    ) -> Result<Vec<u64>, SchedulerError> {
-        let batches: Vec<u64> = self
-            .waiting
+    /// The batches that wait for `key`.
+    pub(super) fn waiting_on(&self, key: &SolverKey) -> Vec<u64> {
+        self.waiting
             .iter()
             .filter(|(_, w)| w.keys.contains(key))
             .map(|(&batch, _)| batch)
-            .collect();
-        for &batch in &batches {
-            self.fail_waiting_batch(batch, reason)?;
-        }
-        Ok(batches)
-    }
-
-    /// Fails every item of `batch` that waits for tables (a cancel, or tables that cannot be
-    /// had).
-    pub(super) fn fail_waiting_batch(
-        &mut self,
-        batch: u64,
-        reason: &str,
-    ) -> Result<(), SchedulerError> {
-        if self.waiting.remove(&batch).is_none() {
-            return Ok(());
-        }
-        let items = self.store.items(batch)?;
-        for (index, item) in (0..).zip(items) {
-            let puzzle = (batch, index);
-            if item.status == ItemStatus::Queued && !self.puzzles.contains_key(&puzzle) {
-                self.finish_failed(puzzle, reason.to_string())?;
-            }
-        }
-        Ok(())
+            .collect()
     }
 }

@@ -12,6 +12,9 @@ use tilesolve::{Board, Direction};
 use crate::store::StoreError;
 
 pub type TaskId = u64;
+/// A solver's identity: the goal, and the heuristic as the batch named it (`default` is
+/// resolved within the coordinator's table budget).
+pub type SolverKey = (Board, HeuristicChoice);
 pub type WorkerId = u64;
 /// A puzzle: its batch and its index in the batch (from 0; logs show the item number, from 1).
 pub type PuzzleId = (u64, u32);

@@ -47,6 +47,16 @@ const MAX_HEURISTIC_NAME: usize = 60;
 const MAX_TABLES: usize = 64;
 const MAX_TABLE_NAME: usize = 200;
 
+/// What a worker says of itself when it registers.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerDescription {
+    pub name: String,
+    /// What `default` resolves to on it, per board size.
+    pub default_heuristics: Vec<String>,
+    /// The pattern database files it holds, with their checksums.
+    pub tables: Vec<(String, u64)>,
+}
+
 struct WorkerInfo {
     /// What the dashboard calls it: `worker --name`, or host and process id.
     name: String,
@@ -120,6 +130,8 @@ pub struct WorkerView {
     pub nodes_per_second: f64,
     pub tasks_done: u64,
     pub seconds_since_seen: f64,
+    /// Tasks it holds now (running or prefetched); 0 for a worker gone.
+    pub tasks_held: usize,
     /// The pattern table files it holds.
     pub tables: Vec<String>,
     /// Why it is gone and how long ago, for a worker that left or was lost (shown for
@@ -189,38 +201,29 @@ impl Workers {
         Ok(())
     }
 
-    /// Records what `default` means on a worker (as it said when registering): a few short
-    /// names are kept, the rest dropped.
-    pub(super) fn set_default_heuristics(&mut self, worker: WorkerId, names: &[String]) {
-        if let Some(info) = self.workers.get_mut(&worker) {
-            info.default_heuristics = names
-                .iter()
-                .take(MAX_DEFAULT_HEURISTICS)
-                .map(|name| name.chars().take(MAX_HEURISTIC_NAME).collect())
-                .collect();
+    /// Records what a worker said of itself when registering: its name (`worker --name`, or
+    /// its host and process id), what `default` means on it and the table files it holds, each
+    /// cut short (a few short names, a few dozen files).
+    pub(super) fn describe(&mut self, worker: WorkerId, description: &WorkerDescription) {
+        let Some(info) = self.workers.get_mut(&worker) else {
+            return;
+        };
+        if !description.name.is_empty() {
+            info.name = description.name.chars().take(MAX_HOST).collect();
         }
-    }
-
-    /// Records the name a worker gave (`worker --name`, or its host and process id), cut short.
-    pub(super) fn set_name(&mut self, worker: WorkerId, name: &str) {
-        if let Some(info) = self.workers.get_mut(&worker) {
-            if !name.is_empty() {
-                info.name = name.chars().take(MAX_HOST).collect();
-            }
-        }
-    }
-
-    /// Records the pattern database files a worker holds (as it said when registering); a few
-    /// dozen are kept, the rest dropped.
-    pub(super) fn set_tables(&mut self, worker: WorkerId, tables: &[(String, u64)]) {
-        if let Some(info) = self.workers.get_mut(&worker) {
-            info.tables = tables
-                .iter()
-                .filter(|(name, _)| name.len() <= MAX_TABLE_NAME)
-                .take(MAX_TABLES)
-                .cloned()
-                .collect();
-        }
+        info.default_heuristics = description
+            .default_heuristics
+            .iter()
+            .take(MAX_DEFAULT_HEURISTICS)
+            .map(|name| name.chars().take(MAX_HEURISTIC_NAME).collect())
+            .collect();
+        info.tables = description
+            .tables
+            .iter()
+            .filter(|(name, _)| name.len() <= MAX_TABLE_NAME)
+            .take(MAX_TABLES)
+            .cloned()
+            .collect();
     }
 
     /// The connected workers (not quarantined) that hold the file `name`, with the checksum
@@ -506,6 +509,7 @@ fn view(id: WorkerId, info: &WorkerInfo, now: Instant) -> WorkerView {
         nodes_per_second: info.nodes_per_second(now),
         tasks_done: info.tasks_done,
         seconds_since_seen: now.duration_since(info.last_seen).as_secs_f64(),
+        tasks_held: 0,
         tables: info.tables.iter().map(|(name, _)| name.clone()).collect(),
         gone: None,
     }

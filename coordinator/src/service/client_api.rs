@@ -10,7 +10,12 @@ use tonic::{Request, Response, Status};
 
 use super::convert::{bounded_message, item_limits, solution_message, status_message};
 use super::{permit, Service};
-use crate::scheduler::{Scheduler, SchedulerError, Submitted};
+use tilesolve::heuristic_choice::HeuristicChoice;
+use tilesolve::Goal;
+
+use crate::scheduler::{
+    parse_goal, parse_heuristic, read_batch, reads, take_in, SchedulerError, Submitted,
+};
 use crate::store::{ItemLimits, ItemStatus, StoredBatch, StoredItem};
 
 /// Items in a `GetBatch` page when the client asks for no size, and the most in one page: a
@@ -46,42 +51,30 @@ impl Service {
     /// Accepts a batch for either API: parsing and store writes off the async threads, and a
     /// flush before the batch is acknowledged (from then on it survives a crash). Lines are read
     /// and items stored outside the scheduler's lock; items start a part at a time
-    /// ([`Scheduler::start_part`]), so workers solve the first while the rest are stored.
+    /// ([`crate::scheduler::take_in`]), so workers solve the first while the rest are stored.
     /// Pattern tables the batch needs and the coordinator has not loaded are obtained
     /// afterwards, in the background (`table_supply`): the batch's items wait for them, the
     /// reply does not.
     pub async fn accept_batch(
         &self,
         lines: Vec<String>,
-        heuristic: String,
-        goal: String,
+        heuristic: HeuristicChoice,
+        goal: Goal,
         limits: ItemLimits,
     ) -> Result<Submitted, SchedulerError> {
         let _permit = permit(&self.submissions, "submissions")?;
-        let core = self.core.clone();
+        let mut core = self.core.clone();
         let (store, flusher) = (self.store.clone(), self.core.flusher.clone());
-        let queued = self.core.tasks_queued.clone();
         // The submitting call's trace, taken before its first task can be leased.
         let trace = tilesolve::trace_context::current().map(|t| (self.traces.clone(), t));
         let (submitted, waits) = tokio::task::spawn_blocking(move || {
-            let read =
-                Scheduler::read_batch(&store, &lines, &heuristic, &goal)?.with_limits(limits);
-            let mut intake = core.lock().open_batch(read)?;
-            if let Some((traces, traceparent)) = trace {
-                traces.insert(intake.batch(), traceparent);
-            }
-            let taken_in = (|| {
-                while intake.store_part(&store)? {
-                    core.lock().start_part(&mut intake)?;
-                    queued.notify_waiters();
+            let read = read_batch(&store, &lines, heuristic, goal)?.with_limits(limits);
+            let intake = take_in(&mut core, &store, read, |batch| {
+                if let Some((traces, traceparent)) = trace {
+                    traces.insert(batch, traceparent);
                 }
-                Ok::<_, SchedulerError>(())
-            })();
-            if let Err(error) = taken_in {
-                core.lock().abandon(&intake);
-                return Err(error);
-            }
-            let waits = core.lock().is_waiting(intake.batch());
+            })?;
+            let waits = core.read(|scheduler| scheduler.tables().is_waiting(intake.batch()));
             // Acknowledged only once it is durable.
             match intake.is_one_record() {
                 true => flusher.sync_batch_records()?,
@@ -112,7 +105,7 @@ impl Service {
         start: u32,
         limit: usize,
     ) -> Result<(StoredBatch, Vec<(u32, StoredItem)>), SchedulerError> {
-        Scheduler::items_page(&self.store, batch, start, limit)
+        reads::items_page(&self.store, batch, start, limit)
     }
 }
 
@@ -125,7 +118,12 @@ impl pb::tilesolve_server::Tilesolve for Service {
         let request = request.into_inner();
         let limits = item_limits(&request)?;
         let submitted = self
-            .accept_batch(request.lines, request.heuristic, request.goal, limits)
+            .accept_batch(
+                request.lines,
+                parse_heuristic(&request.heuristic)?,
+                parse_goal(&request.goal)?,
+                limits,
+            )
             .await?;
         Ok(Response::new(pb::SubmitBatchResponse {
             batch_id: submitted.batch,
@@ -214,7 +212,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
     ) -> Result<Response<StatusStream>, Status> {
         let batch = request.into_inner().batch_id;
         let watching = permit(&self.watchers, "watched batches")?;
-        let first = self.lock().progress(batch)?;
+        let first = self.read(|s| s.progress(batch))?;
         let service = self.clone();
         let (sender, receiver) = tokio::sync::mpsc::channel(4);
         tokio::spawn(async move {
@@ -235,7 +233,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
                     () = tokio::time::sleep(Duration::from_millis(50)) => {}
                     () = ended => {}
                 }
-                progress = service.lock().progress(batch);
+                progress = service.read(|s| s.progress(batch));
             }
         });
         Ok(Response::new(Box::pin(
@@ -261,7 +259,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
             0 => DEFAULT_PAGE_SIZE,
             size => size.min(MAX_PAGE_SIZE),
         } as usize;
-        let status = status_message(self.lock().progress(batch)?);
+        let status = status_message(self.read(|s| s.progress(batch))?);
         // One item more than the page tells whether another page follows.
         let (stored, mut page) = self.items_page(batch, start, page_size + 1)?;
         let next_page_token = if page.len() > page_size {
@@ -310,12 +308,11 @@ impl pb::tilesolve_server::Tilesolve for Service {
     ) -> Result<Response<pb::QueryResponse>, Status> {
         let request = request.into_inner();
         let (found, bounded) = {
-            let scheduler = self.lock();
-            match scheduler.query(&request.board, &request.goal)? {
+            match reads::query(&self.store, &request.board, &request.goal)? {
                 Some(found) => (Some(found), None),
                 None => (
                     None,
-                    scheduler.query_bounded(&request.board, &request.goal)?,
+                    reads::query_bounded(&self.store, &request.board, &request.goal)?,
                 ),
             }
         };
@@ -352,7 +349,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
                 request.state
             )));
         }
-        let page = self.lock().list(after, size, request.newest_first)?;
+        let page = self.read(|s| s.list(after, size, request.newest_first))?;
         let next_page_token = match page.last() {
             Some(last) if page.len() == size => last.batch.to_string(),
             _ => String::new(),

@@ -1,31 +1,29 @@
 //! The gRPC services and what they share. Generated proto types stop here; the scheduler and
 //! the store never see them.
 //!
-//! - `handle`: the scheduler behind its lock, and the lock cycle every change goes through.
 //! - `client_api`: `tilesolve.v1.Tilesolve`, for clients.
 //! - `worker_api`: `tilesolve.v1.Workers`, for workers; `table_transfer` streams table files.
 //! - `convert`: messages to and from the scheduler's types, errors to statuses.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tilesolve::pdb::PdbStore;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::compressed_tables::CompressedTables;
-use crate::scheduler::{BatchProgress, Scheduler, SchedulerError, Swept};
+use crate::scheduler::{reads, BatchProgress, Scheduler, SchedulerAccess, SchedulerError, Swept};
 use crate::store::{Store, StoreError};
 use crate::table_supply::TableSupply;
 
 mod batch_traces;
 mod client_api;
 mod convert;
-mod handle;
 mod table_transfer;
 mod worker_api;
 
+use crate::cycle::Coordinator;
 use batch_traces::BatchTraces;
-use handle::Coordinator;
 
 /// How much the client API takes on at once; past these, calls are refused with
 /// ResourceExhausted rather than queued without bound.
@@ -112,13 +110,8 @@ impl Service {
         limits: Limits,
     ) -> Service {
         let core = Coordinator::new(scheduler, limits.audit_threads);
-        let store = core.lock().store_reader();
-        let supply = TableSupply::new(
-            core.scheduler.clone(),
-            pdbs.clone(),
-            core.flusher.clone(),
-            core.tasks_queued.clone(),
-        );
+        let store = core.read(Scheduler::store);
+        let supply = TableSupply::new(core.clone(), pdbs.clone());
         Service {
             core,
             store,
@@ -150,16 +143,23 @@ impl Service {
         self.supply.clone()
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, Scheduler> {
-        self.core.lock()
+    /// Reads the scheduler under its lock ([`Coordinator::read`]).
+    pub fn read<R>(&self, read: impl FnOnce(&Scheduler) -> R) -> R {
+        self.core.read(read)
     }
 
-    /// Cancels a batch (see [`Scheduler::cancel`]) and makes it durable after releasing the
-    /// lock. Blocking: the flush waits for the disk.
+    /// Changes the scheduler in one lock cycle ([`Coordinator::cycle`]). Blocking.
+    pub fn update<R>(
+        &self,
+        step: impl FnOnce(&mut Scheduler) -> Result<R, SchedulerError>,
+    ) -> Result<R, SchedulerError> {
+        self.core.clone().with(step)
+    }
+
+    /// Cancels a batch (see [`Scheduler::cancel`]); the cycle makes it durable after releasing
+    /// the lock. Blocking: the flush waits for the disk.
     pub fn cancel(&self, batch: u64) -> Result<BatchProgress, SchedulerError> {
-        let progress = self.lock().cancel(batch)?;
-        self.core.flusher.flush()?;
-        Ok(progress)
+        self.update(|scheduler| scheduler.cancel(batch))
     }
 
     /// Writes everything the store holds in memory to disk (at shutdown).
@@ -188,12 +188,12 @@ impl Service {
     ) -> Result<Pruned, SchedulerError> {
         let cutoff = cutoff_unix_ms(older_than);
         let mut pruned = Pruned {
-            store_bytes_before: self.lock().store_bytes(),
+            store_bytes_before: self.store.size_on_disk(),
             ..Pruned::default()
         };
         let mut after = None;
         loop {
-            let (old, last) = self.lock().finished_before(cutoff, after, 1_000)?;
+            let (old, last) = reads::finished_before(&self.store, cutoff, after, 1_000)?;
             self.prune_each(&old, solutions, &mut pruned)?;
             match last {
                 Some(last) => after = Some(last),
@@ -211,7 +211,7 @@ impl Service {
         batches: &[u64],
     ) -> Result<PrunePreview, SchedulerError> {
         let cutoff = cutoff_unix_ms(older_than);
-        let store = self.lock().store_reader();
+        let store = &self.store;
         let mut preview = PrunePreview::default();
         for batch in store.each_batch() {
             let batch = batch?;
@@ -238,7 +238,7 @@ impl Service {
         solutions: bool,
     ) -> Result<Pruned, SchedulerError> {
         let mut pruned = Pruned {
-            store_bytes_before: self.lock().store_bytes(),
+            store_bytes_before: self.store.size_on_disk(),
             ..Pruned::default()
         };
         self.prune_each(batches, solutions, &mut pruned)?;
@@ -252,7 +252,7 @@ impl Service {
         pruned: &mut Pruned,
     ) -> Result<(), SchedulerError> {
         for &batch in batches {
-            let (items, boards) = self.lock().prune(batch, solutions)?;
+            let (items, boards) = self.update(|scheduler| scheduler.prune(batch, solutions))?;
             if items > 0 {
                 pruned.batches += 1;
                 pruned.items += items as u64;
@@ -266,7 +266,7 @@ impl Service {
     fn pruned(&self, mut pruned: Pruned) -> Result<Pruned, SchedulerError> {
         // The flush waits for the disk: not under the lock.
         self.core.flusher.flush()?;
-        pruned.store_bytes_after = self.lock().store_bytes();
+        pruned.store_bytes_after = self.store.size_on_disk();
         if pruned.batches > 0 {
             tracing::info!(
                 batches = pruned.batches,

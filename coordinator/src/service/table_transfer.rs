@@ -76,8 +76,7 @@ impl Service {
             .message()
             .await?
             .ok_or_else(|| Status::invalid_argument("an upload needs at least one message"))?;
-        self.lock()
-            .check_worker(first.worker_id, &first.worker_secret)?;
+        self.read(|s| s.check_worker(first.worker_id, &first.worker_secret))?;
         let (worker, name) = (first.worker_id, first.file_name.clone());
         let Some((spec, checksum)) = self.supply.start_upload(worker, &name) else {
             return Err(Status::failed_precondition(format!(

@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status};
 use super::convert::{report_of, task_message};
 use super::table_transfer::ChunkStream;
 use super::Service;
-use crate::scheduler::SchedulerError;
+use crate::scheduler::{SchedulerError, WorkerDescription};
 
 /// Longest a poll from an idle worker waits for work (well under the lease timeout and any
 /// client deadline; a worker that gets nothing asks again).
@@ -64,19 +64,22 @@ impl pb::workers_server::Workers for Service {
                 }
             }
         }
-        let (worker_id, worker_secret) = {
-            let mut scheduler = self.lock();
-            let worker_id = scheduler.register_with_token(request.threads, &request.host, token)?;
-            scheduler.set_default_heuristics(worker_id, &request.default_heuristics);
-            scheduler.set_worker_name(worker_id, &request.name);
-            let tables: Vec<(String, u64)> = request
+        let description = WorkerDescription {
+            name: request.name.clone(),
+            default_heuristics: request.default_heuristics.clone(),
+            tables: request
                 .pdbs
                 .iter()
                 .map(|file| (file.name.clone(), file.checksum))
-                .collect();
-            scheduler.set_worker_tables(worker_id, &tables);
-            (worker_id, scheduler.worker_secret(worker_id)?)
+                .collect(),
         };
+        let (worker_id, worker_secret) = self.update(|scheduler| {
+            let worker_id = scheduler.register(request.threads, &request.host, Some(token))?;
+            Ok((
+                worker_id,
+                scheduler.describe_worker(worker_id, &description)?,
+            ))
+        })?;
         tracing::info!(worker = worker_id, threads = request.threads, host = %request.host, %peer,
             default_heuristics = %request.default_heuristics.join(", "), "worker registered");
         Ok(Response::new(pb::RegisterResponse {
@@ -91,8 +94,7 @@ impl pb::workers_server::Workers for Service {
         request: Request<pb::PollRequest>,
     ) -> Result<Response<pb::PollResponse>, Status> {
         let request = request.into_inner();
-        self.lock()
-            .check_worker(request.worker_id, &request.worker_secret)?;
+        self.read(|s| s.check_worker(request.worker_id, &request.worker_secret))?;
         let results = request
             .results
             .into_iter()
@@ -145,7 +147,8 @@ impl pb::workers_server::Workers for Service {
         // rather than asking again on its own schedule, so an iteration's tasks reach idle
         // workers as soon as its split is done.
         if tasks.is_empty() && idle && tokio::time::timeout(LONG_POLL, woken).await.is_ok() {
-            let (more, more_cancelled) = self.lock().poll(worker, free_slots, Vec::new())?;
+            let (more, more_cancelled) =
+                self.update(|scheduler| scheduler.poll(worker, free_slots, Vec::new()))?;
             tasks = more;
             cancelled.extend(more_cancelled);
         }
@@ -179,11 +182,10 @@ impl pb::workers_server::Workers for Service {
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         let request = request.into_inner();
-        let cancelled = {
-            let mut scheduler = self.lock();
+        let cancelled = self.update(|scheduler| {
             scheduler.check_worker(request.worker_id, &request.worker_secret)?;
-            scheduler.heartbeat(request.worker_id, &request.running)?
-        };
+            scheduler.heartbeat(request.worker_id, &request.running)
+        })?;
         Ok(Response::new(pb::HeartbeatResponse {
             cancelled,
             send_pdbs: self.supply.requests_for(request.worker_id),

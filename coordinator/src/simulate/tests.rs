@@ -1,7 +1,7 @@
 //! The simulator on hand-made units and on a recorded run.
 use super::model::{predict, Iteration, Unit};
 use super::*;
-use crate::scheduler::{Scheduler, SchedulerConfig, TaskReport};
+use crate::scheduler::{Owned, SchedulerConfig, TaskReport};
 use tilesolve::pdb::PdbStore;
 use tilesolve::task::run_task;
 use tilesolve::{parse_board, Board, Solver};
@@ -46,7 +46,7 @@ fn a_recorded_run_replays_with_more_workers() {
         profile_depth: 4,
         ..SchedulerConfig::default()
     };
-    let mut scheduler = Scheduler::new(
+    let mut scheduler = Owned::new(
         store.clone(),
         PdbStore::new(data.path().join("pdb"), 1),
         config,
@@ -57,7 +57,7 @@ fn a_recorded_run_replays_with_more_workers() {
     let submitted = scheduler
         .submit(&[board.to_string()], "linear-conflict", "")
         .unwrap();
-    let worker = scheduler.register(2, "test").unwrap();
+    let worker = scheduler.register(2, "test", None).unwrap();
     let solver = Solver::new(
         Board::blank_last(4),
         tilesolve::HeuristicKind::LinearConflict,
@@ -69,7 +69,6 @@ fn a_recorded_run_replays_with_more_workers() {
             .unwrap();
         // As the service does, once the lock is released.
         scheduler.run_deferred().unwrap();
-        scheduler.flusher().write(scheduler.take_records()).unwrap();
         for task in tasks {
             let run = run_task(&solver, task.work(), None);
             reports.push(TaskReport {

@@ -33,7 +33,7 @@ pub(super) async fn history(
         .seconds
         .unwrap_or(900)
         .clamp(300, HISTORY_KEPT.as_secs());
-    let totals = state.service.lock().totals();
+    let totals = state.service.read(|s| s.totals());
     let charts = state.charts.clone();
     let view =
         tokio::task::spawn_blocking(move || charts.history.view(&totals, seconds, charts.interval))
@@ -99,7 +99,7 @@ pub(super) async fn batch_list(
     // order) they were submitted before `since_ms`.
     let mut at_end = false;
     'scan: while found.len() < limit && scanned < MAX_SCANNED {
-        let page = state.service.lock().list(before, SCAN_STEP, true)?;
+        let page = state.service.read(|s| s.list(before, SCAN_STEP, true))?;
         let last_page = page.len() < SCAN_STEP;
         let count = page.len();
         for (index, progress) in page.into_iter().enumerate() {

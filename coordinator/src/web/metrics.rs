@@ -15,14 +15,9 @@ use crate::scheduler::SchedulerTotals;
 
 /// Prometheus text format, built from one consistent snapshot per scrape.
 pub(super) async fn metrics(State(state): State<WebState>) -> Result<Response, WebError> {
-    let (totals, store_bytes, disk_space) = {
-        let scheduler = state.service.lock();
-        (
-            scheduler.totals(),
-            scheduler.store_bytes(),
-            scheduler.store_disk_space(),
-        )
-    };
+    let totals = state.service.read(|scheduler| scheduler.totals());
+    let store = state.service.store();
+    let (store_bytes, disk_space) = (store.size_on_disk(), store.disk_space());
     let mut registry = Registry::with_prefix("tilesolve");
     register_counters(&mut registry, &totals);
     register_gauges(&mut registry, &totals, store_bytes, disk_space);

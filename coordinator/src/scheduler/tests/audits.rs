@@ -51,8 +51,8 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
         .submit(&lines, "linear-conflict", "")
         .unwrap()
         .batch;
-    let honest = scheduler.register(2, "honest").unwrap();
-    let mut liar = scheduler.register(2, "liar").unwrap();
+    let honest = scheduler.register(2, "honest", None).unwrap();
+    let mut liar = scheduler.register(2, "liar", None).unwrap();
     let (mut honest_results, mut liar_results) = (Vec::new(), Vec::new());
     let (mut told, mut liars) = (0, 1);
     for _ in 0..100_000 {
@@ -70,7 +70,7 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
             }
             // Quarantined: it comes back as a new worker, as a persistent liar would.
             Err(SchedulerError::PermissionDenied(_)) if liars < 3 => {
-                liar = scheduler.register(2, "liar").unwrap();
+                liar = scheduler.register(2, "liar", None).unwrap();
                 liars += 1;
             }
             Err(SchedulerError::PermissionDenied(_)) => {}
@@ -119,7 +119,7 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
 /// A lie told: `board` (optimal in `optimal` moves) submitted as one whole task, which a liar
 /// answers two moves too long while an honest worker stands by to audit it.
 struct ToldLie {
-    scheduler: Scheduler,
+    scheduler: Owned,
     batch: u64,
     liar: WorkerId,
     honest: WorkerId,
@@ -137,14 +137,14 @@ fn tell_a_lie(dir: &std::path::Path, board: &str, optimal: usize) -> ToldLie {
         .submit(&[board.to_string()], "linear-conflict", "")
         .unwrap()
         .batch;
-    let liar = scheduler.register(1, "liar").unwrap();
+    let liar = scheduler.register(1, "liar", None).unwrap();
     let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
     assert_eq!(tasks.len(), 1);
     let truth = run_linear_conflict(&tasks[0]);
     let lied = lie(&tasks[0], truth.outcome, 1);
     assert!(matches!(&lied, TaskOutcome::Found(moves) if moves.len() == optimal + 2));
     // Another worker is there to audit (with none, an audit is skipped).
-    let honest = scheduler.register(1, "honest").unwrap();
+    let honest = scheduler.register(1, "honest", None).unwrap();
     let reports = vec![TaskReport::new(tasks[0].id, lied, truth.nodes)];
     let reported = scheduler.poll(liar, 0, reports).map(|_| ());
     ToldLie {
@@ -228,7 +228,7 @@ fn an_audit_that_spends_its_budget_goes_on_in_its_children_and_disproves_the_lie
 
 /// A scheduler under `--verify full` whose draw never picks a report once a worker is past
 /// probation (audits on, at a share no test reaches): what stops a lie then is the full check.
-fn past_probation_setup(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {
+fn past_probation_setup(dir: &std::path::Path, config: SchedulerConfig) -> Owned {
     scheduler_in(
         dir,
         SchedulerConfig {
@@ -241,7 +241,7 @@ fn past_probation_setup(dir: &std::path::Path, config: SchedulerConfig) -> Sched
 
 /// Has `liar` earn its way past probation on true answers, each claiming that nothing shorter
 /// exists, which `honest`'s audits uphold. Returns what `honest` has yet to report.
-fn earn_trust(scheduler: &mut Scheduler, liar: WorkerId, honest: WorkerId) -> Vec<TaskReport> {
+fn earn_trust(scheduler: &mut Owned, liar: WorkerId, honest: WorkerId) -> Vec<TaskReport> {
     let warm_up = scheduler
         .submit(&distinct_eight_puzzles(40, 7), "linear-conflict", "")
         .unwrap()
@@ -261,7 +261,7 @@ fn earn_trust(scheduler: &mut Scheduler, liar: WorkerId, honest: WorkerId) -> Ve
     }
     scheduler.poll(liar, 0, liar_results).unwrap();
     assert!(
-        !scheduler.workers.on_probation(liar),
+        !scheduler.parts.workers.on_probation(liar),
         "{:?}",
         scheduler.totals()
     );
@@ -301,7 +301,7 @@ fn with_detour(
 
 /// Submits a 31-move 8-puzzle that `liar` takes as a whole task and answers in 33 moves (a
 /// step out and back first); the answer waits for its audit. Returns the batch.
-fn answer_31_moves_in_33(scheduler: &mut Scheduler, liar: WorkerId) -> u64 {
+fn answer_31_moves_in_33(scheduler: &mut Owned, liar: WorkerId) -> u64 {
     let batch = scheduler
         .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
         .unwrap()
@@ -331,8 +331,8 @@ fn a_liar_past_probation_cannot_lengthen_a_whole_task_answer_unseen() {
             ..SchedulerConfig::default()
         },
     );
-    let liar = scheduler.register(1, "liar").unwrap();
-    let honest = scheduler.register(1, "honest").unwrap();
+    let liar = scheduler.register(1, "liar", None).unwrap();
+    let honest = scheduler.register(1, "honest", None).unwrap();
     let honest_results = earn_trust(&mut scheduler, liar, honest);
     let answer_audits = scheduler.totals().answer_audits;
     // Now a lie no draw picks.
@@ -357,8 +357,8 @@ fn a_liar_past_probation_cannot_hide_a_subtree_answer_unseen() {
             ..SchedulerConfig::default()
         },
     );
-    let liar = scheduler.register(64, "liar").unwrap();
-    let honest = scheduler.register(1, "honest").unwrap();
+    let liar = scheduler.register(64, "liar", None).unwrap();
+    let honest = scheduler.register(1, "honest", None).unwrap();
     let mut honest_results = earn_trust(&mut scheduler, liar, honest);
     let answer_audits = scheduler.totals().answer_audits;
     let (board, optimal) = examples().swap_remove(0);
@@ -425,7 +425,7 @@ fn the_coordinator_audits_a_lone_workers_claims_itself() {
         },
     );
     // A lone liar: nobody else could audit it.
-    let liar = scheduler.register(1, "liar").unwrap();
+    let liar = scheduler.register(1, "liar", None).unwrap();
     let batch = answer_31_moves_in_33(&mut scheduler, liar);
     scheduler.run_deferred().unwrap();
     let totals = scheduler.totals();
@@ -439,7 +439,7 @@ fn the_coordinator_audits_a_lone_workers_claims_itself() {
         "{totals:?}"
     );
     // An honest worker solves it again, and its answer, audited the same way, stands.
-    let honest = scheduler.register(1, "honest").unwrap();
+    let honest = scheduler.register(1, "honest", None).unwrap();
     work_until_done(&mut scheduler, honest, 1, batch, Vec::new());
     let totals = scheduler.totals();
     assert_eq!(
@@ -461,8 +461,8 @@ fn registrations_under_one_token_never_audit_each_other() {
         },
     );
     // Two registrations of one token holder: each would uphold the other's lie.
-    let liar = scheduler.register_with_token(1, "liar", 0).unwrap();
-    let accomplice = scheduler.register_with_token(1, "accomplice", 0).unwrap();
+    let liar = scheduler.register(1, "liar", Some(0)).unwrap();
+    let accomplice = scheduler.register(1, "accomplice", Some(0)).unwrap();
     let batch = answer_31_moves_in_33(&mut scheduler, liar);
     let (tasks, _) = scheduler.poll(accomplice, 4, Vec::new()).unwrap();
     assert!(
@@ -478,7 +478,7 @@ fn registrations_under_one_token_never_audit_each_other() {
     );
     // A worker under another token may audit the accomplice's reports: its claims go to it
     // as tasks. Once the accomplice leaves, the coordinator audits the newcomer's.
-    let other = scheduler.register_with_token(1, "other", 1).unwrap();
+    let other = scheduler.register(1, "other", Some(1)).unwrap();
     let (tasks, _) = scheduler.poll(accomplice, 1, Vec::new()).unwrap();
     let reports = answer(tasks, &|_, outcome| outcome);
     scheduler.poll(accomplice, 0, reports).unwrap();
@@ -506,7 +506,7 @@ fn a_report_claiming_a_huge_search_is_audited_all_the_same() {
             ..SchedulerConfig::default()
         },
     );
-    let liar = scheduler.register(1, "liar").unwrap();
+    let liar = scheduler.register(1, "liar", None).unwrap();
     let batch = scheduler
         .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
         .unwrap()
@@ -553,9 +553,9 @@ fn an_audit_no_worker_takes_within_a_lease_timeout_runs_on_the_coordinator() {
             ..SchedulerConfig::default()
         },
     );
-    let liar = scheduler.register_with_token(1, "liar", 0).unwrap();
+    let liar = scheduler.register(1, "liar", Some(0)).unwrap();
     // Another token's registration that heartbeats and never asks for work.
-    let silent = scheduler.register_with_token(1, "silent", 1).unwrap();
+    let silent = scheduler.register(1, "silent", Some(1)).unwrap();
     answer_31_moves_in_33(&mut scheduler, liar);
     assert!(
         scheduler.take_deferred().is_empty(),

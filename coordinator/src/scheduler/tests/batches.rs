@@ -8,7 +8,7 @@ fn a_cancelled_batch_withdraws_its_tasks() {
     let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
     let lines: Vec<String> = examples().into_iter().map(|(b, _)| b).collect();
     let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
-    let worker = scheduler.register(1, "test").unwrap();
+    let worker = scheduler.register(1, "test", None).unwrap();
     let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
     let progress = scheduler.cancel(submitted.batch).unwrap();
     assert!(progress.done);
@@ -40,7 +40,7 @@ fn cancelling_a_finished_batch_changes_nothing_and_a_running_one_keeps_its_answe
     assert!(progress.done && !progress.cancelled, "{progress:?}");
     assert_eq!((progress.solved, progress.failed), (1, 0));
     assert_eq!(scheduler.items(finished).unwrap(), before);
-    let stored = scheduler.store.batch(finished).unwrap().unwrap();
+    let stored = scheduler.store().batch(finished).unwrap().unwrap();
     assert!(
         !stored.cancelled,
         "a finished batch is never marked cancelled"
@@ -112,10 +112,26 @@ fn no_pattern_database_is_built_for_a_batch_that_will_be_refused_or_has_no_valid
     let unsolvable = "2,1,3,4,5,6,7,8,9,10,11,12,13,14,15,0".to_string();
     let too_long = vec![solvable.clone(); MAX_BATCH_LINES + 1];
     for lines in [too_long, vec![unsolvable, "1,2,x".into()]] {
-        Scheduler::prepare(&pdbs, &lines, "pdb:5-5-5", "", u64::MAX, &count).unwrap();
+        Tables::prepare(
+            &pdbs,
+            &lines,
+            "pdb:5-5-5".parse().unwrap(),
+            tilesolve::Goal::BlankLast,
+            u64::MAX,
+            &count,
+        )
+        .unwrap();
     }
     assert_eq!(*builds.lock().unwrap(), 0);
-    Scheduler::prepare(&pdbs, &[solvable], "pdb:5-5-5", "", u64::MAX, &count).unwrap();
+    Tables::prepare(
+        &pdbs,
+        &[solvable],
+        "pdb:5-5-5".parse().unwrap(),
+        tilesolve::Goal::BlankLast,
+        u64::MAX,
+        &count,
+    )
+    .unwrap();
     assert!(
         *builds.lock().unwrap() > 0,
         "a batch with a valid board builds"
@@ -130,12 +146,12 @@ fn a_finished_batch_leaves_memory_and_its_figures_stay_answerable() {
         let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
         let batch = scheduler.submit(&lines, "manhattan", "").unwrap().batch;
         assert!(
-            scheduler.batches.counts(batch).is_some(),
+            scheduler.parts.batches.counts(batch).is_some(),
             "open while it runs"
         );
         run_to_completion(&mut scheduler, batch, 1);
         assert_eq!(
-            scheduler.batches.counts(batch),
+            scheduler.parts.batches.counts(batch),
             None,
             "nothing kept once done"
         );
@@ -144,7 +160,7 @@ fn a_finished_batch_leaves_memory_and_its_figures_stay_answerable() {
         assert!(progress.nodes > 0);
         // A batch answered wholly from the store is closed as it is acknowledged.
         let again = scheduler.submit(&lines, "manhattan", "").unwrap().batch;
-        assert_eq!(scheduler.batches.counts(again), None);
+        assert_eq!(scheduler.parts.batches.counts(again), None);
         assert!(scheduler.progress(again).unwrap().done);
         scheduler.flusher().flush().unwrap();
         (batch, progress)
@@ -183,14 +199,14 @@ fn a_batch_is_taken_in_parts_and_its_first_part_is_solved_before_the_rest_is_sto
     let data = tempfile::tempdir().unwrap();
     let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
     let lines = walked_boards(2 * intake::INTAKE_PART + 10);
-    let store = scheduler.store_reader();
-    let read = Scheduler::read_batch(&store, &lines, "manhattan", "").unwrap();
+    let store = scheduler.store();
+    let read = scheduler.read(&lines, "manhattan");
     let mut intake = scheduler.open_batch(read).unwrap();
     let batch = intake.batch();
     assert!(intake.store_part(&store).unwrap());
     assert!(!scheduler.start_part(&mut intake).unwrap());
     // The first part is solved while the rest is not stored yet (and the batch has no record).
-    let worker = scheduler.register(4, "test").unwrap();
+    let worker = scheduler.register(4, "test", None).unwrap();
     let mut results = Vec::new();
     let mut solved_early = 0;
     for _ in 0..10 {
@@ -232,8 +248,8 @@ fn an_intake_that_fails_part_way_is_forgotten_and_frees_its_capacity() {
         },
     );
     let lines = walked_boards(limit);
-    let store = scheduler.store_reader();
-    let read = Scheduler::read_batch(&store, &lines, "manhattan", "").unwrap();
+    let store = scheduler.store();
+    let read = scheduler.read(&lines, "manhattan");
     let mut intake = scheduler.open_batch(read).unwrap();
     // Counted while it is taken in: nothing more fits.
     assert!(scheduler.check_capacity(1).is_err());
@@ -241,7 +257,7 @@ fn an_intake_that_fails_part_way_is_forgotten_and_frees_its_capacity() {
     scheduler.start_part(&mut intake).unwrap();
     scheduler.abandon(&intake);
     // Its started puzzles are gone with their tasks, and it no longer counts.
-    let worker = scheduler.register(1, "test").unwrap();
+    let worker = scheduler.register(1, "test", None).unwrap();
     assert!(scheduler.poll(worker, 8, Vec::new()).unwrap().0.is_empty());
     scheduler.check_capacity(limit).unwrap();
     assert!(scheduler.progress(intake.batch()).is_err());

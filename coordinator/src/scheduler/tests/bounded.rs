@@ -5,11 +5,9 @@ use super::*;
 use crate::store::ItemLimits;
 
 /// Takes `lines` in as one batch with `limits` (linear conflict), as the service does.
-fn submit_limited(scheduler: &mut Scheduler, lines: &[String], limits: ItemLimits) -> u64 {
-    let store = scheduler.store.clone();
-    let read = Scheduler::read_batch(&store, lines, "linear-conflict", "")
-        .unwrap()
-        .with_limits(limits);
+fn submit_limited(scheduler: &mut Owned, lines: &[String], limits: ItemLimits) -> u64 {
+    let store = scheduler.store().clone();
+    let read = scheduler.read(lines, "linear-conflict").with_limits(limits);
     let mut intake = scheduler.open_batch(read).unwrap();
     while intake.store_part(&store).unwrap() {
         scheduler.start_part(&mut intake).unwrap();
@@ -54,7 +52,7 @@ fn a_node_limit_answers_bounded_and_a_later_search_starts_from_the_stored_bound(
     let batch = submit_limited(&mut scheduler, &lines, node_limit(100_000));
     // One worker throughout: audits wait for a worker other than the one audited, and a second
     // that stopped polling would hold them.
-    let worker = scheduler.register(4, "test").unwrap();
+    let worker = scheduler.register(4, "test", None).unwrap();
     work_until_done(&mut scheduler, worker, 4, batch, Vec::new());
 
     let progress = scheduler.progress(batch).unwrap();
@@ -74,9 +72,9 @@ fn a_node_limit_answers_bounded_and_a_later_search_starts_from_the_stored_bound(
         assert!(bounded.lower_bound < *optimal && *optimal < bounded.length);
         assert_eq!(bounded.reason, "node limit 100000");
         // Kept with the board's search state, never as its solution.
-        assert_eq!(scheduler.store.solution(&goal, &board).unwrap(), None);
+        assert_eq!(scheduler.store().solution(&goal, &board).unwrap(), None);
         let state = scheduler
-            .store
+            .store()
             .search_state(&goal, &board)
             .unwrap()
             .unwrap();
@@ -113,7 +111,7 @@ fn a_weighted_task_answered_as_a_search_is_impossible_and_goes_back_to_the_queue
         ..ItemLimits::default()
     };
     let batch = submit_limited(&mut scheduler, &line, fast);
-    let worker = scheduler.register(1, "test").unwrap();
+    let worker = scheduler.register(1, "test", None).unwrap();
     let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
     assert!(tasks[0].weighted.is_some(), "{:?}", tasks[0]);
     // A search report for a weighted task, then a weighted report whose path is not one.

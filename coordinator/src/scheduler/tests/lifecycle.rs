@@ -53,7 +53,7 @@ fn split_puzzles_are_solved_optimally_stored_and_resumed() {
     for item in items.iter().filter(|i| i.board.is_some()) {
         let board = parse_board(item.board.as_deref().unwrap()).unwrap();
         let goal = parse_board(item.goal.as_deref().unwrap()).unwrap();
-        assert_eq!(scheduler.store.search_state(&goal, &board).unwrap(), None);
+        assert_eq!(scheduler.store().search_state(&goal, &board).unwrap(), None);
     }
     let again = scheduler.submit(&lines, "linear-conflict", "").unwrap();
     assert_eq!(again.from_store, 6);
@@ -78,7 +78,7 @@ fn expired_leases_return_to_the_queue_and_late_results_are_ignored() {
     let submitted = scheduler
         .submit(&["1,2,3,4,5,6,7,0,8".to_string()], "manhattan", "")
         .unwrap();
-    let lost = scheduler.register(1, "test").unwrap();
+    let lost = scheduler.register(1, "test", None).unwrap();
     let (tasks, _) = scheduler.poll(lost, 1, Vec::new()).unwrap();
     assert_eq!(tasks.len(), 1);
     std::thread::sleep(Duration::from_millis(5));
@@ -92,7 +92,7 @@ fn expired_leases_return_to_the_queue_and_late_results_are_ignored() {
         ),
         "a forgotten worker must register again"
     );
-    let again = scheduler.register(1, "test").unwrap();
+    let again = scheduler.register(1, "test", None).unwrap();
     scheduler.poll(again, 0, vec![late]).unwrap();
     assert!(
         !scheduler.progress(submitted.batch).unwrap().done,
@@ -124,7 +124,7 @@ fn a_task_that_keeps_losing_its_worker_fails_its_puzzle_not_the_batch() {
     let submitted = scheduler.submit(&lines, "manhattan", "").unwrap();
     let mut swept = Swept::default();
     for _ in 0..MAX_ATTEMPTS {
-        let worker = scheduler.register(1, "test").unwrap();
+        let worker = scheduler.register(1, "test", None).unwrap();
         assert_eq!(scheduler.poll(worker, 1, Vec::new()).unwrap().0.len(), 1);
         std::thread::sleep(Duration::from_millis(5));
         swept = scheduler.sweep().unwrap();
@@ -150,7 +150,7 @@ fn impossible_reports_are_failed_attempts_never_answers() {
     let submitted = scheduler
         .submit(&[board.to_string()], "manhattan", "")
         .unwrap();
-    let worker = scheduler.register(1, "test").unwrap();
+    let worker = scheduler.register(1, "test", None).unwrap();
     let (mut tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
     let reports = [
         TaskOutcome::Found(vec![Direction::Up]),
@@ -195,7 +195,7 @@ fn a_split_done_outside_the_lock_for_a_puzzle_that_ended_meanwhile_is_dropped() 
     let mut scheduler = scheduler_in(data.path(), config);
     let (board, _) = examples().into_iter().next().unwrap();
     let submitted = scheduler.submit(&[board], "manhattan", "").unwrap();
-    let worker = scheduler.register(1, "test").unwrap();
+    let worker = scheduler.register(1, "test", None).unwrap();
     let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
     let solver = Solver::new(tasks[0].goal, tilesolve::HeuristicKind::Manhattan);
     let run = run_task(&solver, tasks[0].work(), None);
@@ -233,7 +233,7 @@ fn moves_that_do_not_reach_the_goal_are_a_failed_attempt_retried() {
     let submitted = scheduler
         .submit(&[board.to_string()], "manhattan", "")
         .unwrap();
-    let worker = scheduler.register(1, "test").unwrap();
+    let worker = scheduler.register(1, "test", None).unwrap();
     let (mut tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
     // Long enough for the bound, but the blank walks off the board.
     let task = tasks.pop().unwrap();
@@ -267,7 +267,7 @@ fn reported_node_counts_and_reasons_are_bounded() {
     let submitted = scheduler
         .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "manhattan", "")
         .unwrap();
-    let worker = scheduler.register(1, "test").unwrap();
+    let worker = scheduler.register(1, "test", None).unwrap();
     let (mut tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
     for _ in 0..MAX_ATTEMPTS {
         let task = tasks.pop().unwrap();

@@ -1,13 +1,67 @@
 //! The scheduler driven directly, with the real kernel standing in for workers: the shared
 //! drivers here, the tests by the part of the scheduler they hold to in the files below.
 use super::*;
-use crate::store::ItemStatus;
+use crate::store::{ItemStatus, StoredItem, StoredSolution};
+use std::collections::HashMap;
 use std::time::Duration;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::PdbEvent;
 use tilesolve::proto::MAX_BATCH_LINES;
 use tilesolve::task::run_task;
 use tilesolve::Direction;
+use tilesolve::{parse_board, Board};
+
+/// What the tests ask of a scheduler that the service asks elsewhere: the store without the
+/// lock ([`reads`]), the parts' state, and the tables' hand-over in one call.
+trait Drive {
+    fn items(&self, batch: u64) -> Result<Vec<StoredItem>, SchedulerError>;
+    fn query(&self, board: &str, goal: &str) -> Result<Option<StoredSolution>, SchedulerError>;
+    fn take_deferred(&mut self) -> Vec<Deferred>;
+    fn install_solver(&mut self, key: SolverKey, solver: tilesolve::Solver);
+    fn set_preparing(&mut self, preparing: HashMap<SolverKey, String>);
+    fn start_ready_batches(&mut self) -> Result<Vec<u64>, SchedulerError>;
+    fn set_worker_tables(&mut self, worker: WorkerId, tables: &[(String, u64)]);
+    fn read(&self, lines: &[String], heuristic: &str) -> ReadBatch;
+}
+
+impl Drive for Owned {
+    fn items(&self, batch: u64) -> Result<Vec<StoredItem>, SchedulerError> {
+        reads::items(&self.store(), batch)
+    }
+
+    fn query(&self, board: &str, goal: &str) -> Result<Option<StoredSolution>, SchedulerError> {
+        reads::query(&self.store(), board, goal)
+    }
+
+    fn take_deferred(&mut self) -> Vec<Deferred> {
+        self.take_cycle().deferred
+    }
+
+    fn install_solver(&mut self, key: SolverKey, solver: tilesolve::Solver) {
+        self.parts.tables.install(key, solver);
+    }
+
+    fn set_preparing(&mut self, preparing: HashMap<SolverKey, String>) {
+        self.install_solvers(Vec::new(), Some(preparing)).unwrap();
+    }
+
+    fn start_ready_batches(&mut self) -> Result<Vec<u64>, SchedulerError> {
+        self.install_solvers(Vec::new(), None)
+    }
+
+    fn set_worker_tables(&mut self, worker: WorkerId, tables: &[(String, u64)]) {
+        let description = WorkerDescription {
+            tables: tables.to_vec(),
+            ..WorkerDescription::default()
+        };
+        self.describe_worker(worker, &description).unwrap();
+    }
+
+    fn read(&self, lines: &[String], heuristic: &str) -> ReadBatch {
+        let heuristic = parse_heuristic(heuristic).unwrap();
+        read_batch(&self.store(), lines, heuristic, tilesolve::Goal::BlankLast).unwrap()
+    }
+}
 
 mod audits;
 mod batches;
@@ -17,21 +71,21 @@ mod tables;
 mod workers;
 
 /// A scheduler over a store and pattern databases in `dir` (reopened if already there).
-fn scheduler_in(dir: &std::path::Path, config: SchedulerConfig) -> Scheduler {
+fn scheduler_in(dir: &std::path::Path, config: SchedulerConfig) -> Owned {
     let store = crate::store::reopen(&dir.join("store"));
-    Scheduler::new(store, PdbStore::new(dir.join("pdb"), 1), config).unwrap()
+    Owned::new(store, PdbStore::new(dir.join("pdb"), 1), config).unwrap()
 }
 
 /// Drives a scheduler with `threads` simulated worker threads running the real kernel.
-fn run_to_completion(scheduler: &mut Scheduler, batch: u64, threads: u32) {
-    let worker = scheduler.register(threads, "test").unwrap();
+fn run_to_completion(scheduler: &mut Owned, batch: u64, threads: u32) {
+    let worker = scheduler.register(threads, "test", None).unwrap();
     work_until_done(scheduler, worker, threads, batch, Vec::new());
 }
 
 /// Has `worker` run up to `slots` tasks a poll truthfully with the real kernel (linear
 /// conflict), reporting `results` first, until `batch` is done.
 fn work_until_done(
-    scheduler: &mut Scheduler,
+    scheduler: &mut Owned,
     worker: WorkerId,
     slots: u32,
     batch: u64,
@@ -89,7 +143,7 @@ fn distinct_eight_puzzles(count: usize, seed: u64) -> Vec<String> {
 }
 
 /// The length of the answer stored for `batch`'s first item, which must be solved.
-fn first_answer_length(scheduler: &Scheduler, batch: u64) -> u32 {
+fn first_answer_length(scheduler: &Owned, batch: u64) -> u32 {
     let items = scheduler.items(batch).unwrap();
     match &items[0].status {
         ItemStatus::Solved(solution) => solution.length,
@@ -136,10 +190,10 @@ fn walked_boards(count: usize) -> Vec<String> {
 /// worker's conduct) first in each round and a sweep after it (leases expire; audits nobody
 /// took go to the coordinator). Returns whether `beside` ever returned true.
 fn work_beside(
-    scheduler: &mut Scheduler,
+    scheduler: &mut Owned,
     honest: WorkerId,
     batch: u64,
-    mut beside: impl FnMut(&mut Scheduler) -> bool,
+    mut beside: impl FnMut(&mut Owned) -> bool,
 ) -> bool {
     let (mut results, mut said) = (Vec::new(), false);
     for _ in 0..100_000 {

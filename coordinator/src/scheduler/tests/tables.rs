@@ -26,12 +26,13 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
     assert!(scheduler.list(None, 10, false).unwrap().is_empty());
 
     // A worker that holds them makes the same batch acceptable: stored, acknowledged, waiting.
-    let worker = scheduler.register(1, "holder").unwrap();
+    let worker = scheduler.register(1, "holder", None).unwrap();
     let key = (
         Board::blank_last(4),
         "pdb:5-5-5".parse::<HeuristicChoice>().unwrap(),
     );
     let files: Vec<(String, u64)> = scheduler
+        .tables()
         .missing_tables(&key)
         .unwrap()
         .iter()
@@ -41,9 +42,9 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
     scheduler.set_worker_tables(worker, &files);
     assert_eq!(scheduler.table_holders(&files[0].0), vec![(worker, 7)]);
     let submitted = scheduler.submit(&lines, "pdb:5-5-5", "").unwrap();
-    assert!(scheduler.is_waiting(submitted.batch));
+    assert!(scheduler.tables().is_waiting(submitted.batch));
     assert_eq!(
-        scheduler.table_needs(),
+        scheduler.tables().table_needs(),
         vec![TableNeed {
             batch: submitted.batch,
             keys: vec![key]
@@ -77,7 +78,7 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
     // A restart keeps it waiting (nothing is loaded while the scheduler opens).
     drop(scheduler);
     let mut scheduler = scheduler_in(data.path(), no_builds);
-    assert!(scheduler.is_waiting(submitted.batch));
+    assert!(scheduler.tables().is_waiting(submitted.batch));
 
     // The tables arrive (built here for the test) and are loaded outside the scheduler; once
     // the solver is installed, the batch starts and ends optimal.
@@ -94,7 +95,7 @@ fn a_batch_needing_tables_is_stored_at_once_and_waits_for_them_off_the_lock() {
         scheduler.start_ready_batches().unwrap(),
         vec![submitted.batch]
     );
-    assert!(!scheduler.is_waiting(submitted.batch));
+    assert!(!scheduler.tables().is_waiting(submitted.batch));
     run_to_completion(&mut scheduler, submitted.batch, 1);
     assert_eq!(first_answer_length(&scheduler, submitted.batch), 1);
 }
@@ -105,9 +106,9 @@ fn a_cancelled_batch_that_waits_for_tables_ends_at_once() {
     let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
     let lines = vec!["1,2,3,4,5,6,7,8,9,10,11,12,13,14,0,15".to_string()];
     let submitted = scheduler.submit(&lines, "pdb:5-5-5", "").unwrap();
-    assert!(scheduler.is_waiting(submitted.batch));
+    assert!(scheduler.tables().is_waiting(submitted.batch));
     let progress = scheduler.cancel(submitted.batch).unwrap();
     assert!(progress.done && progress.failed == 1, "{progress:?}");
-    assert!(!scheduler.is_waiting(submitted.batch));
+    assert!(!scheduler.tables().is_waiting(submitted.batch));
     assert_eq!(scheduler.totals().puzzles_pending, 0);
 }

@@ -11,12 +11,12 @@ fn a_worker_holds_at_most_its_threads_times_prefetch_however_often_it_asks() {
     scheduler.submit(&lines, "manhattan", "").unwrap();
     assert!(
         matches!(
-            scheduler.register(MAX_WORKER_THREADS + 1, "greedy"),
+            scheduler.register(MAX_WORKER_THREADS + 1, "greedy", None),
             Err(SchedulerError::InvalidArgument(_))
         ),
         "more threads than any machine has is refused"
     );
-    let greedy = scheduler.register(2, "greedy").unwrap();
+    let greedy = scheduler.register(2, "greedy", None).unwrap();
     let limit = 2 * (1 + MAX_PREFETCH) as usize;
     let mut held = 0;
     for _ in 0..5 {
@@ -31,7 +31,7 @@ fn a_worker_holds_at_most_its_threads_times_prefetch_however_often_it_asks() {
         held, limit,
         "asking again never goes past 2 threads x (1 + prefetch)"
     );
-    let honest = scheduler.register(1, "honest").unwrap();
+    let honest = scheduler.register(1, "honest", None).unwrap();
     let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
     assert_eq!(tasks.len(), 1, "the queue is not all leased to one worker");
 }
@@ -46,7 +46,7 @@ fn a_worker_whose_tasks_are_short_holds_many_unless_its_times_are_impossible() {
     // Each worker runs what it is given and reports it with the time it claims, asking for all
     // it may hold; returns the most it ever held.
     let mut run = |name: &str, seconds: f64| {
-        let worker = scheduler.register(1, name).unwrap();
+        let worker = scheduler.register(1, name, None).unwrap();
         let (mut held, mut most, mut results) = (Vec::new(), 0, Vec::new());
         for _ in 0..80 {
             let (tasks, _) = scheduler.poll(worker, u32::MAX, results).unwrap();
@@ -98,8 +98,8 @@ fn a_registration_declaring_many_threads_holds_only_what_it_has_earned() {
         .submit(&distinct_eight_puzzles(60, 7), "manhattan", "")
         .unwrap()
         .batch;
-    let hog = scheduler.register(1024, "hog").unwrap();
-    let honest = scheduler.register(1, "honest").unwrap();
+    let hog = scheduler.register(1024, "hog", None).unwrap();
+    let honest = scheduler.register(1, "honest", None).unwrap();
     let (held, _) = scheduler.poll(hog, 1024, Vec::new()).unwrap();
     assert_eq!(
         held.len(),
@@ -124,8 +124,8 @@ fn a_worker_whose_reports_keep_failing_is_shut_out_and_its_failures_retried_else
         .submit(&distinct_eight_puzzles(20, 11), "manhattan", "")
         .unwrap()
         .batch;
-    let honest = scheduler.register(1, "honest").unwrap();
-    let erring = scheduler.register(1, "erring").unwrap();
+    let honest = scheduler.register(1, "honest", None).unwrap();
+    let erring = scheduler.register(1, "erring", None).unwrap();
     let (tasks, _) = scheduler.poll(honest, 1, Vec::new()).unwrap();
     let reports: Vec<TaskReport> = tasks.iter().map(truthful).collect();
     scheduler.poll(honest, 0, reports).unwrap();
@@ -180,8 +180,8 @@ fn a_hog_that_heartbeats_the_tasks_it_never_runs_loses_them_at_their_deadline() 
         .submit(&distinct_eight_puzzles(30, 5), "manhattan", "")
         .unwrap()
         .batch;
-    let hog = scheduler.register(1024, "hog").unwrap();
-    let honest = scheduler.register(1, "honest").unwrap();
+    let hog = scheduler.register(1024, "hog", None).unwrap();
+    let honest = scheduler.register(1, "honest", None).unwrap();
     let (held, _) = scheduler.poll(hog, 1024, Vec::new()).unwrap();
     let held: Vec<TaskId> = held.iter().map(|task| task.id).collect();
     // "Still running them", for ever.
@@ -207,17 +207,17 @@ fn a_fresh_worker_that_only_fails_cannot_fail_a_task_whose_leases_lapsed() {
         .submit(&distinct_eight_puzzles(1, 3), "manhattan", "")
         .unwrap()
         .batch;
-    let honest = scheduler.register(1, "honest").unwrap();
+    let honest = scheduler.register(1, "honest", None).unwrap();
     // Two registrations take the task and fall silent: two attempts lost with their workers.
     for ghost in ["ghost 1", "ghost 2"] {
-        let ghost = scheduler.register(1, ghost).unwrap();
+        let ghost = scheduler.register(1, ghost, None).unwrap();
         assert_eq!(scheduler.poll(ghost, 1, Vec::new()).unwrap().0.len(), 1);
         std::thread::sleep(Duration::from_millis(60));
         scheduler.heartbeat(honest, &[]).unwrap();
         scheduler.sweep().unwrap();
     }
     // A broken host's fresh registration fails it once: its fault, not the task's.
-    let erring = scheduler.register(1, "erring").unwrap();
+    let erring = scheduler.register(1, "erring", None).unwrap();
     let (tasks, _) = scheduler.poll(erring, 1, Vec::new()).unwrap();
     assert_eq!(tasks.len(), 1);
     let failure = TaskReport::new(tasks[0].id, TaskOutcome::Failed("disk full".into()), 0);

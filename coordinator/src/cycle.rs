@@ -1,16 +1,17 @@
 //! The coordinator handle: the scheduler behind its lock, and what every lock cycle ends with
 //! (deferred work run outside the lock, task records written, a finished batch flushed, waiters
-//! woken). Every call that changes the scheduler's state and may leave work goes through
-//! [`Coordinator::cycle`] (or, for a leaving worker, [`Coordinator::leave`], which hands its
-//! short deferred work to the blocking pool instead of running it), so none of them forgets a
-//! step.
+//! woken). The lock is taken here and nowhere else: every call that changes the scheduler's
+//! state goes through [`Coordinator::cycle`] (or, for a leaving worker, [`Coordinator::leave`],
+//! which hands its short deferred work to the blocking pool instead of running it), so none of
+//! them forgets a step; reads go through [`Coordinator::read`].
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{Notify, Semaphore};
 
 use crate::scheduler::{
-    Deferred, DeferredDone, Flusher, Scheduler, SchedulerError, TaskReport, WorkerId,
+    Deferred, DeferredDone, Flusher, Scheduler, SchedulerAccess, SchedulerError, TaskReport,
+    WorkerId,
 };
 
 /// The scheduler's lock. A poisoned lock is taken anyway: refusing every later call would stop
@@ -25,20 +26,20 @@ fn locked(scheduler: &Mutex<Scheduler>) -> MutexGuard<'_, Scheduler> {
 /// background audits.
 #[derive(Clone)]
 pub(crate) struct Coordinator {
-    pub(super) scheduler: Arc<Mutex<Scheduler>>,
-    pub(super) flusher: Flusher,
+    scheduler: Arc<Mutex<Scheduler>>,
+    pub(crate) flusher: Flusher,
     /// Woken when tasks are queued, for polls waiting for work.
-    pub(super) tasks_queued: Arc<Notify>,
+    pub(crate) tasks_queued: Arc<Notify>,
     /// Woken when a batch has ended (and its answers are flushed), for watchers: a client
     /// waiting for a batch hears of its end at once, not at the next look.
-    pub(super) batch_ended: Arc<Notify>,
+    pub(crate) batch_ended: Arc<Notify>,
     /// Threads free for the coordinator's own long audits ([`Coordinator::cycle`]).
-    pub(super) audit_threads: Arc<Semaphore>,
+    pub(crate) audit_threads: Arc<Semaphore>,
 }
 
 impl Coordinator {
-    pub(super) fn new(scheduler: Arc<Mutex<Scheduler>>, audit_threads: usize) -> Coordinator {
-        let flusher = locked(&scheduler).flusher();
+    pub(crate) fn new(scheduler: Arc<Mutex<Scheduler>>, audit_threads: usize) -> Coordinator {
+        let flusher = Flusher::new(locked(&scheduler).store());
         Coordinator {
             scheduler,
             flusher,
@@ -48,8 +49,13 @@ impl Coordinator {
         }
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, Scheduler> {
+    fn lock(&self) -> MutexGuard<'_, Scheduler> {
         locked(&self.scheduler)
+    }
+
+    /// Reads the scheduler under its lock; nothing it does can leave work.
+    pub fn read<R>(&self, read: impl FnOnce(&Scheduler) -> R) -> R {
+        read(&self.lock())
     }
 
     /// One lock cycle, repeated until no deferred work is left: under the lock, hands `done`
@@ -123,14 +129,11 @@ impl Coordinator {
         if let Err(error) = step(&mut scheduler) {
             fail(error);
         }
-        let (long, short): (Vec<Deferred>, Vec<Deferred>) = scheduler
-            .take_deferred()
-            .into_iter()
-            .partition(Deferred::is_long);
-        let flush_due = scheduler.take_flush_due();
-        let records = scheduler.take_records();
-        let ready = scheduler.has_ready_tasks();
+        let after = scheduler.take_cycle();
         drop(scheduler);
+        let (long, short): (Vec<Deferred>, Vec<Deferred>) =
+            after.deferred.into_iter().partition(Deferred::is_long);
+        let (records, flush_due, ready) = (after.records, after.flush_due, after.tasks_ready);
         self.audit_in_background(long);
         if let Err(error) = self.flusher.write(records) {
             fail(error);
@@ -192,5 +195,22 @@ impl Coordinator {
                 }
             });
         }
+    }
+}
+
+impl SchedulerAccess for Coordinator {
+    /// Runs `step` in one lock cycle (with what that cycle does after the lock).
+    fn with<R>(
+        &mut self,
+        step: impl FnOnce(&mut Scheduler) -> Result<R, SchedulerError>,
+    ) -> Result<R, SchedulerError> {
+        let (mut step, mut result) = (Some(step), None);
+        self.cycle(Vec::new(), |scheduler| {
+            if let Some(step) = step.take() {
+                result = Some(step(scheduler)?);
+            }
+            Ok(())
+        })?;
+        result.ok_or_else(|| SchedulerError::Internal("a lock cycle ran no step".into()))
     }
 }
