@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use crate::board::{Board, Position};
-use crate::heuristic::{Heuristic, HeuristicKind, LinearConflict, TileCost, UnknownHeuristic};
+use crate::heuristic::{Heuristic, HeuristicKind, LinearConflict, TileCost};
 use crate::pdb::{AdditivePdb, PdbError, PdbEvent, PdbStore, Preset, WIDE};
 
 /// A built heuristic of any kind, for code that picks one at run time. The solver matches on it
@@ -122,19 +122,55 @@ impl fmt::Display for HeuristicChoice {
     }
 }
 
+/// A name that is no heuristic: the message lists every name there is (the presets from their
+/// registry, [`crate::pdb::PRESETS`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown heuristic '{0}' (known: default, hamming, manhattan, linear-conflict, or pdb:NAME \
+     with NAME one of {known})",
+    known = Preset::names()
+)]
+pub struct UnknownChoice(pub String);
+
 impl FromStr for HeuristicChoice {
-    type Err = UnknownHeuristic;
+    type Err = UnknownChoice;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         if name == "default" {
             return Ok(HeuristicChoice::Default);
         }
+        let unknown = || UnknownChoice(name.to_string());
         if let Some(preset) = name.strip_prefix("pdb:") {
             return preset
                 .parse()
                 .map(HeuristicChoice::Pdb)
-                .map_err(|_| UnknownHeuristic(name.to_string()));
+                .map_err(|_| unknown());
         }
-        name.parse().map(HeuristicChoice::Classic)
+        name.parse()
+            .map(HeuristicChoice::Classic)
+            .map_err(|_| unknown())
+    }
+}
+
+impl HeuristicChoice {
+    /// What the CLI's help says of `--heuristic`, from the presets' registry.
+    pub fn help() -> String {
+        let defaults: Vec<String> = (3..=5)
+            .map(|side| {
+                let names: Vec<String> = Preset::by_strength(side)
+                    .into_iter()
+                    .map(Preset::name)
+                    .collect();
+                format!("{side}x{side}: {}", names.join(" > "))
+            })
+            .collect();
+        format!(
+            "Heuristic: default (the strongest pattern database of the board's size whose \
+             tables fit --memory-budget, {}; for a rectangle the largest blocks-K that fits, \
+             else linear conflict), hamming, manhattan, linear-conflict, or pdb:NAME with NAME \
+             one of {}",
+            defaults.join("; "),
+            Preset::help_in(crate::pdb::PRESETS)
+        )
     }
 }

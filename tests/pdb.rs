@@ -38,7 +38,7 @@ fn exact_3x3_table_equals_breadth_first_search() {
     let dir = tempfile::tempdir().unwrap();
     let store = PdbStore::new(dir.path(), 2);
     for goal in [Board::blank_last(3), Board::blank_first(3)] {
-        let exact: AdditivePdb = store.heuristic(Preset::Exact, &goal, &quiet).unwrap();
+        let exact: AdditivePdb = store.heuristic(preset("exact"), &goal, &quiet).unwrap();
         let truth = bfs(&goal);
         assert_eq!(truth.len(), 181_440);
         for (board, d) in &truth {
@@ -475,7 +475,7 @@ fn small_4x4_presets_give_optimal_lengths() {
     let store = PdbStore::new(dir.path(), 2);
     let korf_goal = Board::blank_first(4);
     let mut instances = common::instances("korf100.txt");
-    for preset in [Preset::P555, Preset::P4443] {
+    for preset in [preset("5-5-5"), preset("4-4-4-3")] {
         let pdb = Arc::new(store.heuristic(preset, &korf_goal, &quiet).unwrap());
         for instance in &instances {
             let h = pdb.estimate(&Position::new(&instance.board));
@@ -503,7 +503,9 @@ fn small_4x4_presets_give_optimal_lengths() {
     }
     let examples = common::instances("examples15.txt");
     let blank_last = Board::blank_last(4);
-    let pdb = store.heuristic(Preset::P555, &blank_last, &quiet).unwrap();
+    let pdb = store
+        .heuristic(preset("5-5-5"), &blank_last, &quiet)
+        .unwrap();
     let solver = Solver::with_heuristic(blank_last, AnyHeuristic::Pdb(Arc::new(pdb)), "pdb:5-5-5");
     for instance in &examples {
         let solution = solver
@@ -604,8 +606,10 @@ fn a_presets_tables_load_side_by_side_and_a_bad_one_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let store = PdbStore::new(dir.path(), 2);
     let goal = Board::blank_last(4);
-    let intact = store.heuristic::<8>(Preset::P555, &goal, &quiet).unwrap();
-    let specs = PdbStore::specs(Preset::P555, &goal).unwrap();
+    let intact = store
+        .heuristic::<8>(preset("5-5-5"), &goal, &quiet)
+        .unwrap();
+    let specs = PdbStore::specs(preset("5-5-5"), &goal).unwrap();
     assert_eq!(specs.len(), 3);
     let damaged = store.path_of(&specs[1]);
     let mut bytes = std::fs::read(&damaged).unwrap();
@@ -623,7 +627,9 @@ fn a_presets_tables_load_side_by_side_and_a_bad_one_is_rebuilt() {
         };
         events.lock().unwrap().push(name);
     };
-    let reloaded = store.heuristic::<8>(Preset::P555, &goal, &record).unwrap();
+    let reloaded = store
+        .heuristic::<8>(preset("5-5-5"), &goal, &record)
+        .unwrap();
     let mut events = events.into_inner().unwrap();
     events.sort_unstable();
     assert_eq!(events, ["built", "loaded", "loaded", "refused"]);
@@ -631,4 +637,46 @@ fn a_presets_tables_load_side_by_side_and_a_bad_one_is_rebuilt() {
         let position = Position::new(&instance.board);
         assert_eq!(reloaded.estimate(&position), intact.estimate(&position));
     }
+}
+
+fn preset(name: &str) -> Preset {
+    name.parse().unwrap()
+}
+
+/// The presets are one list: the parser, `default`, the table store, the help and the README
+/// all follow the registry (a preset added to it needs nothing else; the module's doc example
+/// adds one to a copy of the registry and parses, lays out and names it).
+#[test]
+fn every_preset_of_the_registry_is_parsed_named_stored_and_documented() {
+    use tilesolve::heuristic_choice::HeuristicChoice;
+    use tilesolve::pdb::PRESETS;
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let help = HeuristicChoice::help();
+    for named in PRESETS {
+        let preset = preset(named.name);
+        assert_eq!(preset.name(), named.name);
+        assert_eq!(preset.square_side(), Some(named.side));
+        let choice: HeuristicChoice = format!("pdb:{}", named.name).parse().unwrap();
+        assert_eq!(choice, HeuristicChoice::Pdb(preset));
+        let specs = PdbStore::specs(preset, &Board::blank_last(named.side)).unwrap();
+        assert_eq!(specs.len(), preset.tables(), "{}", named.name);
+        assert!(help.contains(named.help), "the help misses {}", named.name);
+        assert!(
+            readme.contains(&format!("`pdb:{}`", named.name)),
+            "README.md does not name pdb:{}",
+            named.name
+        );
+        if named.default_rank.is_some() {
+            assert!(Preset::by_strength(named.side).contains(&preset));
+        }
+    }
+    let unknown = "pdb:no-such"
+        .parse::<HeuristicChoice>()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        PRESETS.iter().all(|named| unknown.contains(named.name)),
+        "{unknown}"
+    );
 }

@@ -48,7 +48,7 @@ pub struct ImportArgs {
     /// `linear-conflict` every size not named otherwise. Boards of other sizes use the
     /// default for their size. Imported batches keep their own.
     #[arg(long)]
-    heuristic: Vec<String>,
+    heuristic: Vec<SizedHeuristic>,
     /// Wait for each batch and print its results.
     #[arg(long)]
     wait: bool,
@@ -354,52 +354,67 @@ fn batch_lines(items: &[ExportedItem]) -> Vec<String> {
 /// The heuristics `import --heuristic` named, each for the board sizes it fits (a pattern
 /// database its own size, `NxN=NAME` that size, any other every size); sizes none fits get
 /// `default`, the strongest for their size.
-struct SizedHeuristics(Vec<(Option<usize>, String)>);
+struct SizedHeuristics(Vec<SizedHeuristic>);
+
+/// One `--heuristic` of an import: `NxN=NAME` (for that size), or `NAME` (a pattern database
+/// for its own size, anything else for every size), parsed by the flag.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SizedHeuristic {
+    side: Option<usize>,
+    choice: HeuristicChoice,
+}
+
+impl std::str::FromStr for SizedHeuristic {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<SizedHeuristic, String> {
+        let (side, name) = match text.split_once('=') {
+            Some((size, name)) => {
+                let side = size
+                    .split_once('x')
+                    .filter(|(rows, columns)| rows == columns)
+                    .and_then(|(rows, _)| rows.parse::<usize>().ok())
+                    .ok_or_else(|| format!("{text}: the size before = is e.g. 4x4"))?;
+                (Some(side), name)
+            }
+            None => (None, text),
+        };
+        let choice: HeuristicChoice = name.parse().map_err(|error| format!("{text}: {error}"))?;
+        let fits = choice.preset().and_then(|preset| preset.square_side());
+        if let (Some(side), Some(fits)) = (side, fits) {
+            if side != fits {
+                return Err(format!("{text}: {name} is for {fits}x{fits} boards"));
+            }
+        }
+        Ok(SizedHeuristic {
+            side: side.or(fits),
+            choice,
+        })
+    }
+}
 
 impl SizedHeuristics {
-    fn parse(given: &[String]) -> anyhow::Result<SizedHeuristics> {
-        let mut chosen: Vec<(Option<usize>, String)> = Vec::new();
-        for text in given {
-            let (side, name) = match text.split_once('=') {
-                Some((size, name)) => {
-                    let side = size
-                        .split_once('x')
-                        .filter(|(rows, columns)| rows == columns)
-                        .and_then(|(rows, _)| rows.parse::<usize>().ok())
-                        .with_context(|| {
-                            format!("--heuristic {text}: the size before = is e.g. 4x4")
-                        })?;
-                    (Some(side), name)
-                }
-                None => (None, text.as_str()),
-            };
-            let choice: HeuristicChoice = name
-                .parse()
-                .map_err(|error| anyhow::anyhow!("--heuristic {text}: {error}"))?;
-            let fits = choice.preset().and_then(|preset| preset.square_side());
-            if let (Some(side), Some(fits)) = (side, fits) {
-                if side != fits {
-                    bail!("--heuristic {text}: {name} is for {fits}x{fits} boards");
-                }
+    fn new(given: &[SizedHeuristic]) -> anyhow::Result<SizedHeuristics> {
+        for (n, heuristic) in given.iter().enumerate() {
+            if given[..n].iter().any(|other| other.side == heuristic.side) {
+                bail!(
+                    "--heuristic {}: another --heuristic fits the same boards; give one per size",
+                    heuristic.choice
+                );
             }
-            let side = side.or(fits);
-            if chosen.iter().any(|(other, _)| *other == side) {
-                bail!("--heuristic {text}: another --heuristic fits the same boards; give one per size");
-            }
-            chosen.push((side, name.to_string()));
         }
-        Ok(SizedHeuristics(chosen))
+        Ok(SizedHeuristics(given.to_vec()))
     }
 
     /// The heuristic for boards of `shape`: for a square, the one named for its size, else one
     /// named for any size, else `default`.
-    fn for_shape(&self, shape: Shape) -> &str {
-        let named = |wanted: Option<usize>| self.0.iter().find(|(fits, _)| *fits == wanted);
+    fn for_shape(&self, shape: Shape) -> HeuristicChoice {
+        let named = |wanted: Option<usize>| self.0.iter().find(|h| h.side == wanted);
         shape
             .square_side()
             .and_then(|side| named(Some(side)))
             .or_else(|| named(None))
-            .map_or("default", |(_, name)| name.as_str())
+            .map_or(HeuristicChoice::Default, |h| h.choice)
     }
 }
 
@@ -422,7 +437,7 @@ fn refusal(error: &anyhow::Error) -> Option<String> {
 }
 
 pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
-    let heuristics = SizedHeuristics::parse(&args.heuristic)?;
+    let heuristics = SizedHeuristics::new(&args.heuristic)?;
     let file = ExportFile::read(&args.file)?;
     let shown = args.file.display().to_string();
     let mut coordinator = Coordinator::new(args.connect.options()?);
@@ -433,14 +448,15 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
             let shape = parse_board(goal)
                 .map_err(|error| anyhow::anyhow!("{shown}: goal {goal}: {error}"))?
                 .shape();
-            let heuristic = heuristics.for_shape(shape);
+            // Its text is only the wire's encoding.
+            let heuristic = heuristics.for_shape(shape).to_string();
             for chunk in lines.chunks(MAX_BATCH_LINES) {
                 done.answers += chunk.len();
                 let texts = chunk.iter().map(|line| line.text.clone()).collect();
                 let submitted = submit_lines(
                     &mut coordinator,
                     texts,
-                    heuristic,
+                    &heuristic,
                     goal,
                     pb::SubmitBatchRequest::default(),
                     args.output.format(),
@@ -489,21 +505,7 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                 .await?;
             }
         }
-        // The batches that proved the answers are not the backup's: removed (their answers
-        // stay), so a restore holds the batches it restored and no more.
-        if !answer_batches.is_empty() {
-            let request = pb::PruneBatchesRequest {
-                older_than_seconds: 0,
-                solutions: false,
-                batch_ids: answer_batches,
-            };
-            coordinator
-                .call(|mut client| {
-                    let request = request.clone();
-                    async move { client.prune_batches(request).await }
-                })
-                .await?;
-        }
+        remove_answer_batches(&mut coordinator, answer_batches).await?;
         import_batches(&mut coordinator, &file, &args, &mut done).await?;
         anyhow::Ok(done)
     })?;
@@ -522,6 +524,29 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
         }
     );
     Ok(done.refused == 0 && done.batches_refused == 0)
+}
+
+/// Removes the batches that proved the answers (their answers stay): they are not the
+/// backup's, so a restore holds the batches it restored and no more.
+async fn remove_answer_batches(
+    coordinator: &mut Coordinator,
+    batches: Vec<u64>,
+) -> anyhow::Result<()> {
+    if batches.is_empty() {
+        return Ok(());
+    }
+    let request = pb::PruneBatchesRequest {
+        older_than_seconds: 0,
+        solutions: false,
+        batch_ids: batches,
+    };
+    coordinator
+        .call(|mut client| {
+            let request = request.clone();
+            async move { client.prune_batches(request).await }
+        })
+        .await?;
+    Ok(())
 }
 
 /// Submits the export's batches once every answer is proven, so their items come from the

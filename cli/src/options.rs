@@ -98,12 +98,8 @@ impl MemoryArgs {
 
 #[derive(Args, Clone, Debug)]
 pub struct SearchArgs {
-    /// Heuristic: default (the strongest pattern database of the size that fits
-    /// --memory-budget: exact table for 3x3, 7-8 for 4x4, 6-6-6-6-max for 5x5 from 2.6 GB,
-    /// 6-6-6-6-zero from 0.8 GB, 6-6-6-6 from 0.6 GB), hamming, manhattan, linear-conflict, or pdb:NAME with NAME one of exact,
-    /// 4-4-4-3, 5-5-5, 6-6-3, 7-8, 7-8-zero (zero-aware 7-8, 2.3 GB), 6-6-6-6, 6-6-6-6-zero
-    /// (zero-aware tables), 6-6-6-6-max (the maximum over seven zero-aware 6-6-6-6 sets).
-    #[arg(long, default_value = "default")]
+    // The help names every preset from their registry (`tilesolve::pdb::PRESETS`).
+    #[arg(long, default_value = "default", help = HeuristicChoice::help())]
     pub heuristic: HeuristicChoice,
     /// Algorithm: ida (iterative deepening A*) or astar.
     #[arg(long, default_value = "ida")]

@@ -22,8 +22,8 @@ pub enum PdbCommand {
 
 #[derive(Args)]
 pub struct BuildArgs {
-    /// exact (3x3), 4-4-4-3, 5-5-5, 6-6-3, 7-8, 7-8-zero (4x4), 6-6-6-6, 6-6-6-6-zero or
-    /// 6-6-6-6-max (5x5); blocks-2 to blocks-8 for a rectangle (with --size).
+    // The presets, from their registry (`tilesolve::pdb::PRESETS`); `blocks-K` with --size.
+    #[arg(help = Preset::help_in(tilesolve::pdb::PRESETS))]
     preset: Preset,
     /// Rows x columns of the boards, for a `blocks-K` preset: e.g. 4x5.
     #[arg(long, value_name = "RxC")]

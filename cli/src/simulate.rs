@@ -67,26 +67,7 @@ pub struct SimulateArgs {
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
-    let store_dir = args.data.join("store");
-    if !store_dir.exists() {
-        bail!("no store at {}", store_dir.display());
-    }
-    let store = Store::open(&store_dir).with_context(|| {
-        format!(
-            "opening {} (is a coordinator still running on it?)",
-            store_dir.display()
-        )
-    })?;
-    let pdbs = PdbStore::new(&args.data, 1);
-    if args.complete {
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
-        let started = std::time::Instant::now();
-        let measured = measure_cancelled(&store, args.batch, &pdbs, threads)?;
-        println!(
-            "measured {measured} cancelled tasks in {:.1} s on {threads} threads",
-            started.elapsed().as_secs_f64()
-        );
-    }
+    let (store, pdbs) = open_recording(&args)?;
     let mut puzzles = load_run(&store, args.batch)?;
     if !args.items.is_empty() {
         puzzles.retain(|p| args.items.contains(&(p.index + 1)));
@@ -174,6 +155,31 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         println!("* the recording was too coarse for the policy's split at this size (record with a larger serve --record-depth)");
     }
     Ok(true)
+}
+
+/// The recording's store and tables, its cancelled tasks measured first with `--complete`.
+fn open_recording(args: &SimulateArgs) -> anyhow::Result<(Store, PdbStore)> {
+    let store_dir = args.data.join("store");
+    if !store_dir.exists() {
+        bail!("no store at {}", store_dir.display());
+    }
+    let store = Store::open(&store_dir).with_context(|| {
+        format!(
+            "opening {} (is a coordinator still running on it?)",
+            store_dir.display()
+        )
+    })?;
+    let pdbs = PdbStore::new(&args.data, 1);
+    if args.complete {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let started = std::time::Instant::now();
+        let measured = measure_cancelled(&store, args.batch, &pdbs, threads)?;
+        println!(
+            "measured {measured} cancelled tasks in {:.1} s on {threads} threads",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok((store, pdbs))
 }
 
 /// What the recording holds: each puzzle's nodes and split iterations (and, with

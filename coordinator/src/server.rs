@@ -168,13 +168,7 @@ pub async fn run(
             every,
         ))
     });
-    let (health, health_service) = tonic_health::server::health_reporter();
-    health
-        .set_serving::<pb::tilesolve_server::TilesolveServer<Service>>()
-        .await;
-    health
-        .set_serving::<pb::workers_server::WorkersServer<Service>>()
-        .await;
+    let (health, health_service) = serving_health().await;
     let router = routes(&service, &config, health_service, history)?;
     tracing::info!(
         address = ?listener.local_addr().ok(),
@@ -184,22 +178,12 @@ pub async fn run(
         worker_tokens = config.worker_tokens.len(),
         "coordinator serving"
     );
-    // Replies span several writes; without TCP_NODELAY, Nagle's algorithm holds the last one
-    // for the peer's delayed ACK (~40 ms a call).
     let idle_timeout = config.idle_timeout;
     let incoming = TcpIncoming::from(listener)
         .with_nodelay(Some(true))
         .with_keepalive(Some(Duration::from_secs(30)))
         .map(move |accepted| accepted.map(|socket| IdleTimeout::new(socket, idle_timeout)));
-    let mut builder = tonic::transport::Server::builder()
-        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
-        .http2_keepalive_interval(Some(keepalive_interval(idle_timeout)))
-        .http2_keepalive_timeout(Some(Duration::from_secs(20)));
-    if let Some(tls) = &config.tls {
-        builder = builder.tls_config(
-            ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem)),
-        )?;
-    }
+    let builder = transport(&config)?;
     let (stopping, stop_requested) = tokio::sync::oneshot::channel::<()>();
     let mut store_failed = None;
     let checked = service.clone();
@@ -242,21 +226,57 @@ pub async fn run(
         result?;
         return Err(ServeError::StoreFailed(error));
     }
-    let flushing = service.clone();
-    let flush = tokio::task::spawn_blocking(move || flushing.flush_store());
-    let flushed = match tokio::time::timeout(STORE_STALL, flush).await {
-        Ok(Ok(flushed)) => flushed,
-        Ok(Err(failed)) => std::panic::resume_unwind(failed.into_panic()),
-        Err(_) => {
-            result?;
-            return Err(ServeError::StoreFailed(stalled(STORE_STALL)));
-        }
+    let Some(flushed) = flush_at_stop(&service).await else {
+        result?;
+        return Err(ServeError::StoreFailed(stalled(STORE_STALL)));
     };
     if flushed.is_ok() {
         tracing::info!("coordinator stopped: store flushed");
     }
     result?;
     Ok(flushed?)
+}
+
+/// The gRPC health service, both APIs reported serving.
+async fn serving_health() -> (
+    tonic_health::server::HealthReporter,
+    tonic_health::pb::health_server::HealthServer<impl tonic_health::pb::health_server::Health>,
+) {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<pb::tilesolve_server::TilesolveServer<Service>>()
+        .await;
+    health
+        .set_serving::<pb::workers_server::WorkersServer<Service>>()
+        .await;
+    (health, health_service)
+}
+
+/// Flushes the store once serving has stopped; None if it stalls past [`STORE_STALL`].
+async fn flush_at_stop(service: &Service) -> Option<Result<(), SchedulerError>> {
+    let flushing = service.clone();
+    let flush = tokio::task::spawn_blocking(move || flushing.flush_store());
+    match tokio::time::timeout(STORE_STALL, flush).await {
+        Ok(Ok(flushed)) => Some(flushed),
+        Ok(Err(failed)) => std::panic::resume_unwind(failed.into_panic()),
+        Err(_) => None,
+    }
+}
+
+/// The HTTP/2 server's settings, with TLS when configured. (Accepted sockets get TCP_NODELAY:
+/// replies span several writes, and without it Nagle's algorithm holds the last one for the
+/// peer's delayed ACK, ~40 ms a call.)
+fn transport(config: &ServeConfig) -> Result<tonic::transport::Server, ServeError> {
+    let builder = tonic::transport::Server::builder()
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
+        .http2_keepalive_interval(Some(keepalive_interval(config.idle_timeout)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(20)));
+    Ok(match &config.tls {
+        Some(tls) => builder.tls_config(
+            ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem)),
+        )?,
+        None => builder,
+    })
 }
 
 /// The store opened, tables packed by an earlier version packed once, and the scheduler on

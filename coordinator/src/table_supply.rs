@@ -89,6 +89,19 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// What the supply shows of a fetch in progress.
+fn fetching(name: &str, fetch: &Fetch) -> String {
+    if fetch.total == 0 {
+        return format!("fetching {name} from worker {}", fetch.worker);
+    }
+    format!(
+        "fetching {name} from worker {}: {} of {} MB",
+        fetch.worker,
+        megabytes(fetch.received),
+        megabytes(fetch.total)
+    )
+}
+
 fn megabytes(bytes: u64) -> String {
     format!("{:.0}", bytes as f64 / 1e6)
 }
@@ -206,16 +219,7 @@ impl TableSupply {
             for (spec, holders) in missing.into_iter().zip(holders) {
                 let name = spec.file_name();
                 if let Some(fetch) = state.fetches.get(&name) {
-                    texts.push(if fetch.total == 0 {
-                        format!("fetching {name} from worker {}", fetch.worker)
-                    } else {
-                        format!(
-                            "fetching {name} from worker {}: {} of {} MB",
-                            fetch.worker,
-                            megabytes(fetch.received),
-                            megabytes(fetch.total)
-                        )
-                    });
+                    texts.push(fetching(&name, fetch));
                     continue;
                 }
                 let failed = state.failed_sources.get(&name);

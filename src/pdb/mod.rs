@@ -21,7 +21,7 @@ pub use additive::{AdditivePdb, PdbState};
 pub use file::{PatternSpec, PatternTable, PdbError};
 pub use lookup::{NARROW, WIDE};
 pub use partitioned::{ChildRanks, PartitionState, Partitioned};
-pub use preset::{default_memory_budget, Preset, UnknownPreset};
+pub use preset::{default_memory_budget, NamedPreset, Preset, UnknownPreset, PRESETS};
 pub use store::{PdbEvent, PdbStore};
 
 /// Asks for the cache line holding `item` without waiting for it.

@@ -1,5 +1,28 @@
 //! Named partitions of a board's tiles into disjoint patterns.
 //!
+//! The squares' presets are one list, [`PRESETS`]: each entry is everything about a preset
+//! (its name, board size, sets, table layout, where `default` ranks it and what the help says
+//! of it), and the parser, `default`, the table store, the CLI's help and the error messages
+//! all read that list. A new preset is one entry there:
+//!
+//! ```
+//! use tilesolve::pdb::{NamedPreset, Preset, PRESETS};
+//! // A 4x4 preset of two 4-tile rows and the rest in a 7-tile block.
+//! static ROWS: NamedPreset = NamedPreset {
+//!     name: "4-4-7",
+//!     side: 4,
+//!     sets: &[&[&[0, 1, 2, 3], &[4, 5, 6, 7], &[8, 9, 10, 11, 12, 13, 14]]],
+//!     zero_aware: false,
+//!     default_rank: None,
+//!     help: "two rows and a block",
+//! };
+//! let mut registry = PRESETS.to_vec();
+//! registry.push(&ROWS);
+//! let preset = Preset::parse_in("4-4-7", &registry).unwrap();
+//! assert_eq!(preset.tables(), 3);
+//! assert!(Preset::help_in(&registry).contains("4-4-7 (4x4: two rows and a block)"));
+//! ```
+//!
 //! A rectangle's preset is `blocks-K`: its cells cut into at most four blocks of at most K
 //! tiles (bands of rows, each cut into runs of columns; of the cuts that fit, the one whose
 //! group sizes' squares sum highest, so an exact table where one fits), and `default` takes the
@@ -12,6 +35,7 @@
 //! cells are cut into consecutive row-major runs of the same sizes.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
 use thiserror::Error;
@@ -20,28 +44,129 @@ use crate::board::{Board, Shape};
 use crate::pdb::file::{PatternSpec, MAX_TABLE_CELLS};
 use crate::pdb::lookup::MAX_GROUPS;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// One named preset of the squares: everything about it, in one place.
+#[derive(Debug)]
+pub struct NamedPreset {
+    /// Its name (`pdb:NAME` on the command line, in table file names and stored batches).
+    pub name: &'static str,
+    /// The side of the square boards it is for.
+    pub side: usize,
+    /// Its additive sets, each a partition of the cells of the goal with its blank last into
+    /// groups (the heuristic is the maximum over the sets' sums).
+    pub sets: &'static [&'static [&'static [u8]]],
+    /// Whether its tables keep one entry per blank region (see `zero_index`).
+    pub zero_aware: bool,
+    /// Where `default` ranks it among its size's presets (0 first, the strongest), when its
+    /// tables fit the memory budget; None: only by name.
+    pub default_rank: Option<u8>,
+    /// What the help says of it, after its name and size.
+    pub help: &'static str,
+}
+
+/// The squares' presets: the one list a new preset is added to.
+pub const PRESETS: &[&NamedPreset] = &[
+    &NamedPreset {
+        name: "exact",
+        side: 3,
+        sets: &[EXACT],
+        zero_aware: false,
+        default_rank: Some(0),
+        help: "one table of all eight tiles, the exact distance of every board",
+    },
+    &NamedPreset {
+        name: "4-4-4-3",
+        side: 4,
+        sets: &[P4443],
+        zero_aware: false,
+        default_rank: Some(3),
+        help: "four tables",
+    },
+    &NamedPreset {
+        name: "5-5-5",
+        side: 4,
+        sets: &[P555],
+        zero_aware: false,
+        default_rank: Some(2),
+        help: "three tables",
+    },
+    &NamedPreset {
+        name: "6-6-3",
+        side: 4,
+        sets: &[P663],
+        zero_aware: false,
+        default_rank: Some(1),
+        help: "three tables",
+    },
+    &NamedPreset {
+        name: "7-8",
+        side: 4,
+        sets: &[P78],
+        zero_aware: false,
+        default_rank: Some(0),
+        help: "two tables: the strongest 4x4 preset",
+    },
+    &NamedPreset {
+        name: "7-8-zero",
+        side: 4,
+        sets: &[P78],
+        zero_aware: true,
+        default_rank: None,
+        help: "7-8 with zero-aware tables held by the blank's cell, 2.3 GB",
+    },
+    &NamedPreset {
+        name: "6-6-6-6",
+        side: 5,
+        sets: &[P6666],
+        zero_aware: false,
+        default_rank: Some(2),
+        help: "four tables",
+    },
+    &NamedPreset {
+        name: "6-6-6-6-zero",
+        side: 5,
+        sets: &[P6666],
+        zero_aware: true,
+        default_rank: Some(1),
+        help: "6-6-6-6 with zero-aware tables",
+    },
+    &NamedPreset {
+        name: "6-6-6-6-max",
+        side: 5,
+        sets: P6666_MAX,
+        zero_aware: true,
+        default_rank: Some(0),
+        help: "the maximum over seven zero-aware 6-6-6-6 sets (14 tables): the strongest 5x5 \
+               preset",
+    },
+];
+
+/// A preset: a named one of the squares, or `blocks-K` for a rectangle.
+#[derive(Clone, Copy, Debug)]
 pub enum Preset {
-    /// 3x3: one pattern of all eight tiles, i.e. the exact distance of every board.
-    Exact,
-    /// 4x4, 4-4-4-3.
-    P4443,
-    /// 4x4, 5-5-5.
-    P555,
-    /// 4x4, 6-6-3.
-    P663,
-    /// 4x4, 7-8: the strongest 4x4 preset.
-    P78,
-    /// 4x4, 7-8 with zero-aware tables.
-    P78Zero,
-    /// 5x5, 6-6-6-6.
-    P6666,
-    /// 5x5, 6-6-6-6 with zero-aware tables.
-    P6666Zero,
-    /// 5x5, the maximum over seven zero-aware 6-6-6-6 sets (14 tables): the strongest 5x5 preset.
-    P6666Max,
+    Named(&'static NamedPreset),
     /// A rectangle's tiles in at most four blocks of at most this many tiles (2 to 8).
     Blocks(u8),
+}
+
+impl PartialEq for Preset {
+    fn eq(&self, other: &Preset) -> bool {
+        match (self, other) {
+            (Preset::Named(a), Preset::Named(b)) => a.name == b.name,
+            (Preset::Blocks(a), Preset::Blocks(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Preset {}
+
+impl Hash for Preset {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            Preset::Named(named) => named.name.hash(state),
+            Preset::Blocks(k) => k.hash(state),
+        }
+    }
 }
 
 /// The most entries `default` lets a `blocks-K` table have: a table of 130 M entries (the 4x6
@@ -124,42 +249,60 @@ const P6666_MAX: &[&[&[u8]]] = &[
 ];
 
 impl Preset {
-    pub const ALL: [Preset; 9] = [
-        Preset::Exact,
-        Preset::P4443,
-        Preset::P555,
-        Preset::P663,
-        Preset::P78,
-        Preset::P78Zero,
-        Preset::P6666,
-        Preset::P6666Zero,
-        Preset::P6666Max,
-    ];
+    /// The preset named `name` among `registry` (see [`PRESETS`]), or `blocks-K`.
+    pub fn parse_in(
+        name: &str,
+        registry: &[&'static NamedPreset],
+    ) -> Result<Preset, UnknownPreset> {
+        if let Some(k) = name.strip_prefix("blocks-") {
+            return k
+                .parse::<u8>()
+                .ok()
+                .filter(|k| (2..=MAX_BLOCK_TILES).contains(k))
+                .map(Preset::Blocks)
+                .ok_or_else(|| UnknownPreset(name.to_string()));
+        }
+        registry
+            .iter()
+            .find(|named| named.name == name)
+            .map(|named| Preset::Named(named))
+            .ok_or_else(|| UnknownPreset(name.to_string()))
+    }
+
+    /// The presets of `registry` as the help names them: each with its size and what it is.
+    pub fn help_in(registry: &[&'static NamedPreset]) -> String {
+        let named: Vec<String> = registry
+            .iter()
+            .map(|p| format!("{} ({}x{}: {})", p.name, p.side, p.side, p.help))
+            .collect();
+        format!(
+            "{}; blocks-2 to blocks-{MAX_BLOCK_TILES} for rectangles",
+            named.join(", ")
+        )
+    }
+
+    /// The names of every preset, for messages.
+    pub fn names() -> String {
+        let named: Vec<&str> = PRESETS.iter().map(|p| p.name).collect();
+        format!(
+            "{}; blocks-2 to blocks-{MAX_BLOCK_TILES} for rectangles",
+            named.join(", ")
+        )
+    }
 
     pub fn name(self) -> String {
-        let name = match self {
-            Preset::Exact => "exact",
-            Preset::P4443 => "4-4-4-3",
-            Preset::P555 => "5-5-5",
-            Preset::P663 => "6-6-3",
-            Preset::P78 => "7-8",
-            Preset::P78Zero => "7-8-zero",
-            Preset::P6666 => "6-6-6-6",
-            Preset::P6666Zero => "6-6-6-6-zero",
-            Preset::P6666Max => "6-6-6-6-max",
-            Preset::Blocks(k) => return format!("blocks-{k}"),
-        };
-        name.to_string()
+        match self {
+            Preset::Named(named) => named.name.to_string(),
+            Preset::Blocks(k) => format!("blocks-{k}"),
+        }
     }
 
     /// The side of the square boards the preset is for; None for `blocks-K`, which is for
     /// rectangles.
     pub fn square_side(self) -> Option<usize> {
         match self {
-            Preset::Exact => Some(3),
-            Preset::P6666 | Preset::P6666Zero | Preset::P6666Max => Some(5),
+            Preset::Named(named) => Some(named.side),
             Preset::Blocks(_) => None,
-            _ => Some(4),
         }
     }
 
@@ -188,15 +331,16 @@ impl Preset {
         }
     }
 
-    /// The presets of a board size, strongest first: `default` takes the first whose tables fit
-    /// the memory budget.
-    pub fn by_strength(side: usize) -> &'static [Preset] {
-        match side {
-            3 => &[Preset::Exact],
-            4 => &[Preset::P78, Preset::P663, Preset::P555, Preset::P4443],
-            5 => &[Preset::P6666Max, Preset::P6666Zero, Preset::P6666],
-            _ => &[],
-        }
+    /// The presets of a board size `default` may take, strongest first: it takes the first
+    /// whose tables fit the memory budget.
+    pub fn by_strength(side: usize) -> Vec<Preset> {
+        let mut ranked: Vec<&'static NamedPreset> = PRESETS
+            .iter()
+            .copied()
+            .filter(|p| p.side == side && p.default_rank.is_some())
+            .collect();
+        ranked.sort_by_key(|p| p.default_rank);
+        ranked.into_iter().map(Preset::Named).collect()
     }
 
     /// The strongest preset for `goal` whose tables take at most `budget` bytes, if any does:
@@ -226,8 +370,7 @@ impl Preset {
                 });
         };
         Preset::by_strength(side)
-            .iter()
-            .copied()
+            .into_iter()
             .find(|preset| preset.table_bytes(goal) <= budget)
     }
 
@@ -238,14 +381,18 @@ impl Preset {
         })
     }
 
-    /// Whether the mirror image about the main diagonal adds anything: not for an exact table.
+    /// Whether the mirror image about the main diagonal adds anything: not for an exact table
+    /// (one set of one group of every tile).
     pub fn reflects(self) -> bool {
-        self != Preset::Exact
+        match self {
+            Preset::Named(named) => !(named.sets.len() == 1 && named.sets[0].len() == 1),
+            Preset::Blocks(_) => true,
+        }
     }
 
     /// Whether the tables keep one entry per blank region (see `zero_index`).
     pub fn zero_aware(self) -> bool {
-        matches!(self, Preset::P78Zero | Preset::P6666Zero | Preset::P6666Max)
+        matches!(self, Preset::Named(named) if named.zero_aware)
     }
 
     /// How many distinct tables the preset has (for `blocks-K`, the most it can have).
@@ -260,13 +407,7 @@ impl Preset {
     /// into groups.
     fn cell_sets(self, shape: Shape) -> Vec<Vec<Vec<usize>>> {
         let sets: &[&[&[u8]]] = match self {
-            Preset::Exact => &[EXACT],
-            Preset::P4443 => &[P4443],
-            Preset::P555 => &[P555],
-            Preset::P663 => &[P663],
-            Preset::P78 | Preset::P78Zero => &[P78],
-            Preset::P6666 | Preset::P6666Zero => &[P6666],
-            Preset::P6666Max => P6666_MAX,
+            Preset::Named(named) => named.sets,
             Preset::Blocks(k) => {
                 return vec![block_groups(shape, usize::from(k)).unwrap_or_default()];
             }
@@ -389,28 +530,14 @@ impl fmt::Display for Preset {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error(
-    "unknown pattern database '{0}' (known: exact, 4-4-4-3, 5-5-5, 6-6-3, 7-8, 6-6-6-6, \
-     6-6-6-6-zero, 6-6-6-6-max, 7-8-zero; blocks-2 to blocks-8 for rectangles)"
-)]
+#[error("unknown pattern database '{0}' (known: {known})", known = Preset::names())]
 pub struct UnknownPreset(pub String);
 
 impl FromStr for Preset {
     type Err = UnknownPreset;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
-        if let Some(k) = name.strip_prefix("blocks-") {
-            return k
-                .parse::<u8>()
-                .ok()
-                .filter(|k| (2..=MAX_BLOCK_TILES).contains(k))
-                .map(Preset::Blocks)
-                .ok_or_else(|| UnknownPreset(name.to_string()));
-        }
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.name() == name)
-            .ok_or_else(|| UnknownPreset(name.to_string()))
+        Preset::parse_in(name, PRESETS)
     }
 }
 
@@ -418,17 +545,21 @@ impl FromStr for Preset {
 mod tests {
     use super::*;
 
+    fn preset(name: &str) -> Preset {
+        name.parse().unwrap()
+    }
+
     #[test]
     fn the_strongest_preset_that_fits_the_budget() {
         let goal = Board::blank_last(5);
-        assert_eq!(Preset::P6666Max.table_bytes(&goal), 14 * 181_008_000);
-        assert_eq!(Preset::P6666Zero.table_bytes(&goal), 4 * 181_008_000);
-        assert_eq!(Preset::P6666.table_bytes(&goal), 4 * 127_512_000);
+        assert_eq!(preset("6-6-6-6-max").table_bytes(&goal), 14 * 181_008_000);
+        assert_eq!(preset("6-6-6-6-zero").table_bytes(&goal), 4 * 181_008_000);
+        assert_eq!(preset("6-6-6-6").table_bytes(&goal), 4 * 127_512_000);
         for (budget, expected) in [
-            (3 << 30, Some(Preset::P6666Max)),
-            (14 * 181_008_000, Some(Preset::P6666Max)),
-            (14 * 181_008_000 - 1, Some(Preset::P6666Zero)),
-            (700_000_000, Some(Preset::P6666)),
+            (3 << 30, Some(preset("6-6-6-6-max"))),
+            (14 * 181_008_000, Some(preset("6-6-6-6-max"))),
+            (14 * 181_008_000 - 1, Some(preset("6-6-6-6-zero"))),
+            (700_000_000, Some(preset("6-6-6-6"))),
             (100_000_000, None),
         ] {
             assert_eq!(
@@ -438,10 +569,13 @@ mod tests {
             );
         }
         let goal = Board::blank_last(4);
-        assert_eq!(Preset::strongest_within(&goal, 1 << 30), Some(Preset::P78));
+        assert_eq!(
+            Preset::strongest_within(&goal, 1 << 30),
+            Some(preset("7-8"))
+        );
         assert_eq!(
             Preset::strongest_within(&goal, 100 << 20),
-            Some(Preset::P663)
+            Some(preset("6-6-3"))
         );
     }
 
@@ -458,9 +592,9 @@ mod tests {
             (3, 8),
         ]
         .map(|(rows, cols)| Shape::new(rows, cols).unwrap());
-        let presets = Preset::ALL
-            .into_iter()
-            .map(|preset| (preset, Shape::square(preset.square_side().unwrap())))
+        let presets = PRESETS
+            .iter()
+            .map(|&named| (Preset::Named(named), Shape::square(named.side)))
             .chain((2..=MAX_BLOCK_TILES).flat_map(|k| {
                 rectangles
                     .into_iter()
@@ -510,6 +644,6 @@ mod tests {
         assert_eq!("blocks-6".parse(), Ok(Preset::Blocks(6)));
         assert!("blocks-9".parse::<Preset>().is_err());
         assert!(!Preset::Blocks(6).fits(Shape::square(4)));
-        assert!(!Preset::P78.fits(Shape::new(3, 4).unwrap()));
+        assert!(!preset("7-8").fits(Shape::new(3, 4).unwrap()));
     }
 }

@@ -22,8 +22,9 @@ use crate::{Metrics, WorkerConfig};
 /// flags.
 pub(crate) type Running = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
 
-/// Solvers by (goal, heuristic name), shared by the threads.
-pub(crate) type Solvers = Arc<Mutex<HashMap<(Board, String), Arc<Solver>>>>;
+/// Solvers by goal and heuristic (as the task named it, `default` unresolved), shared by the
+/// threads.
+pub(crate) type Solvers = Arc<Mutex<HashMap<(Board, HeuristicChoice), Arc<Solver>>>>;
 
 /// Starts `threads` search threads: each takes the next task from `jobs`, runs it with its
 /// cancel flag from `running` and puts the result in `results`. They end when `jobs` closes.
@@ -178,7 +179,11 @@ fn execute(
         Ok(weighted) => weighted,
         Err(reason) => return fail(reason),
     };
-    let solver = match solver_for(solvers, tables, &goal, &task.heuristic) {
+    let heuristic: HeuristicChoice = match task.heuristic.parse() {
+        Ok(heuristic) => heuristic,
+        Err(error) => return fail(format!("{error}")),
+    };
+    let solver = match solver_for(solvers, tables, &goal, heuristic) {
         Ok(solver) => solver,
         Err(reason) => return fail(reason),
     };
@@ -250,15 +255,14 @@ fn solver_for(
     solvers: &Solvers,
     tables: Tables<'_>,
     goal: &Board,
-    heuristic: &str,
+    heuristic: HeuristicChoice,
 ) -> Result<Arc<Solver>, String> {
     let mut solvers = solvers.lock().unwrap_or_else(|p| p.into_inner());
-    let key = (*goal, heuristic.to_string());
+    let key = (*goal, heuristic);
     if let Some(solver) = solvers.get(&key) {
         return Ok(solver.clone());
     }
-    let requested: HeuristicChoice = heuristic.parse().map_err(|e| format!("{e}"))?;
-    let choice = requested.resolve(goal, tables.budget);
+    let choice = heuristic.resolve(goal, tables.budget);
     tables.fetcher.fetch_missing(tables.pdbs, choice, goal);
     let built = choice
         .build(goal, tables.budget, tables.pdbs, &log_table_event)
@@ -281,7 +285,6 @@ pub(crate) fn preload_present(
     metrics: Metrics,
 ) {
     std::thread::spawn(move || {
-        let default = HeuristicChoice::Default.to_string();
         for side in 3..=5 {
             let goal = Board::blank_last(side);
             let Some(preset) = HeuristicChoice::Default.resolve(&goal, budget).preset() else {
@@ -299,7 +302,7 @@ pub(crate) fn preload_present(
                 budget,
                 metrics: &metrics,
             };
-            match solver_for(&solvers, tables, &goal, &default) {
+            match solver_for(&solvers, tables, &goal, HeuristicChoice::Default) {
                 Ok(_) => tracing::info!(side, %preset, "pattern tables loaded ahead of tasks"),
                 Err(reason) => {
                     tracing::warn!(side, %preset, %reason, "pattern tables not loaded ahead")

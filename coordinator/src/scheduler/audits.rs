@@ -28,7 +28,7 @@
 //! rest on its reports start again, and stored answers and bounds that rest on them are
 //! withdrawn and their items solved again.
 //!
-//! [`PROBATION_AUDITS`]: super::workers::PROBATION_AUDITS
+//! [`PROBATION_AUDITS`]: super::config::PROBATION_AUDITS
 //! [`Lineage`]: super::workers::Lineage
 
 use std::collections::{HashMap, HashSet};
@@ -36,11 +36,10 @@ use std::collections::{HashMap, HashSet};
 use tilesolve::moves::replay;
 use tilesolve::{Board, Direction};
 
-use super::config::{Verify, PROBATION_SAMPLE_NODES};
-use super::deferred::{
-    Deferred, FinishedAudit, PendingAudit, UnauditedClaim, COORDINATOR_AUDIT_NODES,
-    COORDINATOR_CHUNK_NODES,
+use super::config::{
+    Verify, COORDINATOR_AUDIT_NODES, COORDINATOR_CHUNK_NODES, PROBATION_SAMPLE_NODES,
 };
+use super::deferred::{Deferred, FinishedAudit, PendingAudit, UnauditedClaim};
 use super::tasks::{Audit, TaskEntry};
 use super::types::{
     Lineage, PuzzleId, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId, MAX_ATTEMPTS,

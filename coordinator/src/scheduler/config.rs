@@ -1,4 +1,6 @@
-//! How the scheduler splits, leases, audits and limits: [`SchedulerConfig`] and its defaults.
+//! How the scheduler splits, leases, audits and limits: [`SchedulerConfig`] and its defaults,
+//! and every audit setting in one place ([`Verify`], the fraction, probation, where an audit
+//! runs and in what chunks).
 
 use std::time::Duration;
 
@@ -42,6 +44,22 @@ impl std::str::FromStr for Verify {
 /// caught on its first cheap lie, and probation does not cost a second search of every first
 /// hard task.
 pub const PROBATION_SAMPLE_NODES: u64 = 1_000_000;
+
+/// Upheld audits a worker needs before only a fraction of its reports are audited: a worker
+/// that lies from the start is caught on its first report another worker can check.
+pub const PROBATION_AUDITS: u32 = 3;
+
+/// Audits of answers whose report expanded at most this many nodes run on the coordinator
+/// itself, outside its lock, within the worker's poll, with this budget: under a millisecond,
+/// about what the task's round trip would cost the coordinator (measured: 40-50 us for an audit
+/// of a 40-60-move random walk either way), and they need no second worker. A larger one goes
+/// to a worker of another lineage, or, with none, to the coordinator's background pool.
+pub const COORDINATOR_AUDIT_NODES: u64 = 10_000;
+
+/// Budget of one audit the coordinator runs on its background pool: about a second. One that
+/// spends it goes on as one audit per child, so an audit of any size ends, and a puzzle that
+/// ended meanwhile stops costing its audits within a chunk.
+pub const COORDINATOR_CHUNK_NODES: u64 = 20_000_000;
 
 #[derive(Clone, Debug)]
 pub struct SchedulerConfig {
@@ -94,6 +112,20 @@ pub const DEFAULT_MAX_PENDING: usize = 250_000;
 /// hide a shorter path one time in ten is caught within about 920 reports with 99% certainty
 /// (one that always lies, on probation, at once).
 pub const DEFAULT_AUDIT_FRACTION: f64 = 0.05;
+
+impl SchedulerConfig {
+    /// How an iteration is split for `threads` worker threads (at least one).
+    pub(super) fn balance(&self, threads: usize) -> crate::frontier::BalanceParams {
+        crate::frontier::BalanceParams {
+            threads: threads.max(1),
+            tasks_per_thread: self.tasks_per_thread,
+            balance: self.split_balance,
+            min_split_nodes: self.min_split_nodes,
+            min_split_nodes_per_thread: self.min_split_nodes_per_thread,
+            max_depth: u32::MAX,
+        }
+    }
+}
 
 impl Default for SchedulerConfig {
     fn default() -> Self {

@@ -9,6 +9,7 @@
 use tilesolve::task::run_task;
 use tilesolve::{Board, Solver};
 
+use super::config::COORDINATOR_AUDIT_NODES;
 use super::records::TaskRecords;
 use super::tasks::Audit;
 use super::types::{PuzzleId, TaskId, TaskOutcome, TaskSpec};
@@ -129,18 +130,6 @@ pub(super) struct UnauditedClaim {
     /// Nodes the report that made the claim expanded: about what its audit costs at most.
     pub(super) nodes: u64,
 }
-
-/// Audits of answers whose report expanded at most this many nodes run on the coordinator
-/// itself, outside its lock, within the worker's poll, with this budget: under a millisecond,
-/// about what the task's round trip would cost the coordinator (measured: 40-50 us for an audit
-/// of a 40-60-move random walk either way), and they need no second worker. A larger one goes
-/// to a worker of another lineage, or, with none, to the coordinator's background pool.
-pub const COORDINATOR_AUDIT_NODES: u64 = 10_000;
-
-/// Budget of one audit the coordinator runs on its background pool: about a second. One that
-/// spends it goes on as one audit per child, so an audit of any size ends, and a puzzle that
-/// ended meanwhile stops costing its audits within a chunk.
-pub const COORDINATOR_CHUNK_NODES: u64 = 20_000_000;
 
 /// An audit the coordinator runs itself, taken out of the scheduler
 /// ([`AfterCycle`]) to run without its lock.

@@ -10,7 +10,7 @@ use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::pdb::Preset;
 use tilesolve::{Board, Direction, Goal, Shape};
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 
 use tilesolve::parse_board;
 
@@ -51,7 +51,7 @@ pub struct Intake {
     heuristic: HeuristicChoice,
     goal: String,
     limits: ItemLimits,
-    items: Vec<StoredItem>,
+    items: Items,
     submitted_unix_ms: u64,
     /// Items stored, and items started, so far.
     stored: usize,
@@ -74,7 +74,7 @@ impl Intake {
     /// can only end once its last part has started, and its end writes its figures into the
     /// record). False when every item is stored.
     pub fn store_part(&mut self, store: &Store) -> Result<bool, SchedulerError> {
-        let total = self.items.len();
+        let total = self.items.items.len();
         if self.stored == total {
             return Ok(false);
         }
@@ -89,7 +89,7 @@ impl Intake {
             )
         };
         if total <= EMBEDDED_ITEMS_MAX as usize {
-            store.put_small_batch(&record(), &self.items)?;
+            store.put_small_batch(&record(), &self.items.items)?;
             self.stored = total;
             return Ok(true);
         }
@@ -100,7 +100,7 @@ impl Intake {
         store.put_items(
             self.batch,
             self.stored as u32,
-            &self.items[self.stored..end],
+            &self.items.items[self.stored..end],
         )?;
         if end == total {
             store.put_batch(&record())?;
@@ -112,12 +112,12 @@ impl Intake {
     /// Whether it is stored in the batch log alone, with no part in sled
     /// ([`Store::put_small_batch`]).
     pub fn is_one_record(&self) -> bool {
-        self.items.len() <= EMBEDDED_ITEMS_MAX as usize
+        self.items.items.len() <= EMBEDDED_ITEMS_MAX as usize
     }
 
     /// Queued items not started yet.
     pub(super) fn queued_left(&self) -> usize {
-        queued(&self.items[self.started..])
+        queued(&self.items.items[self.started..])
     }
 }
 
@@ -201,7 +201,10 @@ impl ReadBatch {
 
     /// The solvers its queued items need.
     pub(super) fn solver_keys(&self) -> HashSet<SolverKey> {
-        solver_keys(&self.items.items, self.heuristic)
+        solver_keys(
+            &self.items.queued(0..self.items.items.len()),
+            self.heuristic,
+        )
     }
 
     /// The batch under id `batch`, its counts open in `batches`.
@@ -230,7 +233,7 @@ impl ReadBatch {
                 invalid: items.invalid,
                 from_store: items.from_store,
             },
-            items: items.items,
+            items,
             heuristic,
         }
     }
@@ -239,21 +242,21 @@ impl ReadBatch {
 impl Intake {
     /// The items stored since the last call, with the index of the first, to be started; their
     /// queued ones leave the intake's count in `batches`.
-    pub(super) fn next_part(&mut self, batches: &mut Batches) -> (u32, &[StoredItem]) {
+    pub(super) fn next_part(&mut self, batches: &mut Batches) -> (u32, Vec<QueuedItem<'_>>) {
         let part = self.started..self.stored;
-        batches.intake_done(queued(&self.items[part.clone()]));
+        batches.intake_done(queued(&self.items.items[part.clone()]));
         self.started = self.stored;
-        (part.start as u32, &self.items[part])
+        (part.start as u32, self.items.queued(part))
     }
 
     /// Whether every item has started.
     pub(super) fn all_started(&self) -> bool {
-        self.started == self.items.len()
+        self.started == self.items.items.len()
     }
 
     /// Whether any item is queued (not invalid, not answered from the store).
     pub(super) fn has_queued(&self) -> bool {
-        queued(&self.items) > 0
+        queued(&self.items.items) > 0
     }
 }
 
@@ -312,17 +315,67 @@ pub(super) fn stored_heuristic(batch: &StoredBatch) -> Result<HeuristicChoice, S
     })
 }
 
-/// The solver keys of a batch's queued items (goals parsed once each).
-pub(super) fn solver_keys(items: &[StoredItem], heuristic: HeuristicChoice) -> HashSet<SolverKey> {
-    let goals: BTreeSet<&str> = items
+/// A batch item as the scheduler starts it: as stored, with its board and goal parsed once
+/// (by intake from the line, or from the stored text as the batch is loaded); None for a line
+/// that was not a board.
+#[derive(Clone, Copy)]
+pub(super) struct QueuedItem<'a> {
+    pub(super) item: &'a StoredItem,
+    pub(super) boards: Option<(Board, Board)>,
+}
+
+impl<'a> QueuedItem<'a> {
+    /// An item read back from the store (of `batch`, at `index`): its board and goal parsed.
+    pub(super) fn stored(
+        batch: u64,
+        index: u32,
+        item: &'a StoredItem,
+    ) -> Result<QueuedItem<'a>, SchedulerError> {
+        let boards = match (&item.board, &item.goal) {
+            (Some(board), Some(goal)) => match (parse_board(board), parse_board(goal)) {
+                (Ok(board), Ok(goal)) => Some((board, goal)),
+                _ => {
+                    return Err(StoreError::Corrupt {
+                        tree: "items",
+                        reason: format!("batch {batch} item {index}"),
+                    }
+                    .into())
+                }
+            },
+            _ => None,
+        };
+        Ok(QueuedItem { item, boards })
+    }
+
+    /// The queued ones of a stored batch's `items` (from index `first` on), parsed; the others
+    /// without their boards (nothing starts them).
+    pub(super) fn stored_all(
+        batch: u64,
+        first: u32,
+        items: &'a [StoredItem],
+    ) -> Result<Vec<QueuedItem<'a>>, SchedulerError> {
+        (first..)
+            .zip(items)
+            .map(|(index, item)| match item.status {
+                ItemStatus::Queued => QueuedItem::stored(batch, index, item),
+                _ => Ok(QueuedItem { item, boards: None }),
+            })
+            .collect()
+    }
+
+    /// Whether it waits to be searched.
+    pub(super) fn is_queued(&self) -> bool {
+        self.item.status == ItemStatus::Queued
+    }
+}
+
+/// The solver keys of a batch's queued items.
+pub(super) fn solver_keys(items: &[QueuedItem], heuristic: HeuristicChoice) -> HashSet<SolverKey> {
+    items
         .iter()
-        .filter(|item| item.status == ItemStatus::Queued)
-        .filter_map(|item| item.goal.as_deref())
-        .collect();
-    goals
-        .into_iter()
-        .filter_map(|goal| parse_board(goal).ok())
-        .map(|goal| (goal, heuristic))
+        .filter(|queued| queued.is_queued())
+        .filter_map(|queued| queued.boards)
+        .map(|(_, goal)| (goal, heuristic))
         .collect()
 }
 
@@ -372,10 +425,23 @@ fn check_shapes(
 /// A batch's items as read from its lines.
 pub(super) struct Items {
     pub(super) items: Vec<StoredItem>,
+    /// Each item's board and goal (None for a line that is not a board).
+    pub(super) boards: Vec<Option<(Board, Board)>>,
     /// Lines that are not a solvable board.
     pub(super) invalid: u32,
     /// Boards answered from the store.
     pub(super) from_store: u32,
+}
+
+impl Items {
+    /// The items of `part`, each with its board and goal.
+    fn queued(&self, part: std::ops::Range<usize>) -> Vec<QueuedItem<'_>> {
+        self.items[part.clone()]
+            .iter()
+            .zip(&self.boards[part])
+            .map(|(item, &boards)| QueuedItem { item, boards })
+            .collect()
+    }
 }
 
 /// A line's board (its shape from a `size=` fact, its rows in braces or, for a square, its
@@ -419,6 +485,7 @@ pub(super) fn read_items(
 ) -> Result<Items, SchedulerError> {
     let mut read = Items {
         items: Vec::new(),
+        boards: Vec::new(),
         invalid: 0,
         from_store: 0,
     };
@@ -434,7 +501,9 @@ pub(super) fn read_items(
             status: ItemStatus::Queued,
             claimed: None,
         };
-        match board_and_goal(&line, goal) {
+        let boards = board_and_goal(&line, goal);
+        read.boards.push(boards.clone().ok());
+        match boards {
             Ok((board, goal)) => {
                 item.board = Some(board.to_string());
                 item.goal = Some(goal.to_string());

@@ -7,22 +7,21 @@
 use std::collections::BTreeMap;
 
 use tilesolve::moves::moves_to_string;
-use tilesolve::{parse_board, Direction};
+use tilesolve::Direction;
 
 use super::audits::{AuditEvent, Audits};
 use super::bounded::{self, whole_budget_within, WeightedEnd};
 use super::deferred::{Deferred, FinishedSplit, PendingSplit};
+use super::intake::{solver_keys, QueuedItem};
 use super::judge::{judge, Verdict};
 use super::puzzle::{subtree_budget, Next, Puzzle};
+use super::quarantine;
 use super::records;
 use super::tasks::TaskEntry;
 use super::types::{PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId};
 use super::workers::{MAX_FAILURES_IN_A_ROW, MAX_STRIKES};
 use super::Parts;
-use crate::frontier::BalanceParams;
-use crate::store::{
-    BestPath, ItemStatus, PathBoards, SearchState, StoreError, StoredItem, StoredSolution,
-};
+use crate::store::{ItemStatus, PathBoards, StoreError, StoredSolution};
 
 /// Answers whose search expanded at least this many nodes (a few hundredths of a second of one
 /// thread) have every board on their path stored too.
@@ -73,37 +72,37 @@ impl Puzzles {
 
     /// Starts a batch's queued items whose solvers are ready; the batch waits for the rest,
     /// and items whose solver cannot be made fail. `items` are the batch's items from index
-    /// `first` on.
+    /// `first` on, each with its board and goal (parsed once, by intake or as it was read from
+    /// the store).
     pub(super) fn start_or_wait(
         &mut self,
         parts: &mut Parts,
         audits: &mut Audits,
         batch: u64,
         first: u32,
-        items: &[StoredItem],
+        items: &[QueuedItem],
     ) -> Result<(), SchedulerError> {
         let heuristic = parts.batches.heuristic(batch).ok_or_else(|| {
             SchedulerError::Internal(format!("batch {batch} started without its heuristic"))
         })?;
-        let keys = super::intake::solver_keys(items, heuristic);
+        let keys = solver_keys(items, heuristic);
         let sorted = parts.tables.sort(&keys)?;
         let mut waiting = 0;
-        for (index, item) in (first..).zip(items) {
+        for (index, queued) in (first..).zip(items) {
             let puzzle = (batch, index);
-            if item.status != ItemStatus::Queued || self.map.contains_key(&puzzle) {
+            let Some((_, goal)) = queued.boards.filter(|_| queued.is_queued()) else {
+                continue;
+            };
+            if self.map.contains_key(&puzzle) {
                 continue;
             }
-            let key = item
-                .goal
-                .as_deref()
-                .and_then(|goal| parse_board(goal).ok())
-                .map(|goal| (goal, heuristic));
-            if let Some(reason) = key.as_ref().and_then(|key| sorted.unusable.get(key)) {
+            let key = (goal, heuristic);
+            if let Some(reason) = sorted.unusable.get(&key) {
                 self.finish_failed(parts, audits, puzzle, reason.clone())?;
-            } else if key.is_some_and(|key| sorted.missing.contains(&key)) {
+            } else if sorted.missing.contains(&key) {
                 waiting += 1;
             } else {
-                self.start_item(parts, audits, puzzle, item)?;
+                self.start_item(parts, audits, puzzle, queued)?;
             }
         }
         if waiting > 0 {
@@ -118,21 +117,11 @@ impl Puzzles {
         parts: &mut Parts,
         audits: &mut Audits,
         puzzle: PuzzleId,
-        item: &StoredItem,
+        queued: &QueuedItem,
     ) -> Result<(), SchedulerError> {
-        let (batch, index) = puzzle;
-        let (Some(board), Some(goal)) = (&item.board, &item.goal) else {
+        let batch = puzzle.0;
+        let (item, Some((board, goal))) = (&queued.item, queued.boards) else {
             return Ok(());
-        };
-        let (board, goal) = match (parse_board(board), parse_board(goal)) {
-            (Ok(board), Ok(goal)) => (board, goal),
-            _ => {
-                return Err(StoreError::Corrupt {
-                    tree: "items",
-                    reason: format!("batch {batch} item {index}"),
-                }
-                .into())
-            }
         };
         let heuristic = parts.batches.heuristic(batch).ok_or_else(|| {
             SchedulerError::Internal(format!("batch {batch} started without its heuristic"))
@@ -401,30 +390,12 @@ impl Puzzles {
             let reason = "no solution within the longest supported path".into();
             return self.finish_failed(parts, audits, puzzle_id, reason);
         }
-        let best = puzzle
-            .best
-            .as_ref()
-            .map(|(moves, weight_percent)| BestPath {
-                moves: moves_to_string(moves),
-                weight_percent: *weight_percent,
-            });
-        let state = SearchState {
-            lower_bound: bound,
-            workers: puzzle.workers.iter().copied().collect(),
-            best,
-        };
+        let state = puzzle.search_state(bound);
         parts
             .store
             .put_search_state(&puzzle.goal, &puzzle.board, state)?;
         puzzle.bound_stored = true;
-        let params = BalanceParams {
-            threads: parts.workers.threads().max(1),
-            tasks_per_thread: parts.config.tasks_per_thread,
-            balance: parts.config.split_balance,
-            min_split_nodes: parts.config.min_split_nodes,
-            min_split_nodes_per_thread: parts.config.min_split_nodes_per_thread,
-            max_depth: u32::MAX,
-        };
+        let params = parts.config.balance(parts.workers.threads());
         let solver = parts.solver(&(puzzle.goal, puzzle.heuristic))?.clone();
         puzzle.splitting = Some(bound);
         parts.out.deferred.push(Deferred::Split(PendingSplit {
@@ -540,7 +511,7 @@ impl Puzzles {
     }
 
     /// Removes a live puzzle: its tasks and audits withdrawn, workers told.
-    pub(super) fn remove(
+    fn remove(
         &mut self,
         parts: &mut Parts,
         audits: &mut Audits,
@@ -694,42 +665,8 @@ impl Puzzles {
         status: ItemStatus,
     ) -> Result<(), SchedulerError> {
         let puzzle = self.remove(parts, audits, puzzle_id);
-        let (batch, index) = puzzle_id;
-        match status {
-            ItemStatus::Solved(_) => parts.totals.puzzles_solved += 1,
-            ItemStatus::Failed(_) => parts.totals.puzzles_failed += 1,
-            ItemStatus::Bounded(_) => parts.totals.puzzles_bounded += 1,
-            ItemStatus::Queued => {}
-        }
-        let batch_done = parts.batches.item_finished(batch, &status);
-        let item = match puzzle {
-            Some(puzzle) => Some(puzzle.into_item(status)),
-            // An item that never started (its tables cannot be had): as stored.
-            None => parts
-                .store
-                .item(batch, index)?
-                .map(|item| StoredItem { status, ..item }),
-        };
-        match item {
-            // An answer this cheap is found again faster than its own entry is written: held
-            // and written into its part with others (a crash forgets it; see `store::ended`).
-            Some(
-                item @ StoredItem {
-                    status: ItemStatus::Solved(StoredSolution { nodes, .. }),
-                    ..
-                },
-            ) if nodes < PATH_BOARDS_MIN_NODES => parts.store.put_item_later(batch, index, item)?,
-            Some(item) => parts.store.put_item(batch, index, &item)?,
-            None => {}
-        }
-        // Each answer is not flushed on its own (sled writes it out within half a second, and a
-        // lost answer is recomputed from the flushed batch); a finished batch is flushed after
-        // the lock cycle, outside the lock (see `AfterCycle`).
-        if batch_done {
-            parts.batches.close_stored(&parts.store, batch)?;
-            parts.out.flush_due = true;
-        }
-        Ok(())
+        let item = puzzle.map(|puzzle| puzzle.into_item(status.clone()));
+        parts.end_item(puzzle_id, item, status)
     }
 
     /// Withdraws every live puzzle of a batch whose intake failed (it was never acknowledged).
@@ -774,5 +711,81 @@ impl Puzzles {
             }
         }
         Ok(())
+    }
+
+    /// Shuts `worker` out for `reason` and undoes what rests on its reports: its tasks go
+    /// back to the queue, live puzzles that used its reports start again, and stored answers
+    /// and bounds that rest on them are withdrawn, their items solved again
+    /// ([`quarantine::reopen`]).
+    fn quarantine(
+        &mut self,
+        parts: &mut Parts,
+        audits: &mut Audits,
+        worker: WorkerId,
+        reason: String,
+    ) -> Result<(), SchedulerError> {
+        tracing::warn!(worker, %reason, "worker quarantined: what rests on its reports is solved again");
+        parts.workers.quarantine(worker, reason);
+        parts.tasks.release(worker);
+        parts.totals.workers_quarantined += 1;
+        let (solutions, bounds) = parts.store.withdraw_worker(worker)?;
+        let live: Vec<PuzzleId> = self.resting_on(worker);
+        for &puzzle in &live {
+            self.restart(
+                parts,
+                audits,
+                puzzle,
+                &format!("worker {worker} was quarantined"),
+            )?;
+        }
+        let reopened = quarantine::reopen(parts, worker)?;
+        let count: usize = reopened.iter().map(|(_, items)| items.len()).sum();
+        for (batch, items) in reopened {
+            for (index, item) in items {
+                let queued = QueuedItem::stored(batch, index, &item)?;
+                self.start_item(parts, audits, (batch, index), &queued)?;
+            }
+        }
+        tracing::warn!(
+            worker,
+            solutions,
+            bounds,
+            live = live.len(),
+            reopened = count,
+            "withdrawn: stored boards, stored bounds, puzzles started again, answered items solved again"
+        );
+        parts.out.flush_due = true;
+        Ok(())
+    }
+
+    /// Starts a live puzzle over from its heuristic estimate: the reports its search rested on
+    /// cannot all be true.
+    fn restart(
+        &mut self,
+        parts: &mut Parts,
+        audits: &mut Audits,
+        puzzle: PuzzleId,
+        reason: &str,
+    ) -> Result<(), SchedulerError> {
+        let Some(p) = self.remove(parts, audits, puzzle) else {
+            return Ok(());
+        };
+        let (batch, index) = puzzle;
+        tracing::warn!(batch, puzzle = index + 1, %reason, "puzzle starts again");
+        parts.totals.puzzles_restarted += 1;
+        parts.store.remove_search_state(&p.goal, &p.board)?;
+        let item = parts
+            .store
+            .item(batch, index)?
+            .ok_or_else(|| StoreError::Corrupt {
+                tree: "items",
+                reason: format!("batch {batch} item {index}: missing"),
+            })?;
+        self.start_item(
+            parts,
+            audits,
+            puzzle,
+            &QueuedItem::stored(batch, index, &item)?,
+        )
     }
 }

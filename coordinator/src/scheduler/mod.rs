@@ -32,7 +32,7 @@
 use tilesolve::pdb::PdbStore;
 use tilesolve::Solver;
 
-use crate::store::{Store, StoredBatch};
+use crate::store::{ItemStatus, Store, StoredBatch, StoredItem, StoredSolution};
 
 mod audits;
 mod batches;
@@ -73,7 +73,8 @@ pub use workers::{WorkerDescription, WorkerView, RATE_WINDOW};
 use audits::Audits;
 use batches::Batches;
 use deferred::CycleOut;
-use lifecycle::Puzzles;
+use intake::QueuedItem;
+use lifecycle::{Puzzles, PATH_BOARDS_MIN_NODES};
 use tasks::{Tasks, LEASE_MIN_NODE_RATE};
 use workers::{Workers, MAX_FAILURES_IN_A_ROW};
 
@@ -171,7 +172,8 @@ impl Scheduler {
             parts.batches.open(batch.id, counts, heuristic);
             parts.batches.set_limits(batch.id, batch.limits);
             let (puzzles, audits) = (&mut scheduler.puzzles, &mut scheduler.audits);
-            puzzles.start_or_wait(parts, audits, batch.id, 0, &items)?;
+            let queued = QueuedItem::stored_all(batch.id, 0, &items)?;
+            puzzles.start_or_wait(parts, audits, batch.id, 0, &queued)?;
             if counts.done() {
                 // Finished before its figures were stored (a store from an older version).
                 parts.batches.close_stored(&parts.store, batch.id)?;
@@ -378,7 +380,7 @@ impl Scheduler {
         let batch = intake.batch();
         let (first, items) = intake.next_part(&mut parts.batches);
         self.puzzles
-            .start_or_wait(parts, &mut self.audits, batch, first, items)?;
+            .start_or_wait(parts, &mut self.audits, batch, first, &items)?;
         let done = intake.all_started();
         if done && !intake.has_queued() {
             // Every line answered from the store or invalid: done as it is acknowledged.
@@ -578,8 +580,9 @@ impl Scheduler {
         let ready = parts.tables.take_ready();
         for &batch in &ready {
             let items = parts.store.items(batch)?;
+            let queued = QueuedItem::stored_all(batch, 0, &items)?;
             self.puzzles
-                .start_or_wait(parts, &mut self.audits, batch, 0, &items)?;
+                .start_or_wait(parts, &mut self.audits, batch, 0, &queued)?;
         }
         Ok(ready)
     }
@@ -617,6 +620,50 @@ impl Parts {
         self.tasks.release(worker);
         self.tasks.forgive_failures(worker);
         self.totals.workers_quarantined += 1;
+    }
+
+    /// Counts and writes an item that ended with `status` (`item`: as its live puzzle had it;
+    /// None for one that never started, whose tables cannot be had: as stored), and closes its
+    /// batch when it was the last. Each answer is not flushed on its own (sled writes it out
+    /// within half a second, and a lost answer is recomputed from the flushed batch); a
+    /// finished batch is flushed after the lock cycle, outside the lock ([`AfterCycle`]).
+    fn end_item(
+        &mut self,
+        (batch, index): PuzzleId,
+        item: Option<StoredItem>,
+        status: ItemStatus,
+    ) -> Result<(), SchedulerError> {
+        match status {
+            ItemStatus::Solved(_) => self.totals.puzzles_solved += 1,
+            ItemStatus::Failed(_) => self.totals.puzzles_failed += 1,
+            ItemStatus::Bounded(_) => self.totals.puzzles_bounded += 1,
+            ItemStatus::Queued => {}
+        }
+        let batch_done = self.batches.item_finished(batch, &status);
+        let item = match item {
+            Some(item) => Some(item),
+            None => self
+                .store
+                .item(batch, index)?
+                .map(|item| StoredItem { status, ..item }),
+        };
+        match item {
+            // An answer this cheap is found again faster than its own entry is written: held
+            // and written into its part with others (a crash forgets it; see `store::ended`).
+            Some(
+                item @ StoredItem {
+                    status: ItemStatus::Solved(StoredSolution { nodes, .. }),
+                    ..
+                },
+            ) if nodes < PATH_BOARDS_MIN_NODES => self.store.put_item_later(batch, index, item)?,
+            Some(item) => self.store.put_item(batch, index, &item)?,
+            None => {}
+        }
+        if batch_done {
+            self.batches.close_stored(&self.store, batch)?;
+            self.out.flush_due = true;
+        }
+        Ok(())
     }
 
     /// The solver for a goal and heuristic: ready for every started puzzle (see `tables`).

@@ -18,7 +18,7 @@ use tilesolve::search::{child_order, Counters, MovePruning};
 use tilesolve::{Solution, Solver};
 
 use super::types::{PuzzleId, TaskSpec};
-use crate::store::SearchState;
+use crate::store::{BestPath, SearchState};
 
 pub(super) struct Puzzle {
     pub(super) board: Board,
@@ -245,6 +245,20 @@ impl Puzzle {
             TaskOutcome::Failed(reason) => {
                 Next::Fail(format!("failed {MAX_ATTEMPTS} times: {reason}"))
             }
+        }
+    }
+
+    /// The search state that stores `bound` as the board's proven lower bound, with the
+    /// workers it rests on and the path an earlier limited search found.
+    pub(super) fn search_state(&self, bound: u32) -> SearchState {
+        let best = self.best.as_ref().map(|(moves, weight_percent)| BestPath {
+            moves: moves_to_string(moves),
+            weight_percent: *weight_percent,
+        });
+        SearchState {
+            lower_bound: bound,
+            workers: self.workers.iter().copied().collect(),
+            best,
         }
     }
 

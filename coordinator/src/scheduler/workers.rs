@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tilesolve::task::TaskTimes;
 
+use super::config::PROBATION_AUDITS;
 use super::tasks::Holding;
 use super::types::{
     Lineage, SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS,
@@ -17,9 +18,6 @@ use super::types::{
 /// bursts, short enough to show a worker that has gone idle.
 pub const RATE_WINDOW: Duration = Duration::from_secs(30);
 
-/// Upheld audits a worker needs before only a fraction of its reports are audited: a worker
-/// that lies from the start is caught on its first report another worker can check.
-pub const PROBATION_AUDITS: u32 = 3;
 /// Impossible reports (moves off the board, bounds that cannot be) after which a worker is
 /// quarantined as faulty.
 pub const MAX_STRIKES: u32 = 3;

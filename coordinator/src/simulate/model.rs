@@ -389,46 +389,9 @@ pub fn measure_cancelled(
                     let Some((id, record, path)) = todo.get(i) else {
                         break;
                     };
-                    let task_board = path
-                        .iter()
-                        .try_fold(board, |b, &d| b.apply(d).map(|(next, _)| next));
-                    let Some(task_board) = task_board else {
+                    let depth = depth_of_bound.get(&record.bound).copied().unwrap_or(0);
+                    let Some(measured) = measure(&solver, &board, path, record, depth) else {
                         continue;
-                    };
-                    let started = Instant::now();
-                    let run = run_task(
-                        &solver,
-                        Work {
-                            board: &task_board,
-                            path,
-                            bound: record.bound,
-                            iterate: false,
-                            node_budget: 0,
-                            profile_depth: depth_of_bound.get(&record.bound).copied().unwrap_or(0),
-                            weighted: None,
-                        },
-                        None,
-                    );
-                    let seconds = started.elapsed().as_secs_f64();
-                    let outcome = match run.outcome {
-                        TaskOutcome::Found(suffix) => {
-                            RecordedOutcome::Found((path.len() + suffix.len()) as u32)
-                        }
-                        TaskOutcome::Exceeded(next) => RecordedOutcome::Exceeded(next),
-                        _ => continue,
-                    };
-                    let measured = TaskRecord {
-                        outcome,
-                        nodes: run.nodes,
-                        seconds,
-                        round_trip_seconds: seconds,
-                        parts: run
-                            .parts
-                            .iter()
-                            .map(|p| (moves_to_string(&p.moves), p.expanded, p.micros))
-                            .collect(),
-                        measured_after: true,
-                        ..record.clone()
                     };
                     results
                         .lock()
@@ -444,6 +407,54 @@ pub fn measure_cancelled(
     }
     store.flush()?;
     Ok(measured)
+}
+
+/// Searches the cancelled task of `record` (at `path` below `board`) as a worker would have,
+/// profiling its parts at `depth`; its record as measured, or None where the path leaves the
+/// board or the search ended otherwise than found or exceeded.
+fn measure(
+    solver: &Solver,
+    board: &Board,
+    path: &[Direction],
+    record: &TaskRecord,
+    depth: u32,
+) -> Option<TaskRecord> {
+    let task_board = path
+        .iter()
+        .try_fold(*board, |b, &d| b.apply(d).map(|(next, _)| next))?;
+    let started = Instant::now();
+    let run = run_task(
+        solver,
+        Work {
+            board: &task_board,
+            path,
+            bound: record.bound,
+            iterate: false,
+            node_budget: 0,
+            profile_depth: depth,
+            weighted: None,
+        },
+        None,
+    );
+    let seconds = started.elapsed().as_secs_f64();
+    let outcome = match run.outcome {
+        TaskOutcome::Found(suffix) => RecordedOutcome::Found((path.len() + suffix.len()) as u32),
+        TaskOutcome::Exceeded(next) => RecordedOutcome::Exceeded(next),
+        _ => return None,
+    };
+    Some(TaskRecord {
+        outcome,
+        nodes: run.nodes,
+        seconds,
+        round_trip_seconds: seconds,
+        parts: run
+            .parts
+            .iter()
+            .map(|p| (moves_to_string(&p.moves), p.expanded, p.micros))
+            .collect(),
+        measured_after: true,
+        ..record.clone()
+    })
 }
 
 /// Whether `path` lies inside a measured unit (a unit's path is a prefix of it, or it). Units
