@@ -1,0 +1,119 @@
+#!/bin/bash
+# Strong scaling of one batch file against one thread: `bench --threads 1`, then for each N the
+# embedded `batch --threads N` and `serve` + N one-thread workers, each with its wall time, the
+# CPU of every process, the nodes, and speedup and efficiency against the one thread's wall.
+# Every length is checked against the file's optimal= facts (the runs print how many matched).
+#
+# DILATE=K runs every process in a cgroup (v1) CPU quota of 1/K of a core (a process of N
+# threads, the embedded batch, gets N/K), so N + 1 processes fit on a 2-core machine and every
+# wall time stretches by K alike: a many-core host emulated (timers in the code do not
+# stretch, so it reads a little high at many workers). Needs root and a quiet machine; keep
+# (N + 1) / K under the core count. Without DILATE every process runs unconstrained.
+#
+# usage: [DILATE=10] [BIN=...] [SERVE_ARGS=...] scripts/scaling.sh TABLE_DIR FILE "1 2 4 8 15"
+#   TABLE_DIR holds the table files (linked into each process's data directory, so nothing is
+#   built or fetched).
+set -euo pipefail
+tables=$(realpath "$1")
+file=$(realpath "$2")
+counts=$3
+bin=${BIN:-$(realpath "$(dirname "$0")/../target/release/tilesolve")}
+dilate=${DILATE:-}
+root=/sys/fs/cgroup/cpu/tilesolve-scaling.$$
+pids=()
+work=$(mktemp -d)
+cleanup() {
+    kill "${pids[@]}" 2>/dev/null || true
+    wait 2>/dev/null || true
+    if [ -n "$dilate" ]; then
+        for group in "$root"/*/; do rmdir "$group" 2>/dev/null || true; done
+        rmdir "$root" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+[ -n "$dilate" ] && mkdir -p "$root"
+
+# Runs the rest of the line in a cgroup of its own with `cores` cores' worth of quota, each
+# divided by DILATE (or unconstrained without it).
+confined() {
+    local name=$1 cores=$2
+    shift 2
+    if [ -z "$dilate" ]; then
+        exec "$@"
+    fi
+    local group=$root/$name
+    mkdir -p "$group"
+    echo 100000 > "$group/cpu.cfs_period_us"
+    echo $(( 100000 * cores / dilate )) > "$group/cpu.cfs_quota_us"
+    echo "$BASHPID" > "$group/cgroup.procs"
+    exec "$@"
+}
+cpu() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
+now() { date +%s.%N; }
+seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+ratio() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { s = a / b; printf "%.2fx, %.0f%%", s, 100 * s / n }'; }
+mkdata() { mkdir -p "$1"; ln -sf "$tables"/*.pdb "$1/"; }
+
+echo "binary $bin; file $file; ${dilate:+every process at 1/$dilate of a core per thread}"
+mkdata "$work/one"
+start=$(now)
+(confined one 1 "$bin" bench --threads 1 --data "$work/one" "$file") > "$work/one.txt" 2>&1
+one=$(seconds "$start" "$(now)")
+echo "one thread: wall $one s; $(grep -E 'lengths optimal' "$work/one.txt" | tr -s ' '); $(grep -E '^expanded' "$work/one.txt" | tr -s ' ')"
+printf "%-28s %9s %16s %12s %s\n" "run" "wall s" "speedup, eff." "CPU s" "CPU per process, nodes, lengths"
+
+for n in $counts; do
+    # The embedded coordinator and its N threads in one process.
+    mkdata "$work/batch$n"
+    # (Its wall includes building nothing: the tables are there; it includes loading them.)
+    (confined "batch$n" "$n" /usr/bin/time -f "%e %U %S" -o "$work/batch$n.time" \
+        "$bin" batch --threads "$n" --data "$work/batch$n" "$file") > "$work/batch$n.txt" 2>&1 || true
+    read -r wall user system < "$work/batch$n.time"
+    printf "%-28s %9s %16s %12s %s\n" "batch --threads $n" "$wall" "$(ratio "$one" "$wall" "$n")" \
+        "$(awk -v u="$user" -v s="$system" 'BEGIN { printf "%.2f", u + s }')" \
+        "one process; $(grep -oE "lengths matching[^;]*" "$work/batch$n.txt" | head -1)"
+
+    # serve + N one-thread workers, each in its own process (and cgroup).
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    url="http://127.0.0.1:$port"
+    pids=()
+    mkdata "$work/c$n"
+    # shellcheck disable=SC2086 # SERVE_ARGS is a list of arguments
+    (confined "c$n" 1 "$bin" serve --listen "127.0.0.1:$port" --data "$work/c$n" ${SERVE_ARGS:-}) \
+        > "$work/c$n.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 200); do (exec 3<> "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+    for i in $(seq 1 "$n"); do
+        mkdata "$work/w$n.$i"
+        (confined "w$n.$i" 1 "$bin" worker --coordinator "$url" --threads 1 --data "$work/w$n.$i") \
+            > "$work/w$n.$i.log" 2>&1 &
+        pids+=($!)
+    done
+    # Every worker registered and its tables loaded before the clock starts.
+    for _ in $(seq 1200); do
+        [ "$(grep -l 'registered with coordinator' "$work"/w"$n".*.log 2>/dev/null | wc -l)" -ge "$n" ] && break
+        sleep 0.1
+    done
+    sleep 3
+    before=()
+    for pid in "${pids[@]}"; do before+=("$(cpu "$pid")"); done
+    start=$(now)
+    "$bin" submit --coordinator "$url" --wait "$file" > "$work/answers$n.txt" 2>&1 || true
+    wall=$(seconds "$start" "$(now)")
+    total=0
+    spent=()
+    for i in "${!pids[@]}"; do
+        s=$(awk -v a="$(cpu "${pids[$i]}")" -v b="${before[$i]}" 'BEGIN { printf "%.2f", a - b }')
+        spent+=("$s")
+        total=$(awk -v a="$total" -v b="$s" 'BEGIN { printf "%.2f", a + b }')
+    done
+    nodes=$("$bin" status --coordinator "$url" --json 1 2>/dev/null \
+        | python3 -c 'import json, sys; print(json.load(sys.stdin)["nodes"])' 2>/dev/null || echo "?")
+    workers_cpu=$(printf "%s " "${spent[@]:1}")
+    printf "%-28s %9s %16s %12s %s\n" "serve + $n workers" "$wall" "$(ratio "$one" "$wall" "$n")" "$total" \
+        "coordinator ${spent[0]}, workers ${workers_cpu% }; $nodes nodes; $(grep -oE 'lengths matching[^;]*' "$work/answers$n.txt" | head -1)"
+    kill "${pids[@]}" 2>/dev/null || true
+    wait 2>/dev/null || true
+    pids=()
+done
