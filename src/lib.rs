@@ -1,4 +1,5 @@
-//! tilesolve: optimal solutions to sliding-tile puzzles (8-, 15- and 24-puzzle).
+//! tilesolve: optimal solutions to sliding-tile puzzles (8-, 15- and 24-puzzle, and rectangles
+//! of up to 32 cells).
 //!
 //! This is the shared library of the workspace. Layout:
 //!
@@ -9,8 +10,10 @@
 //! - [`batch_file`]: lines of a batch file: comments, blank lines, ` # ` facts.
 //! - [`moves`]: the neighbour table the kernel walks, and solution replay.
 //! - [`heuristic`]: Hamming, Manhattan and linear conflict, each updated move by move.
-//! - [`heuristic_choice`]: a heuristic named at run time (`default` by memory budget) and built.
-//! - [`pdb`]: pattern databases: presets, the parallel builder, files, the additive heuristic.
+//! - [`heuristic_choice`]: a heuristic named at run time (`default` by memory budget), parsed
+//!   once at the edge, and built.
+//! - [`pdb`]: pattern databases: the presets' registry, the parallel builder, files, the
+//!   additive heuristic.
 //! - [`search`]: the bounded depth-first kernel, IDA* around it, and A* with a memory budget.
 //! - [`solver`]: one board in, one replayed optimal solution (or a clear error) out.
 //! - [`task`]: the unit of distributed work (one subtree under one bound) and how to run it.

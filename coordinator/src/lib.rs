@@ -1,12 +1,14 @@
-//! The tilesolve coordinator: owns batches, the per-iteration frontier scheduler and the sled
-//! store, and serves the `tilesolve.v1` gRPC API.
+//! The tilesolve coordinator: owns batches, the per-iteration frontier scheduler and the store,
+//! and serves the `tilesolve.v1` gRPC API.
 //!
 //! Layout:
 //! - [`frontier`]: splits one IDA* iteration of a puzzle into deduplicated subtree tasks.
-//! - [`queue`]: the ready queue's order (batches in turn, largest predicted task first).
-//! - [`scheduler`]: batches in, subtree tasks out, leases, results in, answers stored.
-//! - [`store`]: the sled database (solutions, batches and items, search state); the only
-//!   module that touches sled.
+//! - [`queue`]: the ready queue's order (batches first come, first served; within a batch, its
+//!   waves in order; within a wave, subtrees where one thread's IDA* meets them).
+//! - [`scheduler`]: batches in, subtree tasks out, leases, results in, answers stored; parts
+//!   that own their state, calls between them going one way.
+//! - [`store`]: answers and batch records in its own logs, items, search states and task
+//!   records in sled trees; the only module that touches sled.
 //! - `cycle`: the scheduler behind its lock, taken there only: the lock cycle every change goes
 //!   through (deferred work run outside the lock, records written, flushes, waiters woken).
 //! - [`table_supply`]: obtains the pattern tables waiting batches need, in the background:
