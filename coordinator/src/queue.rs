@@ -82,6 +82,11 @@ impl<T> ReadyQueue<T> {
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }
+
+    /// Items queued (a withdrawn task's id counts until it is popped).
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
 }
 
 #[cfg(test)]

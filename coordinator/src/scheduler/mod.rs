@@ -241,9 +241,10 @@ impl Scheduler {
                 (count + 1, sum + report.seconds)
             });
         let parts = &mut self.parts;
-        let holding = parts
-            .workers
-            .reported(worker, now, (results.len() as u64, nodes), timed)?;
+        let mut holding =
+            parts
+                .workers
+                .reported(worker, now, (results.len() as u64, nodes), timed)?;
         for report in results {
             self.puzzles
                 .apply(parts, &mut self.audits, worker, report)?;
@@ -256,7 +257,11 @@ impl Scheduler {
         }
         // A worker holds at most one running and MAX_PREFETCH waiting tasks per thread (more
         // only while its tasks are short), however often it asks: one that asks for everything
-        // and never reports cannot starve the rest.
+        // and never reports cannot starve the rest; and it prefetches only what the idle
+        // threads elsewhere leave over (counted once its reports are applied).
+        holding.idle_elsewhere = parts
+            .workers
+            .idle_threads_except(worker, |other| parts.tasks.held(other));
         let leased = parts.tasks.lease(
             worker,
             free_slots as usize,

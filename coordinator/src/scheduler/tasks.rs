@@ -72,6 +72,9 @@ pub(super) struct Holding {
     /// A task predicted to expand more nodes than this is long: it goes out only to a thread
     /// with nothing to do (see [`super::PREFETCH_MOST_SECONDS`]).
     pub(super) long_above_nodes: u64,
+    /// Threads of the other connected workers with nothing to do: a worker prefetches only
+    /// from the queued tasks beyond what they could take.
+    pub(super) idle_elsewhere: usize,
 }
 
 /// Long tasks a lease looks past, at most, for shorter ones a busy worker may prefetch: a
@@ -162,7 +165,11 @@ impl Tasks {
     /// `holding.most` leases in all: a worker that asks again and again, or never reports,
     /// cannot take the whole queue from the others. A long task goes only into a thread with
     /// nothing to do, so the long tasks at an iteration's end spread over every worker instead
-    /// of waiting one behind another in the worker that asked first.
+    /// of waiting one behind another in the worker that asked first. And a worker prefetches
+    /// (takes more than its threads with nothing to do) only the tasks left over once every
+    /// idle thread elsewhere could have one ([`Holding::idle_elsewhere`]): sixteen whole
+    /// puzzles of unknown cost went to the first four of fifteen workers to ask, five each,
+    /// while the other eleven idled.
     pub(super) fn lease(
         &mut self,
         worker: WorkerId,
@@ -176,10 +183,12 @@ impl Tasks {
         let mut leased = Vec::new();
         let mut passed_over = Vec::new();
         let mut long_passed = 0;
+        let mut remaining = self.ready.len();
         while leased.len() < count && long_passed < MOST_LONG_PASSED {
             let Some(id) = self.ready.pop() else {
                 break;
             };
+            remaining = remaining.saturating_sub(1);
             // Withdrawn tasks leave their ids behind; a leased task is never handed out twice.
             let Some(entry) = self.entries.get_mut(&id).filter(|t| t.lease.is_none()) else {
                 continue;
@@ -190,6 +199,12 @@ impl Tasks {
             {
                 passed_over.push((entry.puzzle.0, entry.wave, entry.order.clone(), id));
                 continue;
+            }
+            let prefetch = held + leased.len() >= holding.threads;
+            if prefetch && remaining < holding.idle_elsewhere {
+                // What is left is the idle threads' elsewhere (and so is every later task).
+                passed_over.push((entry.puzzle.0, entry.wave, entry.order.clone(), id));
+                break;
             }
             // A whole task's `predicted` is its budget, not a prediction: it is never long.
             if !entry.spec.iterate
@@ -515,6 +530,7 @@ mod tests {
             most: 100,
             threads: 1,
             long_above_nodes: 1_000,
+            idle_elsewhere: 0,
         };
         let now = Instant::now();
         let (first, second) = (1, 2);
@@ -551,6 +567,7 @@ mod tests {
             most: 5,
             threads: 1,
             long_above_nodes: 0,
+            idle_elsewhere: 0,
         };
         assert_eq!(
             leased_ids(&mut tasks, 1, holding, Instant::now()),

@@ -89,6 +89,14 @@ struct WorkerInfo {
 }
 
 impl WorkerInfo {
+    /// Leases it may hold: earned by tasks reported, not by threads declared.
+    fn earned(&self) -> usize {
+        usize::try_from(self.tasks_done)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(LEASES_EARNED_PER_TASK)
+            .saturating_add(FIRST_LEASES)
+    }
+
     fn record(&mut self, now: Instant) {
         self.reports.push_back((now, self.nodes));
         while self
@@ -402,18 +410,34 @@ impl Workers {
         let unpacked = info.threads as usize * (1 + MAX_PREFETCH) as usize;
         let per_thread = info.task_times.tasks_per_thread(1 + MAX_PREFETCH);
         let packed = (info.threads as usize * per_thread as usize).min(MAX_PACKED_HELD);
-        // Leases are earned by tasks reported, not by threads declared.
-        let earned = usize::try_from(info.tasks_done)
-            .unwrap_or(usize::MAX)
-            .saturating_mul(LEASES_EARNED_PER_TASK)
-            .saturating_add(FIRST_LEASES);
+        let earned = info.earned();
         Ok(Holding {
             lineage: info.lineage,
             most: packed.max(unpacked).min(earned),
             threads: (info.threads as usize).min(earned),
             // Unmeasured (0): every task with a predicted size counts as long.
             long_above_nodes: (info.nodes_per_second(now) * PREFETCH_MOST_SECONDS) as u64,
+            // Known only with the tasks' leases: the scheduler fills it in.
+            idle_elsewhere: 0,
         })
+    }
+
+    /// Threads of the connected workers but `worker` that have nothing to do, given the leases
+    /// each holds (`held`): a worker's threads as far as it has earned them.
+    pub(super) fn idle_threads_except(
+        &self,
+        worker: WorkerId,
+        held: impl Fn(WorkerId) -> usize,
+    ) -> usize {
+        self.workers
+            .iter()
+            .filter(|(&id, _)| id != worker)
+            .map(|(&id, info)| {
+                (info.threads as usize)
+                    .min(info.earned())
+                    .saturating_sub(held(id))
+            })
+            .sum()
     }
 
     /// Forgets the workers silent for `timeout` or longer; returns them.

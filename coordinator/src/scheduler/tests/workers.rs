@@ -37,6 +37,39 @@ fn a_worker_holds_at_most_its_threads_times_prefetch_however_often_it_asks() {
 }
 
 #[test]
+fn whole_puzzles_spread_over_idle_workers_before_any_worker_prefetches() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    // 16 whole-puzzle tasks of unknown cost, 15 one-thread workers connected.
+    let lines = distinct_eight_puzzles(16, 11);
+    scheduler.submit(&lines, "manhattan", "").unwrap();
+    let workers: Vec<WorkerId> = (0..15)
+        .map(|_| scheduler.register(1, "test", None).unwrap())
+        .collect();
+    let free_slots = 1 + MAX_PREFETCH;
+    let taken: Vec<usize> = workers
+        .iter()
+        .map(|&worker| {
+            scheduler
+                .poll(worker, free_slots, Vec::new())
+                .unwrap()
+                .0
+                .len()
+        })
+        .collect();
+    assert_eq!(taken.iter().sum::<usize>(), 16, "{taken:?}");
+    assert!(
+        taken.iter().all(|&n| (1..=2).contains(&n)),
+        "every worker has a task, and the first prefetches only the one left over: {taken:?}"
+    );
+    // With nobody else idle, a worker prefetches as before.
+    let lines = distinct_eight_puzzles(40, 12);
+    scheduler.submit(&lines, "manhattan", "").unwrap();
+    let (more, _) = scheduler.poll(workers[0], free_slots, Vec::new()).unwrap();
+    assert!(more.len() >= 3, "{}", more.len());
+}
+
+#[test]
 fn a_worker_whose_tasks_are_short_holds_many_unless_its_times_are_impossible() {
     let data = tempfile::tempdir().unwrap();
     let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
