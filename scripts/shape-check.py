@@ -96,7 +96,10 @@ def non_test_lines(text):
     for n, line in enumerate(lines):
         if line.strip() == "#[cfg(test)]" and n + 1 < len(lines):
             following = lines[n + 1].strip()
-            if following.startswith("mod ") or following.startswith("pub(crate) mod "):
+            # An inline test module (`mod tests {`), not a declaration of one in its own file
+            # (`mod tests;`), which may sit anywhere among the items.
+            inline = following.endswith("{")
+            if inline and (following.startswith("mod ") or following.startswith("pub(crate) mod ")):
                 return lines[:n]
     return lines
 
