@@ -158,9 +158,15 @@ impl Puzzles {
             profile_depth: 4,
             weighted: None,
         };
+        self.add_whole_task(parts, puzzle, spec);
+        Ok(())
+    }
+
+    /// Queues a task of the whole puzzle (its first, or its weighted one) in a wave of its own,
+    /// predicted at the whole-task budget.
+    fn add_whole_task(&mut self, parts: &mut Parts, puzzle: PuzzleId, spec: TaskSpec) {
         let (wave, predicted) = (parts.tasks.next_wave(), parts.config.whole_task_budget);
         self.add_task(parts, puzzle, spec, (wave, Vec::new()), predicted);
-        Ok(())
     }
 
     /// Queues `spec` for `puzzle` in `wave`, at `order` within it (see [`TaskEntry::order`]).
@@ -550,8 +556,7 @@ impl Puzzles {
             return Ok(());
         };
         let spec = bounded::weighted_task(puzzle_id, puzzle);
-        let (wave, predicted) = (parts.tasks.next_wave(), parts.config.whole_task_budget);
-        self.add_task(parts, puzzle_id, spec, (wave, Vec::new()), predicted);
+        self.add_whole_task(parts, puzzle_id, spec);
         Ok(())
     }
 
