@@ -355,8 +355,8 @@ impl Scheduler {
         self.check_capacity(read.queued())?;
         let parts = &mut self.parts;
         let keys = read.solver_keys();
-        parts.tables.check_obtainable(&keys, &parts.workers)?;
-        let in_parts = parts.tables.ready(&keys)?;
+        // Whether its items start as their parts are stored: all its solvers ready.
+        let in_parts = parts.tables.check_obtainable(&keys, &parts.workers)?;
         let batch = parts.ids.next_batch(&parts.store)?;
         Ok(read.open(batch, in_parts, &mut parts.batches))
     }

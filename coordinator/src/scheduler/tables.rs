@@ -152,11 +152,6 @@ impl Tables {
         Ok(sorted)
     }
 
-    /// Whether every solver of `keys` is ready (or cannot be made: those items fail).
-    pub(super) fn ready(&mut self, keys: &HashSet<SolverKey>) -> Result<bool, SchedulerError> {
-        Ok(self.sort(keys)?.missing.is_empty())
-    }
-
     /// The table files `key` needs that are not in the data directory.
     pub fn missing_tables(&self, key: &SolverKey) -> Result<Vec<PatternSpec>, SchedulerError> {
         let Some(preset) = self.resolved(key).preset() else {
@@ -169,15 +164,18 @@ impl Tables {
 
     /// Refuses a batch whose tables nobody can supply: missing here, held by no connected
     /// worker, and the coordinator may not build them. Checked before the batch is stored.
+    /// Returns whether every solver of `keys` is ready (or cannot be made: those items fail).
     pub(super) fn check_obtainable(
         &mut self,
         keys: &HashSet<SolverKey>,
         workers: &Workers,
-    ) -> Result<(), SchedulerError> {
+    ) -> Result<bool, SchedulerError> {
+        let missing = self.sort(keys)?.missing;
         if self.may_build {
-            return Ok(());
+            return Ok(missing.is_empty());
         }
-        for key in self.sort(keys)?.missing {
+        let ready = missing.is_empty();
+        for key in missing {
             for spec in self.missing_tables(&key)? {
                 let name = spec.file_name();
                 if workers.holders(&name).is_empty() {
@@ -193,7 +191,7 @@ impl Tables {
                 }
             }
         }
-        Ok(())
+        Ok(ready)
     }
 
     /// `items` more of `batch`'s items wait for the solvers `missing`.
