@@ -33,6 +33,11 @@ pub struct ServeArgs {
     /// subtree tasks.
     #[arg(long, default_value_t = SchedulerConfig::default().whole_task_budget)]
     split_after: u64,
+    /// ... and, while fewer than two unfinished puzzles per connected worker thread remain,
+    /// this many (at most `--split-after`): few hard puzzles are split early, so that every
+    /// thread has a part of them.
+    #[arg(long, default_value_t = SchedulerConfig::default().spread_task_budget)]
+    spread_after: u64,
     #[command(flatten)]
     policy: PolicyArgs,
     #[command(flatten)]
@@ -154,6 +159,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
         let scheduler = SchedulerConfig {
             lease_timeout: Duration::from_secs_f64(args.lease_timeout.max(0.1)),
             whole_task_budget: args.split_after.max(1),
+            spread_task_budget: args.spread_after.max(1),
             table_budget: args.memory.bytes(),
             audit_fraction: args.audit_fraction,
             verify: args.verify.parse().map_err(anyhow::Error::msg)?,

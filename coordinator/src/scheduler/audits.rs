@@ -12,11 +12,12 @@
 //!
 //! Every report of a new worker is audited until [`PROBATION_AUDITS`] were upheld, then a
 //! fraction drawn with a secret seed, so a worker cannot tell which of its reports are checked.
-//! No registration audits another of its own lineage ([`Lineage`]: every worker registered
-//! under one worker token is one, since a token holder may register as many workers as it
-//! likes, and they would uphold each other's lies): with no worker of another lineage
-//! connected, the coordinator runs the audit itself, whatever its size (in chunks of
-//! [`COORDINATOR_CHUNK_NODES`] on its background pool). An audit is never dropped: one whose
+//! No worker audits its own report. Under `full` no registration audits another of its own
+//! lineage either ([`Lineage`]: every worker registered under one worker token is one, since a
+//! token holder may register as many workers as it likes, and they would uphold each other's
+//! lies); under `sample`, which guards against faulty machines, any other registration may.
+//! With no worker that may run an audit connected, the coordinator runs it itself, whatever its
+//! size (in chunks of [`COORDINATOR_CHUNK_NODES`] on its background pool). An audit is never dropped: one whose
 //! auditor falls silent, fails or leaves goes to another worker or to the coordinator. What a
 //! report says of its own size only decides where its audit runs, never whether it runs.
 //! A claim that no draw picked is kept while an answer's length could rest on it: before an
@@ -136,8 +137,8 @@ impl Audits {
     }
 
     /// After `worker`'s report for `entry` (of a live puzzle) was taken: audits its claims
-    /// when the worker is on probation or the draw says so, on a worker of another lineage or
-    /// on the coordinator. Returns the claims left unaudited (none when audits are off): an
+    /// when the worker is on probation or the draw says so, on another worker ([`Audit`] says
+    /// which may) or on the coordinator. Returns the claims left unaudited (none when audits are off): an
     /// answer resting on them has them audited before it is stored (see [`Audits::answer`]).
     pub(super) fn maybe_audit(
         &mut self,
@@ -156,10 +157,16 @@ impl Audits {
         } else {
             entry.spec.node_budget
         };
-        let lineage = parts
-            .workers
-            .lineage(worker)
-            .unwrap_or(Lineage::Registration(worker));
+        // Under `full` no worker of the reporter's lineage audits it (one token, one liar).
+        // Under `sample`, which guards machines of one's own against faults, any other
+        // registration may: a second process is an independent check of a faulty one, and
+        // with one worker token the sampled audits (5% of the work) would otherwise all run on
+        // the coordinator, whose core then limits how many workers it can feed.
+        let own = Lineage::Registration(worker);
+        let lineage = match verify {
+            Verify::Full => parts.workers.lineage(worker).unwrap_or(own),
+            Verify::Off | Verify::Sample => own,
+        };
         let claims: Vec<UnauditedClaim> = claims(&entry.spec, outcome)
             .into_iter()
             .filter(|&(_, _, claim)| claim > 0)
@@ -201,10 +208,10 @@ impl Audits {
         Vec::new()
     }
 
-    /// Audits `claim` on a worker of another lineage when one is connected, else on the
-    /// coordinator's background pool.
+    /// Audits `claim` on a worker that may run it ([`Audit::may_run_on`]) when one is
+    /// connected, else on the coordinator.
     fn route(&mut self, parts: &mut Parts, puzzle: PuzzleId, claim: UnauditedClaim) {
-        if parts.workers.independent_of(claim.audit.lineage) {
+        if parts.workers.can_audit(&claim.audit) {
             self.queue(parts, puzzle, claim);
         } else if claim.nodes <= COORDINATOR_AUDIT_NODES {
             // Run in the lock cycle that drew it, as an answer's audit is: handed to the
@@ -315,8 +322,8 @@ impl Audits {
                 self.children(parts, puzzle, spec, claim.audit, &children);
             }
             outcome => {
-                // The coordinator's own search cannot fail but by a fault: a worker of another
-                // lineage may still run it.
+                // The coordinator's own search cannot fail but by a fault: a worker that may
+                // run it still can.
                 let (batch, index) = (puzzle.0, puzzle.1 + 1);
                 tracing::error!(
                     batch,
@@ -324,7 +331,7 @@ impl Audits {
                     ?outcome,
                     "the coordinator's audit failed"
                 );
-                if parts.workers.independent_of(claim.audit.lineage) {
+                if parts.workers.can_audit(&claim.audit) {
                     self.queue(parts, puzzle, claim);
                 } else {
                     parts.totals.audits_skipped += 1;
@@ -484,7 +491,7 @@ impl Audits {
         let stale = std::time::Instant::now().checked_sub(parts.config.lease_timeout);
         let stranded = parts
             .tasks
-            .take_stranded_audits(stale, |lineage| workers.independent_of(lineage));
+            .take_stranded_audits(stale, |audit| workers.can_audit(audit));
         stranded
             .into_iter()
             .flat_map(|entry| self.run_task_here(parts, entry))

@@ -16,7 +16,9 @@ pub enum Verify {
     /// Sampled audits: a new worker's cheap claims until it has passed probation, then a share
     /// ([`SchedulerConfig::audit_fraction`]) of its reports. A false claim found quarantines
     /// its worker and withdraws everything that rests on its reports, but an answer may be
-    /// read before that. About the sampled share in CPU.
+    /// read before that. About the sampled share in CPU, on the workers: any registration but
+    /// the reporter's may audit (a second process checks a faulty machine's; liars are the
+    /// business of `full`), so one worker token does not put the audits on the coordinator.
     #[default]
     Sample,
     /// Today's full guarantee: besides the samples, every claim an answer rests on is audited
@@ -53,7 +55,8 @@ pub const PROBATION_AUDITS: u32 = 3;
 /// itself, outside its lock, within the worker's poll, with this budget: under a millisecond,
 /// about what the task's round trip would cost the coordinator (measured: 40-50 us for an audit
 /// of a 40-60-move random walk either way), and they need no second worker. A larger one goes
-/// to a worker of another lineage, or, with none, to the coordinator's background pool.
+/// to another worker that may run it (under `full`, of another lineage), or, with none, to the
+/// coordinator's background pool.
 pub const COORDINATOR_AUDIT_NODES: u64 = 10_000;
 
 /// Budget of one audit the coordinator runs on its background pool: about a second. One that
@@ -65,6 +68,12 @@ pub const COORDINATOR_CHUNK_NODES: u64 = 20_000_000;
 pub struct SchedulerConfig {
     /// Expanded nodes a whole-puzzle task may spend before the puzzle is split.
     pub whole_task_budget: u64,
+    /// ... and, at most, a whole-puzzle task leased while fewer than
+    /// [`SPREAD_PUZZLES_PER_THREAD`] unfinished puzzles per connected worker thread remain:
+    /// its puzzle is split after its first cheap iterations, so that its large ones spread over
+    /// every thread rather than run on one while the others idle. (A whole task stops between
+    /// iterations, so nothing it searched is lost to the split.)
+    pub spread_task_budget: u64,
     /// A lease not renewed for this long returns its task to the queue.
     pub lease_timeout: Duration,
     /// Most subtree tasks per worker thread when splitting an iteration.
@@ -113,7 +122,24 @@ pub const DEFAULT_MAX_PENDING: usize = 250_000;
 /// (one that always lies, on probation, at once).
 pub const DEFAULT_AUDIT_FRACTION: f64 = 0.05;
 
+/// Unfinished puzzles per connected worker thread below which a whole-puzzle task gets
+/// [`SchedulerConfig::spread_task_budget`]: with fewer, some threads would idle while others
+/// search whole puzzles (sixteen 80-move boards on fifteen workers: the largest, 11% of the
+/// work, alone capped the batch at 9x one thread); with more, whole puzzles keep every
+/// thread busy and cost no splits.
+pub const SPREAD_PUZZLES_PER_THREAD: usize = 2;
+
 impl SchedulerConfig {
+    /// What a whole-puzzle task leased now may spend (on top of its own budget), with
+    /// `unfinished` puzzles left for `threads` connected worker threads.
+    pub(super) fn whole_task_budget_now(&self, unfinished: usize, threads: usize) -> u64 {
+        if unfinished < SPREAD_PUZZLES_PER_THREAD.saturating_mul(threads) {
+            self.spread_task_budget.min(self.whole_task_budget)
+        } else {
+            self.whole_task_budget
+        }
+    }
+
     /// How an iteration is split for `threads` worker threads (at least one).
     pub(super) fn balance(&self, threads: usize) -> crate::frontier::BalanceParams {
         crate::frontier::BalanceParams {
@@ -131,6 +157,7 @@ impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             whole_task_budget: 20_000_000,
+            spread_task_budget: 1_000_000,
             lease_timeout: Duration::from_secs(10),
             tasks_per_thread: 200,
             split_balance: 16,

@@ -262,6 +262,11 @@ impl Scheduler {
         holding.idle_elsewhere = parts
             .workers
             .idle_threads_except(worker, |other| parts.tasks.held(other));
+        // With few puzzles left per thread, whole puzzles are split early to use every thread.
+        let unfinished = self.puzzles.len() + parts.batches.intake_pending();
+        holding.whole_task_budget = parts
+            .config
+            .whole_task_budget_now(unfinished, parts.workers.threads());
         let leased = parts.tasks.lease(
             worker,
             free_slots as usize,

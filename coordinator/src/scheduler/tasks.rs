@@ -30,13 +30,23 @@ fn deadline(node_budget: u64, now: Instant, timeout: Duration) -> Option<Instant
 }
 
 /// What an audit task checks: that no path shorter than `claim` exists below the task's board,
-/// as the report of `of` (of `lineage`) said (the audit searches one move short of the claim,
-/// so any path it finds disproves it).
+/// as the report of `of` said (the audit searches one move short of the claim, so any path it
+/// finds disproves it).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Audit {
     pub(super) of: WorkerId,
+    /// No worker of this lineage runs it: under `full` the reporter's (one token, one liar);
+    /// under `sample` the reporter's own registration (see `Audits::maybe_audit`).
     pub(super) lineage: Lineage,
     pub(super) claim: u32,
+}
+
+impl Audit {
+    /// Whether `worker`, of `lineage`, may run this audit: never the reporter itself, nor a
+    /// worker of the lineage it is kept from.
+    pub(super) fn may_run_on(&self, worker: WorkerId, lineage: Lineage) -> bool {
+        worker != self.of && lineage != self.lineage
+    }
 }
 
 pub(super) struct TaskEntry {
@@ -75,6 +85,8 @@ pub(super) struct Holding {
     /// Threads of the other connected workers with nothing to do: a worker prefetches only
     /// from the queued tasks beyond what they could take.
     pub(super) idle_elsewhere: usize,
+    /// Most a whole-puzzle task leased now may spend (`SchedulerConfig::whole_task_budget_now`).
+    pub(super) whole_task_budget: u64,
 }
 
 /// Long tasks a lease looks past, at most, for shorter ones a busy worker may prefetch: a
@@ -195,7 +207,7 @@ impl Tasks {
             };
             if entry
                 .audit
-                .is_some_and(|audit| audit.of == worker || audit.lineage == holding.lineage)
+                .is_some_and(|audit| !audit.may_run_on(worker, holding.lineage))
             {
                 passed_over.push((entry.puzzle.0, entry.wave, entry.order.clone(), id));
                 continue;
@@ -214,6 +226,9 @@ impl Tasks {
                 passed_over.push((entry.puzzle.0, entry.wave, entry.order.clone(), id));
                 long_passed += 1;
                 continue;
+            }
+            if entry.spec.iterate && entry.spec.weighted.is_none() && entry.audit.is_none() {
+                entry.spec.node_budget = entry.spec.node_budget.min(holding.whole_task_budget);
             }
             entry.lease = Some(Lease {
                 worker,
@@ -264,12 +279,12 @@ impl Tasks {
     }
 
     /// Takes out the audit tasks waiting in the queue that no connected worker may run
-    /// (`independent_of(lineage)` is false for the lineage they audit), or that were queued
+    /// (`can_audit` is false for them), or that were queued
     /// before `stale` (a worker that may run them never asks for work).
     pub(super) fn take_stranded_audits(
         &mut self,
         stale: Option<Instant>,
-        independent_of: impl Fn(Lineage) -> bool,
+        can_audit: impl Fn(&Audit) -> bool,
     ) -> Vec<TaskEntry> {
         let ids: Vec<TaskId> = self
             .entries
@@ -277,7 +292,7 @@ impl Tasks {
             .filter(|(_, t)| t.lease.is_none())
             .filter(|(_, t)| {
                 t.audit.is_some_and(|audit| {
-                    !independent_of(audit.lineage) || stale.is_some_and(|stale| t.queued <= stale)
+                    !can_audit(&audit) || stale.is_some_and(|stale| t.queued <= stale)
                 })
             })
             .map(|(&id, _)| id)
@@ -531,6 +546,7 @@ mod tests {
             threads: 1,
             long_above_nodes: 1_000,
             idle_elsewhere: 0,
+            whole_task_budget: u64::MAX,
         };
         let now = Instant::now();
         let (first, second) = (1, 2);
@@ -568,6 +584,7 @@ mod tests {
             threads: 1,
             long_above_nodes: 0,
             idle_elsewhere: 0,
+            whole_task_budget: u64::MAX,
         };
         assert_eq!(
             leased_ids(&mut tasks, 1, holding, Instant::now()),

@@ -208,7 +208,7 @@ pub struct Swept {
 }
 
 /// Who stands behind a registration, for audits: registrations of one lineage may be one
-/// liar, so none of them audits another ([`Workers::independent_of`]). The service gives every
+/// liar, so under `full` none of them audits another ([`Workers::can_audit`]). The service gives every
 /// registration under one worker token the same lineage (a token holder can register as many
 /// workers as it likes); tools and tests that drive the scheduler directly give each its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tilesolve::task::TaskTimes;
 
 use super::config::PROBATION_AUDITS;
-use super::tasks::Holding;
+use super::tasks::{Audit, Holding};
 use super::types::{
     Lineage, SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS,
     PREFETCH_MOST_SECONDS,
@@ -363,10 +363,12 @@ impl Workers {
         self.workers.get(&worker).map(|info| info.lineage)
     }
 
-    /// Whether a connected worker of another lineage than `lineage` could audit a report of
-    /// it (quarantined workers are not connected).
-    pub(super) fn independent_of(&self, lineage: Lineage) -> bool {
-        self.workers.values().any(|info| info.lineage != lineage)
+    /// Whether a connected worker may run `audit` ([`Audit::may_run_on`]; quarantined
+    /// workers are not connected).
+    pub(super) fn can_audit(&self, audit: &Audit) -> bool {
+        self.workers
+            .iter()
+            .any(|(&id, info)| audit.may_run_on(id, info.lineage))
     }
 
     pub(super) fn check_secret(
@@ -417,8 +419,9 @@ impl Workers {
             threads: (info.threads as usize).min(earned),
             // Unmeasured (0): every task with a predicted size counts as long.
             long_above_nodes: (info.nodes_per_second(now) * PREFETCH_MOST_SECONDS) as u64,
-            // Known only with the tasks' leases: the scheduler fills it in.
+            // Known only with the tasks' leases and the puzzles: the scheduler fills them in.
             idle_elsewhere: 0,
+            whole_task_budget: u64::MAX,
         })
     }
 

@@ -451,12 +451,47 @@ fn the_coordinator_audits_a_lone_workers_claims_itself() {
 }
 
 #[test]
-fn registrations_under_one_token_never_audit_each_other() {
+fn under_sample_another_registration_of_the_same_token_audits_not_the_coordinator() {
     let data = tempfile::tempdir().unwrap();
     let mut scheduler = scheduler_in(
         data.path(),
         SchedulerConfig {
             whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    );
+    // One worker token on many hosts (the usual cluster): a faulty one is checked by another.
+    let faulty = scheduler.register(1, "faulty", Some(0)).unwrap();
+    let other = scheduler.register(1, "other", Some(0)).unwrap();
+    let batch = answer_31_moves_in_33(&mut scheduler, faulty);
+    assert!(
+        scheduler.take_deferred().is_empty(),
+        "nothing is audited on the coordinator"
+    );
+    let (audits, _) = scheduler.poll(other, 4, Vec::new()).unwrap();
+    assert!(
+        audits.iter().any(|task| !task.iterate),
+        "the faulty worker's claim is audited by the other registration: {audits:?}"
+    );
+    let reports = answer(audits, &|_, outcome| outcome);
+    work_until_done(&mut scheduler, other, 1, batch, reports);
+    let totals = scheduler.totals();
+    assert_eq!(
+        (totals.audits_disproved, totals.workers_quarantined),
+        (1, 1),
+        "{totals:?}"
+    );
+    assert_eq!(first_answer_length(&scheduler, batch), 31);
+}
+
+#[test]
+fn under_full_registrations_under_one_token_never_audit_each_other() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            verify: Verify::Full,
             ..SchedulerConfig::default()
         },
     );

@@ -70,6 +70,35 @@ fn whole_puzzles_spread_over_idle_workers_before_any_worker_prefetches() {
 }
 
 #[test]
+fn few_puzzles_per_thread_are_split_early_and_many_run_whole() {
+    let config = SchedulerConfig::default();
+    // The budgets of the whole-puzzle tasks `puzzles` boards get with `workers` one-thread
+    // workers connected.
+    let budgets = |puzzles: usize, workers: usize| -> Vec<u64> {
+        let data = tempfile::tempdir().unwrap();
+        let mut scheduler = scheduler_in(data.path(), config.clone());
+        let workers: Vec<WorkerId> = (0..workers)
+            .map(|_| scheduler.register(1, "test", None).unwrap())
+            .collect();
+        scheduler
+            .submit(&distinct_eight_puzzles(puzzles, 11), "manhattan", "")
+            .unwrap();
+        workers
+            .iter()
+            .flat_map(|&worker| scheduler.poll(worker, 1, Vec::new()).unwrap().0)
+            .map(|task| task.node_budget)
+            .collect()
+    };
+    // Two puzzles a thread or more: whole puzzles keep every thread busy.
+    let many = budgets(16, 8);
+    assert_eq!(many, vec![config.whole_task_budget; 8]);
+    // Fewer: each is split after its first cheap iterations, so every thread has a part.
+    let few = budgets(15, 8);
+    assert_eq!(few, vec![config.spread_task_budget; 8]);
+    assert!(config.spread_task_budget < config.whole_task_budget);
+}
+
+#[test]
 fn a_worker_whose_tasks_are_short_holds_many_unless_its_times_are_impossible() {
     let data = tempfile::tempdir().unwrap();
     let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
