@@ -27,7 +27,7 @@ pub(super) struct CycleOut {
 }
 
 impl CycleOut {
-    /// Everything left, and whether tasks wait for workers.
+    /// Everything left, and whether tasks were queued for workers to take.
     pub(super) fn take(&mut self, tasks_ready: bool) -> AfterCycle {
         let CycleOut {
             deferred,
@@ -46,7 +46,8 @@ impl CycleOut {
 /// What one lock cycle leaves to do after the lock is released: run the deferred work (and
 /// hand each back to [`Scheduler::finish_deferred`](super::Scheduler::finish_deferred)), write
 /// the records ([`super::Flusher::write`], a record lost in a crash only makes a replay of that
-/// run less complete), flush the store when a batch ended, wake polls when tasks are ready.
+/// run less complete), flush the store when a batch ended, wake idle workers' polls when tasks
+/// were queued (`tasks_ready`; a call that only finds tasks waiting wakes nobody).
 pub struct AfterCycle {
     pub deferred: Vec<Deferred>,
     pub records: TaskRecords,

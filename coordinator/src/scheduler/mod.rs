@@ -528,7 +528,7 @@ impl Scheduler {
     /// What this lock cycle leaves to do once the lock is released (see [`AfterCycle`]).
     pub fn take_cycle(&mut self) -> AfterCycle {
         let parts = &mut self.parts;
-        parts.out.take(parts.tasks.has_ready())
+        parts.out.take(parts.tasks.take_newly_queued())
     }
 
     /// Takes deferred work its caller ran outside the lock.

@@ -113,6 +113,9 @@ pub(super) struct Tasks {
     /// Leases each worker holds, so a poll can be capped by what the worker already has
     /// without a pass over every task.
     held: HashMap<WorkerId, usize>,
+    /// A task was queued (or queued again) since [`Tasks::take_newly_queued`]: idle workers'
+    /// long polls are woken for that, not for every call that finds tasks waiting.
+    newly_queued: bool,
 }
 
 impl Tasks {
@@ -170,6 +173,7 @@ impl Tasks {
                 failed_by: Vec::new(),
             },
         );
+        self.newly_queued = true;
         self.ready.push(puzzle.0, wave, order, id);
     }
 
@@ -270,6 +274,7 @@ impl Tasks {
         for &id in &ids {
             if let Some(entry) = self.entries.get_mut(&id) {
                 entry.lease = None;
+                self.newly_queued = true;
                 self.ready
                     .push(entry.puzzle.0, entry.wave, entry.order.clone(), id);
             }
@@ -333,6 +338,11 @@ impl Tasks {
         !self.ready.is_empty()
     }
 
+    /// Whether a task was queued since the last call, and some still waits.
+    pub(super) fn take_newly_queued(&mut self) -> bool {
+        std::mem::take(&mut self.newly_queued) && self.has_ready()
+    }
+
     /// Renews the leases `worker` holds among `running` until `now + timeout`.
     pub(super) fn renew(
         &mut self,
@@ -382,6 +392,7 @@ impl Tasks {
             if exhausted {
                 expired.exhausted.push((puzzle, id));
             } else {
+                self.newly_queued = true;
                 self.ready.push(puzzle.0, wave, path, id);
                 expired.requeued += 1;
             }
@@ -447,6 +458,7 @@ impl Tasks {
                 ..entry
             },
         );
+        self.newly_queued = true;
         self.ready.push(puzzle.0, wave, path, id);
     }
 

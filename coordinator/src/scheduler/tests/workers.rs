@@ -288,3 +288,29 @@ fn a_fresh_worker_that_only_fails_cannot_fail_a_task_whose_leases_lapsed() {
     let progress = scheduler.progress(batch).unwrap();
     assert_eq!((progress.solved, progress.failed), (1, 0));
 }
+
+#[test]
+fn idle_workers_are_woken_when_tasks_are_queued_not_whenever_some_wait() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    scheduler
+        .submit(&distinct_eight_puzzles(4, 13), "manhattan", "")
+        .unwrap();
+    assert!(
+        scheduler.take_cycle().tasks_ready,
+        "a submission queues tasks"
+    );
+    let worker = scheduler.register(1, "test", None).unwrap();
+    let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    scheduler.heartbeat(worker, &[tasks[0].id]).unwrap();
+    assert!(
+        !scheduler.take_cycle().tasks_ready,
+        "a heartbeat or a poll that queues nothing wakes nobody, though three tasks wait"
+    );
+    assert_eq!(scheduler.leave(worker).unwrap(), 1);
+    assert!(
+        scheduler.take_cycle().tasks_ready,
+        "a task back in the queue wakes them"
+    );
+}
