@@ -33,7 +33,7 @@ pub struct ServeArgs {
     /// subtree tasks.
     #[arg(long, default_value_t = SchedulerConfig::default().whole_task_budget)]
     split_after: u64,
-    /// ... and, while fewer than two unfinished puzzles per connected worker thread remain,
+    /// ... and, while fewer than four unfinished puzzles per connected worker thread remain,
     /// this many (at most `--split-after`): few hard puzzles are split early, so that every
     /// thread has a part of them.
     #[arg(long, default_value_t = SchedulerConfig::default().spread_task_budget)]

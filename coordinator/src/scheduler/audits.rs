@@ -10,7 +10,8 @@
 //! nothing: like a subtree task, it goes on as one audit per child, and the answer waits for
 //! them all.
 //!
-//! Every report of a new worker is audited until [`PROBATION_AUDITS`] were upheld, then a
+//! Every report of a new worker is audited until [`PROBATION_AUDITS`] were upheld (under
+//! `sample`, only its first [`PROBATION_AUDITS`] cheap ones), then a
 //! fraction drawn with a secret seed, so a worker cannot tell which of its reports are checked.
 //! No worker audits its own report. Under `full` no registration audits another of its own
 //! lineage either ([`Lineage`]: every worker registered under one worker token is one, since a
@@ -192,8 +193,12 @@ impl Audits {
         if claims.is_empty() {
             return claims;
         }
-        let on_probation = parts.workers.on_probation(worker)
-            && (verify == Verify::Full || nodes <= PROBATION_SAMPLE_NODES);
+        let on_probation = match verify {
+            Verify::Full => parts.workers.on_probation(worker),
+            Verify::Off | Verify::Sample => {
+                nodes <= PROBATION_SAMPLE_NODES && parts.workers.take_probation_draw(worker)
+            }
+        };
         let drawn = on_probation || draw(self.seed, entry.spec.id) < parts.config.audit_fraction;
         if !drawn {
             // Kept for the answer's audits under `full`; under `sample` nobody audits them.

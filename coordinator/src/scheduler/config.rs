@@ -124,10 +124,11 @@ pub const DEFAULT_AUDIT_FRACTION: f64 = 0.05;
 
 /// Unfinished puzzles per connected worker thread below which a whole-puzzle task gets
 /// [`SchedulerConfig::spread_task_budget`]: with fewer, some threads would idle while others
-/// search whole puzzles (sixteen 80-move boards on fifteen workers: the largest, 11% of the
-/// work, alone capped the batch at 9x one thread); with more, whole puzzles keep every
-/// thread busy and cost no splits.
-pub const SPREAD_PUZZLES_PER_THREAD: usize = 2;
+/// search whole puzzles (sixteen 80-move boards, 3.4-9.0 M nodes each: on fifteen workers the
+/// largest, 11% of the work, alone capped the batch at 9x one thread; on eight, two a
+/// thread, whole puzzles ran at 4.05x, dilated); with more, whole puzzles keep every thread
+/// busy and cost no splits.
+pub const SPREAD_PUZZLES_PER_THREAD: usize = 4;
 
 impl SchedulerConfig {
     /// What a whole-puzzle task leased now may spend (on top of its own budget), with

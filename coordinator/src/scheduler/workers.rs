@@ -73,8 +73,10 @@ struct WorkerInfo {
     nodes: u64,
     tasks_done: u64,
     /// Audits of its reports that upheld them: until [`PROBATION_AUDITS`], every report is
-    /// audited.
+    /// audited (under `sample`, only the first few: [`Workers::take_probation_draw`]).
     audits_passed: u32,
+    /// Probation audits drawn of its reports under `sample`.
+    probation_draws: u32,
     /// Reports that could not be right for their task (see [`MAX_STRIKES`]).
     strikes: u32,
     /// Its reports that were failures since its last one that was not (see
@@ -197,6 +199,7 @@ impl Workers {
                 nodes: 0,
                 tasks_done: 0,
                 audits_passed: 0,
+                probation_draws: 0,
                 strikes: 0,
                 failures_in_a_row: 0,
                 succeeded_once: false,
@@ -287,6 +290,22 @@ impl Workers {
         self.workers
             .get(&worker)
             .is_some_and(|info| info.audits_passed < PROBATION_AUDITS)
+    }
+
+    /// Whether a cheap report of `worker` is audited for probation under `sample`: its first
+    /// [`PROBATION_AUDITS`], while not yet upheld. A fault shows in them; auditing every
+    /// report sent while they run put dozens of audits on each new worker of a batch split
+    /// into small tasks (55 audits for 123 tasks of sixteen 80-move boards on four workers).
+    pub(super) fn take_probation_draw(&mut self, worker: WorkerId) -> bool {
+        let Some(info) = self.workers.get_mut(&worker) else {
+            return false;
+        };
+        let drawn =
+            info.audits_passed < PROBATION_AUDITS && info.probation_draws < PROBATION_AUDITS;
+        if drawn {
+            info.probation_draws += 1;
+        }
+        drawn
     }
 
     /// An audit upheld a report of `worker`.

@@ -89,11 +89,11 @@ fn few_puzzles_per_thread_are_split_early_and_many_run_whole() {
             .map(|task| task.node_budget)
             .collect()
     };
-    // Two puzzles a thread or more: whole puzzles keep every thread busy.
-    let many = budgets(16, 8);
+    // Four puzzles a thread or more: whole puzzles keep every thread busy.
+    let many = budgets(32, 8);
     assert_eq!(many, vec![config.whole_task_budget; 8]);
     // Fewer: each is split after its first cheap iterations, so every thread has a part.
-    let few = budgets(15, 8);
+    let few = budgets(31, 8);
     assert_eq!(few, vec![config.spread_task_budget; 8]);
     assert!(config.spread_task_budget < config.whole_task_budget);
 }
