@@ -21,3 +21,32 @@ pub const MAX_BATCH_LINES: usize = 100_000;
 /// Version of the worker protocol; a worker with another is refused at registration. 3: weighted
 /// tasks (a worker of version 2 would run one as an optimal search at the task's bound).
 pub const PROTOCOL_VERSION: u32 = 3;
+
+/// A task's outcome as a worker reports it (the coordinator reads it back in its service layer).
+impl From<crate::task::TaskOutcome> for v1::task_result::Outcome {
+    fn from(outcome: crate::task::TaskOutcome) -> Self {
+        use crate::moves::moves_to_string;
+        use crate::task::TaskOutcome;
+        match outcome {
+            TaskOutcome::Found(moves) => Self::Found(moves_to_string(&moves)),
+            TaskOutcome::Exceeded(bound) => Self::NextBound(bound),
+            TaskOutcome::BudgetSpent(bound) => Self::BudgetSpentAt(bound),
+            TaskOutcome::Split {
+                children,
+                pruned_min_f,
+            } => Self::Split(v1::SplitChildren {
+                moves: moves_to_string(&children),
+                pruned_min_f,
+            }),
+            TaskOutcome::Weighted(found) => Self::Weighted(match found {
+                Some((moves, weight)) => v1::WeightedPath {
+                    found: true,
+                    moves: moves_to_string(&moves),
+                    weight_percent: weight.percent(),
+                },
+                None => v1::WeightedPath::default(),
+            }),
+            TaskOutcome::Failed(reason) => Self::Error(reason),
+        }
+    }
+}

@@ -20,9 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tilesolve::moves::moves_to_string;
 use tilesolve::proto::v1 as pb;
-use tilesolve::task::{run_task, TaskOutcome, Work};
+use tilesolve::task::{run_task, Work};
 use tilesolve::{parse_board, Board, Direction, HeuristicKind, Solver};
 use tonic::transport::{Channel, Endpoint};
 
@@ -185,21 +184,7 @@ fn solve(solver: &Solver, task: &pb::Task) -> pb::task_result::Outcome {
         profile_depth: 0,
         weighted: None,
     };
-    match run_task(solver, work, None).outcome {
-        TaskOutcome::Found(moves) => Outcome::Found(moves_to_string(&moves)),
-        TaskOutcome::Exceeded(bound) => Outcome::NextBound(bound),
-        TaskOutcome::BudgetSpent(bound) => Outcome::BudgetSpentAt(bound),
-        TaskOutcome::Split {
-            children,
-            pruned_min_f,
-        } => Outcome::Split(pb::SplitChildren {
-            moves: moves_to_string(&children),
-            pruned_min_f,
-        }),
-        TaskOutcome::Weighted(_) | TaskOutcome::Failed(_) => {
-            Outcome::Error("not a task this simulation runs".into())
-        }
-    }
+    Outcome::from(run_task(solver, work, None).outcome)
 }
 
 /// One simulated one-thread worker: registers, then polls, holds each task `task_seconds`,

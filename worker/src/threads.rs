@@ -11,7 +11,7 @@ use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::PdbStore;
 use tilesolve::proto::v1 as pb;
-use tilesolve::task::{run_task, TaskOutcome, WeightedWork, Work};
+use tilesolve::task::{run_task, WeightedWork, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
 use crate::finished::Finished;
@@ -210,27 +210,7 @@ fn execute(
         outcome = run.outcome.kind(),
         "task finished"
     );
-    let outcome = match run.outcome {
-        TaskOutcome::Found(moves) => Outcome::Found(moves_to_string(&moves)),
-        TaskOutcome::Exceeded(bound) => Outcome::NextBound(bound),
-        TaskOutcome::BudgetSpent(bound) => Outcome::BudgetSpentAt(bound),
-        TaskOutcome::Split {
-            children,
-            pruned_min_f,
-        } => Outcome::Split(pb::SplitChildren {
-            moves: moves_to_string(&children),
-            pruned_min_f,
-        }),
-        TaskOutcome::Weighted(found) => Outcome::Weighted(match found {
-            Some((moves, weight)) => pb::WeightedPath {
-                found: true,
-                moves: moves_to_string(&moves),
-                weight_percent: weight.percent(),
-            },
-            None => pb::WeightedPath::default(),
-        }),
-        TaskOutcome::Failed(reason) => Outcome::Error(reason),
-    };
+    let outcome = Outcome::from(run.outcome);
     pb::TaskResult {
         task_id: task.task_id,
         nodes: run.nodes,
