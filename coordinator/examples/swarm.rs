@@ -46,14 +46,23 @@ fn options() -> Result<Options, Error> {
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+        // A value that does not parse is named with its flag.
+        let bad = |text: &str| format!("{arg}: '{text}' is not a number (or a list of them)");
         match arg.as_str() {
             "--bin" => options.bin = value()?,
-            "--task-seconds" => options.task_seconds = value()?.parse()?,
-            "--seconds" => options.seconds = value()?.parse()?,
+            "--task-seconds" | "--seconds" => {
+                let text = value()?;
+                let seconds = text.parse().map_err(|_| bad(&text))?;
+                match arg.as_str() {
+                    "--seconds" => options.seconds = seconds,
+                    _ => options.task_seconds = seconds,
+                }
+            }
             "--workers" => {
-                options.workers = value()?
+                let text = value()?;
+                options.workers = text
                     .split(',')
-                    .map(str::parse)
+                    .map(|count| count.trim().parse().map_err(|_| bad(&text)))
                     .collect::<Result<_, _>>()?
             }
             "--" => options.serve_args = args.by_ref().collect(),
@@ -62,6 +71,9 @@ fn options() -> Result<Options, Error> {
     }
     if !(options.task_seconds > 0.0 && options.seconds > 0.0) {
         return Err("--task-seconds and --seconds must be positive".into());
+    }
+    if options.workers.contains(&0) {
+        return Err("--workers: every count must be at least 1".into());
     }
     Ok(options)
 }
