@@ -14,13 +14,14 @@ use super::bounded::{self, whole_budget_within, WeightedEnd};
 use super::deferred::{Deferred, FinishedSplit, PendingSplit};
 use super::intake::{solver_keys, QueuedItem};
 use super::judge::{judge, Verdict};
-use super::puzzle::{subtree_budget, Next, Puzzle};
+use super::puzzle::{iteration_tasks, Next, Puzzle};
 use super::quarantine;
 use super::records;
 use super::tasks::TaskEntry;
 use super::types::{PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId};
 use super::workers::{MAX_FAILURES_IN_A_ROW, MAX_STRIKES};
 use super::Parts;
+use crate::queue::Place;
 use crate::store::{ItemStatus, PathBoards, StoreError, StoredSolution};
 
 /// Answers whose search expanded at least this many nodes (a few hundredths of a second of one
@@ -165,17 +166,22 @@ impl Puzzles {
     /// Queues a task of the whole puzzle (its first, or its weighted one) in a wave of its own,
     /// predicted at the whole-task budget.
     fn add_whole_task(&mut self, parts: &mut Parts, puzzle: PuzzleId, spec: TaskSpec) {
-        let (wave, predicted) = (parts.tasks.next_wave(), parts.config.whole_task_budget);
-        self.add_task(parts, puzzle, spec, (wave, Vec::new()), predicted);
+        let place = Place {
+            turn: parts.tasks.turn_now(),
+            wave: parts.tasks.next_wave(),
+            order: Vec::new(),
+        };
+        let predicted = parts.config.whole_task_budget;
+        self.add_task(parts, puzzle, spec, place, predicted);
     }
 
-    /// Queues `spec` for `puzzle` in `wave`, at `order` within it (see [`TaskEntry::order`]).
+    /// Queues `spec` for `puzzle` at `place` (see [`TaskEntry::place`]).
     fn add_task(
         &mut self,
         parts: &mut Parts,
         puzzle: PuzzleId,
         mut spec: TaskSpec,
-        (wave, order): (u64, Vec<u8>),
+        place: Place,
         predicted: u64,
     ) {
         let id = parts.ids.next();
@@ -184,7 +190,7 @@ impl Puzzles {
         if let Some(p) = self.map.get_mut(&puzzle) {
             p.outstanding.insert(id);
         }
-        parts.tasks.add(puzzle, spec, (wave, order), predicted);
+        parts.tasks.add(puzzle, spec, place, predicted);
     }
 
     /// Applies one result `worker` reported.
@@ -197,9 +203,13 @@ impl Puzzles {
     ) -> Result<(), SchedulerError> {
         let (task, nodes) = (report.task, report.nodes);
         let Some(entry) = parts.tasks.take_held(task, worker) else {
+            tracing::debug!(task, worker, nodes, "report of a task no longer held");
+            parts.totals.withdrawn_nodes = parts.totals.withdrawn_nodes.saturating_add(nodes);
             return Ok(());
         };
         if entry.audit.is_some() {
+            tracing::debug!(task, worker, nodes, "audit reported");
+            parts.totals.audit_nodes = parts.totals.audit_nodes.saturating_add(nodes);
             let events = audits.apply(parts, worker, entry, report);
             return self.take_events(parts, audits, events);
         }
@@ -344,9 +354,10 @@ impl Puzzles {
         }
     }
 
-    /// Queues the `children` of a subtree task that spent its budget, each where one thread's
-    /// search meets it: after the subtrees before its parent, in the order its parent takes its
-    /// children (move order if the solver is somehow gone: a place, never a lost child).
+    /// Queues the `children` of a subtree task that spent its budget, in its turn, each where
+    /// one thread's search meets it: after the subtrees before its parent, in the order its
+    /// parent takes its children (move order if the solver is somehow gone: a place, never a
+    /// lost child).
     fn queue_children(
         &mut self,
         parts: &mut Parts,
@@ -359,7 +370,11 @@ impl Puzzles {
         let solver = parts.solver(&(spec.goal, spec.heuristic)).ok();
         let queued = super::puzzle::children(solver, &entry, children);
         for (child, order) in queued {
-            self.add_task(parts, puzzle_id, child, (entry.wave, order), predicted);
+            let place = Place {
+                order,
+                ..entry.place.clone()
+            };
+            self.add_task(parts, puzzle_id, child, place, predicted);
         }
         // A board with no child within the bound ends its subtree here.
         let next = self
@@ -457,23 +472,11 @@ impl Puzzles {
             seconds = puzzle.started.elapsed().as_secs_f64(),
             "iteration split"
         );
-        let (goal, heuristic) = (puzzle.goal, puzzle.heuristic);
-        let wave = parts.tasks.next_wave();
-        for task in frontier.tasks {
-            let spec = TaskSpec {
-                id: 0,
-                puzzle: puzzle_id,
-                board: task.board,
-                goal,
-                heuristic,
-                path: task.path,
-                bound,
-                iterate: false,
-                node_budget: subtree_budget(parts.config.subtree_task_budget, task.predicted),
-                profile_depth: parts.config.profile_depth,
-                weighted: None,
-            };
-            self.add_task(parts, puzzle_id, spec, (wave, task.order), task.predicted);
+        let first = (parts.tasks.turn_now(), parts.tasks.next_wave());
+        let budgets = (parts.config.subtree_task_budget, parts.config.profile_depth);
+        let tasks = iteration_tasks((puzzle_id, &*puzzle), bound, frontier.tasks, first, budgets);
+        for (spec, place, predicted) in tasks {
+            self.add_task(parts, puzzle_id, spec, place, predicted);
         }
         Ok(())
     }

@@ -11,7 +11,8 @@ use tilesolve::{Board, Direction};
 use super::deferred::UnauditedClaim;
 use super::tasks::TaskEntry;
 use super::types::{TaskId, TaskOutcome, TaskReport, WorkerId, MAX_ATTEMPTS};
-use crate::frontier::SizeHistory;
+use crate::frontier::{SizeHistory, SubtreeTask};
+use crate::queue::Place;
 use crate::store::{ItemLimits, ItemStatus, StoredItem};
 use tilesolve::moves::{moves_from_string, moves_to_string, replay};
 use tilesolve::search::{child_order, Counters, MovePruning};
@@ -275,6 +276,43 @@ impl Puzzle {
     }
 }
 
+/// The tasks of `puzzle`'s iteration split at `bound` (`tasks`, in search order), each with
+/// its place in the queue and predicted size: the k-th waits for the k-th round from the first
+/// `(turn, wave)`; each may spend the configured subtree budget, or more where predicted
+/// (`subtree_budget`), and profiles `profile_depth` moves below its board.
+pub(super) fn iteration_tasks(
+    (puzzle_id, puzzle): (PuzzleId, &Puzzle),
+    bound: u32,
+    tasks: Vec<SubtreeTask>,
+    (turn, wave): (u64, u64),
+    (configured_budget, profile_depth): (u64, u32),
+) -> Vec<(TaskSpec, Place, u64)> {
+    (0u64..)
+        .zip(tasks)
+        .map(|(rank, task)| {
+            let spec = TaskSpec {
+                id: 0,
+                puzzle: puzzle_id,
+                board: task.board,
+                goal: puzzle.goal,
+                heuristic: puzzle.heuristic,
+                path: task.path,
+                bound,
+                iterate: false,
+                node_budget: subtree_budget(configured_budget, task.predicted),
+                profile_depth,
+                weighted: None,
+            };
+            let place = Place {
+                turn: turn + rank,
+                wave,
+                order: task.order,
+            };
+            (spec, place, task.predicted)
+        })
+        .collect()
+}
+
 /// Adds a finished subtree task's sizes to its iteration's history: each part below its path,
 /// and the nodes above the parts at the task's own path.
 fn record_sizes(history: &mut SizeHistory, path: &[Direction], report: &TaskReport) {
@@ -318,7 +356,13 @@ pub(super) fn children(
         .into_iter()
         .filter_map(|direction| {
             let (board, _) = spec.board.apply(direction)?;
-            let order = child_order(pruning, &entry.order, parent, estimate(&board), direction);
+            let order = child_order(
+                pruning,
+                &entry.place.order,
+                parent,
+                estimate(&board),
+                direction,
+            );
             let mut path = spec.path.clone();
             path.push(direction);
             let child = TaskSpec {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::types::{Lineage, PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
-use crate::queue::ReadyQueue;
+use crate::queue::{Place, ReadyQueue};
 
 pub(super) struct Lease {
     pub(super) worker: WorkerId,
@@ -56,13 +56,12 @@ pub(super) struct TaskEntry {
     pub(super) attempts: u32,
     /// Set for an audit task, which never goes to a worker of the lineage it audits.
     pub(super) audit: Option<Audit>,
-    /// Its wave (whole task or split iteration) and the nodes the policy predicts it will
-    /// expand: its place in the ready queue.
-    pub(super) wave: u64,
+    /// Its place in the ready queue: its turn, its wave (whole task or split iteration), and
+    /// where one thread's search meets its subtree within the wave
+    /// (`frontier::SubtreeTask::order`; empty for a whole task or an audit).
+    pub(super) place: Place,
+    /// The nodes the policy predicts it will expand.
     pub(super) predicted: u64,
-    /// Where one thread's search meets its subtree (`frontier::SubtreeTask::order`; empty for
-    /// a whole task or an audit): its place within its wave.
-    pub(super) order: Vec<u8>,
     /// When it was queued (or queued again after a failure): an audit nobody takes within a
     /// lease timeout is run by the coordinator instead.
     queued: Instant,
@@ -120,21 +119,21 @@ pub(super) struct Tasks {
 
 impl Tasks {
     /// A new wave: a puzzle's whole task or one split iteration, queued behind the waves before
-    /// it (see [`ReadyQueue`]).
+    /// it that wait for the same turn (see [`ReadyQueue`]).
     pub(super) fn next_wave(&mut self) -> u64 {
         self.waves += 1;
         self.waves
     }
 
-    /// Queues `spec` (whose id is set) for `puzzle`, at `order` within its wave.
-    pub(super) fn add(
-        &mut self,
-        puzzle: PuzzleId,
-        spec: TaskSpec,
-        (wave, order): (u64, Vec<u8>),
-        predicted: u64,
-    ) {
-        self.insert(puzzle, spec, (wave, order), predicted, None);
+    /// The round in progress: a wave queued now has its `k`-th task wait for this turn plus `k`
+    /// (see [`ReadyQueue`]).
+    pub(super) fn turn_now(&self) -> u64 {
+        self.ready.turn_now()
+    }
+
+    /// Queues `spec` (whose id is set) for `puzzle`, at `place`.
+    pub(super) fn add(&mut self, puzzle: PuzzleId, spec: TaskSpec, place: Place, predicted: u64) {
+        self.insert(puzzle, spec, place, predicted, None);
     }
 
     /// Queues an audit task (whose id is set) ahead of every wave, since the puzzle's answer
@@ -146,14 +145,14 @@ impl Tasks {
         audit: Audit,
         predicted: u64,
     ) {
-        self.insert(puzzle, spec, (0, Vec::new()), predicted, Some(audit));
+        self.insert(puzzle, spec, Place::default(), predicted, Some(audit));
     }
 
     fn insert(
         &mut self,
         puzzle: PuzzleId,
         spec: TaskSpec,
-        (wave, order): (u64, Vec<u8>),
+        place: Place,
         predicted: u64,
         audit: Option<Audit>,
     ) {
@@ -166,15 +165,14 @@ impl Tasks {
                 lease: None,
                 attempts: 0,
                 audit,
-                wave,
+                place: place.clone(),
                 predicted,
-                order: order.clone(),
                 queued: Instant::now(),
                 failed_by: Vec::new(),
             },
         );
         self.newly_queued = true;
-        self.ready.push(puzzle.0, wave, order, id);
+        self.ready.push(puzzle.0, place, id);
     }
 
     /// Leases ready tasks to `worker` until `now + timeout`, up to `count` or until it holds
@@ -201,9 +199,10 @@ impl Tasks {
         let mut long_passed = 0;
         let mut remaining = self.ready.len();
         while leased.len() < count && long_passed < MOST_LONG_PASSED {
-            let Some(id) = self.ready.pop() else {
+            let Some(queued) = self.ready.pop_entry() else {
                 break;
             };
+            let id = *queued.item();
             remaining = remaining.saturating_sub(1);
             // Withdrawn tasks leave their ids behind; a leased task is never handed out twice.
             let Some(entry) = self.entries.get_mut(&id).filter(|t| t.lease.is_none()) else {
@@ -213,13 +212,13 @@ impl Tasks {
                 .audit
                 .is_some_and(|audit| !audit.may_run_on(worker, holding.lineage))
             {
-                passed_over.push((entry.puzzle.0, entry.wave, entry.order.clone(), id));
+                passed_over.push(queued);
                 continue;
             }
             let prefetch = held + leased.len() >= holding.threads;
             if prefetch && remaining < holding.idle_elsewhere {
                 // What is left is the idle threads' elsewhere (and so is every later task).
-                passed_over.push((entry.puzzle.0, entry.wave, entry.order.clone(), id));
+                passed_over.push(queued);
                 break;
             }
             // A whole task's `predicted` is its budget, not a prediction: it is never long.
@@ -227,10 +226,11 @@ impl Tasks {
                 && entry.predicted > holding.long_above_nodes
                 && held + leased.len() >= holding.threads
             {
-                passed_over.push((entry.puzzle.0, entry.wave, entry.order.clone(), id));
+                passed_over.push(queued);
                 long_passed += 1;
                 continue;
             }
+            self.ready.taken(&queued);
             if entry.spec.iterate && entry.spec.weighted.is_none() && entry.audit.is_none() {
                 entry.spec.node_budget = entry.spec.node_budget.min(holding.whole_task_budget);
             }
@@ -251,8 +251,8 @@ impl Tasks {
             );
             leased.push(entry.spec.clone());
         }
-        for (batch, wave, path, id) in passed_over {
-            self.ready.push(batch, wave, path, id);
+        for queued in passed_over {
+            self.ready.put_back(queued);
         }
         if !leased.is_empty() {
             *self.held.entry(worker).or_default() += leased.len();
@@ -275,8 +275,7 @@ impl Tasks {
             if let Some(entry) = self.entries.get_mut(&id) {
                 entry.lease = None;
                 self.newly_queued = true;
-                self.ready
-                    .push(entry.puzzle.0, entry.wave, entry.order.clone(), id);
+                self.ready.push(entry.puzzle.0, entry.place.clone(), id);
             }
         }
         self.held.remove(&worker);
@@ -386,14 +385,14 @@ impl Tasks {
             } else {
                 entry.attempts += 1;
             }
-            let (puzzle, wave, path) = (entry.puzzle, entry.wave, entry.order.clone());
+            let (puzzle, place) = (entry.puzzle, entry.place.clone());
             let exhausted = entry.attempts >= MAX_ATTEMPTS;
             self.released(lease.worker);
             if exhausted {
                 expired.exhausted.push((puzzle, id));
             } else {
                 self.newly_queued = true;
-                self.ready.push(puzzle.0, wave, path, id);
+                self.ready.push(puzzle.0, place, id);
                 expired.requeued += 1;
             }
         }
@@ -447,8 +446,7 @@ impl Tasks {
     }
 
     fn requeue(&mut self, entry: TaskEntry, attempts: u32) {
-        let (id, puzzle, wave, path) =
-            (entry.spec.id, entry.puzzle, entry.wave, entry.order.clone());
+        let (id, puzzle, place) = (entry.spec.id, entry.puzzle, entry.place.clone());
         self.entries.insert(
             id,
             TaskEntry {
@@ -459,7 +457,7 @@ impl Tasks {
             },
         );
         self.newly_queued = true;
-        self.ready.push(puzzle.0, wave, path, id);
+        self.ready.push(puzzle.0, place, id);
     }
 
     pub(super) fn get(&self, task: TaskId) -> Option<&TaskEntry> {
@@ -528,6 +526,14 @@ mod tests {
         }
     }
 
+    fn whole_place(wave: u64) -> Place {
+        Place {
+            turn: 0,
+            wave,
+            order: Vec::new(),
+        }
+    }
+
     fn leased_ids(
         tasks: &mut Tasks,
         worker: WorkerId,
@@ -550,7 +556,7 @@ mod tests {
         // Tasks 1-4 long (10,000 nodes predicted), 5-10 short (10 nodes).
         for id in 1..=10 {
             let predicted = if id <= 4 { 10_000 } else { 10 };
-            tasks.add((1, 0), spec(id, false), (wave, Vec::new()), predicted);
+            tasks.add((1, 0), spec(id, false), whole_place(wave), predicted);
         }
         let holding = Holding {
             lineage: Lineage::Registration(0),
@@ -588,7 +594,7 @@ mod tests {
         let mut tasks = Tasks::default();
         for id in 1..=5 {
             let wave = tasks.next_wave();
-            tasks.add((1, 0), spec(id, true), (wave, Vec::new()), 20_000_000);
+            tasks.add((1, 0), spec(id, true), whole_place(wave), 20_000_000);
         }
         let holding = Holding {
             lineage: Lineage::Registration(0),

@@ -170,7 +170,14 @@ pub struct Submitted {
 /// Totals since this process started, and the state of the queue now (for `/metrics`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SchedulerTotals {
+    /// Expanded nodes of the task reports applied to their puzzles.
     pub nodes: u64,
+    /// Expanded nodes of the audits workers ran (each checks another worker's report).
+    pub audit_nodes: u64,
+    /// Expanded nodes of reports whose task was withdrawn before they came (their puzzle had
+    /// ended, or the lease had gone elsewhere): spent for nothing. With `nodes` and
+    /// `audit_nodes`, every node the workers reported.
+    pub withdrawn_nodes: u64,
     pub tasks_done: u64,
     pub puzzles_solved: u64,
     pub puzzles_failed: u64,

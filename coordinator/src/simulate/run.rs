@@ -9,7 +9,7 @@ use tilesolve::search::child_order;
 use tilesolve::{Board, Direction, Solver};
 
 use crate::frontier::{split_iteration, BalanceParams, SizeHistory};
-use crate::queue::ReadyQueue;
+use crate::queue::{Place, ReadyQueue};
 use crate::scheduler::subtree_budget;
 
 use super::{SimulateError, SimulationPolicy, SimulationResult};
@@ -67,10 +67,14 @@ pub fn simulate(
             nodes: 0,
         });
         sim.waves += 1;
+        let place = Place {
+            turn: 0,
+            wave: sim.waves,
+            order: Vec::new(),
+        };
         sim.queue.push(
             0,
-            sim.waves,
-            Vec::new(),
+            place,
             SimTask {
                 puzzle: index,
                 iteration: None,
@@ -82,6 +86,7 @@ pub fn simulate(
                 seconds: puzzle.prelude_seconds,
                 predicted_seconds: 0.0,
                 found: puzzle.iterations.is_empty(),
+                turn: 0,
                 wave: 0,
                 predicted: puzzle.prelude_nodes,
             },
@@ -158,8 +163,13 @@ impl Simulation<'_> {
                     let predicted = task.predicted / children.len().max(1) as u64;
                     for mut child in children {
                         child.predicted = predicted;
-                        child.wave = task.wave;
-                        self.queue.push(0, task.wave, child.order.clone(), child);
+                        (child.turn, child.wave) = (task.turn, task.wave);
+                        let place = Place {
+                            turn: task.turn,
+                            wave: task.wave,
+                            order: child.order.clone(),
+                        };
+                        self.queue.push(0, place, child);
                     }
                     self.finish_task(puzzle, now);
                     continue;
@@ -264,8 +274,16 @@ impl Simulation<'_> {
             .partition(|(at, _)| *at <= now);
         self.splits_done = pending;
         for (_, tasks) in done {
-            for task in tasks {
-                self.queue.push(0, task.wave, task.order.clone(), task);
+            // In search order: the k-th waits for the k-th round from now, as the scheduler's.
+            let turn = self.queue.turn_now();
+            for (rank, mut task) in (0u64..).zip(tasks) {
+                task.turn = turn + rank;
+                let place = Place {
+                    turn: task.turn,
+                    wave: task.wave,
+                    order: task.order.clone(),
+                };
+                self.queue.push(0, place, task);
             }
         }
         self.splits_done
@@ -379,6 +397,7 @@ impl Simulation<'_> {
             seconds: 0.0,
             predicted_seconds: 0.0,
             found: false,
+            turn: 0,
             wave: 0,
             predicted: 0,
         };

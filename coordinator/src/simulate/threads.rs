@@ -21,7 +21,9 @@ pub(super) struct SimTask {
     pub(super) seconds: f64,
     pub(super) predicted_seconds: f64,
     pub(super) found: bool,
-    /// Its wave and the nodes the policy predicted (its place in the queue).
+    /// Its turn and wave (with `order`, its place in the queue: [`crate::queue::Place`]), and
+    /// the nodes the policy predicted.
+    pub(super) turn: u64,
     pub(super) wave: u64,
     pub(super) predicted: u64,
 }

@@ -37,8 +37,18 @@ fn register_counters(registry: &mut Registry, totals: &SchedulerTotals) {
     let counters = [
         (
             "nodes_searched",
-            "Expanded nodes reported by workers",
+            "Expanded nodes of the task reports applied to their puzzles (audits and withdrawn tasks apart)",
             totals.nodes,
+        ),
+        (
+            "nodes_audited",
+            "Expanded nodes of audits run by workers (each checks another worker's report)",
+            totals.audit_nodes,
+        ),
+        (
+            "nodes_withdrawn",
+            "Expanded nodes of tasks reported after they were withdrawn (their puzzle ended first): spent for nothing",
+            totals.withdrawn_nodes,
         ),
         (
             "tasks_done",

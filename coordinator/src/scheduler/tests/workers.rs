@@ -314,3 +314,62 @@ fn idle_workers_are_woken_when_tasks_are_queued_not_whenever_some_wait() {
         "a task back in the queue wakes them"
     );
 }
+
+/// Puzzles take turns in the queue: with two puzzles' split iterations queued, a worker's
+/// tasks alternate between them instead of running one puzzle's iteration after the other's,
+/// so that when a puzzle ends, few of the batch's threads hold its tasks (whatever they had
+/// searched is then spent for nothing).
+#[test]
+fn split_puzzles_take_turns_in_the_queue() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: 2_000,
+            spread_task_budget: 2_000,
+            min_split_nodes: 100,
+            min_split_nodes_per_thread: 0,
+            ..SchedulerConfig::default()
+        },
+    );
+    let lines = ["8,6,7,2,5,4,3,0,1".to_string(), "6,4,7,8,5,0,3,2,1".into()];
+    let batch = scheduler
+        .submit(&lines, "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let worker = scheduler.register(1, "test", None).unwrap();
+    // The puzzle of each subtree task, in the order the worker got them.
+    let (mut order, mut results) = (Vec::new(), Vec::new());
+    for _ in 0..100_000 {
+        if scheduler.progress(batch).unwrap().done {
+            break;
+        }
+        let (tasks, _) = scheduler
+            .poll(worker, 1, std::mem::take(&mut results))
+            .unwrap();
+        scheduler.run_deferred().unwrap();
+        order.extend(tasks.iter().filter(|t| !t.iterate).map(|t| t.puzzle.1));
+        results.extend(tasks.iter().map(truthful));
+    }
+    for item in scheduler.items(batch).unwrap() {
+        assert!(
+            matches!(&item.status, ItemStatus::Solved(s) if s.length == 31),
+            "{:?}",
+            item.status
+        );
+    }
+    // While both are searched (up to the last task of the one that ends first), neither runs
+    // more than a few tasks in a row: only while the other's next iteration is being split.
+    let ends_first = (0..2)
+        .map(|puzzle| order.iter().rposition(|&p| p == puzzle).unwrap())
+        .min()
+        .unwrap();
+    let both = &order[..=ends_first];
+    let longest_run = both
+        .chunk_by(|a, b| a == b)
+        .map(<[u32]>::len)
+        .max()
+        .unwrap();
+    assert!(both.len() >= 20, "{order:?}");
+    assert!(longest_run <= 3, "{order:?}");
+}
