@@ -108,11 +108,14 @@ for n in $counts; do
         spent+=("$s")
         total=$(awk -v a="$total" -v b="$s" 'BEGIN { printf "%.2f", a + b }')
     done
-    nodes=$("$bin" status --coordinator "$url" --json 1 2>/dev/null \
-        | python3 -c 'import json, sys; print(json.load(sys.stdin)["nodes"])' 2>/dev/null || echo "?")
+    # Every node the workers reported: for answers, for audits, and for tasks withdrawn first.
+    nodes=$(curl -s "$url/metrics" | awk '
+        /^tilesolve_nodes_searched_total/ { a = $2 } /^tilesolve_nodes_audited_total/ { b = $2 }
+        /^tilesolve_nodes_withdrawn_total/ { c = $2 }
+        END { printf "%d nodes (+ %d audits, %d withdrawn)", a, b, c }')
     workers_cpu=$(printf "%s " "${spent[@]:1}")
     printf "%-28s %9s %16s %12s %s\n" "serve + $n workers" "$wall" "$(ratio "$one" "$wall" "$n")" "$total" \
-        "coordinator ${spent[0]}, workers ${workers_cpu% }; $nodes nodes; $(grep -oE 'lengths matching[^;]*' "$work/answers$n.txt" | head -1)"
+        "coordinator ${spent[0]}, workers ${workers_cpu% }; $nodes; $(grep -oE 'lengths matching[^;]*' "$work/answers$n.txt" | head -1)"
     kill "${pids[@]}" 2>/dev/null || true
     wait 2>/dev/null || true
     pids=()
