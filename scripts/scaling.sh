@@ -52,6 +52,8 @@ confined() {
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
 now() { date +%s.%N; }
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+# Thread-seconds the coordinator counted its workers' threads holding no task.
+idle_seconds() { curl -s "$1/metrics" | awk '/^tilesolve_idle_thread_seconds_total/ { print $2 }'; }
 ratio() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { s = a / b; printf "%.2fx, %.0f%%", s, 100 * s / n }'; }
 mkdata() { mkdir -p "$1"; ln -sf "$tables"/*.pdb "$1/"; }
 
@@ -98,6 +100,7 @@ for n in $counts; do
     sleep 3
     before=()
     for pid in "${pids[@]}"; do before+=("$(cpu "$pid")"); done
+    idle_before=$(idle_seconds "$url")
     start=$(now)
     "$bin" submit --coordinator "$url" --wait "$file" > "$work/answers$n.txt" 2>&1 || true
     wall=$(seconds "$start" "$(now)")
@@ -113,9 +116,11 @@ for n in $counts; do
         /^tilesolve_nodes_searched_total/ { a = $2 } /^tilesolve_nodes_audited_total/ { b = $2 }
         /^tilesolve_nodes_withdrawn_total/ { c = $2 }
         END { printf "%d nodes (+ %d audits, %d withdrawn)", a, b, c }')
+    idle=$(awk -v a="$(idle_seconds "$url")" -v b="$idle_before" -v n="$n" -v w="$wall" \
+        'BEGIN { printf "%.1f%%", 100 * (a - b) / (n * w) }')
     workers_cpu=$(printf "%s " "${spent[@]:1}")
     printf "%-28s %9s %16s %12s %s\n" "serve + $n workers" "$wall" "$(ratio "$one" "$wall" "$n")" "$total" \
-        "coordinator ${spent[0]}, workers ${workers_cpu% }; $nodes; $(grep -oE 'lengths matching[^;]*' "$work/answers$n.txt" | head -1)"
+        "coordinator ${spent[0]}, workers ${workers_cpu% }; threads idle $idle; $nodes; $(grep -oE 'lengths matching[^;]*' "$work/answers$n.txt" | head -1)"
     kill "${pids[@]}" 2>/dev/null || true
     wait 2>/dev/null || true
     pids=()

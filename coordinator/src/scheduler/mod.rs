@@ -274,6 +274,10 @@ impl Scheduler {
             now,
             parts.config.lease_timeout,
         );
+        let idle_here = holding.threads.saturating_sub(parts.tasks.held(worker));
+        parts
+            .workers
+            .note_idle(now, holding.idle_elsewhere + idle_here);
         Ok((leased, parts.workers.take_cancelled(worker)))
     }
 
@@ -483,6 +487,7 @@ impl Scheduler {
             workers: workers.len() as u64,
             worker_threads: workers.iter().map(|w| u64::from(w.threads)).sum(),
             nodes_per_second: workers.iter().map(|w| w.nodes_per_second).sum(),
+            idle_thread_seconds: parts.workers.idle_seconds(std::time::Instant::now()),
             ..parts.totals.clone()
         }
     }

@@ -190,6 +190,9 @@ pub struct SchedulerTotals {
     pub worker_threads: u64,
     /// Expanded nodes per second over every connected worker.
     pub nodes_per_second: f64,
+    /// Thread-seconds the connected workers' threads held no task (the idle share of a
+    /// stretch is its growth over threads x seconds).
+    pub idle_thread_seconds: f64,
     /// Audits that upheld the report they checked, that disproved it, and that were dropped
     /// or skipped (no other worker to run them, or they spent their budget).
     pub audits_upheld: u64,

@@ -161,6 +161,27 @@ pub(super) struct Workers {
     quarantined: HashMap<WorkerId, String>,
     /// Workers gone lately, as they last were, with why and when (newest last).
     gone: VecDeque<(WorkerView, String, Instant)>,
+    /// Thread-seconds the connected workers' threads held no task.
+    idle: IdleClock,
+}
+
+/// Idle worker threads integrated over time: the count noted at each poll holds until the
+/// next (every lease and report comes with a poll, so it is exact but for leases that expire
+/// and workers that leave or register between polls).
+#[derive(Default)]
+struct IdleClock {
+    /// The count noted last, and when.
+    last: Option<(Instant, usize)>,
+    /// Thread-seconds up to `last`.
+    seconds: f64,
+}
+
+impl IdleClock {
+    fn seconds_at(&self, now: Instant) -> f64 {
+        self.last.map_or(0.0, |(since, threads)| {
+            self.seconds + threads as f64 * now.saturating_duration_since(since).as_secs_f64()
+        })
+    }
 }
 
 impl Workers {
@@ -460,6 +481,17 @@ impl Workers {
                     .saturating_sub(held(id))
             })
             .sum()
+    }
+
+    /// From `now` on, `threads` of the connected workers' threads hold no task.
+    pub(super) fn note_idle(&mut self, now: Instant, threads: usize) {
+        self.idle.seconds = self.idle.seconds_at(now);
+        self.idle.last = Some((now, threads));
+    }
+
+    /// Thread-seconds the connected workers' threads held no task, since the first poll.
+    pub(super) fn idle_seconds(&self, now: Instant) -> f64 {
+        self.idle.seconds_at(now)
     }
 
     /// Forgets the workers silent for `timeout` or longer; returns them.

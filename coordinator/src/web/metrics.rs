@@ -9,6 +9,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 
 use super::{WebError, WebState};
 use crate::scheduler::SchedulerTotals;
@@ -106,6 +107,13 @@ fn register_counters(registry: &mut Registry, totals: &SchedulerTotals) {
         metric.inc_by(value);
         registry.register(name, help, metric);
     }
+    let idle: Counter<f64, AtomicU64> = Counter::default();
+    idle.inc_by(totals.idle_thread_seconds);
+    registry.register(
+        "idle_thread_seconds",
+        "Seconds the connected workers' threads held no task, summed over threads (the idle share of a stretch: its increase over threads x seconds)",
+        idle,
+    );
 }
 
 /// The scheduler's and the store's levels at this scrape.

@@ -373,3 +373,25 @@ fn split_puzzles_take_turns_in_the_queue() {
     assert!(both.len() >= 20, "{order:?}");
     assert!(longest_run <= 3, "{order:?}");
 }
+
+/// Idle threads are counted over time as each poll leaves them: a worker that took the only
+/// task leaves the other worker's thread idle, and that thread alone adds to the count.
+#[test]
+fn threads_holding_no_task_are_counted_over_time() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    scheduler
+        .submit(&distinct_eight_puzzles(1, 3), "manhattan", "")
+        .unwrap();
+    let busy = scheduler.register(1, "busy", None).unwrap();
+    scheduler.register(1, "idle", None).unwrap();
+    let (tasks, _) = scheduler.poll(busy, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    let workers = &scheduler.parts.workers;
+    let later = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let (at, two_seconds_on) = (
+        workers.idle_seconds(later),
+        workers.idle_seconds(later + std::time::Duration::from_secs(2)),
+    );
+    assert!((two_seconds_on - at - 2.0).abs() < 1e-9, "{at} {two_seconds_on}");
+}
