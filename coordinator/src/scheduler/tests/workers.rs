@@ -393,5 +393,8 @@ fn threads_holding_no_task_are_counted_over_time() {
         workers.idle_seconds(later),
         workers.idle_seconds(later + std::time::Duration::from_secs(2)),
     );
-    assert!((two_seconds_on - at - 2.0).abs() < 1e-9, "{at} {two_seconds_on}");
+    assert!(
+        (two_seconds_on - at - 2.0).abs() < 1e-9,
+        "{at} {two_seconds_on}"
+    );
 }
