@@ -39,6 +39,7 @@ mod batches;
 mod bounded;
 mod config;
 mod deferred;
+mod holders;
 mod intake;
 mod judge;
 mod lifecycle;
@@ -193,7 +194,9 @@ impl Scheduler {
     ) -> Result<WorkerId, SchedulerError> {
         let id = self.parts.ids.next();
         let lineage = token.map_or(Lineage::Registration(id), Lineage::Token);
-        self.parts.workers.register(id, lineage, threads, host)?;
+        let parts = &mut self.parts;
+        parts.workers.register(id, lineage, threads, host)?;
+        parts.tasks.set_capacity(id, parts.workers.capacity(id));
         Ok(id)
     }
 
@@ -259,9 +262,8 @@ impl Scheduler {
         // only while its tasks are short), however often it asks: one that asks for everything
         // and never reports cannot starve the rest; and it prefetches only what the idle
         // threads elsewhere leave over (counted once its reports are applied).
-        holding.idle_elsewhere = parts
-            .workers
-            .idle_threads_except(worker, |other| parts.tasks.held(other));
+        parts.tasks.set_capacity(worker, holding.threads);
+        holding.idle_elsewhere = parts.tasks.idle_threads_except(worker);
         // With few puzzles left per thread, whole puzzles are split early to use every thread.
         let unfinished = self.puzzles.len() + parts.batches.intake_pending();
         holding.whole_task_budget = parts
@@ -274,10 +276,7 @@ impl Scheduler {
             now,
             parts.config.lease_timeout,
         );
-        let idle_here = holding.threads.saturating_sub(parts.tasks.held(worker));
-        parts
-            .workers
-            .note_idle(now, holding.idle_elsewhere + idle_here);
+        parts.workers.note_idle(now, parts.tasks.idle_threads());
         Ok((leased, parts.workers.take_cancelled(worker)))
     }
 
@@ -314,6 +313,9 @@ impl Scheduler {
         let now = std::time::Instant::now();
         let parts = &mut self.parts;
         let workers_lost = parts.workers.forget_silent(now, parts.config.lease_timeout);
+        for &worker in &workers_lost {
+            parts.tasks.set_capacity(worker, 0);
+        }
         let expired = parts.tasks.expire(now);
         let mut swept = Swept {
             workers_lost,

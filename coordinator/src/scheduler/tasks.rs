@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::holders::Holders;
 use super::types::{Lineage, PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
 use crate::queue::{Place, ReadyQueue};
 
@@ -110,8 +111,8 @@ pub(super) struct Tasks {
     ready: ReadyQueue<TaskId>,
     waves: u64,
     /// Leases each worker holds, so a poll can be capped by what the worker already has
-    /// without a pass over every task.
-    held: HashMap<WorkerId, usize>,
+    /// without a pass over every task, and the threads with nothing to do.
+    holders: Holders,
     /// A task was queued (or queued again) since [`Tasks::take_newly_queued`]: idle workers'
     /// long polls are woken for that, not for every call that finds tasks waiting.
     newly_queued: bool,
@@ -255,7 +256,7 @@ impl Tasks {
             self.ready.put_back(queued);
         }
         if !leased.is_empty() {
-            *self.held.entry(worker).or_default() += leased.len();
+            self.holders.leased(worker, leased.len());
         }
         leased
     }
@@ -278,7 +279,7 @@ impl Tasks {
                 self.ready.push(entry.puzzle.0, entry.place.clone(), id);
             }
         }
-        self.held.remove(&worker);
+        self.holders.forget(worker);
         ids.len()
     }
 
@@ -319,17 +320,28 @@ impl Tasks {
 
     /// Leases `worker` holds now.
     pub(super) fn held(&self, worker: WorkerId) -> usize {
-        self.held.get(&worker).copied().unwrap_or(0)
+        self.holders.held(worker)
     }
 
     /// A lease of `worker` ended (reported, expired, withdrawn).
     fn released(&mut self, worker: WorkerId) {
-        if let Some(count) = self.held.get_mut(&worker) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                self.held.remove(&worker);
-            }
-        }
+        self.holders.released(worker);
+    }
+
+    /// `worker` may run `capacity` threads from now on: its threads as far as it has earned
+    /// them, or 0 once it is gone.
+    pub(super) fn set_capacity(&mut self, worker: WorkerId, capacity: usize) {
+        self.holders.set_capacity(worker, capacity);
+    }
+
+    /// Threads with nothing to do over the connected workers but `worker`.
+    pub(super) fn idle_threads_except(&self, worker: WorkerId) -> usize {
+        self.holders.idle_except(worker)
+    }
+
+    /// Threads with nothing to do over the connected workers.
+    pub(super) fn idle_threads(&self) -> usize {
+        self.holders.idle()
     }
 
     /// Whether some task may be waiting for a worker (withdrawn tasks may still be counted).

@@ -155,6 +155,8 @@ const MAX_GONE: usize = 64;
 #[derive(Default)]
 pub(super) struct Workers {
     workers: HashMap<WorkerId, WorkerInfo>,
+    /// Search threads over `workers`, kept as they come and go: every poll asks for it.
+    threads: usize,
     /// Cancellations not yet told to the worker holding the task.
     cancelled: HashMap<WorkerId, Vec<TaskId>>,
     /// Workers caught lying or faulty, with why: every call of theirs is refused.
@@ -205,7 +207,8 @@ impl Workers {
         })?;
         let secret = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let now = Instant::now();
-        self.workers.insert(
+        self.threads += threads as usize;
+        let replaced = self.workers.insert(
             id,
             WorkerInfo {
                 name: host.chars().take(MAX_HOST).collect(),
@@ -228,6 +231,9 @@ impl Workers {
                 task_times: TaskTimes::default(),
             },
         );
+        if let Some(replaced) = replaced {
+            self.threads -= replaced.threads as usize;
+        }
         Ok(())
     }
 
@@ -387,9 +393,7 @@ impl Workers {
 
     /// Refuses every further call of `worker`, with `reason`.
     pub(super) fn quarantine(&mut self, worker: WorkerId, reason: String) {
-        self.remember_gone(worker, "quarantined");
-        self.workers.remove(&worker);
-        self.cancelled.remove(&worker);
+        self.drop_worker(worker, "quarantined");
         if self.quarantined.len() >= MAX_QUARANTINED {
             if let Some(&oldest) = self.quarantined.keys().min() {
                 self.quarantined.remove(&oldest);
@@ -465,24 +469,6 @@ impl Workers {
         })
     }
 
-    /// Threads of the connected workers but `worker` that have nothing to do, given the leases
-    /// each holds (`held`): a worker's threads as far as it has earned them.
-    pub(super) fn idle_threads_except(
-        &self,
-        worker: WorkerId,
-        held: impl Fn(WorkerId) -> usize,
-    ) -> usize {
-        self.workers
-            .iter()
-            .filter(|(&id, _)| id != worker)
-            .map(|(&id, info)| {
-                (info.threads as usize)
-                    .min(info.earned())
-                    .saturating_sub(held(id))
-            })
-            .sum()
-    }
-
     /// From `now` on, `threads` of the connected workers' threads hold no task.
     pub(super) fn note_idle(&mut self, now: Instant, threads: usize) {
         self.idle.seconds = self.idle.seconds_at(now);
@@ -503,17 +489,22 @@ impl Workers {
             .map(|(&id, _)| id)
             .collect();
         for &id in &lost {
-            self.remember_gone(id, "lost: silent past the lease timeout");
-            self.workers.remove(&id);
-            self.cancelled.remove(&id);
+            self.drop_worker(id, "lost: silent past the lease timeout");
         }
         lost
     }
 
     /// Forgets `worker`, which said it is stopping.
     pub(super) fn forget(&mut self, worker: WorkerId) {
-        self.remember_gone(worker, "left");
-        self.workers.remove(&worker);
+        self.drop_worker(worker, "left");
+    }
+
+    /// Removes `worker` (shown as gone, with `why`) and what is kept for it.
+    fn drop_worker(&mut self, worker: WorkerId, why: &str) {
+        self.remember_gone(worker, why);
+        if let Some(info) = self.workers.remove(&worker) {
+            self.threads -= info.threads as usize;
+        }
         self.cancelled.remove(&worker);
     }
 
@@ -531,9 +522,17 @@ impl Workers {
         self.workers.len()
     }
 
+    /// Threads `worker` may run now: its threads, as far as it has earned them (0 for a worker
+    /// not connected).
+    pub(super) fn capacity(&self, worker: WorkerId) -> usize {
+        self.workers
+            .get(&worker)
+            .map_or(0, |info| (info.threads as usize).min(info.earned()))
+    }
+
     /// Search threads over every connected worker.
     pub(super) fn threads(&self) -> usize {
-        self.workers.values().map(|w| w.threads as usize).sum()
+        self.threads
     }
 
     /// The connected workers, by id.

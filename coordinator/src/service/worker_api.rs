@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status};
 use super::convert::{report_of, task_message};
 use super::table_transfer::ChunkStream;
 use super::Service;
-use crate::scheduler::{SchedulerError, WorkerDescription};
+use crate::scheduler::WorkerDescription;
 
 /// Longest a poll from an idle worker waits for work (well under the lease timeout and any
 /// client deadline; a worker that gets nothing asks again).
@@ -122,27 +122,26 @@ impl pb::workers_server::Workers for Service {
         let woken = self.core.tasks_queued.notified();
         tokio::pin!(woken);
         woken.as_mut().enable();
-        // Finishing an iteration splits the next one: CPU work, kept off the async threads and
-        // done outside the scheduler's lock (`Coordinator::cycle`), so other workers' polls go
-        // on meanwhile.
-        let core = self.core.clone();
-        let (mut tasks, mut cancelled) = tokio::task::spawn_blocking(move || {
-            let (mut tasks, mut cancelled) = (Vec::new(), Vec::new());
-            let mut results = Some(results);
-            core.cycle(Vec::new(), |scheduler| {
-                if let Some(results) = results.take() {
-                    (tasks, cancelled) = scheduler.poll(worker, free_slots, results)?;
-                } else if tasks.len() < free_slots as usize {
-                    // The worker whose result ended an iteration gets the new one's first tasks.
-                    let wanted = free_slots - tasks.len() as u32;
-                    tasks.extend(scheduler.poll(worker, wanted, Vec::new())?.0);
-                }
-                Ok(())
-            })?;
-            Ok::<_, SchedulerError>((tasks, cancelled))
-        })
-        .await
-        .map_err(|e| Status::internal(e.to_string()))??;
+        // Finishing an iteration splits the next one: CPU work, done outside the scheduler's
+        // lock and off the async threads (`Coordinator::cycle_from_async`), so other workers'
+        // polls go on meanwhile.
+        let (_, mut tasks, mut cancelled) = self
+            .core
+            .cycle_from_async(
+                (Some(results), Vec::new(), Vec::new()),
+                move |(results, tasks, cancelled), scheduler| {
+                    if let Some(results) = results.take() {
+                        (*tasks, *cancelled) = scheduler.poll(worker, free_slots, results)?;
+                    } else if tasks.len() < free_slots as usize {
+                        // The worker whose result ended an iteration gets the new one's first
+                        // tasks.
+                        let wanted = free_slots - tasks.len() as u32;
+                        tasks.extend(scheduler.poll(worker, wanted, Vec::new())?.0);
+                    }
+                    Ok(())
+                },
+            )
+            .await?;
         // Long poll: a worker with every thread idle waits here (briefly) for the next tasks
         // rather than asking again on its own schedule, so an iteration's tasks reach idle
         // workers as soon as its split is done.
