@@ -42,11 +42,25 @@ pub fn run(args: SalvageArgs) -> anyhow::Result<bool> {
             .join(format!("store.salvage-{}", std::process::id())),
     );
     copy_dir(&store_dir, &copy.0)?;
-    let store = Store::open_damaged(&copy.0)?;
+    let mut salvaged = Salvaged::default();
+    let store = match Store::open_damaged(&copy.0) {
+        Ok(store) => store,
+        Err(error) => {
+            // The answers and the batches live in their own logs: sled's files (each batch's
+            // items, the search index, the task records) are left out of the copy, and the
+            // logs are read alone.
+            eprintln!(
+                "{error}\nreading the answer and batch logs without sled's files: every answer \
+                 and batch the logs hold comes back, the batches without their items"
+            );
+            salvaged.unreadable += 1;
+            remove_all_but_logs(&copy.0)?;
+            Store::open_damaged(&copy.0)?
+        }
+    };
     let file = std::fs::File::create(&args.output)
         .with_context(|| format!("creating {}", args.output.display()))?;
     let mut out = std::io::BufWriter::new(file);
-    let mut salvaged = Salvaged::default();
     // sled panics on some damaged pages: a tree that does is read as far as it went.
     let answers = catch_unwind(AssertUnwindSafe(|| {
         write_answers(&store, &mut out, &mut salvaged)
@@ -170,6 +184,26 @@ impl Drop for CopyDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// The store's own logs and their indexes, which sled's files do not hold.
+const LOG_FILES: [&str; 4] = ["answers.log", "answers.idx", "batches.log", "batches.idx"];
+
+/// Removes from the store's copy at `dir` everything but its logs and their indexes.
+fn remove_all_but_logs(dir: &Path) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let entry = entry?;
+        if LOG_FILES.iter().any(|name| entry.file_name() == *name) {
+            continue;
+        }
+        let path = entry.path();
+        let removed = match entry.file_type()?.is_dir() {
+            true => std::fs::remove_dir_all(&path),
+            false => std::fs::remove_file(&path),
+        };
+        removed.with_context(|| format!("removing {} from the copy", path.display()))?;
+    }
+    Ok(())
 }
 
 /// Copies the directory `from` (files and subdirectories) to `to`.

@@ -244,6 +244,47 @@ fn a_damaged_store_is_refused_by_name_and_salvaged_into_a_new_one() {
     ]);
     assert!(ok, "{said}");
     assert!(said.contains("salvaged "), "{said}");
+    // sled's own file unreadable, every byte of it overwritten: the answer and batch logs
+    // alone still give every answer and the batch.
+    let unreadable = dir.path().join("unreadable");
+    std::fs::create_dir_all(unreadable.join("store")).unwrap();
+    for entry in std::fs::read_dir(data.join("store")).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(
+                entry.path(),
+                unreadable.join("store").join(entry.file_name()),
+            )
+            .unwrap();
+        }
+    }
+    let db = unreadable.join("store").join("db");
+    let garbage = vec![0xa5u8; std::fs::metadata(&db).unwrap().len() as usize];
+    std::fs::write(&db, garbage).unwrap();
+    let logs_alone = dir.path().join("logs-alone.jsonl");
+    let (ok, _, said) = run(&[
+        "salvage",
+        "--data",
+        unreadable.to_str().unwrap(),
+        "-o",
+        logs_alone.to_str().unwrap(),
+    ]);
+    assert!(
+        !ok,
+        "what sled held is lost, and the status says so: {said}"
+    );
+    assert!(
+        said.contains("reading the answer and batch logs without sled's files"),
+        "{said}"
+    );
+    let (from_logs, _) = read_export(&logs_alone);
+    assert_eq!(from_logs, read_export(&rescue).0, "{said}");
+    assert!(
+        std::fs::read_to_string(&logs_alone)
+            .unwrap()
+            .contains("\"batch\""),
+        "the batch's record comes back"
+    );
     // The way out the message names: the damaged store aside, a new one, the rescue imported.
     std::fs::rename(data.join("store"), dir.path().join("damaged-store")).unwrap();
     let target = Coordinator::start(&data, "127.0.0.1:0", &[], &[]);

@@ -197,9 +197,20 @@ impl AnswerLog {
         let mut entries = Vec::new();
         let end = inner.log.end();
         while offset < end && entries.len() < most {
-            let Some(record) = inner.log.record_at(offset)? else {
+            // Past a damaged record, the next intact one: a reader never stops on damage.
+            let Some((at, record)) = inner.log.next_intact(offset)? else {
+                offset = end;
                 break;
             };
+            if at != offset {
+                tracing::warn!(
+                    log = LOG_NAME,
+                    at_byte = offset,
+                    damaged_bytes = at - offset,
+                    "an answer record failed its check: stepped over"
+                );
+            }
+            offset = at;
             let length = record.length;
             if record.kind == PUT {
                 if let Ok((slot, _)) = inner.find(&record.key, key_hash(&record.key))? {

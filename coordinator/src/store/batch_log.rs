@@ -291,10 +291,16 @@ impl Inner {
         let Some(offset) = self.slot(id) else {
             return Ok(None);
         };
-        Ok(self
-            .log
-            .record_at(offset)?
-            .filter(|record| record.kind == PUT && record.key == key(id)))
+        let Some(record) = self.log.record_at(offset)? else {
+            tracing::warn!(
+                log = LOG_NAME,
+                batch = id,
+                at_byte = offset,
+                "a batch's record failed its check: the batch is lost"
+            );
+            return Ok(None);
+        };
+        Ok(Some(record).filter(|record| record.kind == PUT && record.key == key(id)))
     }
 
     /// Marks the index dirty on disk before its first change since the last close.

@@ -16,11 +16,14 @@
 //! first change after a flush marks the index dirty on disk before it touches a slot
 //! ([`mark_dirty`]); a close writes the pending records, syncs the log, syncs the slots, then
 //! records the length covered and clears the mark ([`mark_clean`]). An index found dirty,
-//! short, of another log or not covering the whole log is rebuilt from the log on opening, and
-//! the log is cut at its first record whose CRC fails (a torn write) when what follows it is
-//! no more than a crash's unsynced writes can leave ([`TORN_TAIL_MAX`]); further from the end
-//! it is damage, and the log is refused by name rather than cut (the records after it are
-//! intact and acknowledged), but for a salvage ([`OnDamage::Cut`]).
+//! short, of another log or not covering the whole log is rebuilt from the log on opening.
+//!
+//! Damage (a flipped bit, a zeroed page): every reader that goes through a log in order steps
+//! over a record that fails its check to the next intact one ([`LogFile::next_intact`]), so
+//! one bad record costs only itself, and a reader always moves on. When no intact record
+//! follows, the rest is a torn tail: cut off when it is no more than a crash's unsynced writes
+//! can leave ([`TORN_TAIL_MAX`]), else refused by name, but for a salvage
+//! ([`OnDamage::Cut`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
@@ -114,6 +117,24 @@ fn decode_record(header: [u8; 8], read_body: impl FnOnce(&mut [u8]) -> bool) -> 
     })
 }
 
+/// Bytes of a record's start that [`could_start_record`] looks at: its header, its kind and
+/// its key's length.
+const PREFIX: usize = 11;
+
+/// Whether `bytes` could start a record of at most `room` bytes: a body length in range that
+/// fits, a known kind and a key inside the body (checked before a body is read and summed).
+fn could_start_record(bytes: &[u8], room: u64) -> bool {
+    if bytes.len() < PREFIX {
+        return false;
+    }
+    let body_length = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
+    let key_length = u16::from_le_bytes([bytes[9], bytes[10]]) as usize;
+    (3..=1 << 24).contains(&body_length)
+        && 8 + body_length as u64 <= room
+        && matches!(bytes[8], PUT | REMOVAL)
+        && 3 + key_length <= body_length
+}
+
 /// A log file: what is in the file, and the records appended after it, not yet written.
 pub(super) struct LogFile {
     file: File,
@@ -171,10 +192,11 @@ impl LogFile {
         self.written + self.pending.len() as u64
     }
 
-    /// Reads the file's records from its header on, stopping at the first that is not whole
-    /// and intact, which is cut off with what follows it when that is a torn tail or
-    /// `on_damage` says so, else refused (`log_name` names the log); calls `each` with every
-    /// record and its offset.
+    /// Reads the file's records from its header on, calling `each` with every intact record and
+    /// its offset. Past a record that fails its check, reading goes on from the next intact
+    /// one ([`LogFile::next_intact`]): the damaged bytes cost only the records in them, each
+    /// such stretch logged with where it is. When nothing intact follows, the rest is cut off
+    /// when it is a torn tail or `on_damage` says so, else refused (`log_name` names the log).
     pub(super) fn read_all(
         &mut self,
         log_name: &str,
@@ -189,20 +211,34 @@ impl LogFile {
             if reader.read_exact(&mut header).is_err() {
                 break;
             }
-            let Some(record) = decode_record(header, |body| reader.read_exact(body).is_ok()) else {
+            if let Some(record) = decode_record(header, |body| reader.read_exact(body).is_ok()) {
+                let length = record.length;
+                each(offset, record)?;
+                offset += length;
+                continue;
+            }
+            let Some((next, record)) = self.next_intact(offset + 1)? else {
                 break;
             };
+            tracing::warn!(
+                log = log_name,
+                at_byte = offset,
+                damaged_bytes = next - offset,
+                "a log's record failed its check: stepped over to the next intact record \
+                 (what the damaged bytes held is lost, nothing else)"
+            );
             let length = record.length;
-            each(offset, record)?;
-            offset += length;
+            each(next, record)?;
+            offset = next + length;
+            reader.seek(SeekFrom::Start(offset))?;
         }
         let length = self.file.metadata()?.len();
         if length - offset > TORN_TAIL_MAX && on_damage == OnDamage::Refuse {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!(
-                    "{log_name} is damaged: its record at byte {offset} of {length} fails its \
-                     check, further from the end than a crash's torn write reaches"
+                    "{log_name} is damaged: from its byte {offset} of {length} on no record \
+                     passes its check, further from the end than a crash's torn write reaches"
                 ),
             ));
         }
@@ -211,8 +247,8 @@ impl LogFile {
                 log = log_name,
                 kept_bytes = offset,
                 cut_bytes = length - offset,
-                "a log's record failed its check (a write a crash tore, or damage met by a \
-                 salvage): cut there, keeping the records before it"
+                "a log's last records failed their check (a write a crash tore, or damage \
+                 met by a salvage): cut there, keeping the records before it"
             );
             self.file.set_len(offset)?;
             self.file.sync_all()?;
@@ -220,6 +256,39 @@ impl LogFile {
         self.written = offset;
         self.pending.clear();
         Ok(())
+    }
+
+    /// The first intact record that starts at `from` or after it, with its offset; `None` when
+    /// none does. Past damage, every byte is tried as a record's start, but a record's body is
+    /// read and checked only where its header and first bytes could be one's (a length that
+    /// fits, a known kind, a key inside the body), so that garbage costs little.
+    pub(super) fn next_intact(&self, from: u64) -> std::io::Result<Option<(u64, Record)>> {
+        const WINDOW: u64 = 1 << 16;
+        let from = from.max(LOG_HEADER);
+        if let Some(record) = self.record_at(from)? {
+            return Ok(Some((from, record)));
+        }
+        let end = self.end();
+        let mut at = from + 1;
+        while at < self.written {
+            let stop = (at + WINDOW + PREFIX as u64).min(self.written);
+            let mut bytes = vec![0u8; (stop - at) as usize];
+            let mut file = &self.file;
+            file.seek(SeekFrom::Start(at))?;
+            file.read_exact(&mut bytes)?;
+            for start in 0..(stop - at).min(WINDOW) {
+                let offset = at + start;
+                if could_start_record(&bytes[start as usize..], end - offset) {
+                    if let Some(record) = self.record_at(offset)? {
+                        return Ok(Some((offset, record)));
+                    }
+                }
+            }
+            at += WINDOW;
+        }
+        // The pending records, never written, are whole: the first starts at `written`.
+        let at = at.max(self.written);
+        Ok(self.record_at(at)?.map(|record| (at, record)))
     }
 
     /// The intact record at `offset`, if there is one.

@@ -179,3 +179,83 @@ fn a_log_mostly_dead_is_rewritten_with_its_live_records_when_opened() {
     assert_eq!(answers.get(&key(5_000)).unwrap(), Some(value(5_000, 1)));
     assert_eq!(all(&answers).len(), 201);
 }
+
+/// Every entry `entries_from` gives, in at most `most` calls (a reader that stopped moving
+/// on would loop for ever).
+fn all_within(answers: &AnswerLog, most: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut entries = Vec::new();
+    let mut next = Some(0);
+    for _ in 0..most {
+        let Some(from) = next else {
+            entries.sort();
+            return entries;
+        };
+        let (chunk, after) = answers.entries_from(from, 7).unwrap();
+        entries.extend(chunk);
+        next = after;
+    }
+    panic!("entries_from did not reach the log's end in {most} calls");
+}
+
+#[test]
+fn a_flipped_bit_anywhere_in_the_log_costs_at_most_the_record_it_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = 30u32;
+    {
+        let answers = AnswerLog::open(dir.path()).unwrap();
+        for n in 0..count {
+            answers.put(&key(n), &value(n, 1)).unwrap();
+        }
+        answers.close().unwrap();
+    }
+    let log = std::fs::read(dir.path().join("answers.log")).unwrap();
+    let index = std::fs::read(dir.path().join("answers.idx")).unwrap();
+    // Where each record lies: the log's 16-byte header, then (8-byte record header, kind, key
+    // length, key, value) for each key in order.
+    let mut spans = Vec::new();
+    let mut at = 16;
+    for n in 0..count {
+        let length = 8 + 3 + key(n).len() + value(n, 1).len();
+        spans.push((at..at + length, n));
+        at += length;
+    }
+    assert_eq!(at, log.len());
+    // Every third byte past the header, each time another bit of it; read with the index
+    // closed clean (the damage met by readers) and without it (met by the rebuild).
+    for position in (16..log.len()).step_by(3) {
+        let hit = spans
+            .iter()
+            .find(|(span, _)| span.contains(&position))
+            .map(|&(_, n)| n)
+            .unwrap();
+        for with_index in [true, false] {
+            let copy = tempfile::tempdir().unwrap();
+            let mut damaged = log.clone();
+            damaged[position] ^= 1 << (position % 8);
+            std::fs::write(copy.path().join("answers.log"), &damaged).unwrap();
+            if with_index {
+                std::fs::write(copy.path().join("answers.idx"), &index).unwrap();
+            }
+            let answers = AnswerLog::open(copy.path())
+                .unwrap_or_else(|e| panic!("byte {position}, index {with_index}: {e}"));
+            let mut wanted: Vec<_> = (0..count)
+                .filter(|&n| n != hit)
+                .map(|n| (key(n), value(n, 1)))
+                .collect();
+            wanted.sort();
+            assert_eq!(
+                all_within(&answers, 100),
+                wanted,
+                "byte {position} (record {hit}), index {with_index}"
+            );
+            for n in 0..count {
+                let got = answers.get(&key(n)).unwrap();
+                let expected = (n != hit).then(|| value(n, 1));
+                assert_eq!(
+                    got, expected,
+                    "key {n}, byte {position}, index {with_index}"
+                );
+            }
+        }
+    }
+}
