@@ -122,8 +122,8 @@ impl fmt::Display for HeuristicChoice {
     }
 }
 
-/// A name that is no heuristic: the message lists every name there is (the presets from their
-/// registry, [`crate::pdb::PRESETS`]).
+/// A name that is no heuristic (as an error quotes it, [`crate::excerpt::excerpt`]): the
+/// message lists every name there is (the presets from their registry, [`crate::pdb::PRESETS`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown heuristic '{0}' (known: default, hamming, manhattan, linear-conflict, or pdb:NAME \
@@ -139,7 +139,7 @@ impl FromStr for HeuristicChoice {
         if name == "default" {
             return Ok(HeuristicChoice::Default);
         }
-        let unknown = || UnknownChoice(name.to_string());
+        let unknown = || UnknownChoice(crate::excerpt::excerpt(name));
         if let Some(preset) = name.strip_prefix("pdb:") {
             return preset
                 .parse()

@@ -30,6 +30,7 @@ pub mod batch_file;
 pub mod board;
 pub mod connect;
 pub mod direction;
+pub mod excerpt;
 pub mod heuristic;
 pub mod heuristic_choice;
 pub mod moves;

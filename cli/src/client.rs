@@ -109,8 +109,8 @@ pub struct LimitArgs {
     /// Stop a board's optimal search after this many seconds of search (summed over the
     /// threads that search it): it comes back bounded, with the shortest path weighted searches
     /// find in the last quarter of the limit and the lower bound the optimal search proved.
-    #[arg(long, value_name = "SECS")]
-    time_limit: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = crate::options::parse_seconds)]
+    time_limit: Option<std::time::Duration>,
     /// As --time-limit, after this many expanded nodes.
     #[arg(long, value_name = "NODES")]
     node_limit: Option<u64>,
@@ -126,13 +126,7 @@ pub struct LimitArgs {
 impl LimitArgs {
     /// The limits as a submission carries them (its other fields empty).
     pub(crate) fn request(&self) -> anyhow::Result<pb::SubmitBatchRequest> {
-        let time_limit_seconds = match self.time_limit {
-            None => 0.0,
-            Some(secs) if secs.is_finite() && secs > 0.0 => secs,
-            Some(secs) => {
-                anyhow::bail!("--time-limit must be a positive number of seconds, not {secs}")
-            }
-        };
+        let time_limit_seconds = self.time_limit.map_or(0.0, |limit| limit.as_secs_f64());
         let weight = match self.fast {
             true => Weight::new(3, 2),
             false => self.suboptimal,

@@ -121,7 +121,19 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
+    let matches = match Cli::command().try_get_matches() {
+        Ok(matches) => matches,
+        // Help and version, on standard output.
+        Err(error) if !error.use_stderr() => error.exit(),
+        // A refused value is quoted in part, however long it was.
+        Err(error) => {
+            eprint!(
+                "{}",
+                tilesolve::excerpt::quotes_cut(&error.render().to_string())
+            );
+            return ExitCode::from(error.exit_code() as u8);
+        }
+    };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(error) => error.exit(),

@@ -108,8 +108,8 @@ pub struct SearchArgs {
     #[arg(long, default_value = "default")]
     pub goal: Goal,
     /// Give up on a board after this many seconds (per board).
-    #[arg(long, value_name = "SECS")]
-    pub time_limit: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub time_limit: Option<Duration>,
     /// Give up on a board after this many expanded nodes.
     #[arg(long, value_name = "NODES")]
     pub node_limit: Option<u64>,
@@ -132,15 +132,9 @@ pub struct SearchArgs {
 
 impl SearchArgs {
     pub fn solve_options(&self) -> anyhow::Result<SolveOptions> {
-        let time_limit = match self.time_limit {
-            Some(secs) if !(secs.is_finite() && secs > 0.0) => {
-                anyhow::bail!("--time-limit must be a positive number of seconds, not {secs}")
-            }
-            secs => secs.map(Duration::from_secs_f64),
-        };
         Ok(SolveOptions {
             algorithm: self.algorithm,
-            time_limit,
+            time_limit: self.time_limit,
             node_limit: self.node_limit,
             memory_budget: usize::try_from(self.memory.bytes()).unwrap_or(usize::MAX),
         })
@@ -195,6 +189,17 @@ impl Solvers {
             .as_ref()
             .map_err(Clone::clone)
     }
+}
+
+/// `--time-limit`'s seconds: a positive number that a `Duration` holds (`inf`, `nan`, 0 and
+/// 1e30 are refused with the command line's exit status, not met later).
+pub fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let refused = || format!("must be a positive number of seconds, not '{text}'");
+    let seconds: f64 = text.trim().parse().map_err(|_| refused())?;
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(refused());
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| refused())
 }
 
 /// `--suboptimal`'s weight, to a hundredth.

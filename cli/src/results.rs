@@ -7,6 +7,7 @@ use std::io::Write as _;
 
 use clap::Args;
 use serde::Serialize;
+pub use tilesolve::excerpt::printable;
 use tilesolve::proto::v1 as pb;
 
 /// The output flags of commands that print result items.
@@ -72,13 +73,13 @@ struct ItemRecord<'a> {
 #[derive(Serialize)]
 struct ItemRow<'a> {
     line: Option<u32>,
-    board: &'a str,
+    board: Cow<'a, str>,
     length: Option<u32>,
     moves: Option<&'a str>,
     nodes: Option<u64>,
     seconds: Option<f64>,
     heuristic: Option<&'a str>,
-    error: Option<&'a str>,
+    error: Option<Cow<'a, str>>,
     pending: bool,
     /// Last, so that the columns of files written before they were added keep their places.
     status: &'static str,
@@ -138,16 +139,18 @@ impl<'a> ItemRecord<'a> {
         record
     }
 
+    /// The CSV row: the submitted text and the error, which a batch's lines reach, with their
+    /// control characters escaped (a CSV file is read in terminals too).
     fn row(&self) -> ItemRow<'a> {
         ItemRow {
             line: self.line,
-            board: self.board,
+            board: printable(self.board),
             length: self.length,
             moves: self.moves,
             nodes: self.nodes,
             seconds: self.seconds,
             heuristic: self.heuristic,
-            error: self.error,
+            error: self.error.map(printable),
             pending: self.pending,
             status: self.status,
             lower_bound: self.lower_bound,
@@ -285,30 +288,9 @@ pub fn utc_time(unix_ms: u64) -> String {
     )
 }
 
-/// `text` fit for a terminal: control characters (an escape sequence that would recolour or
-/// clear it, a carriage return that would hide what came before) written as `\u{1b}`-style
-/// escapes. Submitted lines come back in results and errors, so a batch must not be able to
-/// drive the terminal of whoever reads them.
-pub fn printable(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return Cow::Borrowed(text);
-    }
-    Cow::Owned(
-        text.chars()
-            .map(|c| {
-                if c.is_control() {
-                    c.escape_unicode().to_string()
-                } else {
-                    c.to_string()
-                }
-            })
-            .collect(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{printable, utc_time};
+    use super::utc_time;
 
     #[test]
     fn times_read_as_utc_dates() {
@@ -316,11 +298,5 @@ mod tests {
         assert_eq!(utc_time(1_000), "1970-01-01T00:00:01Z");
         assert_eq!(utc_time(951_782_400_000), "2000-02-29T00:00:00Z");
         assert_eq!(utc_time(1_795_637_643_999), "2026-11-25T20:14:03Z");
-    }
-
-    #[test]
-    fn control_characters_are_escaped_and_plain_text_is_kept() {
-        assert_eq!(printable("1,2,3 # id=\u{e9}"), "1,2,3 # id=\u{e9}");
-        assert_eq!(printable("\u{1b}[31mred\r"), "\\u{1b}[31mred\\u{d}");
     }
 }

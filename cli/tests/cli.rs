@@ -143,6 +143,33 @@ fn each_bad_argument_exits_non_zero_with_its_reason() {
         assert!(stderr.contains(reason), "{board}: {stderr}");
         assert!(!stderr.contains("panicked"), "{board}: {stderr}");
     }
+    // A flag's value that is no number of seconds is the command line's fault: exit 2, at once.
+    for limit in ["inf", "NaN", "0", "-3", "1e30", "soon"] {
+        let flag = format!("--time-limit={limit}");
+        for command in [
+            &["solve", &flag, "1,2,3,4,5,6,0,7,8"][..],
+            &["submit", &flag, "boards.txt"][..],
+        ] {
+            let output = tilesolve(command, "");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{command:?}: {stderr}");
+            assert!(
+                stderr.contains("--time-limit") && stderr.contains("positive number of seconds"),
+                "{command:?}: {stderr}"
+            );
+        }
+    }
+    // A refused value is quoted in part, not replayed whole.
+    let long = format!("pdb:{}", "x".repeat(100_000));
+    let output = tilesolve(&["solve", "--heuristic", &long, "1,2,3,4,5,6,0,7,8"], "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let start: String = stderr.chars().take(300).collect();
+    assert_eq!(output.status.code(), Some(2), "{start}");
+    assert!(
+        stderr.len() < 4_000 && stderr.contains("(100004 bytes in all)"),
+        "{} bytes: {start}",
+        stderr.len()
+    );
 }
 
 #[test]

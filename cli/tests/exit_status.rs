@@ -297,4 +297,13 @@ fn garbage_is_refused_before_it_is_stored_and_never_reaches_the_terminal_raw() {
         !stdout.contains('\u{1b}') && stdout.contains("\\u{1b}[31mred  error: line 2"),
         "{stdout}"
     );
+    // And in every other form of its results: CSV too is read in terminals.
+    for form in ["--csv", "--json"] {
+        let (code, stdout, stderr, _) = run_at(&url, "", &["results", form, "1"]);
+        assert_eq!(code, Some(1), "{form}: {stderr}");
+        assert!(
+            !stdout.contains('\u{1b}') && stdout.contains("[31mred"),
+            "{form}: {stdout}"
+        );
+    }
 }

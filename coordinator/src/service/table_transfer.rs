@@ -25,7 +25,8 @@ impl Service {
         let name = request.file_name;
         if !tilesolve::pdb::file::is_file_name(&name) {
             return Err(Status::invalid_argument(format!(
-                "'{name}' is not a pattern database file name"
+                "'{}' is not a pattern database file name",
+                tilesolve::excerpt::excerpt(&name)
             )));
         }
         let path = self.pdbs.dir().join(&name);
@@ -78,9 +79,10 @@ impl Service {
             .ok_or_else(|| Status::invalid_argument("an upload needs at least one message"))?;
         self.read(|s| s.check_worker(first.worker_id, &first.worker_secret))?;
         let (worker, name) = (first.worker_id, first.file_name.clone());
+        let shown = tilesolve::excerpt::excerpt(&name);
         let Some((spec, checksum)) = self.supply.start_upload(worker, &name) else {
             return Err(Status::failed_precondition(format!(
-                "{name}: this coordinator did not ask worker {worker} for it, or it is already \
+                "{shown}: this coordinator did not ask worker {worker} for it, or it is already \
                  being sent"
             )));
         };
@@ -88,7 +90,7 @@ impl Service {
         let reply = outcome
             .as_ref()
             .map(|_| ())
-            .map_err(|reason| Status::invalid_argument(format!("{name}: {reason}")));
+            .map_err(|reason| Status::invalid_argument(format!("{shown}: {reason}")));
         self.supply.fetched(worker, &name, outcome);
         reply.map(|()| Response::new(pb::UploadPdbResponse {}))
     }
