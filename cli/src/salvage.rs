@@ -46,16 +46,13 @@ pub fn run(args: SalvageArgs) -> anyhow::Result<bool> {
     let store = match Store::open_damaged(&copy.0) {
         Ok(store) => store,
         Err(error) => {
-            // The answers and the batches live in their own logs: sled's files (each batch's
-            // items, the search index, the task records) are left out of the copy, and the
-            // logs are read alone.
+            // The answers and the batches live in their own logs, readable without sled's.
             eprintln!(
                 "{error}\nreading the answer and batch logs without sled's files: every answer \
                  and batch the logs hold comes back, the batches without their items"
             );
             salvaged.unreadable += 1;
-            remove_all_but_logs(&copy.0)?;
-            Store::open_damaged(&copy.0)?
+            Store::open_logs_alone(&copy.0)?
         }
     };
     let file = std::fs::File::create(&args.output)
@@ -184,26 +181,6 @@ impl Drop for CopyDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// The store's own logs and their indexes, which sled's files do not hold.
-const LOG_FILES: [&str; 4] = ["answers.log", "answers.idx", "batches.log", "batches.idx"];
-
-/// Removes from the store's copy at `dir` everything but its logs and their indexes.
-fn remove_all_but_logs(dir: &Path) -> anyhow::Result<()> {
-    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let entry = entry?;
-        if LOG_FILES.iter().any(|name| entry.file_name() == *name) {
-            continue;
-        }
-        let path = entry.path();
-        let removed = match entry.file_type()?.is_dir() {
-            true => std::fs::remove_dir_all(&path),
-            false => std::fs::remove_file(&path),
-        };
-        removed.with_context(|| format!("removing {} from the copy", path.display()))?;
-    }
-    Ok(())
 }
 
 /// Copies the directory `from` (files and subdirectories) to `to`.

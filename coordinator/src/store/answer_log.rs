@@ -38,8 +38,8 @@ use super::log_file::{
     Record, COMPACT_AFTER, INDEX_HEADER, LIVE_AT, LOG_HEADER, PUT, REMOVAL,
 };
 
-const LOG_NAME: &str = "answers.log";
-const INDEX_NAME: &str = "answers.idx";
+pub(super) const LOG_NAME: &str = "answers.log";
+pub(super) const INDEX_NAME: &str = "answers.idx";
 const LOG_MAGIC: &[u8; 8] = b"TSANSLOG";
 const INDEX_MAGIC: &[u8; 8] = b"TSANSIDX";
 const SLOT: usize = 16;

@@ -35,8 +35,8 @@ use super::log_file::{
 
 const LOG_MAGIC: &[u8; 8] = b"TSBATLOG";
 const INDEX_MAGIC: &[u8; 8] = b"TSBATIDX";
-const LOG_NAME: &str = "batches.log";
-const INDEX_NAME: &str = "batches.idx";
+pub(super) const LOG_NAME: &str = "batches.log";
+pub(super) const INDEX_NAME: &str = "batches.idx";
 const SLOT: usize = 8;
 const FIRST_SLOTS: u64 = 1 << 12;
 /// Where the index's header keeps the highest id ever put.

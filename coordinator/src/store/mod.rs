@@ -225,6 +225,36 @@ impl Store {
         Store::open_unchecked(dir, DEFAULT_CACHE_BYTES, true)
     }
 
+    /// Opens a store whose sled files [`Store::open_damaged`] cannot read, with its two logs
+    /// alone: removes every other file from `dir` (give it a copy) and opens the logs beside
+    /// an empty sled database. Every answer and batch the logs hold can be read; what only
+    /// sled held (batch items not yet in the batch log, search states, task records) is gone.
+    pub fn open_logs_alone(dir: &Path) -> Result<Store, StoreError> {
+        let logs = [
+            answer_log::LOG_NAME,
+            answer_log::INDEX_NAME,
+            batch_log::LOG_NAME,
+            batch_log::INDEX_NAME,
+        ];
+        let io = |path: &Path, error: std::io::Error| StoreError::Open {
+            path: path.to_path_buf(),
+            reason: error.to_string(),
+        };
+        for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+            let entry = entry.map_err(|e| io(dir, e))?;
+            if logs.iter().any(|name| entry.file_name() == *name) {
+                continue;
+            }
+            let path = entry.path();
+            let removed = match entry.file_type().map_err(|e| io(&path, e))?.is_dir() {
+                true => std::fs::remove_dir_all(&path),
+                false => std::fs::remove_file(&path),
+            };
+            removed.map_err(|e| io(&path, e))?;
+        }
+        Store::open_damaged(dir)
+    }
+
     /// Opens the sled database without checking its flush count or format. A panic inside
     /// sled (it has them on some damaged files) is an error naming the store.
     fn open_unchecked(dir: &Path, cache_bytes: u64, salvaging: bool) -> Result<Store, StoreError> {
