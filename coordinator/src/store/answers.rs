@@ -129,8 +129,14 @@ impl Store {
                 heuristic: heuristic.to_string(),
                 workers: workers.to_vec(),
             };
-            self.answers
-                .put(&board_key(&solution.goal, &board), &encode_compact(&stored))?;
+            let key = board_key(&solution.goal, &board);
+            // A board on the path keeps an answer it already has: that answer rests on its own
+            // workers, and items answered with it say so; overwritten with this path's, a
+            // quarantine of one of these workers withdrew it while those items stayed solved
+            // (found by the colluders' test: answered, then "not in the store" for good).
+            if step == 0 || self.answers.get(&key)?.is_none() {
+                self.answers.put(&key, &encode_compact(&stored))?;
+            }
             board = board.apply(direction).map_or(board, |(next, _)| next);
         }
         let goal_key = board_key(&solution.goal, &solution.goal);

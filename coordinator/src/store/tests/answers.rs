@@ -229,3 +229,34 @@ fn a_store_of_format_3_has_its_answers_moved_out_of_sled_when_opened() {
     assert_eq!(store.meta_u64("format").unwrap(), Some(STORE_FORMAT));
     assert_eq!(store.searched_solutions().count(), 1);
 }
+
+/// A board's own answer rests on its own workers: another answer whose path passes the board
+/// does not overwrite it, so withdrawing that answer's workers leaves it stored (an item
+/// answered with it stayed solved while the store had lost it).
+#[test]
+fn a_path_board_keeps_the_answer_it_had_and_its_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (goal, board, solution) = solved_eight_puzzle();
+    let (on_path, _) = board.apply(solution.moves[0]).unwrap();
+    let solver = Solver::new(goal, HeuristicKind::Manhattan);
+    let own = solver
+        .solve(&on_path, &SolveOptions::default(), None)
+        .unwrap();
+    store
+        .put_solution(&own, "manhattan", &[1], PathBoards::Stored)
+        .unwrap();
+    store
+        .put_solution(&solution, "manhattan", &[2], PathBoards::Stored)
+        .unwrap();
+    assert_eq!(
+        store.solution(&goal, &on_path).unwrap().unwrap().workers,
+        vec![1]
+    );
+    store.withdraw_worker(2).unwrap();
+    assert_eq!(store.solution(&goal, &board).unwrap(), None);
+    assert_eq!(
+        store.solution(&goal, &on_path).unwrap().unwrap().workers,
+        vec![1]
+    );
+}
