@@ -1,5 +1,7 @@
 //! The precomputed neighbour table the kernel walks, and solution replay.
 
+use std::collections::HashMap;
+
 use thiserror::Error;
 
 use crate::board::{Board, Shape, MAX_CELLS};
@@ -56,17 +58,59 @@ pub enum ReplayError {
     OffBoard { index: usize, direction: Direction },
     #[error("the moves end on {reached}, not on the goal {goal}")]
     NotGoal { reached: Board, goal: Board },
+    /// A path that comes back to a board holds a shorter one (its loop cut out), so it is never
+    /// a shortest path: padding (`...UD`) is refused here, wherever a path is replayed.
+    #[error(
+        "move {index} ({direction}) comes back to the board {after}: a shortest path visits no \
+         board twice"
+    )]
+    Revisits {
+        index: usize,
+        direction: Direction,
+        after: Reached,
+    },
 }
 
-/// Plays `moves` from `start` and checks that they end on `goal`. Returns the tile moved by each.
+/// Where a path first reached a board it comes back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reached {
+    Start,
+    AfterMove(usize),
+}
+
+impl std::fmt::Display for Reached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reached::Start => f.write_str("it started from"),
+            Reached::AfterMove(index) => write!(f, "of move {index}"),
+        }
+    }
+}
+
+/// Plays `moves` from `start` and checks that they end on `goal` and visit no board twice.
+/// Returns the tile moved by each.
 pub fn replay(start: &Board, goal: &Board, moves: &[Direction]) -> Result<Vec<u8>, ReplayError> {
     let mut board = *start;
     let mut tiles = Vec::with_capacity(moves.len());
+    // Boards reached, each with the number of moves that reached it (0: the start).
+    let mut seen = HashMap::with_capacity(moves.len() + 1);
+    seen.insert(board, 0);
     for (index, &direction) in moves.iter().enumerate() {
         let (next, tile) = board.apply(direction).ok_or(ReplayError::OffBoard {
             index: index + 1,
             direction,
         })?;
+        if let Some(&earlier) = seen.get(&next) {
+            return Err(ReplayError::Revisits {
+                index: index + 1,
+                direction,
+                after: match earlier {
+                    0 => Reached::Start,
+                    moved => Reached::AfterMove(moved),
+                },
+            });
+        }
+        seen.insert(next, index + 1);
         board = next;
         tiles.push(tile);
     }
@@ -77,6 +121,38 @@ pub fn replay(start: &Board, goal: &Board, moves: &[Direction]) -> Result<Vec<u8
         });
     }
     Ok(tiles)
+}
+
+/// `moves` with every loop cut out: from `start` to where `moves` end, visiting no board twice.
+/// For paths no search proved shortest (weighted searches, a line's claim), which may come
+/// back to a board and are still worth their shorter part. Moves from a move that leaves the
+/// board on are kept as they are, for [`replay`] to refuse.
+pub fn without_loops(start: &Board, moves: &[Direction]) -> Vec<Direction> {
+    let mut path: Vec<Direction> = Vec::with_capacity(moves.len());
+    // The boards along `path` (the start first), and where each is in it.
+    let mut boards = vec![*start];
+    let mut at = HashMap::with_capacity(moves.len() + 1);
+    at.insert(*start, 0usize);
+    for (index, &direction) in moves.iter().enumerate() {
+        let Some((next, _)) = boards[path.len()].apply(direction) else {
+            path.extend_from_slice(&moves[index..]);
+            return path;
+        };
+        match at.get(&next) {
+            Some(&back_to) => {
+                for board in boards.drain(back_to + 1..) {
+                    at.remove(&board);
+                }
+                path.truncate(back_to);
+            }
+            None => {
+                path.push(direction);
+                boards.push(next);
+                at.insert(next, path.len());
+            }
+        }
+    }
+    path
 }
 
 const _: () = assert!(
@@ -109,5 +185,47 @@ mod tests {
             replay(&goal, &goal, &[Direction::Down]),
             Err(ReplayError::OffBoard { .. })
         ));
+    }
+
+    /// Every loop a path can hold (a reversal, or the blank around a 2x2 block three times)
+    /// is refused by replay, and cut out by `without_loops`, which keeps the path's end.
+    #[test]
+    fn a_path_visiting_a_board_twice_is_refused_and_its_loops_cut() {
+        use Direction::{Down, Left, Right, Up};
+        let goal = Board::blank_last(3);
+        let (start, _) = goal.apply(Up).unwrap();
+        let padded = [Left, Right, Down];
+        assert_eq!(
+            replay(&start, &goal, &padded),
+            Err(ReplayError::Revisits {
+                index: 2,
+                direction: Right,
+                after: Reached::Start
+            })
+        );
+        assert_eq!(without_loops(&start, &padded), vec![Down]);
+        let mut looped: Vec<Direction> = [Left, Down, Right, Up].repeat(3);
+        looped.push(Down);
+        assert!(matches!(
+            replay(&start, &goal, &looped),
+            Err(ReplayError::Revisits {
+                index: 12,
+                after: Reached::Start,
+                ..
+            })
+        ));
+        assert!(matches!(
+            replay(&start, &goal, &[Left, Down, Right, Up, Left, Right]),
+            Err(ReplayError::Revisits {
+                index: 6,
+                after: Reached::AfterMove(4),
+                ..
+            })
+        ));
+        let cut = without_loops(&start, &looped);
+        assert_eq!(cut, vec![Down]);
+        assert_eq!(replay(&start, &goal, &cut), Ok(vec![6]));
+        // Off the board: the rest is kept for replay to refuse.
+        assert_eq!(without_loops(&goal, &[Down, Up]), vec![Down, Up]);
     }
 }

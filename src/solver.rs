@@ -251,6 +251,45 @@ impl Solver {
         &self.heuristic_name
     }
 
+    /// A real path from `board` to the goal two moves longer than the shortest, visiting no
+    /// board twice, whose first move is not `not_first`: the lie no replay refuses, which only
+    /// an audit (a second search) can disprove. The liar tests tell it. Tries a few moves away
+    /// (one to four, in turn) for a board whose own shortest path makes the total; `None` if
+    /// none does.
+    pub fn path_two_moves_longer(
+        &self,
+        board: &Board,
+        not_first: Option<Direction>,
+    ) -> Option<Vec<Direction>> {
+        let options = SolveOptions::default();
+        let wanted = self.solve(board, &options, None).ok()?.moves.len() + 2;
+        let mut prefixes: Vec<(Vec<Direction>, Board)> = vec![(Vec::new(), *board)];
+        for _ in 0..4 {
+            let mut longer = Vec::new();
+            for (prefix, at) in &prefixes {
+                let not = prefix.last().map(|d| d.opposite()).or(not_first);
+                for direction in Direction::ALL.into_iter().filter(|&d| Some(d) != not) {
+                    let Some((next, _)) = at.apply(direction) else {
+                        continue;
+                    };
+                    let mut path = prefix.clone();
+                    path.push(direction);
+                    let Ok(rest) = self.solve(&next, &options, None) else {
+                        continue;
+                    };
+                    let mut whole = path.clone();
+                    whole.extend(rest.moves);
+                    if whole.len() == wanted && replay(board, &self.goal, &whole).is_ok() {
+                        return Some(whole);
+                    }
+                    longer.push((path, next));
+                }
+            }
+            prefixes = longer;
+        }
+        None
+    }
+
     /// The heuristic's estimate of `board`'s distance to the goal.
     pub fn estimate(&self, board: &Board) -> u32 {
         self.heuristic.estimate(board)

@@ -10,7 +10,7 @@ use crate::board::Board;
 use crate::direction::Direction;
 use crate::heuristic::{Weight, Weighted};
 use crate::heuristic_choice::AnyHeuristic;
-use crate::moves::replay;
+use crate::moves::{replay, without_loops};
 use crate::search::{ida_star, Counters, IdaStop, Limits, MAX_DEPTH};
 
 /// The share of a time or node limit the optimal search may spend; the weighted searches take
@@ -238,7 +238,10 @@ impl Solver {
             0,
             limits,
         ));
-        (outcome.result, outcome.counters)
+        // A weighted search may pass a board twice on its way (no bound keeps it shortest);
+        // the path without those loops is shorter, and is the only kind replay accepts.
+        let result = outcome.result.map(|moves| without_loops(board, &moves));
+        (result, outcome.counters)
     }
 
     /// `moves`, found with `weight` in `counters`' nodes, replayed: the optimal solution when

@@ -35,13 +35,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tilesolve::moves::replay;
 use tilesolve::{Board, Direction};
 
 use super::config::{
     Verify, COORDINATOR_AUDIT_NODES, COORDINATOR_CHUNK_NODES, PROBATION_SAMPLE_NODES,
 };
 use super::deferred::{Deferred, FinishedAudit, PendingAudit, UnauditedClaim};
+use super::judge::path_lengths;
 use super::tasks::{Audit, TaskEntry};
 use super::types::{
     Lineage, PuzzleId, TaskId, TaskOutcome, TaskReport, TaskSpec, WorkerId, MAX_ATTEMPTS,
@@ -314,11 +314,12 @@ impl Audits {
             return Vec::new();
         }
         let spec = &claim.spec;
-        match outcome {
-            TaskOutcome::Found(suffix) if replay(&spec.board, &spec.goal, &suffix).is_ok() => {
-                let length = (spec.path.len() + suffix.len()) as u32;
-                return vec![self.disproved(parts, claim.audit, puzzle, id, length)];
+        if let TaskOutcome::Found(suffix) = &outcome {
+            if let Ok((_, shortest)) = path_lengths(spec, suffix) {
+                return vec![self.disproved(parts, claim.audit, puzzle, id, shortest)];
             }
+        }
+        match outcome {
             TaskOutcome::Exceeded(next) if next > spec.bound => {
                 parts.workers.audit_passed(claim.audit.of);
                 parts.totals.audits_upheld += 1;
@@ -360,11 +361,11 @@ impl Audits {
         };
         let spec = &entry.spec;
         let impossible = match &report.outcome {
-            TaskOutcome::Found(suffix) => match replay(&spec.board, &spec.goal, suffix) {
-                Ok(_) => {
-                    let length = (spec.path.len() + suffix.len()) as u32;
-                    if length < audit.claim {
-                        return vec![self.disproved(parts, audit, puzzle, task, length)];
+            // A path with a loop is still a real one, its loop cut out.
+            TaskOutcome::Found(suffix) => match path_lengths(spec, suffix) {
+                Ok((length, shortest)) => {
+                    if shortest < audit.claim {
+                        return vec![self.disproved(parts, audit, puzzle, task, shortest)];
                     }
                     Some(format!(
                         "an audit at bound {} reported a {length}-move path",

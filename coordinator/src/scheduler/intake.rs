@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tilesolve::batch_file::{BatchLine, MAX_LINE_BYTES};
 use tilesolve::heuristic_choice::HeuristicChoice;
-use tilesolve::moves::{moves_from_string, moves_to_string, replay};
+use tilesolve::moves::{moves_from_string, moves_to_string, replay, without_loops};
 use tilesolve::pdb::Preset;
 use tilesolve::{Board, Direction, Goal, Shape};
 
@@ -538,9 +538,11 @@ pub(super) fn read_items(
     Ok(read)
 }
 
-/// Moves a line claims take `board` to `goal`, replayed.
+/// Moves a line claims take `board` to `goal`, replayed, with any loops they hold cut out (a
+/// claim need not be shortest).
 fn claimed_moves(board: &Board, goal: &Board, text: &str) -> Result<Vec<Direction>, String> {
     let moves = moves_from_string(text).ok_or("not letters U, L, R, D")?;
+    let moves = without_loops(board, &moves);
     replay(board, goal, &moves).map_err(|error| error.to_string())?;
     Ok(moves)
 }

@@ -3,8 +3,8 @@
 //! earlier report was false). Judged before anything of the report is applied.
 
 use tilesolve::heuristic::Weight;
-use tilesolve::moves::replay;
-use tilesolve::Direction;
+use tilesolve::moves::{replay, without_loops, ReplayError};
+use tilesolve::{Board, Direction};
 
 use super::types::{TaskOutcome, TaskSpec};
 
@@ -49,12 +49,27 @@ pub(super) fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {
         TaskOutcome::Found(suffix) => {
             // Moves that leave the board or end elsewhere are a failed attempt (retried on the
             // next lease), never a puzzle failure: the puzzle is still solvable.
-            if let Err(error) = replay(&spec.board, &spec.goal, suffix) {
-                return Verdict::Impossible(format!(
-                    "a worker reported moves that do not reach the goal: {error}"
-                ));
+            let (length, shortest) = match path_lengths(spec, suffix) {
+                Ok(lengths) => lengths,
+                Err(error) => {
+                    return Verdict::Impossible(format!(
+                        "a worker reported moves that do not reach the goal: {error}"
+                    ))
+                }
+            };
+            // A path that passes a board twice holds a real one shorter by its loop: below the
+            // bound, an earlier report was false (the reporter's search never yields one: it
+            // walks no move back). A whole-puzzle task's worker searched every bound it passed
+            // itself, so a loop from one is its own false report.
+            if shortest < length {
+                return if shortest < bound {
+                    Verdict::Shorter(shortest)
+                } else {
+                    Verdict::Impossible(format!(
+                        "a worker reported a {length}-move path that visits a board twice"
+                    ))
+                };
             }
-            let length = (spec.path.len() + suffix.len()) as u32;
             if length < bound {
                 Verdict::Shorter(length)
             } else if !spec.iterate && length > bound {
@@ -96,15 +111,51 @@ pub(super) fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {
     }
 }
 
+/// The puzzle's board a task's path starts from: the task's board with that path undone.
+fn start_of(spec: &TaskSpec) -> Option<Board> {
+    spec.path
+        .iter()
+        .rev()
+        .try_fold(spec.board, |board, &direction| {
+            board.apply(direction.opposite()).map(|(before, _)| before)
+        })
+}
+
+/// The length of the path a task's `suffix` completes from the puzzle's board, as reported and
+/// with the loops it may hold cut out (the same for a path that visits no board twice; the
+/// task's own path and the suffix may pass one board each); an error if it is no path to the
+/// goal.
+pub(super) fn path_lengths(
+    spec: &TaskSpec,
+    suffix: &[Direction],
+) -> Result<(u32, u32), ReplayError> {
+    let (start, whole) = match start_of(spec) {
+        Some(start) => (start, [spec.path.as_slice(), suffix].concat()),
+        None => (spec.board, suffix.to_vec()),
+    };
+    let reported = (spec.path.len() + suffix.len()) as u32;
+    let prefix = reported - whole.len() as u32;
+    match replay(&start, &spec.goal, &whole) {
+        Ok(_) => Ok((reported, reported)),
+        Err(ReplayError::Revisits { .. }) => {
+            let cut = without_loops(&start, &whole);
+            replay(&start, &spec.goal, &cut)?;
+            Ok((reported, prefix + cut.len() as u32))
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// A weighted task's path must reach the goal, and cannot be shorter than the proven bound it
 /// was given (if it is, a report that raised the bound was false).
 fn judge_weighted(spec: &TaskSpec, found: &Option<(Vec<Direction>, Weight)>) -> Verdict {
     let Some((moves, _)) = found else {
         return Verdict::Plausible;
     };
+    // An honest weighted search's path has its loops cut (`Solver::shortest_weighted_path`).
     if let Err(error) = replay(&spec.board, &spec.goal, moves) {
         return Verdict::Impossible(format!(
-            "a worker reported weighted moves that do not reach the goal: {error}"
+            "a worker reported weighted moves that are no path to the goal: {error}"
         ));
     }
     match moves.len() as u32 {

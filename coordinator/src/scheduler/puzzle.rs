@@ -14,7 +14,7 @@ use super::types::{TaskId, TaskOutcome, TaskReport, WorkerId, MAX_ATTEMPTS};
 use crate::frontier::{SizeHistory, SubtreeTask};
 use crate::queue::Place;
 use crate::store::{ItemLimits, ItemStatus, StoredItem};
-use tilesolve::moves::{moves_from_string, moves_to_string, replay};
+use tilesolve::moves::{moves_from_string, moves_to_string, replay, without_loops};
 use tilesolve::search::{child_order, Counters, MovePruning};
 use tilesolve::{Solution, Solver};
 
@@ -112,6 +112,7 @@ impl Puzzle {
             .as_ref()
             .and_then(|s| s.best.as_ref())
             .and_then(|best| Some((moves_from_string(&best.moves)?, best.weight_percent)))
+            .map(|(moves, weight_percent)| (without_loops(&board, &moves), weight_percent))
             .filter(|(moves, _)| replay(&board, &goal, moves).is_ok());
         let (lower_bound, workers) = search_state.map_or((0, BTreeSet::new()), |s| {
             (s.lower_bound, s.workers.into_iter().collect())
@@ -131,6 +132,7 @@ impl Puzzle {
             .claimed
             .as_deref()
             .and_then(moves_from_string)
+            .map(|moves| without_loops(&board, &moves))
             .filter(|moves| replay(&board, &goal, moves).is_ok());
         Puzzle {
             board,

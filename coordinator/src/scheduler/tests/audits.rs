@@ -10,16 +10,8 @@ fn lie(task: &TaskSpec, truth: TaskOutcome, told: usize) -> TaskOutcome {
         return TaskOutcome::Found(vec![Direction::Up; 40]);
     }
     match truth {
-        TaskOutcome::Found(mut moves) if task.iterate => {
-            let detour = Direction::ALL
-                .into_iter()
-                .find(|&d| {
-                    tilesolve::moves::replay(&task.board, &task.goal, &[d, d.opposite()]).is_err()
-                        && task.board.apply(d).is_some()
-                })
-                .unwrap_or(Direction::Up);
-            moves.splice(0..0, [detour, detour.opposite()]);
-            TaskOutcome::Found(moves)
+        TaskOutcome::Found(moves) if task.iterate => {
+            TaskOutcome::Found(two_moves_longer(&task.board, task.goal, None).unwrap_or(moves))
         }
         TaskOutcome::Found(_) => TaskOutcome::Exceeded(task.bound + 2),
         TaskOutcome::Exceeded(next) => TaskOutcome::Exceeded(next + 2),
@@ -133,6 +125,8 @@ fn tell_a_lie(dir: &std::path::Path, board: &str, optimal: usize) -> ToldLie {
         ..SchedulerConfig::default()
     };
     let mut scheduler = scheduler_in(dir, config);
+    // Another worker is there to audit (with none, the coordinator audits).
+    let honest = trusted_worker(&mut scheduler, "honest", None);
     let batch = scheduler
         .submit(&[board.to_string()], "linear-conflict", "")
         .unwrap()
@@ -143,8 +137,6 @@ fn tell_a_lie(dir: &std::path::Path, board: &str, optimal: usize) -> ToldLie {
     let truth = run_linear_conflict(&tasks[0]);
     let lied = lie(&tasks[0], truth.outcome, 1);
     assert!(matches!(&lied, TaskOutcome::Found(moves) if moves.len() == optimal + 2));
-    // Another worker is there to audit (with none, an audit is skipped).
-    let honest = scheduler.register(1, "honest", None).unwrap();
     let reports = vec![TaskReport::new(tasks[0].id, lied, truth.nodes)];
     let reported = scheduler.poll(liar, 0, reports).map(|_| ());
     ToldLie {
@@ -285,22 +277,19 @@ fn answer(
         .collect()
 }
 
-/// `moves` with a step out and back first, from `board` (not undoing `after`).
-fn with_detour(
+/// A real path from `board` to `goal` two moves longer than the shortest, visiting no board
+/// twice (a path with a step out and back is refused by replay), not undoing `after` first.
+fn two_moves_longer(
     board: &Board,
+    goal: Board,
     after: Option<Direction>,
-    mut moves: Vec<Direction>,
-) -> Vec<Direction> {
-    let detour = Direction::ALL
-        .into_iter()
-        .find(|&d| board.apply(d).is_some() && after.is_none_or(|last| last.opposite() != d))
-        .unwrap();
-    moves.splice(0..0, [detour, detour.opposite()]);
-    moves
+) -> Option<Vec<Direction>> {
+    Solver::new(goal, tilesolve::HeuristicKind::LinearConflict)
+        .path_two_moves_longer(board, after.map(Direction::opposite))
 }
 
-/// Submits a 31-move 8-puzzle that `liar` takes as a whole task and answers in 33 moves (a
-/// step out and back first); the answer waits for its audit. Returns the batch.
+/// Submits a 31-move 8-puzzle that `liar` takes as a whole task and answers in 33 moves; the
+/// answer waits for its audit. Returns the batch.
 fn answer_31_moves_in_33(scheduler: &mut Owned, liar: WorkerId) -> u64 {
     let batch = scheduler
         .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
@@ -309,7 +298,9 @@ fn answer_31_moves_in_33(scheduler: &mut Owned, liar: WorkerId) -> u64 {
     let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
     assert_eq!(tasks.len(), 1);
     let lie = |task: &TaskSpec, outcome: TaskOutcome| match outcome {
-        TaskOutcome::Found(moves) => TaskOutcome::Found(with_detour(&task.board, None, moves)),
+        TaskOutcome::Found(_) => {
+            TaskOutcome::Found(two_moves_longer(&task.board, task.goal, None).unwrap())
+        }
         other => other,
     };
     let lied = answer(tasks, &lie);
@@ -369,7 +360,7 @@ fn a_liar_past_probation_cannot_hide_a_subtree_answer_unseen() {
     // The liar asks for more than there is, so it runs every search task; the honest worker
     // gets only what the liar may not run: audits of the liar's claims.
     // It tells the truth but for the answer: at the optimal bound it says there is nothing
-    // (raising the bound), and at the next one it answers with a detour.
+    // (raising the bound), and at the next one it answers two moves longer.
     let lie = |task: &TaskSpec, outcome: TaskOutcome| match outcome {
         TaskOutcome::Found(_) if !task.iterate && task.bound == optimal => {
             TaskOutcome::Exceeded(optimal + 2)
@@ -377,7 +368,10 @@ fn a_liar_past_probation_cannot_hide_a_subtree_answer_unseen() {
         TaskOutcome::Found(moves)
             if !task.iterate && (task.path.len() + moves.len()) as u32 == optimal =>
         {
-            TaskOutcome::Found(with_detour(&task.board, task.path.last().copied(), moves))
+            TaskOutcome::Found(
+                two_moves_longer(&task.board, task.goal, task.path.last().copied())
+                    .unwrap_or(moves),
+            )
         }
         other => other,
     };
@@ -461,8 +455,8 @@ fn under_sample_another_registration_of_the_same_token_audits_not_the_coordinato
         },
     );
     // One worker token on many hosts (the usual cluster): a faulty one is checked by another.
+    let other = trusted_worker(&mut scheduler, "other", Some(0));
     let faulty = scheduler.register(1, "faulty", Some(0)).unwrap();
-    let other = scheduler.register(1, "other", Some(0)).unwrap();
     let batch = answer_31_moves_in_33(&mut scheduler, faulty);
     assert!(
         scheduler.take_deferred().is_empty(),
@@ -548,7 +542,9 @@ fn a_report_claiming_a_huge_search_is_audited_all_the_same() {
         .batch;
     let (tasks, _) = scheduler.poll(liar, 1, Vec::new()).unwrap();
     let lie = |task: &TaskSpec, outcome: TaskOutcome| match outcome {
-        TaskOutcome::Found(moves) => TaskOutcome::Found(with_detour(&task.board, None, moves)),
+        TaskOutcome::Found(_) => {
+            TaskOutcome::Found(two_moves_longer(&task.board, task.goal, None).unwrap())
+        }
         other => other,
     };
     let lied: Vec<TaskReport> = answer(tasks, &lie)
@@ -588,9 +584,10 @@ fn an_audit_no_worker_takes_within_a_lease_timeout_runs_on_the_coordinator() {
             ..SchedulerConfig::default()
         },
     );
+    // Another token's registration, past its probation, that now heartbeats and never asks
+    // for work.
+    let silent = trusted_worker(&mut scheduler, "silent", Some(1));
     let liar = scheduler.register(1, "liar", Some(0)).unwrap();
-    // Another token's registration that heartbeats and never asks for work.
-    let silent = scheduler.register(1, "silent", Some(1)).unwrap();
     answer_31_moves_in_33(&mut scheduler, liar);
     assert!(
         scheduler.take_deferred().is_empty(),

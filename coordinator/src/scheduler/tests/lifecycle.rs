@@ -185,6 +185,58 @@ fn impossible_reports_are_failed_attempts_never_answers() {
     );
 }
 
+/// A liar's cheapest wrong answer is the optimal path padded with a move and its reversal: the
+/// length it claims is real, and nothing short of a second search disproves it, but the path
+/// visits a board twice, which no shortest path does.
+#[test]
+fn a_path_padded_with_a_reversal_is_never_an_answer() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let board = "8,6,7,2,5,4,3,0,1";
+    let submitted = scheduler
+        .submit(&[board.to_string()], "manhattan", "")
+        .unwrap();
+    let worker = scheduler.register(1, "test", None).unwrap();
+    let (mut tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+    let task = tasks.pop().unwrap();
+    let solver = Solver::new(task.goal, tilesolve::HeuristicKind::Manhattan);
+    let optimal = solver
+        .solve(&task.board, &tilesolve::SolveOptions::default(), None)
+        .unwrap()
+        .moves;
+    assert_eq!(optimal.len(), 31);
+    let (after_first, _) = task.board.apply(optimal[0]).unwrap();
+    let there = Direction::ALL
+        .into_iter()
+        .find(|&d| after_first.apply(d).is_some())
+        .unwrap();
+    let mut padded = vec![optimal[0], there, there.opposite()];
+    padded.extend_from_slice(&optimal[1..]);
+    let (tasks, _) = scheduler
+        .poll(
+            worker,
+            1,
+            vec![TaskReport::new(task.id, TaskOutcome::Found(padded), 10)],
+        )
+        .unwrap();
+    assert_eq!(tasks.len(), 1, "the same task is offered again");
+    assert!(!scheduler.progress(submitted.batch).unwrap().done);
+    assert_eq!(scheduler.query(board, "").unwrap(), None);
+    let run = run_task(&solver, tasks[0].work(), None);
+    scheduler
+        .poll(
+            worker,
+            0,
+            vec![TaskReport::new(tasks[0].id, run.outcome, run.nodes)],
+        )
+        .unwrap();
+    scheduler.run_deferred().unwrap();
+    assert_eq!(
+        scheduler.query(board, "").unwrap().map(|s| s.length),
+        Some(31)
+    );
+}
+
 #[test]
 fn a_split_done_outside_the_lock_for_a_puzzle_that_ended_meanwhile_is_dropped() {
     let data = tempfile::tempdir().unwrap();

@@ -142,6 +142,23 @@ fn distinct_eight_puzzles(count: usize, seed: u64) -> Vec<String> {
     lines
 }
 
+/// Registers a one-thread worker (under worker token `token`) and has it solve a warm-up batch
+/// alone until it is past probation (its claims audited by the coordinator).
+fn trusted_worker(scheduler: &mut Owned, name: &str, token: Option<usize>) -> WorkerId {
+    let worker = scheduler.register(1, name, token).unwrap();
+    let warm_up = scheduler
+        .submit(&distinct_eight_puzzles(40, 7), "linear-conflict", "")
+        .unwrap()
+        .batch;
+    work_until_done(scheduler, worker, 1, warm_up, Vec::new());
+    assert!(
+        !scheduler.parts.workers.on_probation(worker),
+        "{:?}",
+        scheduler.totals()
+    );
+    worker
+}
+
 /// The length of the answer stored for `batch`'s first item, which must be solved.
 fn first_answer_length(scheduler: &Owned, batch: u64) -> u32 {
     let items = scheduler.items(batch).unwrap();
