@@ -30,6 +30,8 @@ pub enum NotText {
     },
     #[error("line {line} is {bytes} bytes long; a batch line may be at most {MAX_LINE_BYTES}")]
     LongLine { line: usize, bytes: usize },
+    #[error("{lines} lines; a batch may hold at most {most}: split it into several")]
+    TooManyLines { lines: usize, most: usize },
 }
 
 /// Checks that `bytes` can be a batch file: no NUL byte, at most [`MAX_INVALID_UTF8`] invalid

@@ -12,7 +12,7 @@ use anyhow::{bail, Context};
 use backon::BackoffBuilder;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use tilesolve::batch_file::{check_text, BatchLine};
+use tilesolve::batch_file::{check_text, BatchLine, NotText};
 use tilesolve::connect::ConnectOptions;
 use tilesolve::heuristic::Weight;
 use tilesolve::heuristic_choice::HeuristicChoice;
@@ -214,11 +214,11 @@ pub(crate) fn read_lines(file: &PathBuf) -> anyhow::Result<Vec<String>> {
         .map(str::to_string)
         .collect();
     if lines.len() > MAX_BATCH_LINES {
-        bail!(
-            "{} has {} lines; a batch may hold at most {MAX_BATCH_LINES}: split it into several",
-            file.display(),
-            lines.len()
-        );
+        return Err(NotText::TooManyLines {
+            lines: lines.len(),
+            most: MAX_BATCH_LINES,
+        })
+        .with_context(|| format!("{} is refused", file.display()));
     }
     Ok(lines)
 }

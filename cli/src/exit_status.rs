@@ -24,9 +24,10 @@ pub const EXIT_STATUS_HELP: &str = "\
 Exit status:
   0  done: every board solved (or the command did what it was asked)
   1  done, but some boards were not solved: invalid lines, failures, cancelled, not stored
-  2  the command line is wrong, or its batch file is not text (a NUL byte, binary noise, a
-     line over 4096 bytes): refused before anything is sent; so is a malformed coordinator
-     address, or http:// to a coordinator that speaks TLS (https:// to one that does not)
+  2  the command line is wrong, or its batch file is not a batch's text (a NUL byte, binary
+     noise, a line over 4096 bytes, over 100,000 lines): refused before anything is sent; so
+     is a malformed coordinator address, or http:// to a coordinator that speaks TLS
+     (https:// to one that does not)
   3  could not reach the coordinator (transport faults are retried first)
   4  the coordinator refused the call: token, permission, a malformed or too large request,
      an unknown batch (the message says which and what to do)

@@ -252,6 +252,15 @@ fn garbage_is_refused_before_it_is_stored_and_never_reaches_the_terminal_raw() {
     let (code, _, stderr, _) = run_at(&url, "", &["submit", long.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("line 2 is 4194304 bytes long"), "{stderr}");
+    // One line more than a batch holds: refused by the client, exit 2.
+    let many = dir.path().join("many.txt");
+    std::fs::write(&many, "1,2,3,4,5,6,7,0,8\n".repeat(100_001)).unwrap();
+    let (code, _, stderr, _) = run_at(&url, "", &["submit", many.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("100001 lines; a batch may hold at most 100000"),
+        "{stderr}"
+    );
     // Only invalid lines (one of them an escape sequence): refused by the coordinator, exit 4,
     // and the sequence is shown escaped.
     let bad = dir.path().join("bad.txt");
