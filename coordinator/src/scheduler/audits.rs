@@ -11,12 +11,18 @@
 //! them all.
 //!
 //! Every report of a new worker is audited until [`PROBATION_AUDITS`] were upheld (under
-//! `sample`, only its first [`PROBATION_AUDITS`] cheap ones), then a
-//! fraction drawn with a secret seed, so a worker cannot tell which of its reports are checked.
-//! No worker audits its own report. Under `full` no registration audits another of its own
-//! lineage either ([`Lineage`]: every worker registered under one worker token is one, since a
-//! token holder may register as many workers as it likes, and they would uphold each other's
-//! lies); under `sample`, which guards against faulty machines, any other registration may.
+//! `sample`, only its first [`PROBATION_AUDITS`] cheap ones, or any once it has made a few),
+//! then a fraction drawn with a secret seed, so a worker cannot tell which of its reports are
+//! checked. No worker audits its own report. Under `full` no registration audits another of
+//! its own lineage either ([`Lineage`]: every worker registered under one worker token is one,
+//! since a token holder may register as many workers as it likes, and they would uphold each
+//! other's lies); under `sample`, which guards against faulty machines, any other registration
+//! past its probation may (registrations that all lie never uphold each other, and one that
+//! heartbeats and never polls holds no audit up). Under `sample` the claims a registration
+//! makes on probation are kept like every claim under `full`: an answer resting on one is
+//! stored once its worker has passed probation, or after the claim's own audit, so nothing is
+//! stored on the word of a registration that has shown nothing (a liar that re-registers, or
+//! brings a silent decoy along, opens no window).
 //! With no worker that may run an audit connected, the coordinator runs it itself, whatever its
 //! size (in chunks of [`COORDINATOR_CHUNK_NODES`] on its background pool). An audit is never dropped: one whose
 //! auditor falls silent, fails or leaves goes to another worker or to the coordinator. What a
@@ -164,9 +170,9 @@ impl Audits {
         // with one worker token the sampled audits (5% of the work) would otherwise all run on
         // the coordinator, whose core then limits how many workers it can feed.
         let own = Lineage::Registration(worker);
-        let lineage = match verify {
-            Verify::Full => parts.workers.lineage(worker).unwrap_or(own),
-            Verify::Off | Verify::Sample => own,
+        let (lineage, trusted_only) = match verify {
+            Verify::Full => (parts.workers.lineage(worker).unwrap_or(own), false),
+            Verify::Off | Verify::Sample => (own, true),
         };
         let claims: Vec<UnauditedClaim> = claims(&entry.spec, outcome)
             .into_iter()
@@ -187,27 +193,39 @@ impl Audits {
                     of: worker,
                     lineage,
                     claim,
+                    trusted_only,
+                    probation: false,
                 },
             })
             .collect();
         if claims.is_empty() {
             return claims;
         }
-        let on_probation = match verify {
-            Verify::Full => parts.workers.on_probation(worker),
+        let on_probation = parts.workers.on_probation(worker);
+        let probation_draw = match verify {
+            Verify::Full => on_probation,
             Verify::Off | Verify::Sample => {
-                nodes <= PROBATION_SAMPLE_NODES && parts.workers.take_probation_draw(worker)
+                on_probation
+                    && parts
+                        .workers
+                        .take_probation_draw(worker, nodes <= PROBATION_SAMPLE_NODES)
             }
         };
-        let drawn = on_probation || draw(self.seed, entry.spec.id) < parts.config.audit_fraction;
+        let drawn = probation_draw || draw(self.seed, entry.spec.id) < parts.config.audit_fraction;
         if !drawn {
-            // Kept for the answer's audits under `full`; under `sample` nobody audits them.
+            // Kept for the answer's audits under `full`, and under `sample` while the worker
+            // is on probation: no answer rests on a registration's word before it has had
+            // claims upheld (a liar that re-registers or brings a silent decoy along gets
+            // nothing stored in the meantime). Past probation, under `sample`, nobody audits
+            // them.
             return match verify {
                 Verify::Full => claims,
+                Verify::Sample if on_probation => claims,
                 Verify::Off | Verify::Sample => Vec::new(),
             };
         }
-        for claim in claims {
+        for mut claim in claims {
+            claim.audit.probation = probation_draw;
             self.route(parts, entry.puzzle, claim);
         }
         Vec::new()
@@ -283,6 +301,12 @@ impl Audits {
         proof: Vec<UnauditedClaim>,
     ) {
         for claim in proof {
+            // Under `sample` a claim is kept only while its worker is on probation: one that
+            // has since passed it is taken at its word, as its later claims are.
+            if parts.config.verify == Verify::Sample && parts.workers.past_probation(claim.audit.of)
+            {
+                continue;
+            }
             parts.totals.answer_audits += 1;
             if claim.nodes <= COORDINATOR_AUDIT_NODES {
                 self.here(parts, puzzle, claim, COORDINATOR_AUDIT_NODES);
@@ -321,7 +345,9 @@ impl Audits {
         }
         match outcome {
             TaskOutcome::Exceeded(next) if next > spec.bound => {
-                parts.workers.audit_passed(claim.audit.of);
+                if claim.audit.probation {
+                    parts.workers.audit_passed(claim.audit.of);
+                }
                 parts.totals.audits_upheld += 1;
             }
             TaskOutcome::Split { children, .. } => {
@@ -381,7 +407,9 @@ impl Audits {
                 spec.bound
             )),
             TaskOutcome::Exceeded(_) => {
-                parts.workers.audit_passed(audit.of);
+                if audit.probation {
+                    parts.workers.audit_passed(audit.of);
+                }
                 parts.totals.audits_upheld += 1;
                 None
             }

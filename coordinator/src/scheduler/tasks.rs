@@ -40,13 +40,22 @@ pub(super) struct Audit {
     /// under `sample` the reporter's own registration (see `Audits::maybe_audit`).
     pub(super) lineage: Lineage,
     pub(super) claim: u32,
+    /// Only a worker past its probation may run it (under `sample`, where registrations of
+    /// one token audit each other): registrations that all lie never uphold each other's
+    /// claims before one of them has had its own upheld by another worker or the coordinator.
+    pub(super) trusted_only: bool,
+    /// Drawn for its reporter's probation: upheld, it counts toward it. A sampled audit, or one
+    /// an answer waits for, does not: a liar that claims huge searches is never drawn for
+    /// probation, and passing it on the answers' audits of its true claims let it lie unseen
+    /// afterwards.
+    pub(super) probation: bool,
 }
 
 impl Audit {
-    /// Whether `worker`, of `lineage`, may run this audit: never the reporter itself, nor a
-    /// worker of the lineage it is kept from.
-    pub(super) fn may_run_on(&self, worker: WorkerId, lineage: Lineage) -> bool {
-        worker != self.of && lineage != self.lineage
+    /// Whether `worker`, of `lineage`, past its probation or not (`trusted`), may run this
+    /// audit: never the reporter itself, nor a worker of the lineage it is kept from.
+    pub(super) fn may_run_on(&self, worker: WorkerId, lineage: Lineage, trusted: bool) -> bool {
+        worker != self.of && lineage != self.lineage && (trusted || !self.trusted_only)
     }
 }
 
@@ -76,6 +85,8 @@ pub(super) struct TaskEntry {
 pub(super) struct Holding {
     /// Its lineage: it takes no audit of a report of that lineage.
     pub(super) lineage: Lineage,
+    /// It is past its probation: it may run audits only such workers may.
+    pub(super) trusted: bool,
     /// Leases it may hold in all, prefetched ones included.
     pub(super) most: usize,
     pub(super) threads: usize,
@@ -211,7 +222,7 @@ impl Tasks {
             };
             if entry
                 .audit
-                .is_some_and(|audit| !audit.may_run_on(worker, holding.lineage))
+                .is_some_and(|audit| !audit.may_run_on(worker, holding.lineage, holding.trusted))
             {
                 passed_over.push(queued);
                 continue;
@@ -572,6 +583,7 @@ mod tests {
         }
         let holding = Holding {
             lineage: Lineage::Registration(0),
+            trusted: true,
             most: 100,
             threads: 1,
             long_above_nodes: 1_000,
@@ -610,6 +622,7 @@ mod tests {
         }
         let holding = Holding {
             lineage: Lineage::Registration(0),
+            trusted: true,
             most: 5,
             threads: 1,
             long_above_nodes: 0,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tilesolve::task::TaskTimes;
 
-use super::config::PROBATION_AUDITS;
+use super::config::{PROBATION_ANY_SIZE_AFTER, PROBATION_AUDITS};
 use super::tasks::{Audit, Holding};
 use super::types::{
     Lineage, SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS,
@@ -77,6 +77,8 @@ struct WorkerInfo {
     audits_passed: u32,
     /// Probation audits drawn of its reports under `sample`.
     probation_draws: u32,
+    /// Reports with claims it made on probation, drawn or not.
+    probation_reports: u32,
     /// Reports that could not be right for their task (see [`MAX_STRIKES`]).
     strikes: u32,
     /// Its reports that were failures since its last one that was not (see
@@ -224,6 +226,7 @@ impl Workers {
                 tasks_done: 0,
                 audits_passed: 0,
                 probation_draws: 0,
+                probation_reports: 0,
                 strikes: 0,
                 failures_in_a_row: 0,
                 succeeded_once: false,
@@ -319,16 +322,21 @@ impl Workers {
             .is_some_and(|info| info.audits_passed < PROBATION_AUDITS)
     }
 
-    /// Whether a cheap report of `worker` is audited for probation under `sample`: its first
-    /// [`PROBATION_AUDITS`], while not yet upheld. A fault shows in them; auditing every
+    /// Whether a report of `worker` is audited for probation under `sample`: its first
+    /// [`PROBATION_AUDITS`] `cheap` ones, while not yet upheld, or any once it has made
+    /// [`PROBATION_ANY_SIZE_AFTER`] reports on probation. A fault shows in them; auditing every
     /// report sent while they run put dozens of audits on each new worker of a batch split
     /// into small tasks (55 audits for 123 tasks of sixteen 80-move boards on four workers).
-    pub(super) fn take_probation_draw(&mut self, worker: WorkerId) -> bool {
+    /// And a worker whose reports all claim large searches still passes probation, or is
+    /// caught: until then every claim it makes is audited before an answer rests on it.
+    pub(super) fn take_probation_draw(&mut self, worker: WorkerId, cheap: bool) -> bool {
         let Some(info) = self.workers.get_mut(&worker) else {
             return false;
         };
-        let drawn =
-            info.audits_passed < PROBATION_AUDITS && info.probation_draws < PROBATION_AUDITS;
+        info.probation_reports = info.probation_reports.saturating_add(1);
+        let drawn = info.audits_passed < PROBATION_AUDITS
+            && info.probation_draws < PROBATION_AUDITS
+            && (cheap || info.probation_reports > PROBATION_ANY_SIZE_AFTER);
         if drawn {
             info.probation_draws += 1;
         }
@@ -339,7 +347,19 @@ impl Workers {
     pub(super) fn audit_passed(&mut self, worker: WorkerId) {
         if let Some(info) = self.workers.get_mut(&worker) {
             info.audits_passed = info.audits_passed.saturating_add(1);
+            if info.audits_passed == PROBATION_AUDITS {
+                let reports = info.probation_reports;
+                tracing::info!(worker, reports, "worker passed its probation");
+            }
         }
+    }
+
+    /// Whether `worker` is connected and past its probation. A worker that left is not: what
+    /// it claimed while on probation is audited before an answer rests on it.
+    pub(super) fn past_probation(&self, worker: WorkerId) -> bool {
+        self.workers
+            .get(&worker)
+            .is_some_and(|info| info.audits_passed >= PROBATION_AUDITS)
     }
 
     /// Counts an impossible report against `worker`; returns whether it has now had
@@ -410,9 +430,9 @@ impl Workers {
     /// Whether a connected worker may run `audit` ([`Audit::may_run_on`]; quarantined
     /// workers are not connected).
     pub(super) fn can_audit(&self, audit: &Audit) -> bool {
-        self.workers
-            .iter()
-            .any(|(&id, info)| audit.may_run_on(id, info.lineage))
+        self.workers.iter().any(|(&id, info)| {
+            audit.may_run_on(id, info.lineage, info.audits_passed >= PROBATION_AUDITS)
+        })
     }
 
     pub(super) fn check_secret(
@@ -459,6 +479,7 @@ impl Workers {
         let earned = info.earned();
         Ok(Holding {
             lineage: info.lineage,
+            trusted: info.audits_passed >= PROBATION_AUDITS,
             most: packed.max(unpacked).min(earned),
             threads: (info.threads as usize).min(earned),
             // Unmeasured (0): every task with a predicted size counts as long.

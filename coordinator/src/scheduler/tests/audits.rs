@@ -92,9 +92,8 @@ fn a_lying_worker_is_caught_and_every_stored_answer_is_optimal() {
     // certain: only claims a shorter path refutes can be disproved, and which claims are made
     // and audited depends on the lease order and the audit draw (1 run in about 15 saw none).
     assert!(totals.workers_quarantined >= 1, "{totals:?}");
-    // The default, `--verify sample`: no answer waited for the claims it rests on to be
-    // checked; the liar's lies were withdrawn when it was caught.
-    assert_eq!(totals.answer_audits, 0, "{totals:?}");
+    // The default, `--verify sample`: answers waited only for the audits of claims made on
+    // probation, which every registration of the liar was on.
     for (item, (board, optimal)) in scheduler.items(batch).unwrap().iter().zip(&boards) {
         let ItemStatus::Solved(solved) = &item.status else {
             panic!("{board}: {:?}", item.status);
@@ -125,7 +124,7 @@ fn tell_a_lie(dir: &std::path::Path, board: &str, optimal: usize) -> ToldLie {
         ..SchedulerConfig::default()
     };
     let mut scheduler = scheduler_in(dir, config);
-    // Another worker is there to audit (with none, the coordinator audits).
+    // Another worker is there to audit, past its probation (else the coordinator audits).
     let honest = trusted_worker(&mut scheduler, "honest", None);
     let batch = scheduler
         .submit(&[board.to_string()], "linear-conflict", "")
@@ -454,7 +453,8 @@ fn under_sample_another_registration_of_the_same_token_audits_not_the_coordinato
             ..SchedulerConfig::default()
         },
     );
-    // One worker token on many hosts (the usual cluster): a faulty one is checked by another.
+    // One worker token on many hosts (the usual cluster): a faulty one is checked by another
+    // (once that one is past its own probation).
     let other = trusted_worker(&mut scheduler, "other", Some(0));
     let faulty = scheduler.register(1, "faulty", Some(0)).unwrap();
     let batch = answer_31_moves_in_33(&mut scheduler, faulty);
@@ -608,4 +608,94 @@ fn an_audit_no_worker_takes_within_a_lease_timeout_runs_on_the_coordinator() {
         (0, 1, 1),
         "{totals:?}"
     );
+}
+
+/// A lone liar brings along a registration of another token that heartbeats and never asks for
+/// work: under `sample` it is on probation, so it may audit nobody, and the liar's claims are
+/// audited on the coordinator at once, not after a lease timeout; nothing is stored meanwhile.
+#[test]
+fn a_silent_decoy_on_probation_holds_up_no_audit() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    );
+    let liar = scheduler.register(1, "liar", Some(0)).unwrap();
+    let decoy = scheduler.register(1, "decoy", Some(1)).unwrap();
+    let batch = answer_31_moves_in_33(&mut scheduler, liar);
+    scheduler.heartbeat(decoy, &[]).unwrap();
+    assert_eq!(scheduler.query("8,6,7,2,5,4,3,0,1", "").unwrap(), None);
+    scheduler.run_deferred().unwrap();
+    let totals = scheduler.totals();
+    assert_eq!(
+        (totals.audits_disproved, totals.workers_quarantined),
+        (1, 1),
+        "{totals:?}"
+    );
+    assert!(!scheduler.progress(batch).unwrap().done);
+    assert_eq!(scheduler.query("8,6,7,2,5,4,3,0,1", "").unwrap(), None);
+}
+
+/// Under `sample`, what a worker claims on probation is kept, and an answer resting on it is
+/// audited while the worker is still on probation; once it has passed, its answers are taken
+/// at its word (a fresh cluster's answers wait only for its workers' probations).
+#[test]
+fn under_sample_answers_wait_on_probation_and_not_after_it() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(
+        data.path(),
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    );
+    // The only worker that may run the new one's probation audits: until it polls, they wait.
+    let trusted = trusted_worker(&mut scheduler, "trusted", None);
+    let before = scheduler.totals().answer_audits;
+    let new = scheduler.register(1, "new", None).unwrap();
+    // Boards far from the goal, whose answers rest on claims (near it, the heuristic is exact).
+    let far = |seed| distinct_eight_puzzles(140, seed).split_off(100);
+    let first = scheduler
+        .submit(&far(11), "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let mut results = Vec::new();
+    for _ in 0..4 {
+        let (tasks, _) = scheduler
+            .poll(new, 4, std::mem::take(&mut results))
+            .unwrap();
+        scheduler.run_deferred().unwrap();
+        results.extend(tasks.iter().map(truthful));
+    }
+    scheduler.poll(new, 0, results).unwrap();
+    scheduler.run_deferred().unwrap();
+    assert!(scheduler.parts.workers.on_probation(new));
+    assert!(
+        scheduler.totals().answer_audits > before,
+        "{:?}",
+        scheduler.totals()
+    );
+    // Both work on (each runs the other's audits); the new worker passes its probation.
+    let mut audited = Vec::new();
+    let mut beside = |scheduler: &mut Owned| {
+        let (tasks, _) = scheduler
+            .poll(trusted, 1, std::mem::take(&mut audited))
+            .unwrap();
+        audited.extend(tasks.iter().map(truthful));
+        false
+    };
+    work_beside(&mut scheduler, new, first, &mut beside);
+    assert!(!scheduler.parts.workers.on_probation(new));
+    let passed = scheduler.totals().answer_audits;
+    let second = scheduler
+        .submit(&far(12), "linear-conflict", "")
+        .unwrap()
+        .batch;
+    work_beside(&mut scheduler, new, second, &mut beside);
+    let totals = scheduler.totals();
+    assert_eq!(totals.answer_audits, passed, "{totals:?}");
+    assert_eq!(totals.audits_disproved, 0, "{totals:?}");
 }

@@ -101,7 +101,7 @@ fn work_until_done(
         scheduler.run_deferred().unwrap();
         results.extend(tasks.iter().map(truthful));
     }
-    panic!("batch {batch} did not finish");
+    panic!("batch {batch} did not finish: {:?}", scheduler.totals());
 }
 
 fn examples() -> Vec<(String, u32)> {
@@ -143,7 +143,8 @@ fn distinct_eight_puzzles(count: usize, seed: u64) -> Vec<String> {
 }
 
 /// Registers a one-thread worker (under worker token `token`) and has it solve a warm-up batch
-/// alone until it is past probation (its claims audited by the coordinator).
+/// alone until it is past probation (its claims audited by the coordinator): under `sample`,
+/// only such a worker audits others.
 fn trusted_worker(scheduler: &mut Owned, name: &str, token: Option<usize>) -> WorkerId {
     let worker = scheduler.register(1, name, token).unwrap();
     let warm_up = scheduler
