@@ -3,8 +3,15 @@
 //! to do, and a pass over every worker for that cost each poll more than the rest of it with a
 //! thousand workers.
 //!
-//! Invariant: `idle` is the sum over `holders` of `capacity - held` (0 where a worker holds at
-//! least its capacity); every change goes through [`Holders::change`], which keeps it.
+//! It also keeps each worker token's pool of unearned leases. A registration may hold the
+//! leases its own reports earned; what it holds beyond them is drawn from one pool per worker
+//! token, the size of one fresh registration's allowance. So a token's capacity is what its
+//! registrations have shown, however many times it registers: ten registrations that take
+//! tasks and never report hold what one would, not ten times that.
+//!
+//! Invariants: `idle` is the sum over `holders` of `capacity - held` (0 where a worker holds at
+//! least its capacity); each token's `idle` and `unearned` are the sums of its holders' `idle`
+//! and `held - earned`; every change goes through [`Holders::change`], which keeps them.
 
 use std::collections::HashMap;
 
@@ -17,12 +24,50 @@ struct Holder {
     /// Threads it may run now: its threads, as far as it has earned them (0 once it is gone,
     /// while leases it held have not yet expired).
     capacity: usize,
+    /// Leases its own reports earned: what it holds beyond them comes from its token's pool.
+    earned: usize,
+    /// The worker token it registered with (None: a lineage of its own, no pool).
+    token: Option<usize>,
 }
 
 impl Holder {
     fn idle(self) -> usize {
         self.capacity.saturating_sub(self.held)
     }
+
+    fn unearned(self) -> usize {
+        self.held.saturating_sub(self.earned)
+    }
+}
+
+/// One worker token's holders, summed.
+#[derive(Clone, Copy, Debug, Default)]
+struct TokenLeases {
+    idle: usize,
+    unearned: usize,
+    /// A lease was refused for want of room in the pool since it last grew.
+    refused: bool,
+}
+
+/// What a worker may take beyond the leases it holds, as far as its token's pool says.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TokenRoom {
+    /// Leases it may take on its own earnings, drawing nothing from the pool.
+    pub(super) earned: usize,
+    /// Leases left in its token's pool (`usize::MAX` without a token).
+    pub(super) pool: usize,
+    /// Threads of its token's other registrations with nothing to do: a lease drawn from the
+    /// pool goes to a prefetch only when the pool could still give each of them one.
+    pub(super) idle_elsewhere: usize,
+}
+
+impl TokenRoom {
+    /// No pool limits the worker (tests and tools that drive the tasks alone).
+    pub(super) const UNLIMITED: TokenRoom = TokenRoom {
+        earned: usize::MAX,
+        pool: usize::MAX,
+        idle_elsewhere: 0,
+    };
 }
 
 #[derive(Debug, Default)]
@@ -30,24 +75,64 @@ pub(super) struct Holders {
     holders: HashMap<WorkerId, Holder>,
     /// Threads with nothing to do over every holder.
     idle: usize,
+    tokens: HashMap<usize, TokenLeases>,
+    /// A token's pool grew after it refused a lease: the waiting pollers should ask again.
+    freed: bool,
 }
 
 impl Holders {
-    /// Applies `change` to `worker`'s entry, keeping the idle count; an entry that holds
-    /// nothing and may run nothing is dropped.
+    /// Applies `change` to `worker`'s entry, keeping the idle counts and the pools; an entry
+    /// that holds nothing and may run nothing is dropped.
     fn change(&mut self, worker: WorkerId, change: impl FnOnce(&mut Holder)) {
         let holder = self.holders.entry(worker).or_default();
-        self.idle -= holder.idle();
+        let before = *holder;
         change(holder);
-        self.idle += holder.idle();
-        if holder.held == 0 && holder.capacity == 0 {
+        let after = *holder;
+        if after.held == 0 && after.capacity == 0 {
             self.holders.remove(&worker);
+        }
+        self.account(before, after);
+    }
+
+    /// Moves `before`'s share of the sums to `after`'s.
+    fn account(&mut self, before: Holder, after: Holder) {
+        self.idle = self.idle - before.idle() + after.idle();
+        if let Some(token) = before.token {
+            let leases = self.tokens.entry(token).or_default();
+            leases.idle -= before.idle();
+            leases.unearned -= before.unearned();
+        }
+        if let Some(token) = after.token {
+            let leases = self.tokens.entry(token).or_default();
+            leases.idle += after.idle();
+            leases.unearned += after.unearned();
+        }
+        if let Some(token) = before.token {
+            let leases = self.tokens.get_mut(&token);
+            if let Some(leases) = leases {
+                let grew = after.token != before.token || after.unearned() < before.unearned();
+                if grew && leases.refused {
+                    leases.refused = false;
+                    self.freed = true;
+                }
+                if leases.idle == 0 && leases.unearned == 0 && !leases.refused {
+                    self.tokens.remove(&token);
+                }
+            }
         }
     }
 
     /// Leases `worker` holds now.
     pub(super) fn held(&self, worker: WorkerId) -> usize {
         self.holders.get(&worker).map_or(0, |h| h.held)
+    }
+
+    /// `worker`, registered with `token` (None: no pool), may run `capacity` threads.
+    pub(super) fn join(&mut self, worker: WorkerId, token: Option<usize>, capacity: usize) {
+        self.change(worker, |h| {
+            h.token = token;
+            h.capacity = capacity;
+        });
     }
 
     /// `worker` took `count` more leases.
@@ -69,10 +154,17 @@ impl Holders {
         }
     }
 
+    /// `worker`'s own reports have earned it `earned` leases.
+    pub(super) fn set_earned(&mut self, worker: WorkerId, earned: usize) {
+        if self.holders.contains_key(&worker) {
+            self.change(worker, |h| h.earned = earned);
+        }
+    }
+
     /// Forgets `worker`: its leases went back to the queue and it runs nothing more.
     pub(super) fn forget(&mut self, worker: WorkerId) {
         if let Some(holder) = self.holders.remove(&worker) {
-            self.idle -= holder.idle();
+            self.account(holder, Holder::default());
         }
     }
 
@@ -85,14 +177,73 @@ impl Holders {
     pub(super) fn idle(&self) -> usize {
         self.idle
     }
-}
 
+    /// What `worker` may take beyond what it holds, its token's pool holding `pool` unearned
+    /// leases in all.
+    pub(super) fn token_room(&self, worker: WorkerId, pool: usize) -> TokenRoom {
+        let Some(holder) = self.holders.get(&worker) else {
+            return TokenRoom::UNLIMITED;
+        };
+        let Some(leases) = holder.token.and_then(|token| self.tokens.get(&token)) else {
+            return TokenRoom::UNLIMITED;
+        };
+        TokenRoom {
+            earned: holder.earned.saturating_sub(holder.held),
+            pool: pool.saturating_sub(leases.unearned),
+            idle_elsewhere: leases.idle - holder.idle(),
+        }
+    }
+
+    /// A lease `worker` asked for was refused for want of room in its token's pool: when the
+    /// pool grows, the pollers waiting are told to ask again ([`Holders::take_freed`]).
+    pub(super) fn refused(&mut self, worker: WorkerId) {
+        let token = self.holders.get(&worker).and_then(|h| h.token);
+        if let Some(leases) = token.and_then(|token| self.tokens.get_mut(&token)) {
+            leases.refused = true;
+        }
+    }
+
+    /// Whether a pool that refused a lease has grown since it was last asked.
+    pub(super) fn take_freed(&mut self) -> bool {
+        std::mem::take(&mut self.freed)
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn recounted(holders: &Holders) -> usize {
         holders.holders.values().map(|h| h.idle()).sum()
+    }
+
+    #[test]
+    fn a_tokens_pool_counts_what_its_registrations_hold_beyond_their_earnings() {
+        let mut holders = Holders::default();
+        holders.join(1, Some(0), 1);
+        holders.join(2, Some(0), 1);
+        holders.join(3, None, 1);
+        let room = holders.token_room(1, 10);
+        assert_eq!((room.earned, room.pool, room.idle_elsewhere), (0, 10, 1));
+        holders.leased(1, 4);
+        holders.leased(3, 50);
+        assert_eq!(holders.token_room(2, 10).pool, 6);
+        assert_eq!(holders.token_room(3, 10).pool, usize::MAX);
+        // A report earns leases of its own: what it holds no longer draws on the pool.
+        holders.refused(2);
+        holders.set_earned(1, 2);
+        assert!(holders.take_freed() && !holders.take_freed());
+        let room = holders.token_room(1, 10);
+        assert_eq!((room.earned, room.pool, room.idle_elsewhere), (0, 8, 1));
+        for _ in 0..3 {
+            holders.released(1);
+        }
+        assert_eq!(holders.token_room(1, 10).earned, 1);
+        // Gone: its leases are back in the pool.
+        holders.refused(2);
+        holders.forget(1);
+        assert!(holders.take_freed());
+        let room = holders.token_room(2, 10);
+        assert_eq!((room.earned, room.pool, room.idle_elsewhere), (0, 10, 0));
     }
 
     #[test]

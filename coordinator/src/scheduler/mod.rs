@@ -77,7 +77,7 @@ use deferred::CycleOut;
 use intake::QueuedItem;
 use lifecycle::{Puzzles, PATH_BOARDS_MIN_NODES};
 use tasks::{Tasks, LEASE_MIN_NODE_RATE};
-use workers::{Workers, MAX_FAILURES_IN_A_ROW};
+use workers::{Workers, FIRST_LEASES, MAX_FAILURES_IN_A_ROW};
 
 /// Task, audit and worker ids (one counter, prefixed with the incarnation), and batch ids.
 struct Ids {
@@ -196,7 +196,7 @@ impl Scheduler {
         let lineage = token.map_or(Lineage::Registration(id), Lineage::Token);
         let parts = &mut self.parts;
         parts.workers.register(id, lineage, threads, host)?;
-        parts.tasks.set_capacity(id, parts.workers.capacity(id));
+        parts.tasks.join(id, token, parts.workers.capacity(id));
         Ok(id)
     }
 
@@ -263,6 +263,10 @@ impl Scheduler {
         // and never reports cannot starve the rest; and it prefetches only what the idle
         // threads elsewhere leave over (counted once its reports are applied).
         parts.tasks.set_capacity(worker, holding.threads);
+        // What it holds beyond its own earnings comes from its token's pool, one fresh
+        // registration's allowance: registering again and again buys no more.
+        parts.tasks.set_earned(worker, holding.earned);
+        holding.token_room = parts.tasks.token_room(worker, FIRST_LEASES);
         holding.idle_elsewhere = parts.tasks.idle_threads_except(worker);
         // With few puzzles left per thread, whole puzzles are split early to use every thread.
         let unfinished = self.puzzles.len() + parts.batches.intake_pending();

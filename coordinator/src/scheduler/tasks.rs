@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::holders::Holders;
+use super::holders::{Holders, TokenRoom};
 use super::types::{Lineage, PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
 use crate::queue::{Place, ReadyQueue};
 
@@ -89,6 +89,9 @@ pub(super) struct Holding {
     pub(super) trusted: bool,
     /// Leases it may hold in all, prefetched ones included.
     pub(super) most: usize,
+    /// Leases its own reports earned: those it holds beyond them come from its worker token's
+    /// pool ([`Holding::token_room`]).
+    pub(super) earned: usize,
     pub(super) threads: usize,
     /// A task predicted to expand more nodes than this is long: it goes out only to a thread
     /// with nothing to do (see [`super::PREFETCH_MOST_SECONDS`]).
@@ -98,6 +101,8 @@ pub(super) struct Holding {
     pub(super) idle_elsewhere: usize,
     /// Most a whole-puzzle task leased now may spend (`SchedulerConfig::whole_task_budget_now`).
     pub(super) whole_task_budget: u64,
+    /// What its worker token's pool of unearned leases leaves it (filled in by the scheduler).
+    pub(super) token_room: TokenRoom,
 }
 
 /// Long tasks a lease looks past, at most, for shorter ones a busy worker may prefetch: a
@@ -206,6 +211,8 @@ impl Tasks {
     ) -> Vec<TaskSpec> {
         let held = self.held(worker);
         let count = count.min(holding.most.saturating_sub(held));
+        let room = holding.token_room;
+        let (mut from_pool, mut refused) = (0, false);
         let mut leased = Vec::new();
         let mut passed_over = Vec::new();
         let mut long_passed = 0;
@@ -242,6 +249,18 @@ impl Tasks {
                 long_passed += 1;
                 continue;
             }
+            // Past its own earnings a lease comes from the token's pool, and goes to a
+            // prefetch only while the pool could still give each idle registration one.
+            let on_pool = leased.len() >= room.earned;
+            if on_pool
+                && (from_pool >= room.pool
+                    || (prefetch && room.pool - from_pool <= room.idle_elsewhere))
+            {
+                passed_over.push(queued);
+                refused = true;
+                break;
+            }
+            from_pool += usize::from(on_pool);
             self.ready.taken(&queued);
             if entry.spec.iterate && entry.spec.weighted.is_none() && entry.audit.is_none() {
                 entry.spec.node_budget = entry.spec.node_budget.min(holding.whole_task_budget);
@@ -269,6 +288,9 @@ impl Tasks {
         if !leased.is_empty() {
             self.holders.leased(worker, leased.len());
         }
+        if refused {
+            self.holders.refused(worker);
+        }
         leased
     }
 
@@ -291,6 +313,7 @@ impl Tasks {
             }
         }
         self.holders.forget(worker);
+        self.wake_if_freed();
         ids.len()
     }
 
@@ -337,12 +360,39 @@ impl Tasks {
     /// A lease of `worker` ended (reported, expired, withdrawn).
     fn released(&mut self, worker: WorkerId) {
         self.holders.released(worker);
+        self.wake_if_freed();
+    }
+
+    /// A token's pool that refused a lease has room again: the tasks it kept from the
+    /// pollers waiting are there for them as if newly queued.
+    fn wake_if_freed(&mut self) {
+        if self.holders.take_freed() {
+            self.newly_queued = true;
+        }
+    }
+
+    /// `worker` joins, registered with worker token `token` (None: a lineage of its own), and
+    /// may run `capacity` threads.
+    pub(super) fn join(&mut self, worker: WorkerId, token: Option<usize>, capacity: usize) {
+        self.holders.join(worker, token, capacity);
     }
 
     /// `worker` may run `capacity` threads from now on: its threads as far as it has earned
     /// them, or 0 once it is gone.
     pub(super) fn set_capacity(&mut self, worker: WorkerId, capacity: usize) {
         self.holders.set_capacity(worker, capacity);
+    }
+
+    /// `worker`'s own reports have earned it `earned` leases (beyond its token's pool).
+    pub(super) fn set_earned(&mut self, worker: WorkerId, earned: usize) {
+        self.holders.set_earned(worker, earned);
+        self.wake_if_freed();
+    }
+
+    /// What `worker` may take beyond what it holds, its token's pool holding `pool` unearned
+    /// leases.
+    pub(super) fn token_room(&self, worker: WorkerId, pool: usize) -> TokenRoom {
+        self.holders.token_room(worker, pool)
     }
 
     /// Threads with nothing to do over the connected workers but `worker`.
@@ -589,6 +639,8 @@ mod tests {
             long_above_nodes: 1_000,
             idle_elsewhere: 0,
             whole_task_budget: u64::MAX,
+            earned: usize::MAX,
+            token_room: TokenRoom::UNLIMITED,
         };
         let now = Instant::now();
         let (first, second) = (1, 2);
@@ -628,6 +680,8 @@ mod tests {
             long_above_nodes: 0,
             idle_elsewhere: 0,
             whole_task_budget: u64::MAX,
+            earned: usize::MAX,
+            token_room: TokenRoom::UNLIMITED,
         };
         assert_eq!(
             leased_ids(&mut tasks, 1, holding, Instant::now()),

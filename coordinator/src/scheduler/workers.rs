@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use tilesolve::task::TaskTimes;
 
 use super::config::{PROBATION_ANY_SIZE_AFTER, PROBATION_AUDITS};
+use super::holders::TokenRoom;
 use super::tasks::{Audit, Holding};
 use super::types::{
     Lineage, SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS,
@@ -487,6 +488,11 @@ impl Workers {
             // Known only with the tasks' leases and the puzzles: the scheduler fills them in.
             idle_elsewhere: 0,
             whole_task_budget: u64::MAX,
+            earned: usize::try_from(info.tasks_done)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(LEASES_EARNED_PER_TASK),
+            // Known only with every registration's leases: the scheduler fills it in.
+            token_room: TokenRoom::UNLIMITED,
         })
     }
 

@@ -178,6 +178,53 @@ fn a_registration_declaring_many_threads_holds_only_what_it_has_earned() {
     assert_eq!((progress.solved, progress.failed), (60, 0));
 }
 
+/// Registering again and again buys no leases: what the registrations of one worker token
+/// hold beyond what their own reports earned comes from one pool, one fresh registration's
+/// allowance. A registration that reports earns its own, and the others get the pool back.
+#[test]
+fn ten_registrations_of_one_token_hold_what_one_may() {
+    use crate::scheduler::workers::FIRST_LEASES;
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let batch = scheduler
+        .submit(&distinct_eight_puzzles(600, 7), "manhattan", "")
+        .unwrap()
+        .batch;
+    let hogs: Vec<WorkerId> = (0..10)
+        .map(|_| scheduler.register(16, "hog", Some(1)).unwrap())
+        .collect();
+    let held: usize = hogs
+        .iter()
+        .map(|&hog| scheduler.poll(hog, 1024, Vec::new()).unwrap().0.len())
+        .sum();
+    assert_eq!(held, FIRST_LEASES, "ten registrations, nothing shown");
+    // Another token's registration has a pool of its own.
+    let other = scheduler.register(1, "other", Some(2)).unwrap();
+    assert_eq!(scheduler.poll(other, 1, Vec::new()).unwrap().0.len(), 1);
+
+    // Registrations of one token that report: each holds what it earned, and the pool goes
+    // round the rest, one thread's task each before anyone prefetches from it.
+    let workers: Vec<WorkerId> = (0..15)
+        .map(|_| scheduler.register(1, "honest", Some(3)).unwrap())
+        .collect();
+    let first: Vec<Vec<TaskSpec>> = workers
+        .iter()
+        .map(|&worker| scheduler.poll(worker, 5, Vec::new()).unwrap().0)
+        .collect();
+    let counts: Vec<usize> = first.iter().map(Vec::len).collect();
+    assert_eq!(counts.iter().sum::<usize>(), FIRST_LEASES, "{counts:?}");
+    assert!(counts.iter().all(|&count| count <= 1), "{counts:?}");
+    // The first reports its task: it earns leases of its own, and the pool it drew on goes
+    // to a registration that had none.
+    let reports: Vec<TaskReport> = first[0].iter().map(truthful).collect();
+    let (again, _) = scheduler.poll(workers[0], 5, reports).unwrap();
+    assert!(!again.is_empty());
+    let waiting = counts.iter().position(|&count| count == 0).unwrap();
+    let (later, _) = scheduler.poll(workers[waiting], 5, Vec::new()).unwrap();
+    assert_eq!(later.len(), 1);
+    assert!(!scheduler.progress(batch).unwrap().done);
+}
+
 #[test]
 fn a_worker_whose_reports_keep_failing_is_shut_out_and_its_failures_retried_elsewhere() {
     let data = tempfile::tempdir().unwrap();
