@@ -285,6 +285,15 @@ pub struct Header {
 }
 
 fn map_file(path: &Path) -> Result<Mmap, PdbError> {
+    // Opening a FIFO named like a table would wait for a writer for ever (`serve` hung at
+    // start on one); a device or directory is no table either.
+    let metadata = std::fs::metadata(path).map_err(PdbError::io(path))?;
+    if !metadata.is_file() {
+        return Err(PdbError::Corrupt {
+            path: path.to_path_buf(),
+            reason: "not a regular file (a pipe, device, socket or directory)".into(),
+        });
+    }
     let file = File::open(path).map_err(PdbError::io(path))?;
     // SAFETY: tables are only ever replaced by rename, never written in place, so the mapped
     // bytes cannot change under us while this process holds the mapping.
@@ -467,6 +476,20 @@ fn zero_aware_entries(side: usize, k: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pipe named like a table is refused by name, not opened (which would wait for a
+    /// writer for ever).
+    #[test]
+    fn a_pipe_named_like_a_table_is_refused_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("3x3-blank-last-1.2.pdb");
+        let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates a file system entry.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let error = inspect(&path, false).unwrap_err();
+        assert!(matches!(error, PdbError::Corrupt { .. }), "{error}");
+        assert!(error.to_string().contains("not a regular file"), "{error}");
+    }
 
     /// A write that fails at its last step (here the rename: a directory holds the table's
     /// name) returns the error and leaves no temporary file behind.

@@ -150,6 +150,7 @@ impl LogFile {
     /// Opens the log at `path`, creating it with a fresh id if absent; `what` names it in the
     /// error for a file that is not one.
     pub(super) fn open(path: &Path, magic: &[u8; 8], what: &str) -> std::io::Result<LogFile> {
+        regular_or_absent(path)?;
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -376,6 +377,21 @@ impl LogFile {
     }
 }
 
+/// Refuses a file at `path` that is there and is not a regular file, naming it: a pipe in the
+/// store's place would be waited on for ever, a device written to.
+fn regular_or_absent(path: &Path) -> std::io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if !metadata.is_file() => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file (a pipe, device, socket or directory)",
+                path.display()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The index at `path` if it was closed clean for `log` (its id and its whole length), with
 /// `magic` and `count` slots of `slot_bytes`: its map and its slot count.
 pub(super) fn open_clean_index(
@@ -384,6 +400,7 @@ pub(super) fn open_clean_index(
     log: &LogFile,
     slot_bytes: usize,
 ) -> std::io::Result<Option<(MmapMut, u64)>> {
+    regular_or_absent(path)?;
     let Ok(mut file) = OpenOptions::new().read(true).write(true).open(path) else {
         return Ok(None);
     };
@@ -417,6 +434,7 @@ pub(super) fn new_index_file(
     count: u64,
     slot_bytes: usize,
 ) -> std::io::Result<MmapMut> {
+    regular_or_absent(path)?;
     let file = OpenOptions::new()
         .read(true)
         .write(true)

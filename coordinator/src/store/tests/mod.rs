@@ -43,6 +43,21 @@ fn a_store_that_cannot_be_opened_is_named_by_its_path() {
     assert!(message.contains(&path.display().to_string()), "{message}");
 }
 
+/// A pipe in a log's place is refused by name, not opened and waited on.
+#[test]
+fn a_pipe_in_a_logs_place_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    std::fs::create_dir(&path).unwrap();
+    let log = path.join(super::answer_log::LOG_NAME);
+    let name = std::ffi::CString::new(log.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a file system entry.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let message = Store::open(&path).err().expect("refused").to_string();
+    assert!(message.contains("answers.log"), "{message}");
+    assert!(message.contains("not a regular file"), "{message}");
+}
+
 #[test]
 fn a_store_that_lost_flushed_writes_is_refused_by_name_and_opens_for_salvage() {
     let dir = tempfile::tempdir().unwrap();
