@@ -10,6 +10,7 @@ use tilesolve::task::run_task;
 use tilesolve::{Board, Solver};
 
 use super::config::COORDINATOR_AUDIT_NODES;
+use super::quarantine::{FinishedWithdrawal, PendingWithdrawal};
 use super::records::TaskRecords;
 use super::tasks::Audit;
 use super::types::{PuzzleId, TaskId, TaskOutcome, TaskSpec};
@@ -60,25 +61,33 @@ pub struct AfterCycle {
 pub enum Deferred {
     Split(PendingSplit),
     Audit(PendingAudit),
+    Withdrawal(PendingWithdrawal),
 }
 
 /// Deferred work done, for [`Scheduler::finish_deferred`](super::Scheduler::finish_deferred).
 pub enum DeferredDone {
     Split(FinishedSplit),
     Audit(FinishedAudit),
+    Withdrawal(FinishedWithdrawal),
 }
 
 impl Deferred {
     /// Whether it may take longer than a worker's poll should wait for (an audit the
-    /// coordinator runs in chunks of seconds, [`PendingAudit::is_long`]).
+    /// coordinator runs in chunks of seconds, [`PendingAudit::is_long`]; a withdrawal's pass
+    /// over the whole store).
     pub fn is_long(&self) -> bool {
-        matches!(self, Deferred::Audit(audit) if audit.is_long())
+        match self {
+            Deferred::Split(_) => false,
+            Deferred::Audit(audit) => audit.is_long(),
+            Deferred::Withdrawal(_) => true,
+        }
     }
 
     pub fn run(self) -> DeferredDone {
         match self {
             Deferred::Split(split) => DeferredDone::Split(split.run()),
             Deferred::Audit(audit) => DeferredDone::Audit(audit.run()),
+            Deferred::Withdrawal(withdrawal) => DeferredDone::Withdrawal(withdrawal.run()),
         }
     }
 }

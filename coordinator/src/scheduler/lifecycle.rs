@@ -723,8 +723,8 @@ impl Puzzles {
 
     /// Shuts `worker` out for `reason` and undoes what rests on its reports: its tasks go
     /// back to the queue, live puzzles that used its reports start again, and stored answers
-    /// and bounds that rest on them are withdrawn, their items solved again
-    /// ([`quarantine::reopen`]).
+    /// and bounds that rest on them are withdrawn (no longer read from now on, removed by a
+    /// pass outside the lock), their items solved again ([`Puzzles::finish_withdrawal`]).
     fn quarantine(
         &mut self,
         parts: &mut Parts,
@@ -736,7 +736,7 @@ impl Puzzles {
         parts.workers.quarantine(worker, reason);
         parts.tasks.release(worker);
         parts.totals.workers_quarantined += 1;
-        let (solutions, bounds) = parts.store.withdraw_worker(worker)?;
+        parts.store.withdraw_from_reads(worker);
         let live: Vec<PuzzleId> = self.resting_on(worker);
         for &puzzle in &live {
             self.restart(
@@ -746,7 +746,32 @@ impl Puzzles {
                 &format!("worker {worker} was quarantined"),
             )?;
         }
-        let reopened = quarantine::reopen(parts, worker)?;
+        tracing::warn!(
+            worker,
+            live = live.len(),
+            "puzzles resting on a quarantined worker started again; its stored answers are withdrawn"
+        );
+        parts
+            .out
+            .deferred
+            .push(Deferred::Withdrawal(quarantine::PendingWithdrawal {
+                worker,
+                store: parts.store.clone(),
+            }));
+        Ok(())
+    }
+
+    /// Takes the pass that withdrew a quarantined worker's stored answers: the items it found
+    /// answered with them are solved again.
+    pub(super) fn finish_withdrawal(
+        &mut self,
+        parts: &mut Parts,
+        audits: &mut Audits,
+        withdrawal: quarantine::FinishedWithdrawal,
+    ) -> Result<(), SchedulerError> {
+        let worker = withdrawal.worker;
+        let withdrawn = withdrawal.found?;
+        let reopened = quarantine::reopen(parts, worker, withdrawn.items)?;
         let count: usize = reopened.iter().map(|(_, items)| items.len()).sum();
         for (batch, items) in reopened {
             for (index, item) in items {
@@ -756,11 +781,10 @@ impl Puzzles {
         }
         tracing::warn!(
             worker,
-            solutions,
-            bounds,
-            live = live.len(),
+            solutions = withdrawn.solutions,
+            bounds = withdrawn.bounds,
             reopened = count,
-            "withdrawn: stored boards, stored bounds, puzzles started again, answered items solved again"
+            "withdrawn: stored boards, stored bounds, answered items solved again"
         );
         parts.out.flush_due = true;
         Ok(())

@@ -551,6 +551,10 @@ impl Scheduler {
                 let events = self.audits.finish_here(parts, audit);
                 self.puzzles.take_events(parts, &mut self.audits, events)
             }
+            DeferredDone::Withdrawal(withdrawal) => {
+                self.puzzles
+                    .finish_withdrawal(parts, &mut self.audits, withdrawal)
+            }
         }
     }
 

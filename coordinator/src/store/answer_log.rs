@@ -157,6 +157,22 @@ impl AnswerLog {
         self.lock().append(PUT, key, value)
     }
 
+    /// Removes `key` if the value it holds meets `condition` (checked and removed under one
+    /// lock, so a value put meanwhile is judged itself); returns whether it was removed.
+    pub(super) fn remove_if(
+        &self,
+        key: &[u8],
+        condition: impl FnOnce(&[u8]) -> bool,
+    ) -> std::io::Result<bool> {
+        let mut inner = self.lock();
+        match inner.find(key, key_hash(key))? {
+            Ok((_, record)) if record.kind == PUT && condition(&record.value) => {
+                inner.append(REMOVAL, key, &[]).map(|()| true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     /// Removes `key`; returns whether it held a value.
     pub(super) fn remove(&self, key: &[u8]) -> std::io::Result<bool> {
         let mut inner = self.lock();

@@ -46,10 +46,30 @@ impl Store {
         goal: &Board,
         board: &Board,
     ) -> Result<Option<StoredSolution>, StoreError> {
-        self.answers
+        let solution: Option<StoredSolution> = self
+            .answers
             .get(&board_key(goal, board))?
             .map(|bytes| decode("solutions", &bytes))
-            .transpose()
+            .transpose()?;
+        Ok(solution.filter(|solution| !self.rests_on_withdrawn(&solution.workers)))
+    }
+
+    /// From now on no answer or bound resting on `worker`'s reports is read, though the pass
+    /// that removes them ([`Store::withdraw_worker`]) has yet to run: it was quarantined.
+    pub fn withdraw_from_reads(&self, worker: u64) {
+        self.withdrawn_workers
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(worker);
+    }
+
+    /// Whether something resting on `workers`' reports rests on a quarantined one.
+    pub(super) fn rests_on_withdrawn(&self, workers: &[u64]) -> bool {
+        let withdrawn = self
+            .withdrawn_workers
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        !withdrawn.is_empty() && workers.iter().any(|worker| withdrawn.contains(worker))
     }
 
     /// Every stored solution that was searched for or proven on its own (`nodes > 0`; the
@@ -62,7 +82,7 @@ impl Store {
             let read = || -> Result<Option<(Board, Board, StoredSolution)>, StoreError> {
                 let (key, value) = entry?;
                 let solution: StoredSolution = decode("solutions", &value)?;
-                if solution.nodes == 0 {
+                if solution.nodes == 0 || self.rests_on_withdrawn(&solution.workers) {
                     return Ok(None);
                 }
                 let corrupt = || StoreError::Corrupt {
@@ -185,8 +205,11 @@ impl Store {
     }
 
     /// Removes every stored solution and search state that rests on `worker`'s reports (it was
-    /// caught lying); returns how many of each. A pass over both trees: quarantines are rare.
+    /// caught lying); returns how many of each. A pass over both trees, run beside the
+    /// scheduler (see [`Store::withdraw_from_reads`]): an answer stored over one of these
+    /// meanwhile, resting on other workers, stays.
     pub fn withdraw_worker(&self, worker: u64) -> Result<(usize, usize), StoreError> {
+        self.withdraw_from_reads(worker);
         self.forget_goals_stored();
         let mut withdrawn = Vec::new();
         for entry in answer_entries(&self.answers) {
@@ -196,12 +219,16 @@ impl Store {
                 withdrawn.push(key);
             }
         }
+        let mut solutions = 0;
         for key in &withdrawn {
-            self.answers.remove(key)?;
+            let rests_on_worker = |value: &[u8]| {
+                decode::<StoredSolution>("solutions", value)
+                    .is_ok_and(|solution| solution.workers.contains(&worker))
+            };
+            solutions += usize::from(self.answers.remove_if(key, rests_on_worker)?);
         }
         // Made durable at once: an answer resting on a liar must not come back after a crash.
         self.answers.sync()?;
-        let solutions = withdrawn.len();
         let states = remove_where(&self.search, "search", |s: SearchState| {
             s.workers.contains(&worker)
         })?;

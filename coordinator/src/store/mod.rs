@@ -153,6 +153,9 @@ pub struct Store {
     /// Keys of goals whose own entry (length 0) is known to be stored: every answer would
     /// otherwise look it up again.
     goals_stored: Arc<Mutex<HashSet<Vec<u8>>>>,
+    /// Quarantined workers: no answer or bound resting on one is read, from the moment it is
+    /// quarantined, while the pass that removes them runs ([`Store::withdraw_from_reads`]).
+    withdrawn_workers: Arc<std::sync::RwLock<HashSet<u64>>>,
     /// The flush count (`meta` `flushed`) and the guard file beside the store.
     flushes: Arc<FlushGuard>,
     /// Cheap answers' items not yet written into their parts ([`Store::put_item_later`]).
@@ -294,6 +297,7 @@ impl Store {
                 meta: db.open_tree("meta")?,
                 history: db.open_tree("history")?,
                 goals_stored: Arc::default(),
+                withdrawn_workers: Arc::default(),
                 flushes: Arc::new(FlushGuard {
                     written: Mutex::new(FlushGuard::read(&guard)),
                     path: guard,

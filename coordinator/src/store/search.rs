@@ -74,10 +74,12 @@ impl Store {
         goal: &Board,
         board: &Board,
     ) -> Result<Option<SearchState>, StoreError> {
-        self.search
+        let state: Option<SearchState> = self
+            .search
             .get(board_key(goal, board))?
             .map(|bytes| decode("search", &bytes))
-            .transpose()
+            .transpose()?;
+        Ok(state.filter(|state| !self.rests_on_withdrawn(&state.workers)))
     }
 
     pub fn remove_search_state(&self, goal: &Board, board: &Board) -> Result<(), StoreError> {

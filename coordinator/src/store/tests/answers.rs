@@ -260,3 +260,35 @@ fn a_path_board_keeps_the_answer_it_had_and_its_workers() {
         vec![1]
     );
 }
+
+/// From the moment a worker is quarantined its answers and bounds are not read, though the
+/// pass that removes them runs later (outside the scheduler's lock); an answer stored over one
+/// of them meanwhile, on other workers' reports, outlives that pass.
+#[test]
+fn a_quarantined_workers_answers_are_unread_at_once_and_an_answer_put_over_them_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (goal, board, solution) = solved_eight_puzzle();
+    store
+        .put_solution(&solution, "manhattan", &[7], PathBoards::Skipped)
+        .unwrap();
+    let bound = SearchState {
+        lower_bound: 29,
+        workers: vec![7],
+        best: None,
+    };
+    store.put_search_state(&goal, &board, bound).unwrap();
+    store.withdraw_from_reads(7);
+    assert_eq!(store.solution(&goal, &board).unwrap(), None);
+    assert_eq!(store.search_state(&goal, &board).unwrap(), None);
+    assert_eq!(store.searched_solutions().count(), 0);
+    // Solved again by another worker before the pass ran.
+    store
+        .put_solution(&solution, "manhattan", &[8], PathBoards::Skipped)
+        .unwrap();
+    assert_eq!(store.withdraw_worker(7).unwrap(), (0, 1));
+    assert_eq!(
+        store.solution(&goal, &board).unwrap().unwrap().workers,
+        vec![8]
+    );
+}
