@@ -112,6 +112,11 @@ pub(super) struct Batches {
     /// Queued items of batches being taken in, not started yet (they count against the
     /// pending limit).
     intake_pending: usize,
+    /// Quarantines whose withdrawal is still looking for the items that rest on the worker:
+    /// until it is done, no batch ends (one of its solved items may be about to open again).
+    completion_held: usize,
+    /// Batches whose every item ended while completion was held: they end when it is not.
+    completing: std::collections::BTreeSet<u64>,
 }
 
 impl Batches {
@@ -232,8 +237,34 @@ impl Batches {
             if let Some(started) = self.started.get(&batch) {
                 self.seconds.insert(batch, started.elapsed().as_secs_f64());
             }
+            if self.completion_held > 0 {
+                self.completing.insert(batch);
+                return false;
+            }
         }
         done
+    }
+
+    /// A quarantine's withdrawal starts: no batch ends until it is done
+    /// ([`Batches::release_completion`]). Without this, a batch whose last items ended while
+    /// the withdrawal was still looking ended, and then opened again once it found its other
+    /// items resting on the worker: `submit --wait` printed them pending.
+    pub(super) fn hold_completion(&mut self) {
+        self.completion_held += 1;
+    }
+
+    /// A quarantine's withdrawal is done; returns the batches that may now end (every item
+    /// ended and no other withdrawal running).
+    pub(super) fn release_completion(&mut self) -> Vec<u64> {
+        self.completion_held = self.completion_held.saturating_sub(1);
+        if self.completion_held > 0 {
+            return Vec::new();
+        }
+        let completing = std::mem::take(&mut self.completing);
+        completing
+            .into_iter()
+            .filter(|batch| self.counts.get(batch).is_some_and(ItemCounts::done))
+            .collect()
     }
 
     /// The counts of `batch` if this process has them.
@@ -292,7 +323,7 @@ impl Batches {
             solved: counts.solved,
             failed: counts.failed,
             bounded: counts.bounded,
-            done: counts.done(),
+            done: counts.done() && !self.completing.contains(&batch),
             bounds,
             nodes,
             nodes_per_second: if seconds > 0.0 {
@@ -308,5 +339,45 @@ impl Batches {
             heuristic: String::new(),
             goal: String::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// While a quarantine's withdrawal looks for the items resting on the worker, a batch whose
+    /// last item ends does not end: it ends once the withdrawal is done, unless an item of it
+    /// opened again.
+    #[test]
+    fn no_batch_ends_while_a_withdrawal_is_looking() {
+        let mut batches = Batches::default();
+        let heuristic = HeuristicChoice::Classic(tilesolve::heuristic::HeuristicKind::Manhattan);
+        for batch in [1, 2] {
+            let counts = ItemCounts {
+                total: 1,
+                ..ItemCounts::default()
+            };
+            batches.open(batch, counts, heuristic.clone());
+        }
+        let failed = ItemStatus::Failed("no".into());
+        batches.hold_completion();
+        batches.hold_completion();
+        assert!(!batches.item_finished(1, &failed));
+        assert!(!batches.item_finished(2, &failed));
+        let progress = batches.progress(1, batches.counts(1).unwrap(), Vec::new(), 0);
+        assert!(!progress.done);
+        // Batch 2's item opened again (it rested on the worker).
+        batches.reopen(
+            2,
+            ItemCounts {
+                total: 1,
+                ..ItemCounts::default()
+            },
+            None,
+            heuristic,
+        );
+        assert_eq!(batches.release_completion(), Vec::<u64>::new());
+        assert_eq!(batches.release_completion(), vec![1]);
     }
 }

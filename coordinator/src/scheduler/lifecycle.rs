@@ -737,6 +737,7 @@ impl Puzzles {
         parts.tasks.release(worker);
         parts.totals.workers_quarantined += 1;
         parts.store.withdraw_from_reads(worker);
+        parts.batches.hold_completion();
         let live: Vec<PuzzleId> = self.resting_on(worker);
         for &puzzle in &live {
             self.restart(
@@ -770,8 +771,18 @@ impl Puzzles {
         withdrawal: quarantine::FinishedWithdrawal,
     ) -> Result<(), SchedulerError> {
         let worker = withdrawal.worker;
-        let withdrawn = withdrawal.found?;
-        let reopened = quarantine::reopen(parts, worker, withdrawn.items)?;
+        let found = withdrawal
+            .found
+            .map_err(SchedulerError::from)
+            .and_then(|withdrawn| {
+                let counts = (withdrawn.solutions, withdrawn.bounds);
+                Ok((counts, quarantine::reopen(parts, worker, withdrawn.items)?))
+            });
+        // The batches held from ending meanwhile end now, unless an item of theirs opened again.
+        for batch in parts.batches.release_completion() {
+            parts.batches.close_stored(&parts.store, batch)?;
+        }
+        let ((solutions, bounds), reopened) = found?;
         let count: usize = reopened.iter().map(|(_, items)| items.len()).sum();
         for (batch, items) in reopened {
             for (index, item) in items {
@@ -781,8 +792,8 @@ impl Puzzles {
         }
         tracing::warn!(
             worker,
-            solutions = withdrawn.solutions,
-            bounds = withdrawn.bounds,
+            solutions,
+            bounds,
             reopened = count,
             "withdrawn: stored boards, stored bounds, answered items solved again"
         );
