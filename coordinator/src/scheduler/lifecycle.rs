@@ -723,8 +723,8 @@ impl Puzzles {
 
     /// Shuts `worker` out for `reason` and undoes what rests on its reports: its tasks go
     /// back to the queue, live puzzles that used its reports start again, and stored answers
-    /// and bounds that rest on them are withdrawn (no longer read from now on, removed by a
-    /// pass outside the lock), their items solved again ([`Puzzles::finish_withdrawal`]).
+    /// and bounds that rest on them are withdrawn (`quarantine`: unread from now on, removed
+    /// by a pass outside the lock), their items solved again ([`Puzzles::finish_withdrawal`]).
     fn quarantine(
         &mut self,
         parts: &mut Parts,
@@ -733,32 +733,13 @@ impl Puzzles {
         reason: String,
     ) -> Result<(), SchedulerError> {
         tracing::warn!(worker, %reason, "worker quarantined: what rests on its reports is solved again");
-        parts.workers.quarantine(worker, reason);
-        parts.tasks.release(worker);
-        parts.totals.workers_quarantined += 1;
-        parts.store.withdraw_from_reads(worker);
-        parts.batches.hold_completion();
+        let withdrawal = quarantine::begin(parts, worker, reason);
         let live: Vec<PuzzleId> = self.resting_on(worker);
+        let why = format!("worker {worker} was quarantined");
         for &puzzle in &live {
-            self.restart(
-                parts,
-                audits,
-                puzzle,
-                &format!("worker {worker} was quarantined"),
-            )?;
+            self.restart(parts, audits, puzzle, &why)?;
         }
-        tracing::warn!(
-            worker,
-            live = live.len(),
-            "puzzles resting on a quarantined worker started again; its stored answers are withdrawn"
-        );
-        parts
-            .out
-            .deferred
-            .push(Deferred::Withdrawal(quarantine::PendingWithdrawal {
-                worker,
-                store: parts.store.clone(),
-            }));
+        parts.out.deferred.push(Deferred::Withdrawal(withdrawal));
         Ok(())
     }
 
@@ -770,34 +751,12 @@ impl Puzzles {
         audits: &mut Audits,
         withdrawal: quarantine::FinishedWithdrawal,
     ) -> Result<(), SchedulerError> {
-        let worker = withdrawal.worker;
-        let found = withdrawal
-            .found
-            .map_err(SchedulerError::from)
-            .and_then(|withdrawn| {
-                let counts = (withdrawn.solutions, withdrawn.bounds);
-                Ok((counts, quarantine::reopen(parts, worker, withdrawn.items)?))
-            });
-        // The batches held from ending meanwhile end now, unless an item of theirs opened again.
-        for batch in parts.batches.release_completion() {
-            parts.batches.close_stored(&parts.store, batch)?;
-        }
-        let ((solutions, bounds), reopened) = found?;
-        let count: usize = reopened.iter().map(|(_, items)| items.len()).sum();
-        for (batch, items) in reopened {
+        for (batch, items) in quarantine::finish(parts, withdrawal)? {
             for (index, item) in items {
                 let queued = QueuedItem::stored(batch, index, &item)?;
                 self.start_item(parts, audits, (batch, index), &queued)?;
             }
         }
-        tracing::warn!(
-            worker,
-            solutions,
-            bounds,
-            reopened = count,
-            "withdrawn: stored boards, stored bounds, answered items solved again"
-        );
-        parts.out.flush_due = true;
         Ok(())
     }
 

@@ -89,10 +89,55 @@ fn items_resting_on(store: &Store, worker: WorkerId) -> Result<Vec<(u64, Vec<u32
     Ok(found)
 }
 
+/// The quarantine of `worker` for `reason`, under the lock: its calls are refused, its tasks
+/// go back to the queue, the store reads nothing resting on it from now on, and no batch ends
+/// until the returned withdrawal, run outside the lock, is taken ([`finish`]).
+pub(super) fn begin(parts: &mut Parts, worker: WorkerId, reason: String) -> PendingWithdrawal {
+    parts.workers.quarantine(worker, reason);
+    parts.tasks.release(worker);
+    parts.totals.workers_quarantined += 1;
+    parts.store.withdraw_from_reads(worker);
+    parts.batches.hold_completion();
+    PendingWithdrawal {
+        worker,
+        store: parts.store.clone(),
+    }
+}
+
+/// Takes a withdrawal run outside the lock: the items it found still resting on the worker
+/// are queued again (returned, to be started) or failed, and the batches held from ending
+/// meanwhile end, unless an item of theirs opened again.
+pub(super) fn finish(
+    parts: &mut Parts,
+    withdrawal: FinishedWithdrawal,
+) -> Result<Reopened, SchedulerError> {
+    let worker = withdrawal.worker;
+    let found = withdrawal
+        .found
+        .map_err(SchedulerError::from)
+        .and_then(|withdrawn| {
+            let counts = (withdrawn.solutions, withdrawn.bounds);
+            Ok((reopen(parts, worker, withdrawn.items)?, counts))
+        });
+    for batch in parts.batches.release_completion() {
+        parts.batches.close_stored(&parts.store, batch)?;
+    }
+    let (reopened, (solutions, bounds)) = found?;
+    tracing::warn!(
+        worker,
+        solutions,
+        bounds,
+        reopened = reopened.iter().map(|(_, items)| items.len()).sum::<usize>(),
+        "withdrawn: stored boards, stored bounds, answered items solved again"
+    );
+    parts.out.flush_due = true;
+    Ok(reopened)
+}
+
 /// Withdraws the answers of the items `found` (per batch, by index) that still rest on
 /// `worker` (a batch may have been removed, or an item solved again, since they were found);
 /// returns the items of batches not cancelled, to be solved again.
-pub(super) fn reopen(
+fn reopen(
     parts: &mut Parts,
     worker: WorkerId,
     found: Vec<(u64, Vec<u32>)>,
