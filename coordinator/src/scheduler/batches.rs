@@ -358,7 +358,7 @@ mod tests {
                 total: 1,
                 ..ItemCounts::default()
             };
-            batches.open(batch, counts, heuristic.clone());
+            batches.open(batch, counts, heuristic);
         }
         let failed = ItemStatus::Failed("no".into());
         batches.hold_completion();
