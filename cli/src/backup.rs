@@ -21,9 +21,7 @@ use tilesolve::proto::MAX_BATCH_LINES;
 use tilesolve::{parse_board, Board, Shape};
 
 use crate::calls::{connect, CallError, Client, Coordinator};
-use crate::client::{
-    progress_bar, read_pages, submit_lines, wait_until_done, ConnectArgs, Patience,
-};
+use crate::client::{progress_bar, read_pages, submit_lines, wait_noting, ConnectArgs, Patience};
 use crate::process::runtime;
 use crate::results::{printable, FormatArgs};
 
@@ -428,6 +426,51 @@ struct Restored {
     batches_refused: usize,
 }
 
+/// How often an import waiting for its answers' proofs says how far they are.
+const PROOF_NOTE_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What an import says while the coordinator proves a chunk of its answers (each searched
+/// again unless the heuristic proves it): how many are proven, and that it waits for a worker
+/// when none is connected. A restore into a coordinator without workers waited silently for
+/// ever before (a progress bar is not drawn where standard error is not a terminal).
+struct ProofNotes {
+    what: String,
+    /// When it last said something, and whether no worker was connected then.
+    last: Option<(std::time::Instant, bool)>,
+}
+
+impl ProofNotes {
+    fn new(what: String) -> ProofNotes {
+        ProofNotes { what, last: None }
+    }
+
+    /// Says how far `status` is, at first, every [`PROOF_NOTE_EVERY`] and whenever workers
+    /// come or all go.
+    fn note(&mut self, bar: &indicatif::ProgressBar, status: &pb::BatchStatus) {
+        if status.done {
+            return;
+        }
+        let waiting = status.workers == 0;
+        let due = self.last.is_none_or(|(at, was_waiting)| {
+            was_waiting != waiting || at.elapsed() >= PROOF_NOTE_EVERY
+        });
+        if !due {
+            return;
+        }
+        self.last = Some((std::time::Instant::now(), waiting));
+        let proven = status.solved + status.failed;
+        let workers = match waiting {
+            true => "no worker is connected: the proofs wait for one".to_string(),
+            false => format!("{} workers searching", status.workers),
+        };
+        let line = format!(
+            "{}: {proven} of {} answers proven; {workers}",
+            self.what, status.total
+        );
+        bar.suspend(|| eprintln!("{line}"));
+    }
+}
+
 /// Whether `error` is the coordinator refusing a submission (as opposed to not reaching it).
 fn refusal(error: &anyhow::Error) -> Option<String> {
     match error.downcast_ref::<CallError>() {
@@ -478,7 +521,11 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                 };
                 answer_batches.push(batch);
                 if !args.wait {
-                    wait_until_done(&mut coordinator, batch, &progress_bar()).await?;
+                    let (first, last) = (chunk[0].file_line, chunk[chunk.len() - 1].file_line);
+                    let bar = progress_bar();
+                    let mut notes = ProofNotes::new(format!("{shown} lines {first}-{last}"));
+                    let mut note = |status: &pb::BatchStatus| notes.note(&bar, status);
+                    wait_noting(&mut coordinator, batch, &bar, &mut note).await?;
                 }
                 read_pages(&mut coordinator, batch, Patience::UntilAnswered, |items| {
                     for item in items {

@@ -314,9 +314,20 @@ pub(crate) async fn wait_until_done(
     batch: u64,
     bar: &ProgressBar,
 ) -> anyhow::Result<()> {
+    wait_noting(coordinator, batch, bar, &mut |_| {}).await
+}
+
+/// [`wait_until_done`], handing `note` every status the coordinator sends (for a caller that
+/// says in words what it waits for, where a progress bar is not drawn).
+pub(crate) async fn wait_noting(
+    coordinator: &mut Coordinator,
+    batch: u64,
+    bar: &ProgressBar,
+    note: &mut dyn FnMut(&pb::BatchStatus),
+) -> anyhow::Result<()> {
     let mut pauses = backoff(Duration::from_secs(5)).without_max_times().build();
     loop {
-        match watch(coordinator, batch, bar).await {
+        match watch(coordinator, batch, bar, note).await {
             Ok(()) => break,
             Err(error) if error.is_transient() => {
                 bar.set_message(format!(
@@ -438,6 +449,7 @@ async fn watch(
     coordinator: &mut Coordinator,
     batch: u64,
     bar: &ProgressBar,
+    note: &mut dyn FnMut(&pb::BatchStatus),
 ) -> Result<(), CallError> {
     let request = pb::WatchBatchRequest { batch_id: batch };
     let mut stream = coordinator
@@ -449,6 +461,7 @@ async fn watch(
             Ok(None) => break,
             Err(status) => return Err(coordinator.failed(status)),
         };
+        note(&status);
         bar.set_length(u64::from(status.total));
         bar.set_position(u64::from(status.solved + status.failed));
         let bounds: Vec<String> = status.bounds.iter().take(6).map(u32::to_string).collect();
