@@ -273,6 +273,19 @@ impl Scheduler {
         holding.whole_task_budget = parts
             .config
             .whole_task_budget_now(unfinished, parts.workers.threads());
+        if parts.config.verify == Verify::Sample
+            && parts.workers.on_probation(worker)
+            && holding.whole_task_budget > parts.config.spread_task_budget
+        {
+            // A worker on probation runs no long whole task: its reports are then cheap
+            // enough to be drawn for probation and audited at once, and it passes before an
+            // answer rests on its kept claims. With whole 80-move boards on two fresh workers,
+            // no report was cheap, and the coordinator audited every answer's claims (12 CPU-s
+            // against the workers' 14). (Puzzles already spread over every thread are split
+            // after a short whole task anyway; shortening it more cost the coordinator more
+            // splits.)
+            holding.whole_task_budget = holding.whole_task_budget.min(PROBATION_SAMPLE_NODES);
+        }
         let leased = parts.tasks.lease(
             worker,
             free_slots as usize,
