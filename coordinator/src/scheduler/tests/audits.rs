@@ -287,6 +287,18 @@ fn two_moves_longer(
         .path_two_moves_longer(board, after.map(Direction::opposite))
 }
 
+/// A scheduler in `dir` under the default settings but for whole tasks that never stop on a
+/// budget: each puzzle is one task, its answer one report.
+fn whole_tasks_scheduler(dir: &std::path::Path) -> Owned {
+    scheduler_in(
+        dir,
+        SchedulerConfig {
+            whole_task_budget: u64::MAX / 4,
+            ..SchedulerConfig::default()
+        },
+    )
+}
+
 /// Submits a 31-move 8-puzzle that `liar` takes as a whole task and answers in 33 moves; the
 /// answer waits for its audit. Returns the batch.
 fn answer_31_moves_in_33(scheduler: &mut Owned, liar: WorkerId) -> u64 {
@@ -410,13 +422,7 @@ fn a_liar_past_probation_cannot_hide_a_subtree_answer_unseen() {
 #[test]
 fn the_coordinator_audits_a_lone_workers_claims_itself() {
     let data = tempfile::tempdir().unwrap();
-    let mut scheduler = scheduler_in(
-        data.path(),
-        SchedulerConfig {
-            whole_task_budget: u64::MAX / 4,
-            ..SchedulerConfig::default()
-        },
-    );
+    let mut scheduler = whole_tasks_scheduler(data.path());
     // A lone liar: nobody else could audit it.
     let liar = scheduler.register(1, "liar", None).unwrap();
     let batch = answer_31_moves_in_33(&mut scheduler, liar);
@@ -446,13 +452,7 @@ fn the_coordinator_audits_a_lone_workers_claims_itself() {
 #[test]
 fn under_sample_another_registration_of_the_same_token_audits_not_the_coordinator() {
     let data = tempfile::tempdir().unwrap();
-    let mut scheduler = scheduler_in(
-        data.path(),
-        SchedulerConfig {
-            whole_task_budget: u64::MAX / 4,
-            ..SchedulerConfig::default()
-        },
-    );
+    let mut scheduler = whole_tasks_scheduler(data.path());
     // One worker token on many hosts (the usual cluster): a faulty one is checked by another
     // (once that one is past its own probation).
     let other = trusted_worker(&mut scheduler, "other", Some(0));
@@ -616,13 +616,7 @@ fn an_audit_no_worker_takes_within_a_lease_timeout_runs_on_the_coordinator() {
 #[test]
 fn a_silent_decoy_on_probation_holds_up_no_audit() {
     let data = tempfile::tempdir().unwrap();
-    let mut scheduler = scheduler_in(
-        data.path(),
-        SchedulerConfig {
-            whole_task_budget: u64::MAX / 4,
-            ..SchedulerConfig::default()
-        },
-    );
+    let mut scheduler = whole_tasks_scheduler(data.path());
     let liar = scheduler.register(1, "liar", Some(0)).unwrap();
     let decoy = scheduler.register(1, "decoy", Some(1)).unwrap();
     let batch = answer_31_moves_in_33(&mut scheduler, liar);
@@ -645,13 +639,7 @@ fn a_silent_decoy_on_probation_holds_up_no_audit() {
 #[test]
 fn under_sample_answers_wait_on_probation_and_not_after_it() {
     let data = tempfile::tempdir().unwrap();
-    let mut scheduler = scheduler_in(
-        data.path(),
-        SchedulerConfig {
-            whole_task_budget: u64::MAX / 4,
-            ..SchedulerConfig::default()
-        },
-    );
+    let mut scheduler = whole_tasks_scheduler(data.path());
     // The only worker that may run the new one's probation audits: until it polls, they wait.
     let trusted = trusted_worker(&mut scheduler, "trusted", None);
     let before = scheduler.totals().answer_audits;

@@ -71,10 +71,14 @@ fn whole_puzzles_spread_over_idle_workers_before_any_worker_prefetches() {
 
 #[test]
 fn few_puzzles_per_thread_are_split_early_and_many_run_whole() {
-    let config = SchedulerConfig::default();
+    // Without audits: under `sample` a worker on probation gets short whole tasks (below).
+    let config = SchedulerConfig {
+        verify: Verify::Off,
+        ..SchedulerConfig::default()
+    };
     // The budgets of the whole-puzzle tasks `puzzles` boards get with `workers` one-thread
-    // workers connected.
-    let budgets = |puzzles: usize, workers: usize| -> Vec<u64> {
+    // workers connected, under `config`.
+    let budgets_under = |config: &SchedulerConfig, puzzles: usize, workers: usize| -> Vec<u64> {
         let data = tempfile::tempdir().unwrap();
         let mut scheduler = scheduler_in(data.path(), config.clone());
         let workers: Vec<WorkerId> = (0..workers)
@@ -89,6 +93,7 @@ fn few_puzzles_per_thread_are_split_early_and_many_run_whole() {
             .map(|task| task.node_budget)
             .collect()
     };
+    let budgets = |puzzles, workers| budgets_under(&config, puzzles, workers);
     // Four puzzles a thread or more: whole puzzles keep every thread busy.
     let many = budgets(32, 8);
     assert_eq!(many, vec![config.whole_task_budget; 8]);
@@ -96,6 +101,15 @@ fn few_puzzles_per_thread_are_split_early_and_many_run_whole() {
     let few = budgets(31, 8);
     assert_eq!(few, vec![config.spread_task_budget; 8]);
     assert!(config.spread_task_budget < config.whole_task_budget);
+    // Under `sample`, fresh workers (on probation) run no long whole task; spread tasks are
+    // short already.
+    let sample = SchedulerConfig::default();
+    let fresh = budgets_under(&sample, 32, 8);
+    assert_eq!(fresh, vec![PROBATION_SAMPLE_NODES; 8]);
+    assert_eq!(
+        budgets_under(&sample, 31, 8),
+        vec![sample.spread_task_budget; 8]
+    );
 }
 
 #[test]
