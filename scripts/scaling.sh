@@ -10,9 +10,13 @@
 # stretch, so it reads a little high at many workers). Needs root and a quiet machine; keep
 # (N + 1) / K under the core count. Without DILATE every process runs unconstrained.
 #
-# usage: [DILATE=10] [BIN=...] [SERVE_ARGS=...] scripts/scaling.sh TABLE_DIR FILE "1 2 4 8 15"
+# usage: [DILATE=10] [BIN=...] [SERVE_ARGS=...] [ONE_THREAD=S] [SERVE_ONLY=1] [KEEP=DIR]
+#        scripts/scaling.sh TABLE_DIR FILE "1 2 4 8 15"
 #   TABLE_DIR holds the table files (linked into each process's data directory, so nothing is
-#   built or fetched).
+#   built or fetched). ONE_THREAD=S takes S seconds, a one-thread wall measured on this host
+#   before, instead of running `bench --threads 1` (a batch of an hour's work, say); SERVE_ONLY=1
+#   skips the embedded batch; KEEP=DIR keeps every process's log and the coordinator's
+#   /metrics there. Needs bash and awk (curl and python3 where present).
 set -euo pipefail
 tables=$(realpath "$1")
 file=$(realpath "$2")
@@ -29,6 +33,7 @@ cleanup() {
         for group in "$root"/*/; do rmdir "$group" 2>/dev/null || true; done
         rmdir "$root" 2>/dev/null || true
     fi
+    [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$work"/*.log "$work"/*.txt "$KEEP"/ 2>/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -52,32 +57,59 @@ confined() {
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
 now() { date +%s.%N; }
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+# The coordinator's /metrics (through bash's /dev/tcp where curl is missing).
+metrics() {
+    if command -v curl > /dev/null; then
+        curl -s "$1/metrics"
+    else
+        local address=${1#http://}
+        exec 5<> "/dev/tcp/${address%:*}/${address#*:}"
+        printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$address" >&5
+        tr -d '\r' <&5
+        exec 5<&-
+    fi
+}
+free_port() {
+    if command -v python3 > /dev/null; then
+        python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+    else
+        echo $(( 20000 + RANDOM % 20000 ))
+    fi
+}
 # Thread-seconds the coordinator counted its workers' threads holding no task.
-idle_seconds() { curl -s "$1/metrics" | awk '/^tilesolve_idle_thread_seconds_total/ { print $2 }'; }
+idle_seconds() { metrics "$1" | awk '/^tilesolve_idle_thread_seconds_total/ { print $2 }'; }
 ratio() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { s = a / b; printf "%.2fx, %.0f%%", s, 100 * s / n }'; }
 mkdata() { mkdir -p "$1"; ln -sf "$tables"/*.pdb "$1/"; }
 
 echo "binary $bin; file $file; ${dilate:+every process at 1/$dilate of a core per thread}"
-mkdata "$work/one"
-start=$(now)
-(confined one 1 "$bin" bench --threads 1 --data "$work/one" "$file") > "$work/one.txt" 2>&1
-one=$(seconds "$start" "$(now)")
-echo "one thread: wall $one s; $(grep -E 'lengths optimal' "$work/one.txt" | tr -s ' '); $(grep -E '^expanded' "$work/one.txt" | tr -s ' ')"
+if [ -n "${ONE_THREAD:-}" ]; then
+    one=$ONE_THREAD
+    echo "one thread: wall $one s (measured before: ONE_THREAD)"
+else
+    mkdata "$work/one"
+    start=$(now)
+    (confined one 1 "$bin" bench --threads 1 --data "$work/one" "$file") > "$work/one.txt" 2>&1
+    one=$(seconds "$start" "$(now)")
+    echo "one thread: wall $one s; $(grep -E 'lengths optimal' "$work/one.txt" | tr -s ' '); $(grep -E '^expanded' "$work/one.txt" | tr -s ' ')"
+fi
 printf "%-28s %9s %16s %12s %s\n" "run" "wall s" "speedup, eff." "CPU s" "CPU per process, nodes, lengths"
 
 for n in $counts; do
-    # The embedded coordinator and its N threads in one process.
-    mkdata "$work/batch$n"
-    # (Its wall includes building nothing: the tables are there; it includes loading them.)
-    (confined "batch$n" "$n" /usr/bin/time -f "%e %U %S" -o "$work/batch$n.time" \
-        "$bin" batch --threads "$n" --data "$work/batch$n" "$file") > "$work/batch$n.txt" 2>&1 || true
-    read -r wall user system < "$work/batch$n.time"
-    printf "%-28s %9s %16s %12s %s\n" "batch --threads $n" "$wall" "$(ratio "$one" "$wall" "$n")" \
-        "$(awk -v u="$user" -v s="$system" 'BEGIN { printf "%.2f", u + s }')" \
-        "one process; $(grep -oE "lengths matching[^;]*" "$work/batch$n.txt" | head -1)"
+    if [ -z "${SERVE_ONLY:-}" ]; then
+        # The embedded coordinator and its N threads in one process.
+        mkdata "$work/batch$n"
+        # (Its wall includes building nothing: the tables are there; it includes loading them.)
+        TIMEFORMAT='%R %U %S'
+        { time { (confined "batch$n" "$n" "$bin" batch --threads "$n" --data "$work/batch$n" \
+            "$file") > "$work/batch$n.txt" 2>&1 || true; }; } 2> "$work/batch$n.time"
+        read -r wall user system < "$work/batch$n.time"
+        printf "%-28s %9s %16s %12s %s\n" "batch --threads $n" "$wall" "$(ratio "$one" "$wall" "$n")" \
+            "$(awk -v u="$user" -v s="$system" 'BEGIN { printf "%.2f", u + s }')" \
+            "one process; $(grep -oE "lengths matching[^;]*" "$work/batch$n.txt" | head -1)"
+    fi
 
     # serve + N one-thread workers, each in its own process (and cgroup).
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
     url="http://127.0.0.1:$port"
     pids=()
     mkdata "$work/c$n"
@@ -112,10 +144,11 @@ for n in $counts; do
         total=$(awk -v a="$total" -v b="$s" 'BEGIN { printf "%.2f", a + b }')
     done
     # Every node the workers reported: for answers, for audits, and for tasks withdrawn first.
-    nodes=$(curl -s "$url/metrics" | awk '
+    metrics "$url" > "$work/metrics$n.txt"
+    nodes=$(awk '
         /^tilesolve_nodes_searched_total/ { a = $2 } /^tilesolve_nodes_audited_total/ { b = $2 }
         /^tilesolve_nodes_withdrawn_total/ { c = $2 }
-        END { printf "%d nodes (+ %d audits, %d withdrawn)", a, b, c }')
+        END { printf "%d nodes (+ %d audits, %d withdrawn)", a, b, c }' "$work/metrics$n.txt")
     idle=$(awk -v a="$(idle_seconds "$url")" -v b="$idle_before" -v n="$n" -v w="$wall" \
         'BEGIN { printf "%.1f%%", 100 * (a - b) / (n * w) }')
     workers_cpu=$(printf "%s " "${spent[@]:1}")
