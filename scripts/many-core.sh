@@ -1,0 +1,49 @@
+#!/bin/bash
+# Issue 64's measurement on a many-core host, in one go: the default tables built there (7-8 and
+# 6-6-6-6-max, side by side), then scripts/scaling.sh undilated on hard80 ("4 8 15"), the Korf-24
+# five ("15") and the Korf-24 fifteen (serve + 15 only), and last the fifteen one board a thread
+# (`bench --threads 15`) until SECONDS_LEFT runs out: an unfinished board's time is then a lower
+# bound. Every step is cut off so that the whole ends within SECONDS_LEFT (default 575) and its
+# logs are packed into OUT/keep.tgz after each step (a lent machine's time is short).
+#
+# usage: [BIN=...] [OUT=DIR] [SECONDS_LEFT=575] scripts/many-core.sh
+set -u
+begin=$(date +%s)
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export BIN=${BIN:-$root/target/release/tilesolve}
+out=${OUT:-/tmp/many-core}
+limit=${SECONDS_LEFT:-575}
+scratch=$(mktemp -d)
+mkdir -p "$out" "$scratch/keep"
+exec > >(tee -a "$out/log.txt") 2>&1
+pack() { tar czf "$out/keep.tgz" -C "$scratch" keep 2>/dev/null; }
+left() { echo $(( limit - ($(date +%s) - begin) )); }
+echo "== host"; nproc; grep -m1 "model name" /proc/cpuinfo; free -g | head -2; date -u; uname -r
+echo "== tables"
+mkdir -p "$scratch/t44" "$scratch/t55"
+start=$(date +%s.%N)
+"$BIN" pdb build 7-8 --data "$scratch/t44" > "$scratch/keep/build44.txt" 2>&1 &
+b44=$!
+"$BIN" pdb build 6-6-6-6-max --data "$scratch/t55" > "$scratch/keep/build55.txt" 2>&1 &
+b55=$!
+wait "$b44" "$b55"
+echo "tables built in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }') s"
+echo "== hard80 (left $(left) s)"
+KEEP=$scratch/keep/h80 timeout "$(left)" scripts/scaling.sh "$scratch/t44" bench-logs/hard80.txt "4 8 15"
+pack
+echo "== hard80 one board a thread (what 15 busy cores cost a node)"
+timeout "$(left)" "$BIN" bench --threads 15 --data "$scratch/t44" bench-logs/hard80.txt
+pack
+echo "== Korf-24 five (left $(left) s)"
+KEEP=$scratch/keep/k5 timeout "$(left)" scripts/scaling.sh "$scratch/t55" bench-logs/korf24-five.txt "15"
+pack
+echo "== Korf-24 fifteen, serve + 15 (left $(left) s)"
+ONE_THREAD=1 SERVE_ONLY=1 KEEP=$scratch/keep/k15 timeout "$(left)" \
+    scripts/scaling.sh "$scratch/t55" bench-logs/korf24-easiest15.txt "15"
+pack
+echo "== Korf-24 fifteen, one board a thread (left $(left) s)"
+timeout "$(left)" "$BIN" bench --threads 15 --data "$scratch/t55" bench-logs/korf24-easiest15.txt
+echo "elapsed $(( $(date +%s) - begin )) s"
+pack
+rm -rf "$scratch"
