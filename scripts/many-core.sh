@@ -36,7 +36,9 @@ echo "== hard80 one board a thread (what 15 busy cores cost a node)"
 timeout "$(left)" "$BIN" bench --threads 15 --data "$scratch/t44" bench-logs/hard80.txt
 pack
 echo "== Korf-24 five (left $(left) s)"
-KEEP=$scratch/keep/k5 timeout "$(left)" scripts/scaling.sh "$scratch/t55" bench-logs/korf24-five.txt "15"
+# Each task's report logged (puzzle, bound, nodes, outcome): where serve + 15's extra nodes go.
+RUST_LOG="info,tilesolve_coordinator::scheduler::lifecycle=debug" KEEP=$scratch/keep/k5 \
+    timeout "$(left)" scripts/scaling.sh "$scratch/t55" bench-logs/korf24-five.txt "15"
 pack
 echo "== Korf-24 fifteen, serve + 15 (left $(left) s)"
 ONE_THREAD=1 SERVE_ONLY=1 KEEP=$scratch/keep/k15 timeout "$(left)" \

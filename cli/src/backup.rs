@@ -4,11 +4,14 @@
 //! has ruled out anything shorter, so an import never lets a wrong or non-optimal answer in.
 //!
 //! With `export --batches` the file also holds every batch: a `{"batch": ...}` line (its id,
-//! heuristic, goal, submission time, whether it was cancelled) followed by one `{"item": ...}`
-//! line per item (its line number, its text, and its answer or error). `import` submits those
-//! batches again after every answer was proven, so their items are answered from the store.
+//! heuristic, goal, submission time, limits, whether it was cancelled) followed by one
+//! `{"item": ...}` line per item (its line number, its text, and its answer or error). `import`
+//! submits those batches again after every answer was proven, so their items are answered from
+//! the store, with their limits and the time they were first submitted (new ids: each is
+//! printed beside the old). A batch the coordinator already holds, by its submission time,
+//! items and heuristic, is not submitted again: importing a file twice changes nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
@@ -77,6 +80,14 @@ pub(crate) struct ExportedBatch {
     pub(crate) goal: String,
     pub(crate) cancelled: bool,
     pub(crate) items: u32,
+    /// The limits it set on each item (0: none; absent from exports written before they
+    /// were kept).
+    #[serde(default)]
+    pub(crate) time_limit_seconds: f64,
+    #[serde(default)]
+    pub(crate) node_limit: u64,
+    #[serde(default)]
+    pub(crate) suboptimal_percent: u32,
 }
 
 /// One item of the batch before it in an export.
@@ -252,6 +263,9 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
         goal,
         cancelled: info.cancelled,
         items: items.len() as u32,
+        time_limit_seconds: info.time_limit_seconds,
+        node_limit: info.node_limit,
+        suboptimal_percent: info.suboptimal_percent,
     };
     write_line(out, &Tagged::Batch(batch))?;
     for item in items {
@@ -423,6 +437,8 @@ struct Restored {
     restored: usize,
     refused: usize,
     batches: usize,
+    /// Batches the coordinator already held (an earlier import of the same file).
+    batches_present: usize,
     batches_refused: usize,
 }
 
@@ -565,8 +581,8 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
             String::new()
         } else {
             format!(
-                "; {} batches imported, {} not whole",
-                done.batches, done.batches_refused
+                "; {} batches imported, {} already here, {} not whole",
+                done.batches, done.batches_present, done.batches_refused
             )
         }
     );
@@ -596,25 +612,96 @@ async fn remove_answer_batches(
     Ok(())
 }
 
+/// What tells a batch restored from an export apart: when it was first submitted (to the
+/// millisecond, kept by the restore), its items and its heuristic. A batch of the coordinator
+/// with the same is that batch, restored before (or never gone).
+#[derive(PartialEq, Eq, Hash)]
+struct Submission {
+    submitted_unix_ms: u64,
+    items: u32,
+    heuristic: String,
+}
+
+/// Every batch the coordinator holds, by [`Submission`] (those with a known submission time).
+async fn held_batches(coordinator: &mut Coordinator) -> anyhow::Result<HashMap<Submission, u64>> {
+    let mut held = HashMap::new();
+    let mut token = String::new();
+    loop {
+        let request = pb::ListBatchesRequest {
+            page_size: 10_000,
+            page_token: token.clone(),
+            ..Default::default()
+        };
+        let page = coordinator
+            .call(|mut client| {
+                let request = request.clone();
+                async move { client.list_batches(request).await }
+            })
+            .await?;
+        for status in page.batches {
+            if status.submitted_unix_ms == 0 {
+                continue;
+            }
+            let submission = Submission {
+                submitted_unix_ms: status.submitted_unix_ms,
+                items: status.total,
+                heuristic: status.heuristic,
+            };
+            held.entry(submission).or_insert(status.batch_id);
+        }
+        if page.next_page_token.is_empty() {
+            return Ok(held);
+        }
+        token = page.next_page_token;
+    }
+}
+
 /// Submits the export's batches once every answer is proven, so their items come from the
-/// store (at submission) instead of being searched again; a cancelled batch is cancelled again.
+/// store (at submission) instead of being searched again, each with the limits it set and the
+/// time it was first submitted; a cancelled batch is cancelled again. A batch the coordinator
+/// already holds (the same file imported before) is left as it is.
 async fn import_batches(
     coordinator: &mut Coordinator,
     file: &ExportFile,
     args: &ImportArgs,
     done: &mut Restored,
 ) -> anyhow::Result<()> {
+    if file.batches.is_empty() {
+        return Ok(());
+    }
+    let held = held_batches(coordinator).await?;
     for (batch, items) in &file.batches {
         if items.is_empty() {
             eprintln!("batch {}: no items, not imported", batch.id);
             continue;
         }
+        let submission = Submission {
+            submitted_unix_ms: batch.submitted_unix_ms,
+            items: batch.items,
+            heuristic: batch.heuristic.clone(),
+        };
+        if let Some(present) = held.get(&submission) {
+            eprintln!(
+                "batch {}: already here as batch {present} (the same submission time, items and \
+                 heuristic): not imported again",
+                batch.id
+            );
+            done.batches_present += 1;
+            continue;
+        }
+        let request = pb::SubmitBatchRequest {
+            time_limit_seconds: batch.time_limit_seconds,
+            node_limit: batch.node_limit,
+            suboptimal_percent: batch.suboptimal_percent,
+            submitted_unix_ms: batch.submitted_unix_ms,
+            ..pb::SubmitBatchRequest::default()
+        };
         let submitted = submit_lines(
             coordinator,
             batch_lines(items),
             &batch.heuristic,
             &batch.goal,
-            pb::SubmitBatchRequest::default(),
+            request,
             args.output.format(),
             args.wait && !batch.cancelled,
         )
@@ -653,81 +740,4 @@ async fn import_batches(
         }
     }
     Ok(())
-}
-
-#[derive(Args)]
-pub struct PruneArgs {
-    #[command(flatten)]
-    connect: ConnectArgs,
-    /// Remove finished batches submitted at least this many days ago (fractions allowed).
-    #[arg(long, value_name = "DAYS")]
-    older_than_days: f64,
-    /// Remove their answers too (and every board on their paths); by default answers stay,
-    /// so queries and later batches still find them.
-    #[arg(long)]
-    solutions: bool,
-    /// Count what would go, and remove nothing.
-    #[arg(long)]
-    dry_run: bool,
-    /// Remove them even when they are every finished batch the coordinator holds (without it,
-    /// such a prune stops after the count).
-    #[arg(long)]
-    yes: bool,
-}
-
-/// A prune that would remove every finished batch, asked for without `--yes`.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "this removes every finished batch the coordinator holds ({batches} batches, {items} items): \
-     run it again with --yes to remove them (--dry-run counts without removing)"
-)]
-pub struct PruneNeedsYes {
-    batches: u64,
-    items: u64,
-}
-
-pub fn prune(args: PruneArgs) -> anyhow::Result<bool> {
-    if args.older_than_days.is_nan() || args.older_than_days < 0.0 {
-        anyhow::bail!("--older-than-days must be 0 or more");
-    }
-    let mut coordinator = Coordinator::new(args.connect.options()?);
-    let request = pb::PruneBatchesRequest {
-        older_than_seconds: (args.older_than_days * 86_400.0) as u64,
-        solutions: args.solutions,
-        batch_ids: Vec::new(),
-    };
-    let runtime = runtime()?;
-    let preview = runtime.block_on(coordinator.call(|mut client| {
-        let request = request.clone();
-        async move { client.preview_prune(request).await }
-    }))?;
-    if args.dry_run {
-        println!(
-            "would prune {} batches ({} items) of the {} finished batches the coordinator holds; nothing removed",
-            preview.batches, preview.items, preview.finished_batches
-        );
-        return Ok(true);
-    }
-    if preview.batches > 0 && preview.batches >= preview.finished_batches && !args.yes {
-        return Err(PruneNeedsYes {
-            batches: preview.batches,
-            items: preview.items,
-        }
-        .into());
-    }
-    // Pruning twice prunes once: safe to retry.
-    let pruned = runtime.block_on(coordinator.call(|mut client| {
-        let request = request.clone();
-        async move { client.prune_batches(request).await }
-    }))?;
-    let mb = |bytes: u64| bytes as f64 / 1e6;
-    println!(
-        "pruned {} batches ({} items, {} stored boards); store {:.1} MB -> {:.1} MB",
-        pruned.batches,
-        pruned.items,
-        pruned.boards,
-        mb(pruned.store_bytes_before),
-        mb(pruned.store_bytes_after)
-    );
-    Ok(true)
 }

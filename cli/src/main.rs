@@ -13,6 +13,7 @@ mod options;
 mod pdb;
 mod process;
 mod progress;
+mod prune;
 mod report;
 mod restart;
 mod results;
@@ -91,7 +92,7 @@ enum Command {
     /// optimal by the coordinator's own search before it is stored.
     Import(backup::ImportArgs),
     /// Remove finished batches older than a limit (their answers stay unless --solutions).
-    Prune(backup::PruneArgs),
+    Prune(prune::PruneArgs),
     /// Read what a damaged store still holds into a file `import` takes (the coordinator is
     /// not running; the store is copied first and the copy read).
     Salvage(salvage::SalvageArgs),
@@ -177,7 +178,7 @@ fn main() -> ExitCode {
         Command::Cancel(args) => client::cancel(args),
         Command::Export(args) => backup::export(args),
         Command::Import(args) => backup::import(args),
-        Command::Prune(args) => backup::prune(args),
+        Command::Prune(args) => prune::prune(args),
         Command::Salvage(args) => salvage::run(args),
         Command::Loadtest(args) => load::run(args),
         Command::Simulate(args) => simulate::run(args),
@@ -251,7 +252,7 @@ fn exit_status(error: &anyhow::Error) -> ExitStatus {
         return call.exit_status();
     }
     if error.chain().any(|cause| {
-        cause.is::<tilesolve::batch_file::NotText>() || cause.is::<backup::PruneNeedsYes>()
+        cause.is::<tilesolve::batch_file::NotText>() || cause.is::<prune::PruneNeedsYes>()
     }) {
         return ExitStatus::BadInput;
     }

@@ -171,6 +171,9 @@ fn exported_batch(batch: &StoredBatch, items: u32) -> ExportedBatch {
         goal: batch.goal.clone().unwrap_or_default(),
         cancelled: batch.cancelled,
         items,
+        time_limit_seconds: batch.limits.seconds.unwrap_or(0.0),
+        node_limit: batch.limits.nodes.unwrap_or(0),
+        suboptimal_percent: batch.limits.suboptimal_percent.unwrap_or(0),
     }
 }
 

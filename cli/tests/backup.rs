@@ -1,7 +1,8 @@
 //! A backup that round-trips: a store holding 3x3, 4x4 and 5x5 answers (the 3x3 ones proven
 //! by the exact table, which expands nothing) and their batches, exported, imported into a
 //! fresh coordinator with a heuristic that fits only one of the sizes, and exported again:
-//! the same answers and the same batch outcomes, with every length checked.
+//! the same answers and the same batch outcomes, with every length checked, and the batches'
+//! limits and submission times kept; imported a second time, nothing changes.
 
 mod common;
 
@@ -56,17 +57,48 @@ fn export(url: &str, to: &Path) -> String {
     stderr
 }
 
-fn submit_and_wait(url: &str, file: &Path, heuristic: &str) {
-    let (_, _, stderr) = run(&[
+fn submit_and_wait(url: &str, file: &Path, heuristic: &str, limits: &[&str]) {
+    let mut args = vec![
         "submit",
         "--coordinator",
         url,
         "--heuristic",
         heuristic,
         "--wait",
+    ];
+    args.extend_from_slice(limits);
+    args.push(file.to_str().unwrap());
+    let (_, _, stderr) = run(&args);
+    assert!(stderr.contains(" solved, "), "{stderr}");
+}
+
+/// An export's batch lines, each without its id (an import hands out new ones).
+fn batch_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|line| {
+            let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+            let batch = value.get_mut("batch")?;
+            batch.as_object_mut().unwrap().remove("id");
+            Some(batch.clone())
+        })
+        .collect()
+}
+
+fn import(url: &str, file: &Path) -> String {
+    let (ok, _, stderr) = run(&[
+        "import",
+        "--coordinator",
+        url,
+        "--heuristic",
+        "pdb:5-5-5",
+        "--heuristic",
+        "5x5=linear-conflict",
         file.to_str().unwrap(),
     ]);
-    assert!(stderr.contains(" solved, "), "{stderr}");
+    assert!(ok, "{stderr}");
+    stderr
 }
 
 #[test]
@@ -92,9 +124,15 @@ fn export_import_export_keeps_every_answer_and_batch_of_three_sizes() {
         let url = source.url();
         let _worker = worker(&url, &dir.path().join("w1"), &[]);
         // The 8-puzzles by the default for their size: the exact table, no node expanded.
-        submit_and_wait(&url, &files[0], "default");
-        submit_and_wait(&url, &files[1], "pdb:5-5-5");
-        submit_and_wait(&url, &files[2], "linear-conflict");
+        submit_and_wait(&url, &files[0], "default", &[]);
+        // Limits no board here reaches: kept through the backup, not met.
+        submit_and_wait(&url, &files[1], "pdb:5-5-5", &["--time-limit", "600"]);
+        submit_and_wait(
+            &url,
+            &files[2],
+            "linear-conflict",
+            &["--node-limit", "100000000"],
+        );
         // Cancelling a finished batch changes nothing, and says so.
         let (ok, stdout, stderr) = run(&["cancel", "--coordinator", &url, "1"]);
         assert!(ok, "{stderr}");
@@ -123,20 +161,13 @@ fn export_import_export_keeps_every_answer_and_batch_of_three_sizes() {
     let _worker = worker(&url, &dir.path().join("w2"), &[]);
     // pdb:5-5-5 fits only the 15-puzzles: the 8-puzzles get their size's default, the
     // 24-puzzles what is named for them.
-    let (ok, _, stderr) = run(&[
-        "import",
-        "--coordinator",
-        &url,
-        "--heuristic",
-        "pdb:5-5-5",
-        "--heuristic",
-        "5x5=linear-conflict",
-        first.to_str().unwrap(),
-    ]);
-    assert!(ok, "{stderr}");
+    let stderr = import(&url, &first);
     assert!(
         stderr.contains("12 answers in")
-            && stderr.contains("/ 12 restored / 0 refused; 3 batches imported, 0 not whole"),
+            && stderr.contains(
+                "/ 12 restored / 0 refused; 3 batches imported, 0 already here, 0 not whole"
+            )
+            && stderr.contains("batch 1 imported as batch "),
         "{stderr}"
     );
     for (board, optimal) in eight.iter().chain(&fifteen).chain(&twenty_four) {
@@ -144,7 +175,29 @@ fn export_import_export_keeps_every_answer_and_batch_of_three_sizes() {
     }
     let said = export(&url, &second);
     assert!(said.contains("exported 12 answers and 3 batches"), "{said}");
-    assert_eq!(read_export(&second), (answers, items));
+    assert_eq!(read_export(&second), (answers.clone(), items.clone()));
+    // Limits and submission times as they were.
+    let kept = batch_lines(&first);
+    assert_eq!(kept[1]["time_limit_seconds"], 600.0, "{kept:?}");
+    assert_eq!(kept[2]["node_limit"], 100_000_000, "{kept:?}");
+    assert!(kept
+        .iter()
+        .all(|b| b["submitted_unix_ms"].as_u64() > Some(0)));
+    assert_eq!(batch_lines(&second), kept);
+
+    // The same file again: every answer is already stored and every batch already here.
+    let stderr = import(&url, &first);
+    assert!(
+        stderr
+            .contains("/ 12 restored / 0 refused; 0 batches imported, 3 already here, 0 not whole")
+            && stderr.contains("batch 3: already here as batch "),
+        "{stderr}"
+    );
+    let third = dir.path().join("third.jsonl");
+    let said = export(&url, &third);
+    assert!(said.contains("exported 12 answers and 3 batches"), "{said}");
+    assert_eq!(read_export(&third), (answers, items));
+    assert_eq!(batch_lines(&third), kept);
 }
 
 #[test]
@@ -190,7 +243,7 @@ fn a_damaged_store_is_refused_by_name_and_salvaged_into_a_new_one() {
         let source = Coordinator::start(&data, "127.0.0.1:0", &[], &[]);
         let url = source.url();
         let _worker = worker(&url, &dir.path().join("w1"), &[]);
-        submit_and_wait(&url, &file, "default");
+        submit_and_wait(&url, &file, "default", &[]);
         // Stopped as an operator would: the store is flushed on the way out.
         let stopped = std::process::Command::new("kill")
             .args(["-TERM", &source.process.0.id().to_string()])

@@ -362,7 +362,7 @@ async fn solve(
             vec![request.board],
             parse_heuristic(&request.heuristic)?,
             parse_goal(&request.goal)?,
-            ItemLimits::default(),
+            (ItemLimits::default(), None),
         )
         .await?;
     Ok(Json(serde_json::json!({
@@ -521,7 +521,7 @@ async fn submit_batch(
             request.lines,
             parse_heuristic(&request.heuristic)?,
             parse_goal(&request.goal)?,
-            limits,
+            (limits, None),
         )
         .await?;
     Ok(Json(serde_json::json!({

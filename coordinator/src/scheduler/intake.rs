@@ -34,12 +34,22 @@ pub struct ReadBatch {
     goal: Goal,
     items: Items,
     limits: ItemLimits,
+    /// When it was first submitted, for a restored batch; None: now, as it is opened.
+    submitted_unix_ms: Option<u64>,
 }
 
 impl ReadBatch {
     /// The batch with `limits` on what each item may spend (none by default).
     pub fn with_limits(self, limits: ItemLimits) -> ReadBatch {
         ReadBatch { limits, ..self }
+    }
+
+    /// The batch as first submitted at `submitted_unix_ms` (a restore; None: now).
+    pub fn submitted_at(self, submitted_unix_ms: Option<u64>) -> ReadBatch {
+        ReadBatch {
+            submitted_unix_ms,
+            ..self
+        }
     }
 }
 
@@ -190,6 +200,7 @@ pub fn read_batch(
         goal,
         items,
         limits: ItemLimits::default(),
+        submitted_unix_ms: None,
     })
 }
 
@@ -214,6 +225,7 @@ impl ReadBatch {
             goal,
             items,
             limits,
+            submitted_unix_ms,
         } = self;
         let queued = queued(&items.items);
         batches.open(batch, batches::counts(&items.items), heuristic);
@@ -223,7 +235,7 @@ impl ReadBatch {
             batch,
             goal: goal.to_string(),
             limits,
-            submitted_unix_ms: now_unix_ms(),
+            submitted_unix_ms: submitted_unix_ms.unwrap_or_else(now_unix_ms),
             stored: 0,
             started: 0,
             in_parts,

@@ -220,6 +220,7 @@ impl Puzzles {
             puzzle,
             task,
             worker,
+            bound = entry.spec.bound,
             nodes,
             seconds = report.seconds,
             outcome = report.outcome.kind(),

@@ -88,17 +88,58 @@ pub fn finished_before(
     count: usize,
 ) -> Result<(Vec<u64>, Option<u64>), SchedulerError> {
     let page = store.batches_page(after, count, false)?;
-    // Ids are handed out in submission order: past the first batch submitted after the
-    // cutoff, none is older.
-    let reached_cutoff = page.iter().any(|b| b.submitted_unix_ms >= cutoff_unix_ms);
-    let last = (page.len() == count && !reached_cutoff)
+    // Every page is read: ids follow submission, but a restored batch keeps the time it was
+    // first submitted (`tilesolve import`), so a later id may be older.
+    let last = (page.len() == count)
         .then(|| page.last().map(|b| b.id))
         .flatten();
     let old = page
         .iter()
-        .take_while(|b| b.submitted_unix_ms < cutoff_unix_ms)
-        .filter(|b| b.finished.is_some())
+        .filter(|b| b.submitted_unix_ms < cutoff_unix_ms && b.finished.is_some())
         .map(|b| b.id)
         .collect();
     Ok((old, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::BatchFigures;
+
+    /// A restored batch keeps the time it was first submitted: retention finds it old though a
+    /// newer batch came before it, on any page.
+    #[test]
+    fn a_restored_batch_older_than_those_before_it_is_found_old() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (day, now) = (86_400_000, 100 * 86_400_000);
+        // Five new batches, then one restored from 30 days ago, then one new again.
+        let times = [now, now, now, now, now, now - 30 * day, now];
+        let mut restored = 0;
+        for submitted in times {
+            let id = store.next_batch_id().unwrap();
+            if submitted < now {
+                restored = id;
+            }
+            let mut batch = StoredBatch::new(id, 0, "default", "blank-last", submitted);
+            batch.finished = Some(BatchFigures {
+                solved: 0,
+                failed: 0,
+                nodes: 0,
+                seconds: 0.0,
+            });
+            store.put_batch(&batch).unwrap();
+        }
+        let cutoff = now - 7 * day;
+        let (mut old, mut after) = (Vec::new(), None);
+        loop {
+            let (page, last) = finished_before(&store, cutoff, after, 2).unwrap();
+            old.extend(page);
+            match last {
+                Some(last) => after = Some(last),
+                None => break,
+            }
+        }
+        assert_eq!(old, vec![restored]);
+    }
 }

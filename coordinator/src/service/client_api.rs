@@ -8,7 +8,9 @@ use tilesolve::proto::v1 as pb;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use super::convert::{bounded_message, item_limits, solution_message, status_message};
+use super::convert::{
+    bounded_message, first_submitted, item_limits, solution_message, status_message,
+};
 use super::{permit, Service};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::Goal;
@@ -60,7 +62,7 @@ impl Service {
         lines: Vec<String>,
         heuristic: HeuristicChoice,
         goal: Goal,
-        limits: ItemLimits,
+        (limits, submitted_unix_ms): (ItemLimits, Option<u64>),
     ) -> Result<Submitted, SchedulerError> {
         let _permit = permit(&self.submissions, "submissions")?;
         let mut core = self.core.clone();
@@ -68,7 +70,9 @@ impl Service {
         // The submitting call's trace, taken before its first task can be leased.
         let trace = tilesolve::trace_context::current().map(|t| (self.traces.clone(), t));
         let (submitted, waits) = tokio::task::spawn_blocking(move || {
-            let read = read_batch(&store, &lines, heuristic, goal)?.with_limits(limits);
+            let read = read_batch(&store, &lines, heuristic, goal)?
+                .with_limits(limits)
+                .submitted_at(submitted_unix_ms);
             let intake = take_in(&mut core, &store, read, |batch| {
                 if let Some((traces, traceparent)) = trace {
                     traces.insert(batch, traceparent);
@@ -117,12 +121,13 @@ impl pb::tilesolve_server::Tilesolve for Service {
     ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
         let request = request.into_inner();
         let limits = item_limits(&request)?;
+        let submitted_unix_ms = first_submitted(request.submitted_unix_ms)?;
         let submitted = self
             .accept_batch(
                 request.lines,
                 parse_heuristic(&request.heuristic)?,
                 parse_goal(&request.goal)?,
-                limits,
+                (limits, submitted_unix_ms),
             )
             .await?;
         Ok(Response::new(pb::SubmitBatchResponse {
@@ -298,6 +303,9 @@ impl pb::tilesolve_server::Tilesolve for Service {
                 goal: stored.goal.unwrap_or_default(),
                 submitted_unix_ms: stored.submitted_unix_ms,
                 cancelled: stored.cancelled,
+                time_limit_seconds: stored.limits.seconds.unwrap_or(0.0),
+                node_limit: stored.limits.nodes.unwrap_or(0),
+                suboptimal_percent: stored.limits.suboptimal_percent.unwrap_or(0),
             }),
         }))
     }

@@ -79,6 +79,23 @@ pub(super) fn item_limits(request: &pb::SubmitBatchRequest) -> Result<ItemLimits
     .map_err(Status::invalid_argument)
 }
 
+/// How far ahead of this coordinator's clock a restored batch's submission time may be (the
+/// two hosts' clocks differ a little).
+const CLOCK_SKEW_MS: u64 = 60_000;
+
+/// A request's `submitted_unix_ms`, checked: None for 0 (now), refused in the future.
+pub(super) fn first_submitted(submitted_unix_ms: u64) -> Result<Option<u64>, Status> {
+    let now = crate::scheduler::now_unix_ms();
+    match submitted_unix_ms {
+        0 => Ok(None),
+        at if at <= now.saturating_add(CLOCK_SKEW_MS) => Ok(Some(at)),
+        at => Err(Status::invalid_argument(format!(
+            "submitted_unix_ms {at} is in the future (this coordinator's clock reads {now}): it is \
+             the time a restored batch was first submitted"
+        ))),
+    }
+}
+
 pub(super) fn bounded_message(stored: StoredBounded) -> pb::BoundedRecord {
     pb::BoundedRecord {
         length: stored.length,
@@ -174,4 +191,27 @@ pub(super) fn report_of(result: pb::TaskResult) -> Result<TaskReport, Status> {
         queued_seconds: seconds(result.queued_seconds),
         parts,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restored_submission_time_is_taken_unless_it_is_in_the_future() {
+        let now = crate::scheduler::now_unix_ms();
+        assert_eq!(first_submitted(0).unwrap(), None);
+        assert_eq!(first_submitted(1_000).unwrap(), Some(1_000));
+        assert_eq!(first_submitted(now).unwrap(), Some(now));
+        let refused = first_submitted(now + 3_600_000).unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+        assert!(
+            refused.message().starts_with(&format!(
+                "submitted_unix_ms {} is in the future",
+                now + 3_600_000
+            )),
+            "{}",
+            refused.message()
+        );
+    }
 }

@@ -95,8 +95,8 @@ pub(super) async fn batch_list(
     let mut found = Vec::new();
     let mut before = query.before;
     let mut scanned = 0;
-    // No older batch can be wanted: the store has none, or (ids are handed out in submission
-    // order) they were submitted before `since_ms`.
+    // No older batch is left. (A batch submitted before `since_ms` does not end the search:
+    // a restored batch keeps the time it was first submitted, so a later id may be older.)
     let mut at_end = false;
     'scan: while found.len() < limit && scanned < MAX_SCANNED {
         let page = state.service.read(|s| s.list(before, SCAN_STEP, true))?;
@@ -105,14 +105,10 @@ pub(super) async fn batch_list(
         for (index, progress) in page.into_iter().enumerate() {
             scanned += 1;
             before = Some(progress.batch);
-            if query
-                .since_ms
-                .is_some_and(|t| progress.submitted_unix_ms < t)
-            {
-                at_end = true;
-                break 'scan;
-            }
             let wanted = (query.state.is_empty() || progress.state() == query.state)
+                && query
+                    .since_ms
+                    .is_none_or(|t| progress.submitted_unix_ms >= t)
                 && query
                     .until_ms
                     .is_none_or(|t| progress.submitted_unix_ms < t)
