@@ -477,7 +477,10 @@ impl ProofNotes {
         let proven = status.solved + status.failed;
         let workers = match waiting {
             true => "no worker is connected: the proofs wait for one".to_string(),
-            false => format!("{} workers searching", status.workers),
+            false => match status.workers {
+                1 => "1 worker searching".to_string(),
+                workers => format!("{workers} workers searching"),
+            },
         };
         let line = format!(
             "{}: {proven} of {} answers proven; {workers}",
