@@ -36,7 +36,8 @@ echo "== hard80 one board a thread (what 15 busy cores cost a node)"
 timeout "$(left)" "$BIN" bench --threads 15 --data "$scratch/t44" bench-logs/hard80.txt
 pack
 echo "== Korf-24 five (left $(left) s)"
-# Each task's report logged (puzzle, bound, nodes, outcome): where serve + 15's extra nodes go.
+# Each task's report logged (puzzle, bound, nodes, outcome): where serve + 15's extra nodes go
+# (`scripts/task-reports.py keep/k5/c15.log` sums them per puzzle and bound).
 RUST_LOG="info,tilesolve_coordinator::scheduler::lifecycle=debug" KEEP=$scratch/keep/k5 \
     timeout "$(left)" scripts/scaling.sh "$scratch/t55" bench-logs/korf24-five.txt "15"
 pack
