@@ -263,12 +263,30 @@ fn assert_answered_optimally(url: &str, dir: &Path, boards: &[(String, u64)]) {
     assert!(wrong.is_empty(), "{} wrong: {wrong:?}", wrong.len());
 }
 
-/// Checks what the store answers for each of `boards` against its optimal length: never a
-/// wrong one. An answer that rests on a report of a worker caught after the batch ended is
-/// withdrawn and solved again, and missing meanwhile; and a withdrawal can leave an item
-/// solved while the store no longer holds its answer (issue 65's notes), so a missing answer
-/// is waited for a while, then let be.
+/// Checks what the store answers for each of `boards` against its optimal length, by `query`
+/// and by `export`: never a wrong one. An answer that rests on a report of a worker caught
+/// after the batch ended is withdrawn and solved again, and missing meanwhile; and a
+/// withdrawal can leave an item solved while the store no longer holds its answer (issue 65's
+/// notes), so a missing answer is waited for a while, then let be.
 fn assert_stored(url: &str, boards: &[(String, u64)]) {
+    assert_queried(url, boards);
+    let (ok, stdout, stderr) = client(&["export", "--coordinator", url]);
+    assert!(ok, "{stderr}");
+    let optimal: std::collections::HashMap<&str, u64> =
+        boards.iter().map(|(b, l)| (b.as_str(), *l)).collect();
+    let mut checked = 0;
+    for line in stdout.lines() {
+        let answer: serde_json::Value = serde_json::from_str(line).unwrap();
+        let board = answer["board"].as_str().unwrap();
+        if let Some(&length) = optimal.get(board) {
+            assert_eq!(answer["length"].as_u64(), Some(length), "exported: {line}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no board of the batch exported:\n{stdout}");
+}
+
+fn assert_queried(url: &str, boards: &[(String, u64)]) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     for (board, optimal) in boards {
         loop {
