@@ -41,7 +41,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     /// Log lines for people (`human`) or one JSON object per line (`json`); `RUST_LOG`
     /// filters them either way.
-    #[arg(long, global = true, default_value = "human", value_parser = ["human", "json"])]
+    #[arg(long, global = true, env = "TILESOLVE_LOG_FORMAT", default_value = "human", value_parser = ["human", "json"])]
     log_format: String,
     /// Send traces to this OpenTelemetry collector (OTLP over gRPC, e.g.
     /// http://127.0.0.1:4317): off unless given. The trace context travels with every call, so

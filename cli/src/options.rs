@@ -19,24 +19,24 @@ use crate::progress;
 #[derive(Args, Clone, Debug)]
 pub struct PolicyArgs {
     /// Expanded nodes a subtree task may spend before it comes back split into its children.
-    #[arg(long, default_value_t = SchedulerConfig::default().subtree_task_budget)]
+    #[arg(long, env = "TILESOLVE_SUBTREE_BUDGET", default_value_t = SchedulerConfig::default().subtree_task_budget)]
     subtree_budget: u64,
     /// Most subtree tasks per connected worker thread when an iteration is split.
-    #[arg(long, default_value_t = SchedulerConfig::default().tasks_per_thread)]
+    #[arg(long, env = "TILESOLVE_TASKS_PER_THREAD", default_value_t = SchedulerConfig::default().tasks_per_thread)]
     tasks_per_thread: usize,
     /// Split an iteration until no task is predicted above its size / (threads x this).
-    #[arg(long, default_value_t = SchedulerConfig::default().split_balance)]
+    #[arg(long, env = "TILESOLVE_SPLIT_BALANCE", default_value_t = SchedulerConfig::default().split_balance)]
     split_balance: usize,
     /// Never split a subtree predicted smaller than this many nodes ...
-    #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes)]
+    #[arg(long, env = "TILESOLVE_MIN_SPLIT_NODES", default_value_t = SchedulerConfig::default().min_split_nodes)]
     min_split_nodes: u64,
     /// ... nor smaller than this many nodes per connected worker thread.
-    #[arg(long, default_value_t = SchedulerConfig::default().min_split_nodes_per_thread)]
+    #[arg(long, env = "TILESOLVE_MIN_SPLIT_NODES_PER_THREAD", default_value_t = SchedulerConfig::default().min_split_nodes_per_thread)]
     min_split_nodes_per_thread: u64,
     /// Workers measure each descendant this many moves below every subtree task (up to 12):
     /// the next iteration's split predicts from these sizes, and the store records them for
     /// `tilesolve simulate` (record deeper to replay with more workers than 256 or so).
-    #[arg(long, default_value_t = SchedulerConfig::default().profile_depth, value_parser = clap::value_parser!(u32).range(0..=12))]
+    #[arg(long, env = "TILESOLVE_RECORD_DEPTH", default_value_t = SchedulerConfig::default().profile_depth, value_parser = clap::value_parser!(u32).range(0..=12))]
     record_depth: u32,
 }
 

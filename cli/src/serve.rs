@@ -31,12 +31,12 @@ pub struct ServeArgs {
     lease_timeout: f64,
     /// Expanded nodes a puzzle may take as one task before its iterations are split into
     /// subtree tasks.
-    #[arg(long, default_value_t = SchedulerConfig::default().whole_task_budget)]
+    #[arg(long, env = "TILESOLVE_SPLIT_AFTER", default_value_t = SchedulerConfig::default().whole_task_budget)]
     split_after: u64,
     /// ... and, while fewer than four unfinished puzzles per connected worker thread remain,
     /// this many (at most `--split-after`): few hard puzzles are split early, so that every
     /// thread has a part of them.
-    #[arg(long, default_value_t = SchedulerConfig::default().spread_task_budget)]
+    #[arg(long, env = "TILESOLVE_SPREAD_AFTER", default_value_t = SchedulerConfig::default().spread_task_budget)]
     spread_after: u64,
     #[command(flatten)]
     policy: PolicyArgs,

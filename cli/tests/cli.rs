@@ -492,3 +492,38 @@ fn every_manual_page_named_is_written() {
     }
     assert!(named > 20, "the subcommands are named ({named})");
 }
+
+/// What a container sets: every flag of `serve` and `worker` (but `--help`) names its
+/// environment variable in the help (`TILESOLVE_*`, or OpenTelemetry's own), as DEPLOY.md
+/// promises.
+#[test]
+fn every_flag_of_serve_and_worker_has_its_environment_variable() {
+    for command in ["serve", "worker"] {
+        let output = tilesolve(&[command, "--help"], "");
+        assert!(output.status.success());
+        let help = String::from_utf8_lossy(&output.stdout).into_owned();
+        // One entry per flag: from the line that names it to the next such line.
+        let mut entries: Vec<(String, String)> = Vec::new();
+        for line in help.lines() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            let flag = line.split_whitespace().find(|word| word.starts_with("--"));
+            match (first.starts_with('-'), flag) {
+                (true, Some(flag)) => {
+                    entries.push((flag.trim_end_matches(',').into(), line.into()))
+                }
+                _ => {
+                    if let Some((_, text)) = entries.last_mut() {
+                        text.push_str(line);
+                    }
+                }
+            }
+        }
+        let missing: Vec<&str> = entries
+            .iter()
+            .filter(|(flag, text)| flag != "--help" && !text.contains("[env: "))
+            .map(|(flag, _)| flag.as_str())
+            .collect();
+        assert!(entries.len() > 5, "{help}");
+        assert!(missing.is_empty(), "{command}: no variable for {missing:?}");
+    }
+}
