@@ -88,6 +88,9 @@ pub(crate) struct ExportedBatch {
     pub(crate) node_limit: u64,
     #[serde(default)]
     pub(crate) suboptimal_percent: u32,
+    /// 1 to 5 (0, or absent from exports written before it was kept: the default).
+    #[serde(default)]
+    pub(crate) priority: u32,
 }
 
 /// One item of the batch before it in an export.
@@ -266,6 +269,7 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
         time_limit_seconds: info.time_limit_seconds,
         node_limit: info.node_limit,
         suboptimal_percent: info.suboptimal_percent,
+        priority: info.priority,
     };
     write_line(out, &Tagged::Batch(batch))?;
     for item in items {
@@ -697,6 +701,7 @@ async fn import_batches(
             node_limit: batch.node_limit,
             suboptimal_percent: batch.suboptimal_percent,
             submitted_unix_ms: batch.submitted_unix_ms,
+            priority: batch.priority,
             ..pb::SubmitBatchRequest::default()
         };
         let submitted = submit_lines(

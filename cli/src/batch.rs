@@ -85,7 +85,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
         let worker = tokio::spawn(tilesolve_worker::run(worker_config, async {
             let _ = worker_stop.await;
         }));
-        let outcome = submit_and_report(connect, &args.batch, true).await;
+        let outcome = submit_and_report(connect, &args.batch, 0, true).await;
         let _ = stop_worker.send(());
         let _ = worker.await;
         let _ = stop_coordinator.send(());

@@ -151,6 +151,10 @@ pub struct SubmitArgs {
     /// Wait for the batch with a progress bar, then print its results.
     #[arg(long)]
     wait: bool,
+    /// 1 (lowest) to 5 (highest): workers take a higher priority's tasks first, whatever was
+    /// submitted before them.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
+    priority: u8,
     #[command(flatten)]
     batch: BatchOptions,
 }
@@ -223,10 +227,12 @@ pub(crate) fn read_lines(file: &PathBuf) -> anyhow::Result<Vec<String>> {
     Ok(lines)
 }
 
-/// Submits, optionally waits, prints; returns whether every item was solved.
+/// Submits, optionally waits, prints; returns whether every item was solved. `priority` is 1
+/// to 5 (0: the coordinator's default).
 pub(crate) async fn submit_and_report(
     connect: ConnectOptions,
     options: &BatchOptions,
+    priority: u8,
     wait: bool,
 ) -> anyhow::Result<bool> {
     let lines = options.lines()?;
@@ -236,7 +242,10 @@ pub(crate) async fn submit_and_report(
         // Parsed by the flag; its text is only the wire's encoding.
         &options.heuristic.to_string(),
         &options.goal.to_string(),
-        options.limits.request()?,
+        pb::SubmitBatchRequest {
+            priority: priority.into(),
+            ..options.limits.request()?
+        },
         options.output.format(),
         wait,
     )
@@ -259,7 +268,7 @@ pub(crate) async fn submit_lines(
     lines: Vec<String>,
     heuristic: &str,
     goal: &str,
-    limits: pb::SubmitBatchRequest,
+    terms: pb::SubmitBatchRequest,
     format: Format,
     wait: bool,
 ) -> anyhow::Result<Submitted> {
@@ -270,7 +279,7 @@ pub(crate) async fn submit_lines(
         lines: lines.clone(),
         heuristic: heuristic.to_string(),
         goal: goal.to_string(),
-        ..limits
+        ..terms
     };
     let submitted = coordinator
         .once(|mut client| async move { client.submit_batch(request).await })
@@ -485,7 +494,12 @@ async fn watch(
 
 pub fn submit(args: SubmitArgs) -> anyhow::Result<bool> {
     let connect = args.connect.options()?;
-    runtime()?.block_on(submit_and_report(connect, &args.batch, args.wait))
+    runtime()?.block_on(submit_and_report(
+        connect,
+        &args.batch,
+        args.priority,
+        args.wait,
+    ))
 }
 
 #[derive(Args)]
@@ -553,6 +567,9 @@ fn status_text(status: &pb::BatchStatus) -> String {
             utc_time(status.submitted_unix_ms),
             printable(&status.heuristic)
         ));
+    }
+    if status.priority > 0 && status.priority != 3 {
+        line.push_str(&format!(", priority {}", status.priority));
     }
     line
 }

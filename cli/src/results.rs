@@ -253,6 +253,7 @@ pub fn status_json(status: &pb::BatchStatus) -> serde_json::Value {
         "submitted": utc_time(status.submitted_unix_ms),
         "heuristic": status.heuristic,
         "goal": status.goal,
+        "priority": status.priority,
         "eta_seconds": status.eta_seconds,
     })
 }

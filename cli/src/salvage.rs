@@ -174,6 +174,7 @@ fn exported_batch(batch: &StoredBatch, items: u32) -> ExportedBatch {
         time_limit_seconds: batch.limits.seconds.unwrap_or(0.0),
         node_limit: batch.limits.nodes.unwrap_or(0),
         suboptimal_percent: batch.limits.suboptimal_percent.unwrap_or(0),
+        priority: batch.priority.get().into(),
     }
 }
 

@@ -125,8 +125,13 @@ fn export_import_export_keeps_every_answer_and_batch_of_three_sizes() {
         let _worker = worker(&url, &dir.path().join("w1"), &[]);
         // The 8-puzzles by the default for their size: the exact table, no node expanded.
         submit_and_wait(&url, &files[0], "default", &[]);
-        // Limits no board here reaches: kept through the backup, not met.
-        submit_and_wait(&url, &files[1], "pdb:5-5-5", &["--time-limit", "600"]);
+        // Limits no board here reaches and a priority: kept through the backup.
+        submit_and_wait(
+            &url,
+            &files[1],
+            "pdb:5-5-5",
+            &["--time-limit", "600", "--priority", "4"],
+        );
         submit_and_wait(
             &url,
             &files[2],
@@ -176,9 +181,11 @@ fn export_import_export_keeps_every_answer_and_batch_of_three_sizes() {
     let said = export(&url, &second);
     assert!(said.contains("exported 12 answers and 3 batches"), "{said}");
     assert_eq!(read_export(&second), (answers.clone(), items.clone()));
-    // Limits and submission times as they were.
+    // Limits, priorities and submission times as they were.
     let kept = batch_lines(&first);
     assert_eq!(kept[1]["time_limit_seconds"], 600.0, "{kept:?}");
+    assert_eq!(kept[1]["priority"], 4, "{kept:?}");
+    assert_eq!(kept[0]["priority"], 3, "{kept:?}");
     assert_eq!(kept[2]["node_limit"], 100_000_000, "{kept:?}");
     assert!(kept
         .iter()

@@ -1,5 +1,5 @@
-//! The ready queue's order, shared by the scheduler and the simulator: batches first come,
-//! first served; within a batch, by turn, so that the puzzles being searched take turns
+//! The ready queue's order, shared by the scheduler and the simulator: higher priorities
+//! first ([`Priority`]); within a priority, batches first come, first served; within a batch, by turn, so that the puzzles being searched take turns
 //! (below); within a turn, waves (a puzzle's whole task, or one split iteration) in the order
 //! they were queued; within a wave, subtrees in the order in-process IDA* meets them (by
 //! `frontier::SubtreeTask::order`: per move from the puzzle's root, the child's place among its
@@ -26,6 +26,8 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::store::Priority;
+
 /// Where an item waits within its batch: compared by turn, then wave, then order (see the
 /// module's doc).
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -51,7 +53,7 @@ pub struct ReadyQueue<T> {
 /// (without copying its place) if it is passed over.
 #[derive(Debug)]
 pub struct Entry<T> {
-    key: (Reverse<u64>, Reverse<Place>, Reverse<u64>),
+    key: (Priority, Reverse<u64>, Reverse<Place>, Reverse<u64>),
     item: T,
 }
 
@@ -92,11 +94,16 @@ impl<T> Default for ReadyQueue<T> {
 }
 
 impl<T> ReadyQueue<T> {
-    /// Queues `item` of `batch` at `place`.
-    pub fn push(&mut self, batch: u64, place: Place, item: T) {
+    /// Queues `item` of `batch`, whose priority is `priority`, at `place`.
+    pub fn push(&mut self, priority: Priority, batch: u64, place: Place, item: T) {
         self.queued += 1;
         self.heap.push(Entry {
-            key: (Reverse(batch), Reverse(place), Reverse(self.queued)),
+            key: (
+                priority,
+                Reverse(batch),
+                Reverse(place),
+                Reverse(self.queued),
+            ),
             item,
         });
     }
@@ -116,7 +123,7 @@ impl<T> ReadyQueue<T> {
 
     /// `entry` was used: the round in progress is at least its turn from now on.
     pub fn taken(&mut self, entry: &Entry<T>) {
-        self.turn = self.turn.max(entry.key.1 .0.turn);
+        self.turn = self.turn.max(entry.key.2 .0.turn);
     }
 
     /// Puts a passed-over entry back exactly where it was.
@@ -151,17 +158,38 @@ mod tests {
         }
     }
 
+    const NORMAL: Priority = Priority::DEFAULT;
+
+    #[test]
+    fn higher_priorities_first_whenever_they_were_queued() {
+        let mut queue = ReadyQueue::default();
+        queue.push(NORMAL, 1, place(0, 1, &[0]), "batch 1");
+        queue.push(Priority::LOWEST, 2, place(0, 2, &[]), "batch 2, lowest");
+        queue.push(Priority::HIGHEST, 3, place(5, 3, &[]), "batch 3, highest");
+        queue.push(NORMAL, 1, place(0, 1, &[1]), "batch 1 again");
+        let order: Vec<_> = std::iter::from_fn(|| queue.pop()).collect();
+        assert_eq!(
+            order,
+            [
+                "batch 3, highest",
+                "batch 1",
+                "batch 1 again",
+                "batch 2, lowest"
+            ]
+        );
+    }
+
     #[test]
     fn older_batches_first_then_turns_then_older_waves_then_search_order_then_first_queued() {
         let mut queue = ReadyQueue::default();
-        queue.push(2, place(0, 1, &[0]), "batch 2");
-        queue.push(1, place(0, 3, &[0]), "batch 1, later wave");
-        queue.push(1, place(0, 2, &[3, 0]), "batch 1, D U");
-        queue.push(1, place(0, 2, &[0, 3]), "batch 1, U D");
-        queue.push(1, place(0, 2, &[2, 1, 1]), "batch 1, R L L");
-        queue.push(1, place(0, 2, &[2, 1, 0]), "batch 1, R L U");
-        queue.push(1, place(0, 2, &[3, 0]), "batch 1, D U again");
-        queue.push(1, place(1, 2, &[0]), "batch 1, next turn");
+        queue.push(NORMAL, 2, place(0, 1, &[0]), "batch 2");
+        queue.push(NORMAL, 1, place(0, 3, &[0]), "batch 1, later wave");
+        queue.push(NORMAL, 1, place(0, 2, &[3, 0]), "batch 1, D U");
+        queue.push(NORMAL, 1, place(0, 2, &[0, 3]), "batch 1, U D");
+        queue.push(NORMAL, 1, place(0, 2, &[2, 1, 1]), "batch 1, R L L");
+        queue.push(NORMAL, 1, place(0, 2, &[2, 1, 0]), "batch 1, R L U");
+        queue.push(NORMAL, 1, place(0, 2, &[3, 0]), "batch 1, D U again");
+        queue.push(NORMAL, 1, place(1, 2, &[0]), "batch 1, next turn");
         let order: Vec<_> = std::iter::from_fn(|| queue.pop()).collect();
         assert_eq!(
             order,
@@ -185,7 +213,7 @@ mod tests {
             let now = queue.turn_now();
             for rank in 0..3u8 {
                 let place = place(now + u64::from(rank), wave, &[rank]);
-                queue.push(1, place, format!("{puzzle}{rank}"));
+                queue.push(NORMAL, 1, place, format!("{puzzle}{rank}"));
             }
         }
         let first: Vec<_> = (0..3).filter_map(|_| queue.pop()).collect();
@@ -193,7 +221,7 @@ mod tests {
         // Queued in round 1: its first task goes with round 1's others, ahead of round 2.
         let now = queue.turn_now();
         assert_eq!(now, 1);
-        queue.push(1, place(now, 3, &[]), "c0".to_string());
+        queue.push(NORMAL, 1, place(now, 3, &[]), "c0".to_string());
         let rest: Vec<_> = std::iter::from_fn(|| queue.pop()).collect();
         assert_eq!(rest, ["b1", "c0", "a2", "b2"]);
     }

@@ -27,11 +27,11 @@ use crate::request_origin;
 use crate::rpc_metrics::RpcMetrics;
 
 use crate::scheduler::{
-    line_errors, parse_goal, parse_heuristic, reads, BatchProgress, SchedulerError, WorkerView,
-    RATE_WINDOW,
+    line_errors, parse_goal, parse_heuristic, reads, BatchProgress, BatchTerms, SchedulerError,
+    WorkerView, RATE_WINDOW,
 };
 use crate::service::Service;
-use crate::store::{ItemLimits, ItemStatus, StoredItem};
+use crate::store::{ItemLimits, ItemStatus, Priority, StoredItem};
 use tilesolve::proto::MAX_BATCH_LINES;
 
 const INDEX_HTML: &str = include_str!("../web/index.html");
@@ -215,6 +215,8 @@ struct BatchJson {
     submitted_unix_ms: u64,
     heuristic: String,
     goal: String,
+    /// 1 (lowest) to 5 (highest).
+    priority: u8,
     total: u32,
     solved: u32,
     failed: u32,
@@ -241,6 +243,7 @@ impl From<BatchProgress> for BatchJson {
             submitted_unix_ms: p.submitted_unix_ms,
             heuristic: p.heuristic,
             goal: p.goal,
+            priority: p.priority.get(),
             total: p.total,
             solved: p.solved,
             failed: p.failed,
@@ -362,7 +365,7 @@ async fn solve(
             vec![request.board],
             parse_heuristic(&request.heuristic)?,
             parse_goal(&request.goal)?,
-            (ItemLimits::default(), None),
+            BatchTerms::default(),
         )
         .await?;
     Ok(Json(serde_json::json!({
@@ -483,6 +486,9 @@ struct BatchRequest {
     node_limit: u64,
     #[serde(default)]
     suboptimal_percent: u32,
+    /// 1 to 5, higher first (0: the default, 3).
+    #[serde(default)]
+    priority: u32,
 }
 
 /// The lines intake would refuse, with why, before anything is submitted.
@@ -515,13 +521,20 @@ async fn submit_batch(
         request.suboptimal_percent,
     )
     .map_err(|reason| WebError(StatusCode::BAD_REQUEST, reason))?;
+    let priority = Priority::from_request(request.priority)
+        .map_err(|reason| WebError(StatusCode::BAD_REQUEST, reason))?;
+    let terms = BatchTerms {
+        limits,
+        priority,
+        submitted_unix_ms: None,
+    };
     let submitted = state
         .service
         .accept_batch(
             request.lines,
             parse_heuristic(&request.heuristic)?,
             parse_goal(&request.goal)?,
-            (limits, None),
+            terms,
         )
         .await?;
     Ok(Json(serde_json::json!({

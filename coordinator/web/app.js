@@ -408,6 +408,7 @@ async function loadBatches() {
     first.appendChild(link);
     row.appendChild(first);
     cell(row, b.submitted_unix_ms ? when(b.submitted_unix_ms) : "–");
+    cell(row, b.priority);
     cell(row, b.heuristic || "–");
     const state = document.createElement("td");
     state.appendChild(stateBadge(b));
@@ -535,7 +536,7 @@ async function loadBatch() {
     (s.done ? (s.state === "cancelled" ? "done (cancelled)" : "done") : `running: bounds ${s.bounds.slice(0, 8).join(" ") || "–"} (no solution is shorter), ` +
       `${result.tasks_running} tasks running, ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s`) +
     (s.preparing ? ` · preparing tables: ${s.preparing}` : "") +
-    ` · submitted ${when(s.submitted_unix_ms)}, heuristic ${s.heuristic || "–"}, goal ${s.goal || "–"}`;
+    ` · submitted ${when(s.submitted_unix_ms)}, priority ${s.priority}, heuristic ${s.heuristic || "–"}, goal ${s.goal || "–"}`;
   $("batch-cancel").disabled = s.done;
   const body = $("batch-items");
   while (body.firstChild) body.removeChild(body.firstChild);
@@ -603,6 +604,7 @@ function batchRequest() {
     heuristic: $("batch-heuristic").value,
     goal: $("batch-goal").value.trim(),
     time_limit_seconds: Number($("batch-time-limit").value) || 0,
+    priority: Number($("batch-priority").value) || 0,
   };
 }
 

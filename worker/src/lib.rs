@@ -16,7 +16,7 @@
 //! - `health`, `metrics`: readiness and Prometheus metrics.
 
 use std::future::Future;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tilesolve::connect::AuthChannel;
@@ -26,6 +26,7 @@ use tilesolve::proto::v1 as pb;
 mod config;
 mod finished;
 mod health;
+mod jobs;
 mod metrics;
 mod session;
 mod tables;
@@ -34,6 +35,7 @@ mod upload;
 pub use config::{WorkerConfig, WorkerError};
 use finished::Finished;
 pub use health::{Readiness, READY};
+use jobs::Jobs;
 pub use metrics::Metrics;
 pub use session::LEAVE_TIMEOUT;
 use session::{leave, reconnect_pauses, Session, SessionEnd, MAX_RETRY};
@@ -62,10 +64,11 @@ pub async fn run(
         "worker starting"
     );
     let running: Running = Arc::default();
-    // Each task with when it arrived, so its report can say how long it waited for a thread.
-    let (job_sender, job_receiver) = mpsc::channel::<(pb::Task, Instant)>();
+    // Each task with when it arrived, so its report can say how long it waited for a thread;
+    // the threads end when the worker does.
+    let jobs = Arc::new(Jobs::default());
+    let _close_jobs = CloseOnDrop(jobs.clone());
     let results = Arc::new(Finished::default());
-    let job_receiver = Arc::new(Mutex::new(job_receiver));
     let solvers: Solvers = Arc::default();
     let pdbs = PdbStore::new(&config.data, threads);
     // Before registering: the checksums stated there are then those of the packed files, which
@@ -91,7 +94,7 @@ pub async fn run(
     start_threads(
         &config,
         threads,
-        job_receiver,
+        jobs.clone(),
         results.clone(),
         &running,
         &solvers,
@@ -112,7 +115,7 @@ pub async fn run(
             threads,
             holds_unpacked,
             running: &running,
-            jobs: &job_sender,
+            jobs: &jobs,
             results: &results,
             finished: &mut finished,
             registration: &mut registration,
@@ -141,5 +144,14 @@ pub async fn run(
                 }
             }
         }
+    }
+}
+
+/// Closes the job queue when the worker's run ends, however it ends: its threads stop.
+struct CloseOnDrop(Arc<Jobs>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }

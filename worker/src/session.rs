@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 use std::sync::atomic::AtomicBool;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tilesolve::connect::AuthChannel;
@@ -13,6 +13,7 @@ use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::task::TaskTimes;
 
 use crate::finished::Finished;
+use crate::jobs::Jobs;
 use crate::tables::held_pdbs;
 use crate::threads::{cancel, default_heuristics, held_tasks, Running};
 use crate::upload::Uploader;
@@ -133,7 +134,7 @@ pub(crate) struct Session<'a> {
     /// ([`TaskTimes`]).
     pub(crate) holds_unpacked: u32,
     pub(crate) running: &'a Running,
-    pub(crate) jobs: &'a mpsc::Sender<(pb::Task, Instant)>,
+    pub(crate) jobs: &'a Jobs,
     pub(crate) results: &'a Finished,
     pub(crate) finished: &'a mut Vec<pb::TaskResult>,
     pub(crate) registration: &'a mut Option<Registration>,
@@ -312,7 +313,7 @@ impl Session<'_> {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(task.task_id, Arc::new(AtomicBool::new(false)));
-                if self.jobs.send((task, Instant::now())).is_err() {
+                if self.jobs.push(task, Instant::now()).is_err() {
                     return Err(SessionEnd::Refused("worker threads have stopped".into()));
                 }
             }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tilesolve::heuristic::Weight;
@@ -15,6 +15,7 @@ use tilesolve::task::{run_task, WeightedWork, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
 use crate::finished::Finished;
+use crate::jobs::Jobs;
 use crate::tables::{log_table_event, Fetcher, Tables};
 use crate::{Metrics, WorkerConfig};
 
@@ -26,13 +27,14 @@ pub(crate) type Running = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
 /// threads.
 pub(crate) type Solvers = Arc<Mutex<HashMap<(Board, HeuristicChoice), Arc<Solver>>>>;
 
-/// Starts `threads` search threads: each takes the next task from `jobs`, runs it with its
-/// cancel flag from `running` and puts the result in `results`. They end when `jobs` closes.
+/// Starts `threads` search threads: each takes the next task from `jobs` (highest priority
+/// first), runs it with its cancel flag from `running` and puts the result in `results`. They
+/// end when `jobs` closes.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn start_threads(
     config: &WorkerConfig,
     threads: usize,
-    job_receiver: Arc<Mutex<mpsc::Receiver<(pb::Task, Instant)>>>,
+    jobs: Arc<Jobs>,
     results: Arc<Finished>,
     running: &Running,
     solvers: &Solvers,
@@ -42,7 +44,7 @@ pub(crate) fn start_threads(
     for _ in 0..threads {
         let table_budget = config.table_budget;
         let (jobs, results, running, solvers, pdbs, fetcher, metrics) = (
-            job_receiver.clone(),
+            jobs.clone(),
             results.clone(),
             running.clone(),
             solvers.clone(),
@@ -51,9 +53,8 @@ pub(crate) fn start_threads(
             config.metrics.clone(),
         );
         std::thread::spawn(move || loop {
-            let (task, arrived) = match jobs.lock().unwrap_or_else(|p| p.into_inner()).recv() {
-                Ok(job) => job,
-                Err(_) => return,
+            let Some((task, arrived)) = jobs.take() else {
+                return;
             };
             // Every line logged about the task, here and in what it calls (fetching a table,
             // say), carries the ids the coordinator logs it under.

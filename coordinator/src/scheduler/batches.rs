@@ -9,7 +9,9 @@ use std::time::Instant;
 use tilesolve::heuristic_choice::HeuristicChoice;
 
 use super::types::SchedulerError;
-use crate::store::{BatchFigures, ItemLimits, ItemStatus, Store, StoredBatch, StoredItem};
+use crate::store::{
+    BatchFigures, ItemLimits, ItemStatus, Priority, Store, StoredBatch, StoredItem,
+};
 
 /// A batch's progress.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -37,6 +39,7 @@ pub struct BatchProgress {
     pub submitted_unix_ms: u64,
     pub heuristic: String,
     pub goal: String,
+    pub priority: Priority,
 }
 
 impl BatchProgress {
@@ -107,6 +110,8 @@ pub(super) struct Batches {
     nodes: HashMap<u64, u64>,
     /// The limits of open batches that set any.
     limits: HashMap<u64, ItemLimits>,
+    /// The priorities of open batches other than the default.
+    priorities: HashMap<u64, Priority>,
     /// The heuristic each open batch named.
     heuristics: HashMap<u64, HeuristicChoice>,
     /// Queued items of batches being taken in, not started yet (they count against the
@@ -152,6 +157,18 @@ impl Batches {
         }
     }
 
+    /// Sets an open batch's priority.
+    pub(super) fn set_priority(&mut self, batch: u64, priority: Priority) {
+        if !priority.is_default() {
+            self.priorities.insert(batch, priority);
+        }
+    }
+
+    /// `batch`'s priority (the default for a batch that named none, or one not open).
+    pub(super) fn priority(&self, batch: u64) -> Priority {
+        self.priorities.get(&batch).copied().unwrap_or_default()
+    }
+
     /// What each item of `batch` may spend (none for a batch without limits).
     pub(super) fn limits(&self, batch: u64) -> ItemLimits {
         self.limits.get(&batch).copied().unwrap_or_default()
@@ -160,6 +177,7 @@ impl Batches {
     /// Forgets a finished batch; returns its figures for the store.
     pub(super) fn close(&mut self, batch: u64) -> Option<BatchFigures> {
         self.limits.remove(&batch);
+        self.priorities.remove(&batch);
         self.heuristics.remove(&batch);
         let ItemCounts { solved, failed, .. } = self.counts.remove(&batch)?;
         let started = self.started.remove(&batch);
@@ -297,6 +315,7 @@ impl Batches {
             submitted_unix_ms: 0,
             heuristic: String::new(),
             goal: String::new(),
+            priority: Priority::DEFAULT,
         }
     }
 
@@ -338,6 +357,7 @@ impl Batches {
             submitted_unix_ms: 0,
             heuristic: String::new(),
             goal: String::new(),
+            priority: Priority::DEFAULT,
         }
     }
 }

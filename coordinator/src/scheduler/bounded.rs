@@ -22,7 +22,7 @@ use tilesolve::Direction;
 
 use super::puzzle::Puzzle;
 use super::types::{PuzzleId, TaskSpec};
-use crate::store::{BestPath, ItemLimits, SearchState, StoredBounded};
+use crate::store::{BestPath, ItemLimits, Priority, SearchState, StoredBounded};
 
 /// Nodes a search thread is taken to expand in a second when a time limit is turned into a
 /// whole-puzzle task's node budget (no rate is measured before a puzzle's first report): about
@@ -128,6 +128,7 @@ pub(super) fn weighted_task(puzzle_id: PuzzleId, puzzle: &mut Puzzle) -> TaskSpe
                 .seconds
                 .and_then(|seconds| Duration::try_from_secs_f64(seconds * share).ok()),
         }),
+        priority: Priority::DEFAULT,
     }
 }
 

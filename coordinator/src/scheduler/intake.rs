@@ -18,7 +18,8 @@ use super::batches::{self, Batches};
 use super::types::{SchedulerError, SolverKey, Submitted};
 use super::Scheduler;
 use crate::store::{
-    ItemLimits, ItemStatus, Store, StoreError, StoredBatch, StoredItem, EMBEDDED_ITEMS_MAX,
+    ItemLimits, ItemStatus, Priority, Store, StoreError, StoredBatch, StoredItem,
+    EMBEDDED_ITEMS_MAX,
 };
 use tilesolve::proto::MAX_BATCH_LINES;
 
@@ -33,23 +34,32 @@ pub struct ReadBatch {
     heuristic: HeuristicChoice,
     goal: Goal,
     items: Items,
-    limits: ItemLimits,
+    terms: BatchTerms,
+}
+
+/// What a submission asks for beyond its boards, checked at the edge.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BatchTerms {
+    /// What each item may spend (none by default).
+    pub limits: ItemLimits,
+    pub priority: Priority,
     /// When it was first submitted, for a restored batch; None: now, as it is opened.
-    submitted_unix_ms: Option<u64>,
+    pub submitted_unix_ms: Option<u64>,
 }
 
 impl ReadBatch {
-    /// The batch with `limits` on what each item may spend (none by default).
-    pub fn with_limits(self, limits: ItemLimits) -> ReadBatch {
-        ReadBatch { limits, ..self }
+    /// The batch with `terms`.
+    pub fn with_terms(self, terms: BatchTerms) -> ReadBatch {
+        ReadBatch { terms, ..self }
     }
 
-    /// The batch as first submitted at `submitted_unix_ms` (a restore; None: now).
-    pub fn submitted_at(self, submitted_unix_ms: Option<u64>) -> ReadBatch {
-        ReadBatch {
-            submitted_unix_ms,
-            ..self
-        }
+    /// The batch with `limits` on what each item may spend, its other terms as they were.
+    pub fn with_limits(self, limits: ItemLimits) -> ReadBatch {
+        let terms = BatchTerms {
+            limits,
+            ..self.terms
+        };
+        self.with_terms(terms)
     }
 }
 
@@ -61,6 +71,7 @@ pub struct Intake {
     heuristic: HeuristicChoice,
     goal: String,
     limits: ItemLimits,
+    priority: Priority,
     items: Items,
     submitted_unix_ms: u64,
     /// Items stored, and items started, so far.
@@ -90,6 +101,7 @@ impl Intake {
         }
         let record = || StoredBatch {
             limits: self.limits,
+            priority: self.priority,
             ..StoredBatch::new(
                 self.batch,
                 total,
@@ -199,8 +211,7 @@ pub fn read_batch(
         heuristic,
         goal,
         items,
-        limits: ItemLimits::default(),
-        submitted_unix_ms: None,
+        terms: BatchTerms::default(),
     })
 }
 
@@ -224,17 +235,23 @@ impl ReadBatch {
             heuristic,
             goal,
             items,
-            limits,
-            submitted_unix_ms,
+            terms:
+                BatchTerms {
+                    limits,
+                    priority,
+                    submitted_unix_ms,
+                },
         } = self;
         let queued = queued(&items.items);
         batches.open(batch, batches::counts(&items.items), heuristic);
         batches.set_limits(batch, limits);
+        batches.set_priority(batch, priority);
         batches.intake_opened(queued);
         Intake {
             batch,
             goal: goal.to_string(),
             limits,
+            priority,
             submitted_unix_ms: submitted_unix_ms.unwrap_or_else(now_unix_ms),
             stored: 0,
             started: 0,

@@ -22,7 +22,7 @@ use super::types::{PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport, Ta
 use super::workers::{MAX_FAILURES_IN_A_ROW, MAX_STRIKES};
 use super::Parts;
 use crate::queue::Place;
-use crate::store::{ItemStatus, PathBoards, StoreError, StoredSolution};
+use crate::store::{ItemStatus, PathBoards, Priority, StoreError, StoredSolution};
 
 /// Answers whose search expanded at least this many nodes (a few hundredths of a second of one
 /// thread) have every board on their path stored too.
@@ -158,6 +158,7 @@ impl Puzzles {
             node_budget: whole_budget_within(parts.config.whole_task_budget, &limits),
             profile_depth: 4,
             weighted: None,
+            priority: Priority::DEFAULT,
         };
         self.add_whole_task(parts, puzzle, spec);
         Ok(())
@@ -190,7 +191,8 @@ impl Puzzles {
         if let Some(p) = self.map.get_mut(&puzzle) {
             p.outstanding.insert(id);
         }
-        parts.tasks.add(puzzle, spec, place, predicted);
+        let priority = parts.batches.priority(puzzle.0);
+        parts.tasks.add((puzzle, priority), spec, place, predicted);
     }
 
     /// Applies one result `worker` reported.

@@ -61,8 +61,8 @@ pub use config::{
 };
 pub use deferred::{AfterCycle, Deferred, DeferredDone};
 pub use intake::{
-    line_errors, now_unix_ms, parse_goal, parse_heuristic, read_batch, take_in, Intake, ReadBatch,
-    SchedulerAccess,
+    line_errors, now_unix_ms, parse_goal, parse_heuristic, read_batch, take_in, BatchTerms, Intake,
+    ReadBatch, SchedulerAccess,
 };
 pub use owned::Owned;
 pub use puzzle::subtree_budget;
@@ -172,6 +172,7 @@ impl Scheduler {
             let parts = &mut scheduler.parts;
             parts.batches.open(batch.id, counts, heuristic);
             parts.batches.set_limits(batch.id, batch.limits);
+            parts.batches.set_priority(batch.id, batch.priority);
             let (puzzles, audits) = (&mut scheduler.puzzles, &mut scheduler.audits);
             let queued = QueuedItem::stored_all(batch.id, 0, &items)?;
             puzzles.start_or_wait(parts, audits, batch.id, 0, &queued)?;
@@ -451,6 +452,7 @@ impl Scheduler {
                 submitted_unix_ms: stored.submitted_unix_ms,
                 heuristic: stored.heuristic.clone(),
                 goal: stored.goal.clone().unwrap_or_default(),
+                priority: stored.priority,
                 ..progress
             },
             None => progress,

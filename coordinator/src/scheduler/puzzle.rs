@@ -13,7 +13,7 @@ use super::tasks::TaskEntry;
 use super::types::{TaskId, TaskOutcome, TaskReport, WorkerId, MAX_ATTEMPTS};
 use crate::frontier::{SizeHistory, SubtreeTask};
 use crate::queue::Place;
-use crate::store::{ItemLimits, ItemStatus, StoredItem};
+use crate::store::{ItemLimits, ItemStatus, Priority, StoredItem};
 use tilesolve::moves::{moves_from_string, moves_to_string, replay, without_loops};
 use tilesolve::search::{child_order, Counters, MovePruning};
 use tilesolve::{Solution, Solver};
@@ -304,6 +304,7 @@ pub(super) fn iteration_tasks(
                 node_budget: subtree_budget(configured_budget, task.predicted),
                 profile_depth,
                 weighted: None,
+                priority: Priority::DEFAULT,
             };
             let place = Place {
                 turn: turn + rank,

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::holders::{Holders, TokenRoom};
 use super::types::{Lineage, PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
 use crate::queue::{Place, ReadyQueue};
+use crate::store::Priority;
 
 pub(super) struct Lease {
     pub(super) worker: WorkerId,
@@ -70,6 +71,8 @@ pub(super) struct TaskEntry {
     /// where one thread's search meets its subtree within the wave
     /// (`frontier::SubtreeTask::order`; empty for a whole task or an audit).
     pub(super) place: Place,
+    /// Its batch's priority, which ranks it in the queue ahead of its place.
+    priority: Priority,
     /// The nodes the policy predicts it will expand.
     pub(super) predicted: u64,
     /// When it was queued (or queued again after a failure): an audit nobody takes within a
@@ -148,32 +151,45 @@ impl Tasks {
         self.ready.turn_now()
     }
 
-    /// Queues `spec` (whose id is set) for `puzzle`, at `place`.
-    pub(super) fn add(&mut self, puzzle: PuzzleId, spec: TaskSpec, place: Place, predicted: u64) {
-        self.insert(puzzle, spec, place, predicted, None);
+    /// Queues `spec` (whose id is set) for `puzzle`, whose batch has `priority`, at `place`.
+    pub(super) fn add(
+        &mut self,
+        (puzzle, priority): (PuzzleId, Priority),
+        spec: TaskSpec,
+        place: Place,
+        predicted: u64,
+    ) {
+        self.insert((puzzle, priority), spec, place, predicted, None);
     }
 
     /// Queues an audit task (whose id is set) ahead of every wave, since the puzzle's answer
     /// waits for it, predicted to expand about `predicted` nodes (the audited report's).
     pub(super) fn add_audit(
         &mut self,
-        puzzle: PuzzleId,
+        (puzzle, priority): (PuzzleId, Priority),
         spec: TaskSpec,
         audit: Audit,
         predicted: u64,
     ) {
-        self.insert(puzzle, spec, Place::default(), predicted, Some(audit));
+        self.insert(
+            (puzzle, priority),
+            spec,
+            Place::default(),
+            predicted,
+            Some(audit),
+        );
     }
 
     fn insert(
         &mut self,
-        puzzle: PuzzleId,
-        spec: TaskSpec,
+        (puzzle, priority): (PuzzleId, Priority),
+        mut spec: TaskSpec,
         place: Place,
         predicted: u64,
         audit: Option<Audit>,
     ) {
         let id = spec.id;
+        spec.priority = priority;
         self.entries.insert(
             id,
             TaskEntry {
@@ -183,13 +199,14 @@ impl Tasks {
                 attempts: 0,
                 audit,
                 place: place.clone(),
+                priority,
                 predicted,
                 queued: Instant::now(),
                 failed_by: Vec::new(),
             },
         );
         self.newly_queued = true;
-        self.ready.push(puzzle.0, place, id);
+        self.ready.push(priority, puzzle.0, place, id);
     }
 
     /// Leases ready tasks to `worker` until `now + timeout`, up to `count` or until it holds
@@ -309,7 +326,9 @@ impl Tasks {
             if let Some(entry) = self.entries.get_mut(&id) {
                 entry.lease = None;
                 self.newly_queued = true;
-                self.ready.push(entry.puzzle.0, entry.place.clone(), id);
+                let priority = entry.priority;
+                self.ready
+                    .push(priority, entry.puzzle.0, entry.place.clone(), id);
             }
         }
         self.holders.forget(worker);
@@ -458,14 +477,14 @@ impl Tasks {
             } else {
                 entry.attempts += 1;
             }
-            let (puzzle, place) = (entry.puzzle, entry.place.clone());
+            let (puzzle, place, priority) = (entry.puzzle, entry.place.clone(), entry.priority);
             let exhausted = entry.attempts >= MAX_ATTEMPTS;
             self.released(lease.worker);
             if exhausted {
                 expired.exhausted.push((puzzle, id));
             } else {
                 self.newly_queued = true;
-                self.ready.push(puzzle.0, place, id);
+                self.ready.push(priority, puzzle.0, place, id);
                 expired.requeued += 1;
             }
         }
@@ -520,6 +539,7 @@ impl Tasks {
 
     fn requeue(&mut self, entry: TaskEntry, attempts: u32) {
         let (id, puzzle, place) = (entry.spec.id, entry.puzzle, entry.place.clone());
+        let priority = entry.priority;
         self.entries.insert(
             id,
             TaskEntry {
@@ -530,7 +550,7 @@ impl Tasks {
             },
         );
         self.newly_queued = true;
-        self.ready.push(puzzle.0, place, id);
+        self.ready.push(priority, puzzle.0, place, id);
     }
 
     pub(super) fn get(&self, task: TaskId) -> Option<&TaskEntry> {
@@ -596,6 +616,7 @@ mod tests {
             node_budget: 0,
             profile_depth: 0,
             weighted: None,
+            priority: Priority::DEFAULT,
         }
     }
 
@@ -629,7 +650,12 @@ mod tests {
         // Tasks 1-4 long (10,000 nodes predicted), 5-10 short (10 nodes).
         for id in 1..=10 {
             let predicted = if id <= 4 { 10_000 } else { 10 };
-            tasks.add((1, 0), spec(id, false), whole_place(wave), predicted);
+            tasks.add(
+                ((1, 0), Priority::DEFAULT),
+                spec(id, false),
+                whole_place(wave),
+                predicted,
+            );
         }
         let holding = Holding {
             lineage: Lineage::Registration(0),
@@ -670,7 +696,12 @@ mod tests {
         let mut tasks = Tasks::default();
         for id in 1..=5 {
             let wave = tasks.next_wave();
-            tasks.add((1, 0), spec(id, true), whole_place(wave), 20_000_000);
+            tasks.add(
+                ((1, 0), Priority::DEFAULT),
+                spec(id, true),
+                whole_place(wave),
+                20_000_000,
+            );
         }
         let holding = Holding {
             lineage: Lineage::Registration(0),

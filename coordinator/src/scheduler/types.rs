@@ -9,7 +9,7 @@ pub use tilesolve::task::TaskOutcome;
 use tilesolve::task::{WeightedWork, Work};
 use tilesolve::{Board, Direction};
 
-use crate::store::StoreError;
+use crate::store::{Priority, StoreError};
 
 pub type TaskId = u64;
 /// A solver's identity: the goal, and the heuristic as the batch named it (`default` is
@@ -87,6 +87,9 @@ pub struct TaskSpec {
     /// A weighted task (see `bounded`): a path that may be longer, `bound` the proven lower
     /// bound.
     pub weighted: Option<WeightedWork>,
+    /// Its batch's priority (set as it is queued): a worker runs the tasks it holds highest
+    /// first.
+    pub priority: Priority,
 }
 
 impl TaskSpec {

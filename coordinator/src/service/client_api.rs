@@ -9,16 +9,16 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use super::convert::{
-    bounded_message, first_submitted, item_limits, solution_message, status_message,
+    bounded_message, first_submitted, item_limits, priority, solution_message, status_message,
 };
 use super::{permit, Service};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::Goal;
 
 use crate::scheduler::{
-    parse_goal, parse_heuristic, read_batch, reads, take_in, SchedulerError, Submitted,
+    parse_goal, parse_heuristic, read_batch, reads, take_in, BatchTerms, SchedulerError, Submitted,
 };
-use crate::store::{ItemLimits, ItemStatus, StoredBatch, StoredItem};
+use crate::store::{ItemStatus, StoredBatch, StoredItem};
 
 /// Items in a `GetBatch` page when the client asks for no size, and the most in one page: a
 /// 5x5 solution is about 1 KB in a message, so 10,000 stay well inside the 16 MiB limit.
@@ -62,7 +62,7 @@ impl Service {
         lines: Vec<String>,
         heuristic: HeuristicChoice,
         goal: Goal,
-        (limits, submitted_unix_ms): (ItemLimits, Option<u64>),
+        terms: BatchTerms,
     ) -> Result<Submitted, SchedulerError> {
         let _permit = permit(&self.submissions, "submissions")?;
         let mut core = self.core.clone();
@@ -70,9 +70,7 @@ impl Service {
         // The submitting call's trace, taken before its first task can be leased.
         let trace = tilesolve::trace_context::current().map(|t| (self.traces.clone(), t));
         let (submitted, waits) = tokio::task::spawn_blocking(move || {
-            let read = read_batch(&store, &lines, heuristic, goal)?
-                .with_limits(limits)
-                .submitted_at(submitted_unix_ms);
+            let read = read_batch(&store, &lines, heuristic, goal)?.with_terms(terms);
             let intake = take_in(&mut core, &store, read, |batch| {
                 if let Some((traces, traceparent)) = trace {
                     traces.insert(batch, traceparent);
@@ -120,14 +118,17 @@ impl pb::tilesolve_server::Tilesolve for Service {
         request: Request<pb::SubmitBatchRequest>,
     ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
         let request = request.into_inner();
-        let limits = item_limits(&request)?;
-        let submitted_unix_ms = first_submitted(request.submitted_unix_ms)?;
+        let terms = BatchTerms {
+            limits: item_limits(&request)?,
+            priority: priority(request.priority)?,
+            submitted_unix_ms: first_submitted(request.submitted_unix_ms)?,
+        };
         let submitted = self
             .accept_batch(
                 request.lines,
                 parse_heuristic(&request.heuristic)?,
                 parse_goal(&request.goal)?,
-                (limits, submitted_unix_ms),
+                terms,
             )
             .await?;
         Ok(Response::new(pb::SubmitBatchResponse {
@@ -306,6 +307,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
                 time_limit_seconds: stored.limits.seconds.unwrap_or(0.0),
                 node_limit: stored.limits.nodes.unwrap_or(0),
                 suboptimal_percent: stored.limits.suboptimal_percent.unwrap_or(0),
+                priority: stored.priority.get().into(),
             }),
         }))
     }

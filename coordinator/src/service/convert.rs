@@ -9,7 +9,7 @@ use tilesolve::Direction;
 use tonic::Status;
 
 use crate::scheduler::{BatchProgress, SchedulerError, TaskOutcome, TaskReport, TaskSpec};
-use crate::store::{ItemLimits, Store, StoredBounded, StoredSolution};
+use crate::store::{ItemLimits, Priority, Store, StoredBounded, StoredSolution};
 
 /// The one conversion from scheduler errors to gRPC statuses.
 impl From<SchedulerError> for Status {
@@ -55,6 +55,7 @@ pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
         goal: progress.goal,
         state,
         eta_seconds,
+        priority: progress.priority.get().into(),
     }
 }
 
@@ -82,6 +83,11 @@ pub(super) fn item_limits(request: &pb::SubmitBatchRequest) -> Result<ItemLimits
 /// How far ahead of this coordinator's clock a restored batch's submission time may be (the
 /// two hosts' clocks differ a little).
 const CLOCK_SKEW_MS: u64 = 60_000;
+
+/// A request's `priority`, checked (0: the default).
+pub(super) fn priority(priority: u32) -> Result<Priority, Status> {
+    Priority::from_request(priority).map_err(Status::invalid_argument)
+}
 
 /// A request's `submitted_unix_ms`, checked: None for 0 (now), refused in the future.
 pub(super) fn first_submitted(submitted_unix_ms: u64) -> Result<Option<u64>, Status> {
@@ -134,6 +140,7 @@ pub(super) fn task_message(spec: TaskSpec) -> pb::Task {
             weight_percent: weighted.weight.map_or(0, |weight| weight.percent()),
             seconds: weighted.time_limit.map_or(0.0, |limit| limit.as_secs_f64()),
         }),
+        priority: spec.priority.get().into(),
     }
 }
 

@@ -11,6 +11,7 @@ use tilesolve::{Board, Direction, Solver};
 use crate::frontier::{split_iteration, BalanceParams, SizeHistory};
 use crate::queue::{Place, ReadyQueue};
 use crate::scheduler::subtree_budget;
+use crate::store::Priority;
 
 use super::{SimulateError, SimulationPolicy, SimulationResult};
 
@@ -73,6 +74,7 @@ pub fn simulate(
             order: Vec::new(),
         };
         sim.queue.push(
+            Priority::DEFAULT,
             0,
             place,
             SimTask {
@@ -169,7 +171,7 @@ impl Simulation<'_> {
                             wave: task.wave,
                             order: child.order.clone(),
                         };
-                        self.queue.push(0, place, child);
+                        self.queue.push(Priority::DEFAULT, 0, place, child);
                     }
                     self.finish_task(puzzle, now);
                     continue;
@@ -283,7 +285,7 @@ impl Simulation<'_> {
                     wave: task.wave,
                     order: task.order.clone(),
                 };
-                self.queue.push(0, place, task);
+                self.queue.push(Priority::DEFAULT, 0, place, task);
             }
         }
         self.splits_done

@@ -45,6 +45,72 @@ pub struct StoredBatch {
     /// limits (absent from records written before they were kept).
     #[serde(default, skip_serializing_if = "ItemLimits::is_none")]
     pub limits: ItemLimits,
+    /// Its place among batches: higher first (absent from records written before it was kept,
+    /// and for the default).
+    #[serde(default, skip_serializing_if = "Priority::is_default")]
+    pub priority: Priority,
+}
+
+/// A batch's priority, 1 (lowest) to 5 (highest); 3 unless the submission names one. The
+/// scheduler hands out a higher priority's tasks first, whatever was submitted before them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "u8", into = "u8")]
+pub struct Priority(u8);
+
+impl Priority {
+    pub const LOWEST: Priority = Priority(1);
+    pub const DEFAULT: Priority = Priority(3);
+    pub const HIGHEST: Priority = Priority(5);
+
+    /// The priority a request gives (0 for the default), checked: the reason names the field.
+    pub fn from_request(priority: u32) -> Result<Priority, String> {
+        match priority {
+            0 => Ok(Priority::DEFAULT),
+            _ => u8::try_from(priority)
+                .map_err(|_| ())
+                .and_then(|p| Priority::try_from(p).map_err(|_| ()))
+                .map_err(|()| {
+                    format!("priority must be 1 to 5 (or 0 for the default, 3), not {priority}")
+                }),
+        }
+    }
+
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    pub fn is_default(&self) -> bool {
+        *self == Priority::DEFAULT
+    }
+}
+
+impl Default for Priority {
+    fn default() -> Self {
+        Priority::DEFAULT
+    }
+}
+
+impl TryFrom<u8> for Priority {
+    type Error = String;
+
+    fn try_from(priority: u8) -> Result<Self, Self::Error> {
+        match priority {
+            1..=5 => Ok(Priority(priority)),
+            _ => Err(format!("a priority is 1 to 5, not {priority}")),
+        }
+    }
+}
+
+impl From<Priority> for u8 {
+    fn from(priority: Priority) -> u8 {
+        priority.0
+    }
+}
+
+impl std::fmt::Display for Priority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
 }
 
 /// What each item of a batch may spend on its optimal search, summed over the threads that
@@ -113,6 +179,7 @@ impl StoredBatch {
             cancelled: false,
             finished: None,
             limits: ItemLimits::default(),
+            priority: Priority::DEFAULT,
         }
     }
 }
@@ -155,24 +222,43 @@ impl From<CompactRecord> for StoredBatch {
             cancelled: record.cancelled,
             finished: record.finished,
             limits: ItemLimits::default(),
+            priority: Priority::DEFAULT,
         }
     }
 }
 
-/// The first byte of a compact batch record whose limits follow the record (a batch without
-/// limits is written as before, so older coordinators' records read the same).
+/// The first byte of a compact batch record whose limits follow the record (written by
+/// coordinators before [`COMPACT_WITH_TERMS`]; still read).
 const COMPACT_WITH_LIMITS: u8 = 1;
 
+/// The first byte of a compact batch record whose terms ([`RecordTerms`], as JSON, so that a
+/// later field needs no new form) follow the record. A batch with the default terms is written
+/// as before, so older coordinators' records read the same.
+const COMPACT_WITH_TERMS: u8 = 2;
+
+/// What a batch asked for beyond its boards, in a compact record: every field defaults.
+#[derive(Default, Serialize, Deserialize)]
+struct RecordTerms {
+    #[serde(default, skip_serializing_if = "ItemLimits::is_none")]
+    limits: ItemLimits,
+    #[serde(default, skip_serializing_if = "Priority::is_default")]
+    priority: Priority,
+}
+
 /// A batch record's value: the record, JSON, or compact with the items it holds after it (and
-/// its limits between the two, when it has any).
+/// its terms between the two, unless they are the defaults).
 fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
     let Some(items) = items else {
         return encode(batch);
     };
     let mut bytes = encode_compact(&CompactRecord::from(batch));
-    if !batch.limits.is_none() {
-        bytes[0] = COMPACT_WITH_LIMITS;
-        bytes = postcard::to_extend(&batch.limits, bytes).unwrap_or_default();
+    if !batch.limits.is_none() || !batch.priority.is_default() {
+        bytes[0] = COMPACT_WITH_TERMS;
+        let terms = encode(&RecordTerms {
+            limits: batch.limits,
+            priority: batch.priority,
+        });
+        bytes = postcard::to_extend(&terms, bytes).unwrap_or_default();
     }
     postcard::to_extend(&items, bytes).unwrap_or_default()
 }
@@ -183,27 +269,39 @@ fn decode_record(
     bytes: &[u8],
     with_items: bool,
 ) -> Result<(StoredBatch, Option<Vec<StoredItem>>), StoreError> {
-    let corrupt = |error: postcard::Error| StoreError::Corrupt {
+    let corrupt = |reason: String| StoreError::Corrupt {
         tree: "batches",
-        reason: error.to_string(),
+        reason,
     };
-    let (with_limits, compact) = match bytes.split_first() {
-        Some((&COMPACT, compact)) => (false, compact),
-        Some((&COMPACT_WITH_LIMITS, compact)) => (true, compact),
+    let (form, compact) = match bytes.split_first() {
+        Some((&form @ (COMPACT | COMPACT_WITH_LIMITS | COMPACT_WITH_TERMS), compact)) => {
+            (form, compact)
+        }
         _ => return Ok((decode("batches", bytes)?, None)),
     };
-    let (record, rest) = postcard::take_from_bytes::<CompactRecord>(compact).map_err(corrupt)?;
+    let (record, rest) =
+        postcard::take_from_bytes::<CompactRecord>(compact).map_err(|e| corrupt(e.to_string()))?;
     let mut batch = StoredBatch::from(record);
-    let rest = match with_limits {
-        true => {
-            let (limits, rest) = postcard::take_from_bytes(rest).map_err(corrupt)?;
+    let rest = match form {
+        COMPACT_WITH_LIMITS => {
+            let (limits, rest) =
+                postcard::take_from_bytes(rest).map_err(|e| corrupt(e.to_string()))?;
             batch.limits = limits;
             rest
         }
-        false => rest,
+        COMPACT_WITH_TERMS => {
+            let (terms, rest) =
+                postcard::take_from_bytes::<Vec<u8>>(rest).map_err(|e| corrupt(e.to_string()))?;
+            let terms: RecordTerms =
+                serde_json::from_slice(&terms).map_err(|e| corrupt(e.to_string()))?;
+            batch.limits = terms.limits;
+            batch.priority = terms.priority;
+            rest
+        }
+        _ => rest,
     };
     let items = match with_items {
-        true => Some(postcard::from_bytes(rest).map_err(corrupt)?),
+        true => Some(postcard::from_bytes(rest).map_err(|e| corrupt(e.to_string()))?),
         false => None,
     };
     Ok((batch, items))
@@ -640,5 +738,41 @@ impl Store {
             .into_iter()
             .find(|(found, _)| *found == index)
             .map(|(_, item)| item))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record with limits as coordinators wrote it before batches had terms still reads.
+    #[test]
+    fn a_compact_record_with_limits_alone_reads_as_before() {
+        let batch = StoredBatch {
+            limits: ItemLimits {
+                seconds: Some(3.0),
+                nodes: None,
+                suboptimal_percent: Some(120),
+            },
+            ..StoredBatch::new(7, 0, "default", "blank-last", 1)
+        };
+        let mut bytes = encode_compact(&CompactRecord::from(&batch));
+        bytes[0] = COMPACT_WITH_LIMITS;
+        bytes = postcard::to_extend(&batch.limits, bytes).unwrap();
+        bytes = postcard::to_extend(&Vec::<StoredItem>::new(), bytes).unwrap();
+        let (read, items) = decode_record(&bytes, true).unwrap();
+        assert_eq!(read, batch);
+        assert_eq!(items, Some(Vec::new()));
+    }
+
+    #[test]
+    fn a_priority_is_one_to_five_and_zero_means_the_default() {
+        assert_eq!(Priority::from_request(0), Ok(Priority::DEFAULT));
+        assert_eq!(Priority::from_request(5), Ok(Priority::HIGHEST));
+        for wrong in [6, 256, u32::MAX] {
+            let refused = Priority::from_request(wrong).unwrap_err();
+            assert!(refused.contains("priority must be 1 to 5"), "{refused}");
+        }
+        assert!(serde_json::from_str::<Priority>("9").is_err());
     }
 }

@@ -69,7 +69,7 @@ mod tests;
 
 pub use answers::{PathBoards, StoredSolution};
 pub use batches::{
-    BatchFigures, ItemLimits, ItemStatus, StoredBatch, StoredBounded, StoredItem,
+    BatchFigures, ItemLimits, ItemStatus, Priority, StoredBatch, StoredBounded, StoredItem,
     EMBEDDED_ITEMS_MAX, ITEMS_PER_PART,
 };
 use format::{meta_key, FlushGuard};

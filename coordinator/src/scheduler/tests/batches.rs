@@ -1,6 +1,7 @@
 //! Batches: intake in parts, garbage refused, cancels, listing, and finished batches out of memory.
 
 use super::*;
+use crate::store::Priority;
 
 #[test]
 fn a_cancelled_batch_withdraws_its_tasks() {
@@ -261,4 +262,76 @@ fn an_intake_that_fails_part_way_is_forgotten_and_frees_its_capacity() {
     assert!(scheduler.poll(worker, 8, Vec::new()).unwrap().0.is_empty());
     scheduler.check_capacity(limit).unwrap();
     assert!(scheduler.progress(intake.batch()).is_err());
+}
+
+/// Takes `lines` in as one batch at `priority` (linear conflict), as the service does.
+fn submit_at(scheduler: &mut Owned, lines: &[String], priority: Priority) -> u64 {
+    let store = scheduler.store().clone();
+    let terms = BatchTerms {
+        priority,
+        ..BatchTerms::default()
+    };
+    let read = scheduler.read(lines, "linear-conflict").with_terms(terms);
+    let mut intake = scheduler.open_batch(read).unwrap();
+    while intake.store_part(&store).unwrap() {
+        scheduler.start_part(&mut intake).unwrap();
+    }
+    intake.batch()
+}
+
+/// An urgent batch submitted behind a long one is handed out first, and still is after a
+/// restart (its priority is stored with it); the long one goes on after it.
+#[test]
+fn a_higher_priority_batch_is_handed_out_before_the_batches_ahead_of_it() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let long = submit_at(
+        &mut scheduler,
+        &distinct_eight_puzzles(40, 1),
+        Priority::DEFAULT,
+    );
+    let worker = scheduler.register(3, "test", None).unwrap();
+    let (first, _) = scheduler.poll(worker, 3, Vec::new()).unwrap();
+    assert!(first.iter().all(|task| task.puzzle.0 == long));
+    let urgent = submit_at(
+        &mut scheduler,
+        &distinct_eight_puzzles(3, 2),
+        Priority::HIGHEST,
+    );
+    let lowest = submit_at(
+        &mut scheduler,
+        &distinct_eight_puzzles(3, 3),
+        Priority::LOWEST,
+    );
+    let reports = first.iter().map(truthful).collect();
+    let (next, _) = scheduler.poll(worker, 3, reports).unwrap();
+    let batches: Vec<u64> = next.iter().map(|task| task.puzzle.0).collect();
+    assert_eq!(batches, [urgent; 3], "the urgent batch first");
+    assert_eq!(
+        scheduler.progress(urgent).unwrap().priority,
+        Priority::HIGHEST
+    );
+
+    // After a restart, the same order from the stored priorities.
+    drop(scheduler);
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let worker = scheduler.register(3, "test", None).unwrap();
+    let (again, _) = scheduler.poll(worker, 3, Vec::new()).unwrap();
+    let batches: Vec<u64> = again.iter().map(|task| task.puzzle.0).collect();
+    assert_eq!(batches, [urgent; 3], "after a restart too");
+    work_until_done(
+        &mut scheduler,
+        worker,
+        3,
+        long,
+        again.iter().map(truthful).collect(),
+    );
+    assert!(scheduler.progress(urgent).unwrap().done);
+    assert!(
+        !scheduler.progress(lowest).unwrap().done,
+        "the lowest priority waits for the rest"
+    );
+    // What the worker held when it stopped reporting goes back to the queue.
+    scheduler.leave(worker).unwrap();
+    run_to_completion(&mut scheduler, lowest, 1);
 }

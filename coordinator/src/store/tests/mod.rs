@@ -536,7 +536,7 @@ fn a_store_of_format_4_has_its_batch_records_moved_out_of_sled_finished_over_tak
 }
 
 #[test]
-fn a_batch_keeps_its_limits_and_bounded_items_in_either_record_form() {
+fn a_batch_keeps_its_limits_priority_and_bounded_items_in_either_record_form() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let limits = ItemLimits {
@@ -564,11 +564,18 @@ fn a_batch_keeps_its_limits_and_bounded_items_in_either_record_form() {
         status,
         claimed: None,
     };
-    // A small batch: one compact record with its items (limits between the two); a batch
-    // without limits is written as before.
-    for (id, limits) in [(1, limits), (2, ItemLimits::default())] {
+    // A small batch: one compact record with its items (its terms between the two); a batch
+    // with the default terms is written as before.
+    let urgent = Priority::HIGHEST;
+    for (id, limits, priority) in [
+        (1, limits, Priority::DEFAULT),
+        (2, ItemLimits::default(), Priority::DEFAULT),
+        (4, ItemLimits::default(), urgent),
+        (5, limits, Priority::LOWEST),
+    ] {
         let batch = StoredBatch {
             limits,
+            priority,
             ..StoredBatch::new(id, 2, "linear-conflict", "blank-last", 1)
         };
         let items = [item(bounded.clone()), item(ItemStatus::Queued)];
@@ -579,6 +586,7 @@ fn a_batch_keeps_its_limits_and_bounded_items_in_either_record_form() {
     // A large batch: a JSON record, its items in parts.
     let batch = StoredBatch {
         limits,
+        priority: urgent,
         ..StoredBatch::new(3, 1, "linear-conflict", "blank-last", 1)
     };
     store.put_items(3, 0, &[item(bounded.clone())]).unwrap();
@@ -592,6 +600,7 @@ fn a_batch_keeps_its_limits_and_bounded_items_in_either_record_form() {
         Some(limits),
         "after reopening"
     );
+    assert_eq!(store.batch(4).unwrap().map(|b| b.priority), Some(urgent));
 }
 
 /// A copy of the directory `from` at `to`, files and subdirectories.

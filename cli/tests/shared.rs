@@ -1,0 +1,105 @@
+//! A coordinator shared by many, as processes on 127.0.0.1: an urgent batch submitted behind a
+//! long one is served first.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{lengths, run, status, walked, worker, write_batch, Coordinator};
+
+/// `count` 15-puzzles far from the goal (random walks of 400 moves): with linear conflict
+/// each takes seconds or more, so a batch of them keeps two workers busy for the whole test.
+fn far_boards(count: usize, seed: u64) -> Vec<(String, u64)> {
+    let goal = tilesolve::Board::blank_last_in(tilesolve::Shape::square(4));
+    let mut state = seed;
+    (0..count)
+        .map(|_| {
+            let mut board = goal;
+            for _ in 0..400 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let direction = tilesolve::Direction::ALL[(state % 4) as usize];
+                board = board.apply(direction).map_or(board, |(next, _)| next);
+            }
+            (board.to_string(), 0)
+        })
+        .collect()
+}
+
+#[test]
+fn an_urgent_batch_submitted_behind_a_long_one_is_served_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let _workers = [
+        worker(&url, &dir.path().join("w1"), &[]),
+        worker(&url, &dir.path().join("w2"), &[]),
+    ];
+    let long_file = dir.path().join("long.txt");
+    write_batch(&long_file, &far_boards(1_000, 7), false);
+    let (ok, stdout, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "linear-conflict",
+        long_file.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
+    let long = stdout.trim().to_string();
+    common::wait_until("the long batch to run", Duration::from_secs(60), || {
+        let status = status(&url, &long, &[])?;
+        (status["state"] == "running" && status["workers"].as_u64()? == 2).then_some(())
+    });
+
+    let urgent = walked(4, 30, 3, 11);
+    let urgent_file = dir.path().join("urgent.txt");
+    write_batch(&urgent_file, &urgent, false);
+    let started = Instant::now();
+    let (ok, stdout, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "linear-conflict",
+        "--priority",
+        "5",
+        "--wait",
+        "--json",
+        urgent_file.to_str().unwrap(),
+    ]);
+    // A liveness bound, not a speed figure: at the default priority the same batch waited a
+    // minute here for its turn among the long batch's (64 s against 64 ms at priority 5).
+    let took = started.elapsed();
+    eprintln!("the urgent batch took {took:?}");
+    assert!(ok, "{stderr}");
+    assert!(took < Duration::from_secs(20), "it waited {took:?}");
+    let answers = lengths(&stdout);
+    let expected: Vec<(String, Option<u64>)> = urgent
+        .iter()
+        .map(|(board, length)| (board.clone(), Some(*length)))
+        .collect();
+    assert_eq!(answers, expected, "every answer at its optimal length");
+
+    let long_now = status(&url, &long, &[]).unwrap();
+    assert_eq!(long_now["state"], "running", "{long_now}");
+    assert!(long_now["solved"].as_u64().unwrap() < 1_000, "{long_now}");
+    assert_eq!(long_now["priority"], 3, "the default");
+    let (ok, listed, stderr) = run(&["batches", "--coordinator", &url]);
+    assert!(ok, "{stderr}");
+    assert!(listed.contains(", priority 5"), "{listed}");
+
+    // A priority outside 1 to 5 is refused before anything is sent.
+    let (ok, _, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--priority",
+        "9",
+        urgent_file.to_str().unwrap(),
+    ]);
+    assert!(!ok && stderr.contains("--priority"), "{stderr}");
+    let (ok, _, stderr) = run(&["cancel", "--coordinator", &url, &long]);
+    assert!(ok, "{stderr}");
+}

@@ -1,0 +1,132 @@
+//! The tasks a worker holds and no thread runs yet, handed to its threads highest priority
+//! first and, within a priority, in the order they came. A worker prefetches: with every thread
+//! busy it holds the next task of a long batch, and an urgent batch's task that arrives after it
+//! must not wait behind it.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::{Condvar, Mutex};
+use std::time::Instant;
+
+use tilesolve::proto::v1 as pb;
+
+/// A task waiting for a thread, with when it arrived (its report says how long it waited).
+struct Job {
+    key: (u32, Reverse<u64>),
+    task: pb::Task,
+    arrived: Instant,
+}
+
+impl PartialEq for Job {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Job {}
+
+impl PartialOrd for Job {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Job {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+#[derive(Default)]
+struct Waiting {
+    heap: BinaryHeap<Job>,
+    arrivals: u64,
+    closed: bool,
+}
+
+/// The queue between the session (which pushes what the coordinator leases) and the threads
+/// (which take from it); closed when the worker stops.
+#[derive(Default)]
+pub(crate) struct Jobs {
+    waiting: Mutex<Waiting>,
+    ready: Condvar,
+}
+
+/// The queue is closed: the worker is stopping.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+impl Jobs {
+    /// Queues `task`, which arrived at `arrived`.
+    pub(crate) fn push(&self, task: pb::Task, arrived: Instant) -> Result<(), Closed> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if waiting.closed {
+            return Err(Closed);
+        }
+        waiting.arrivals += 1;
+        let key = (task.priority, Reverse(waiting.arrivals));
+        waiting.heap.push(Job { key, task, arrived });
+        drop(waiting);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// The next task, waiting for one; None once the queue is closed.
+    pub(crate) fn take(&self) -> Option<(pb::Task, Instant)> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if waiting.closed {
+                return None;
+            }
+            if let Some(job) = waiting.heap.pop() {
+                return Some((job.task, job.arrived));
+            }
+            waiting = self.ready.wait(waiting).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Closes the queue: every thread waiting, and every later [`Jobs::take`], gets None.
+    pub(crate) fn close(&self) {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .closed = true;
+        self.ready.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: u64, priority: u32) -> pb::Task {
+        pb::Task {
+            task_id: id,
+            priority,
+            ..pb::Task::default()
+        }
+    }
+
+    #[test]
+    fn higher_priorities_first_then_in_the_order_they_came() {
+        let jobs = Jobs::default();
+        let now = Instant::now();
+        for (id, priority) in [(1, 3), (2, 3), (3, 5), (4, 1), (5, 5)] {
+            jobs.push(task(id, priority), now).unwrap();
+        }
+        let order: Vec<u64> = (0..5).map(|_| jobs.take().unwrap().0.task_id).collect();
+        assert_eq!(order, [3, 5, 1, 2, 4]);
+    }
+
+    #[test]
+    fn closing_wakes_a_waiting_thread_and_refuses_more() {
+        let jobs = std::sync::Arc::new(Jobs::default());
+        let taker = {
+            let jobs = jobs.clone();
+            std::thread::spawn(move || jobs.take().map(|(task, _)| task.task_id))
+        };
+        jobs.close();
+        assert_eq!(taker.join().unwrap(), None);
+        assert!(jobs.push(task(1, 3), Instant::now()).is_err());
+    }
+}
