@@ -55,8 +55,12 @@ prometheus --config.file "$work/prometheus.yml" --storage.tsdb.path "$work/tsdb"
     --web.listen-address "127.0.0.1:$prometheus_port" > "$work/prometheus.log" 2>&1 &
 pids+=($!)
 
-# Work to watch: the ten examples15 boards on the 5-5-5 tables.
+# Work to watch: the ten examples15 boards on the 5-5-5 tables. Then twenty of Korf's 100,
+# cancelled at once: more than the TilesolvePuzzlesFailing alert's 10, none of them a failure.
 "$bin" submit --coordinator "$url" --heuristic pdb:5-5-5 --wait "$root/tests/data/examples15.txt" > /dev/null 2>&1
+head -n 20 "$root/tests/data/korf100-blank-last.txt" > "$work/cancelled.txt"
+cancelled=$("$bin" submit --coordinator "$url" --heuristic pdb:5-5-5 "$work/cancelled.txt" 2>/dev/null)
+"$bin" cancel --coordinator "$url" "$cancelled" > /dev/null
 sleep "$seconds"
 
 api="http://127.0.0.1:$prometheus_port/api/v1/query"
@@ -74,6 +78,8 @@ echo "RPC latency, 0.99 quantile by method over 30 s (seconds; Poll is a long po
 query 'histogram_quantile(0.99, sum by (method, le) (rate(tilesolve_rpc_seconds_bucket[30s]))) >= 0'
 echo "RPC calls by method:"; query 'sum by (method) (tilesolve_rpc_seconds_count)'
 echo "worker:"; query '{__name__=~"tilesolve_worker_(tasks_done_total|tasks_failed_total|tasks_cancelled_total|nodes_searched_total|table_bytes|task_seconds_count)"}'
+echo "puzzles (a cancelled batch's are not failures):"
+query '{__name__=~"tilesolve_puzzles_(solved|failed|cancelled)_total"}'
 echo "build:"; query 'tilesolve_build_info'
 echo "process (both jobs):"; query '{__name__=~"process_(cpu_seconds_total|resident_memory_bytes|open_fds)"}'
 echo "store disk:"; query '{__name__=~"tilesolve_store_disk_(free|size)_bytes"}'

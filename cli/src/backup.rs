@@ -225,6 +225,10 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
                     (Some(solution.length), Some(solution.moves), None)
                 }
                 Some(pb::item_result::Outcome::Error(error)) => (None, None, Some(error)),
+                // As coordinators before cancelled items had their own outcome wrote it.
+                Some(pb::item_result::Outcome::Cancelled(_)) => {
+                    (None, None, Some("cancelled".to_string()))
+                }
                 // Never exported as an answer: restored, it would read as a solution.
                 Some(pb::item_result::Outcome::Bounded(bounded)) => (
                     None,
@@ -557,7 +561,10 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                         };
                         match &item.outcome {
                             Some(pb::item_result::Outcome::Solution(_)) => done.restored += 1,
-                            Some(pb::item_result::Outcome::Bounded(_)) => done.refused += 1,
+                            Some(
+                                pb::item_result::Outcome::Bounded(_)
+                                | pb::item_result::Outcome::Cancelled(_),
+                            ) => done.refused += 1,
                             Some(pb::item_result::Outcome::Error(reason)) => {
                                 eprintln!(
                                     "{shown} line {}: {}: not restored: {}",

@@ -557,8 +557,12 @@ fn status_text(status: &pb::BatchStatus) -> String {
         .eta_seconds
         .map(|seconds| format!(" (about {seconds:.0} s to go)"))
         .unwrap_or_default();
+    let cancelled = match status.items_cancelled {
+        0 => String::new(),
+        items => format!(", {items} cancelled"),
+    };
     let mut line = format!(
-        "batch {}: {} of {} solved, {} failed, {state}{eta}",
+        "batch {}: {} of {} solved, {} failed{cancelled}, {state}{eta}",
         status.batch_id, status.solved, status.total, status.failed
     );
     if status.submitted_unix_ms > 0 {

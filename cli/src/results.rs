@@ -134,6 +134,7 @@ impl<'a> ItemRecord<'a> {
                 record.status = "failed";
                 record.error = Some(e);
             }
+            Some(pb::item_result::Outcome::Cancelled(_)) => record.status = "cancelled",
             None => record.pending = true,
         }
         record
@@ -203,6 +204,9 @@ impl ResultsOutput {
                         (None, Some(error)) => {
                             writeln!(out, "{board}  error: {}", printable(error))?
                         }
+                        (None, None) if record.status == "cancelled" => {
+                            writeln!(out, "{board}  cancelled")?
+                        }
                         (None, None) => writeln!(out, "{board}  pending")?,
                     }
                 }
@@ -240,6 +244,7 @@ pub fn status_json(status: &pb::BatchStatus) -> serde_json::Value {
         "total": status.total,
         "solved": status.solved,
         "failed": status.failed,
+        "cancelled_items": status.items_cancelled,
         "bounded": status.bounded,
         "done": status.done,
         "bounds": status.bounds,

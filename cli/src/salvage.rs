@@ -137,6 +137,8 @@ fn write_batches(
             let (length, moves, error) = match item.status {
                 ItemStatus::Solved(solution) => (Some(solution.length), Some(solution.moves), None),
                 ItemStatus::Failed(reason) => (None, None, Some(reason)),
+                // As `export` writes it.
+                ItemStatus::Cancelled => (None, None, Some("cancelled".to_string())),
                 ItemStatus::Bounded(bounded) => (
                     None,
                     None,

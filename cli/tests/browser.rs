@@ -430,7 +430,10 @@ fn the_dashboard_submits_opens_cancels_and_looks_up() {
     let state = browser.wait_for_text("#batch-state", "the cancelled batch", |t| {
         t.contains("done")
     });
-    assert!(state.starts_with("0 of 1 solved, 1 failed"), "{state}");
+    assert!(
+        state.starts_with("0 of 1 solved, 0 failed, 1 cancelled"),
+        "{state}"
+    );
     assert!(browser.text("#batch-items").contains("cancelled"));
 }
 
@@ -529,7 +532,7 @@ fn the_work_view_pages_filters_and_charts_history_that_survives_a_restart() {
     );
     let solved_before = browser.text("#totals");
     assert!(
-        solved_before.contains("24 solved, 1 failed (all time)"),
+        solved_before.contains("24 solved, 0 failed, 1 cancelled (all time)"),
         "{solved_before}"
     );
 
@@ -542,7 +545,7 @@ fn the_work_view_pages_filters_and_charts_history_that_survives_a_restart() {
         t == "page 1 · 20 batches"
     });
     browser.wait_for_text("#totals", "the totals after the restart", |t| {
-        t.contains("24 solved, 1 failed (all time)")
+        t.contains("24 solved, 0 failed, 1 cancelled (all time)")
     });
     wait_until(
         "charts from the stored history",

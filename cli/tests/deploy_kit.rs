@@ -83,9 +83,23 @@ fn a_real_prometheus_loads_the_rules_scrapes_both_processes_and_answers_every_da
         "tilesolve_store_disk_free_bytes{instance=",
         "alert rules loaded:\n  TilesolveCoordinatorDown: ",
         " 0 refused",
+        // Twenty puzzles cancelled, none failed: TilesolvePuzzlesFailing (more than 10
+        // failed in 15 minutes) stays inactive, as the rules' check below says.
+        "tilesolve_puzzles_failed_total{instance=127.0.0.1:",
+        "tilesolve_puzzles_cancelled_total{instance=",
+        "TilesolvePuzzlesFailing: inactive (ok)",
     ] {
         assert!(text.contains(expected), "{expected}:\n{text}");
     }
+    let value = |name: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|line| line.contains(&format!("{name}{{")))
+            .unwrap_or_else(|| panic!("{name}:\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert_eq!(value("tilesolve_puzzles_failed_total"), 0.0, "{text}");
+    assert!(value("tilesolve_puzzles_cancelled_total") > 10.0, "{text}");
     // Every rule evaluates. None fires on a healthy pair; one may be pending for a moment
     // (a scrape that timed out on a busy machine reads as the coordinator down).
     let rules: Vec<&str> = text

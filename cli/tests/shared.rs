@@ -1,5 +1,5 @@
 //! A coordinator shared by many, as processes on 127.0.0.1: an urgent batch submitted behind a
-//! long one is served first.
+//! long one is served first; a cancelled batch's items are cancelled, not failed.
 
 mod common;
 
@@ -100,6 +100,43 @@ fn an_urgent_batch_submitted_behind_a_long_one_is_served_first() {
         urgent_file.to_str().unwrap(),
     ]);
     assert!(!ok && stderr.contains("--priority"), "{stderr}");
-    let (ok, _, stderr) = run(&["cancel", "--coordinator", &url, &long]);
+
+    // Cancelling the long batch: its unfinished items end cancelled, not failed, and the
+    // failure counter the shipped alert watches does not move.
+    let metric = |name: &str| -> u64 {
+        let text = ureq::get(&format!("{url}/metrics"))
+            .call()
+            .unwrap()
+            .into_string()
+            .unwrap();
+        let line = text
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} missing:\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let failed_before = metric("tilesolve_puzzles_failed_total");
+    let (ok, stdout, stderr) = run(&["cancel", "--coordinator", &url, "--json", &long]);
     assert!(ok, "{stderr}");
+    let cancelled: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["failed"], 0, "{cancelled}");
+    let solved = cancelled["solved"].as_u64().unwrap();
+    assert_eq!(
+        cancelled["cancelled_items"].as_u64().unwrap() + solved,
+        1_000,
+        "{cancelled}"
+    );
+    assert_eq!(metric("tilesolve_puzzles_failed_total"), failed_before);
+    assert_eq!(metric("tilesolve_puzzles_cancelled_total"), 1_000 - solved);
+    let (_, results, _) = run(&["results", "--coordinator", &url, "--json", &long]);
+    let states: Vec<serde_json::Value> = results
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["status"].clone())
+        .collect();
+    assert_eq!(states.len(), 1_000);
+    assert!(
+        states.iter().all(|s| s == "cancelled" || s == "solved"),
+        "{results}"
+    );
 }

@@ -72,6 +72,7 @@ impl History {
             unix_ms,
             puzzles_solved: self.base.puzzles_solved + totals.puzzles_solved,
             puzzles_failed: self.base.puzzles_failed + totals.puzzles_failed,
+            puzzles_cancelled: self.base.puzzles_cancelled + totals.puzzles_cancelled,
             nodes: self.base.nodes + totals.nodes,
             tasks_queued: totals.tasks_queued,
             tasks_running: totals.tasks_running,

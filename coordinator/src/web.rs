@@ -222,6 +222,8 @@ struct BatchJson {
     failed: u32,
     /// Items answered with a path not proven optimal (a limit stopped their search).
     bounded: u32,
+    /// Items cancelled before they ended: not failures.
+    items_cancelled: u32,
     done: bool,
     bounds: Vec<u32>,
     nodes: u64,
@@ -248,6 +250,7 @@ impl From<BatchProgress> for BatchJson {
             solved: p.solved,
             failed: p.failed,
             bounded: p.bounded,
+            items_cancelled: p.items_cancelled,
             done: p.done,
             bounds: p.bounds,
             nodes: p.nodes,
@@ -304,6 +307,7 @@ struct OverviewJson {
     /// Since the store's history began (carried across restarts), not this process's counts.
     puzzles_solved_all_time: u64,
     puzzles_failed_all_time: u64,
+    puzzles_cancelled_all_time: u64,
     /// The window of `nodes_per_second` (and each worker's).
     rate_window_seconds: u64,
     puzzles_solved: u64,
@@ -327,6 +331,7 @@ fn overview_of(service: &Service, charts: &Charts) -> Result<OverviewJson, WebEr
     Ok(OverviewJson {
         puzzles_solved_all_time: all_time.puzzles_solved,
         puzzles_failed_all_time: all_time.puzzles_failed,
+        puzzles_cancelled_all_time: all_time.puzzles_cancelled,
         rate_window_seconds: RATE_WINDOW.as_secs(),
         puzzles_solved: totals.puzzles_solved,
         puzzles_pending: totals.puzzles_pending,
@@ -430,6 +435,7 @@ fn item_json(item: StoredItem) -> ItemJson {
             json.status = "failed";
             json.error = Some(reason);
         }
+        ItemStatus::Cancelled => json.status = "cancelled",
         ItemStatus::Queued => {}
     }
     json

@@ -334,7 +334,8 @@ function render(o) {
   const connected = o.workers.filter((w) => !w.gone);
   const threads = connected.reduce((sum, w) => sum + w.threads, 0);
   $("totals").textContent = `${connected.length} workers, ${threads} threads · ${rate(o.nodes_per_second)} nodes/s (last ${o.rate_window_seconds} s) · ` +
-    `${o.puzzles_solved_all_time.toLocaleString()} solved, ${o.puzzles_failed_all_time.toLocaleString()} failed (all time) · ` +
+    `${o.puzzles_solved_all_time.toLocaleString()} solved, ${o.puzzles_failed_all_time.toLocaleString()} failed` +
+    (o.puzzles_cancelled_all_time ? `, ${o.puzzles_cancelled_all_time.toLocaleString()} cancelled` : "") + ` (all time) · ` +
     `${o.puzzles_pending} pending · ${o.tasks_running} tasks running, ${o.tasks_queued} queued`;
   const workers = $("workers");
   workers.innerHTML = "";
@@ -417,6 +418,13 @@ async function loadBatches() {
     const failed = document.createElement("td");
     failed.textContent = b.failed;
     if (b.failed > 0) failed.className = "failed-count";
+    if (b.items_cancelled > 0) {
+      // Cancelled items are not failures: shown apart, in grey.
+      const cancelled = document.createElement("span");
+      cancelled.className = "cancelled-count";
+      cancelled.textContent = ` (${b.items_cancelled} cancelled)`;
+      failed.appendChild(cancelled);
+    }
     row.appendChild(failed);
     cell(row, b.done ? "" : b.bounds.slice(0, 8).join(" "));
     cell(row, rate(b.nodes_per_second));
@@ -532,6 +540,7 @@ async function loadBatch() {
   bar.setAttribute("aria-label", `${s.solved} solved, ${s.bounded} bounded and ${s.failed} failed of ${s.total}`);
   $("batch-state").className = "status";
   $("batch-state").textContent = `${s.solved} of ${s.total} solved, ${s.failed} failed, ` +
+    (s.items_cancelled ? `${s.items_cancelled} cancelled, ` : "") +
     (s.bounded ? `${s.bounded} bounded (paths not proven optimal), ` : "") +
     (s.done ? (s.state === "cancelled" ? "done (cancelled)" : "done") : `running: bounds ${s.bounds.slice(0, 8).join(" ") || "–"} (no solution is shorter), ` +
       `${result.tasks_running} tasks running, ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s`) +
@@ -564,7 +573,8 @@ async function loadBatch() {
     row.appendChild(board);
     cell(row, item.status === "bounded"
       ? `bounded, optimal ≥ ${item.lower_bound}`
-      : item.length != null ? "solved" : item.error ? "error: " + item.error : "pending");
+      : item.length != null ? "solved" : item.error ? "error: " + item.error
+      : item.status === "cancelled" ? "cancelled" : "pending");
     if (item.status === "bounded") {
       row.lastChild.className = "bounded";
       row.lastChild.title = `A limit stopped the optimal search: no solution is shorter than ${item.lower_bound} moves, and this ${item.length}-move path is not proven optimal. Submitted again without the limit, the search starts from ${item.lower_bound}.`;

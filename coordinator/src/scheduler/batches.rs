@@ -19,9 +19,12 @@ pub struct BatchProgress {
     pub batch: u64,
     pub total: u32,
     pub solved: u32,
+    /// Items that failed (cancelled ones are not among them).
     pub failed: u32,
     /// Items that ended with a bounded answer (a path not proven optimal).
     pub bounded: u32,
+    /// Items cancelled before they ended (with their batch): not failures.
+    pub items_cancelled: u32,
     pub done: bool,
     pub bounds: Vec<u32>,
     pub nodes: u64,
@@ -56,7 +59,7 @@ impl BatchProgress {
     /// Seconds to go, only when enough similar puzzles have finished to extrapolate from (5 of
     /// a batch of 10 or more); a single hard puzzle gets none, because no honest one exists.
     pub fn eta_seconds(&self) -> Option<f64> {
-        let finished = self.solved + self.failed + self.bounded;
+        let finished = self.solved + self.failed + self.bounded + self.items_cancelled;
         (!self.done && finished >= 5 && self.total >= 10 && self.seconds > 0.0)
             .then(|| self.seconds / f64::from(finished) * f64::from(self.total - finished))
     }
@@ -69,6 +72,7 @@ pub(super) struct ItemCounts {
     pub(super) solved: u32,
     pub(super) failed: u32,
     pub(super) bounded: u32,
+    pub(super) cancelled: u32,
 }
 
 impl ItemCounts {
@@ -78,13 +82,14 @@ impl ItemCounts {
             ItemStatus::Solved(_) => self.solved += 1,
             ItemStatus::Failed(_) => self.failed += 1,
             ItemStatus::Bounded(_) => self.bounded += 1,
+            ItemStatus::Cancelled => self.cancelled += 1,
             ItemStatus::Queued => {}
         }
     }
 
     /// Every item ended.
     pub(super) fn done(&self) -> bool {
-        self.solved + self.failed + self.bounded == self.total
+        self.solved + self.failed + self.bounded + self.cancelled == self.total
     }
 }
 
@@ -179,7 +184,12 @@ impl Batches {
         self.limits.remove(&batch);
         self.priorities.remove(&batch);
         self.heuristics.remove(&batch);
-        let ItemCounts { solved, failed, .. } = self.counts.remove(&batch)?;
+        let ItemCounts {
+            solved,
+            failed,
+            cancelled,
+            ..
+        } = self.counts.remove(&batch)?;
         let started = self.started.remove(&batch);
         let seconds = self
             .seconds
@@ -189,6 +199,7 @@ impl Batches {
         Some(BatchFigures {
             solved,
             failed,
+            cancelled,
             nodes: self.nodes.remove(&batch).unwrap_or(0),
             seconds,
         })
@@ -297,9 +308,10 @@ impl Batches {
             total,
             solved: figures.solved,
             failed: figures.failed,
-            // What ended neither solved nor failed ended bounded (the figures were stored
-            // before bounded answers were counted, and hold no count of their own).
-            bounded: total.saturating_sub(figures.solved + figures.failed),
+            // What ended neither solved, failed nor cancelled ended bounded (the figures were
+            // stored before bounded answers were counted, and hold no count of their own).
+            bounded: total.saturating_sub(figures.solved + figures.failed + figures.cancelled),
+            items_cancelled: figures.cancelled,
             done: true,
             bounds: Vec::new(),
             nodes: figures.nodes,
@@ -342,6 +354,7 @@ impl Batches {
             solved: counts.solved,
             failed: counts.failed,
             bounded: counts.bounded,
+            items_cancelled: counts.cancelled,
             done: counts.done() && !self.completing.contains(&batch),
             bounds,
             nodes,

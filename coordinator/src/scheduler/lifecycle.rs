@@ -687,29 +687,29 @@ impl Puzzles {
         }
     }
 
-    /// Fails every unfinished item of `batch` with `reason`: its live puzzles and the items
-    /// waiting for tables.
-    pub(super) fn fail_batch(
+    /// Ends every unfinished item of `batch` with `status` (failed with a reason, or
+    /// cancelled): its live puzzles and the items waiting for tables.
+    pub(super) fn end_batch(
         &mut self,
         parts: &mut Parts,
         audits: &mut Audits,
         batch: u64,
-        reason: &str,
+        status: ItemStatus,
     ) -> Result<(), SchedulerError> {
         for puzzle in self.of_batch(batch) {
-            self.finish_failed(parts, audits, puzzle, reason.to_string())?;
+            self.finish(parts, audits, puzzle, status.clone())?;
         }
-        self.fail_waiting_batch(parts, audits, batch, reason)
+        self.end_waiting_batch(parts, audits, batch, status)
     }
 
-    /// Fails every item of `batch` that waits for tables (a cancel, or tables that cannot be
-    /// had).
-    pub(super) fn fail_waiting_batch(
+    /// Ends every item of `batch` that waits for tables with `status` (a cancel, or tables
+    /// that cannot be had).
+    pub(super) fn end_waiting_batch(
         &mut self,
         parts: &mut Parts,
         audits: &mut Audits,
         batch: u64,
-        reason: &str,
+        status: ItemStatus,
     ) -> Result<(), SchedulerError> {
         if !parts.tables.stop_waiting(batch) {
             return Ok(());
@@ -718,7 +718,7 @@ impl Puzzles {
         for (index, item) in (0..).zip(items) {
             let puzzle = (batch, index);
             if item.status == ItemStatus::Queued && !self.map.contains_key(&puzzle) {
-                self.finish_failed(parts, audits, puzzle, reason.to_string())?;
+                self.finish(parts, audits, puzzle, status.clone())?;
             }
         }
         Ok(())

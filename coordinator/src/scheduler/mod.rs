@@ -524,8 +524,8 @@ impl Scheduler {
         Ok(store.remove_batch(batch, solutions)?)
     }
 
-    /// Cancels a batch: its unfinished items fail as cancelled (their tasks are withdrawn and
-    /// workers told); answers already found stay. The cycle flushes the store after releasing
+    /// Cancels a batch: its unfinished items end cancelled, not failed (their tasks are
+    /// withdrawn and workers told); answers already found stay. The cycle flushes the store after releasing
     /// the lock, before its caller answers.
     pub fn cancel(&mut self, batch: u64) -> Result<BatchProgress, SchedulerError> {
         let mut stored = self
@@ -543,7 +543,7 @@ impl Scheduler {
         let parts = &mut self.parts;
         parts.store.put_batch(&stored)?;
         self.puzzles
-            .fail_batch(parts, &mut self.audits, batch, "cancelled")?;
+            .end_batch(parts, &mut self.audits, batch, ItemStatus::Cancelled)?;
         parts.out.flush_due = true;
         self.progress(batch).map(|progress| BatchProgress {
             cancelled: true,
@@ -637,8 +637,9 @@ impl Scheduler {
         let parts = &mut self.parts;
         let batches = parts.tables.waiting_on(key);
         for &batch in &batches {
+            let failed = ItemStatus::Failed(reason.to_string());
             self.puzzles
-                .fail_waiting_batch(parts, &mut self.audits, batch, reason)?;
+                .end_waiting_batch(parts, &mut self.audits, batch, failed)?;
         }
         parts.out.flush_due = true;
         Ok(batches)
@@ -677,6 +678,7 @@ impl Parts {
             ItemStatus::Solved(_) => self.totals.puzzles_solved += 1,
             ItemStatus::Failed(_) => self.totals.puzzles_failed += 1,
             ItemStatus::Bounded(_) => self.totals.puzzles_bounded += 1,
+            ItemStatus::Cancelled => self.totals.puzzles_cancelled += 1,
             ItemStatus::Queued => {}
         }
         let batch_done = self.batches.item_finished(batch, &status);

@@ -65,7 +65,7 @@ fn resting_workers(item: &StoredItem) -> &[u64] {
     match &item.status {
         ItemStatus::Solved(solved) => &solved.workers,
         ItemStatus::Bounded(bounded) => &bounded.workers,
-        ItemStatus::Queued | ItemStatus::Failed(_) => &[],
+        ItemStatus::Queued | ItemStatus::Failed(_) | ItemStatus::Cancelled => &[],
     }
 }
 

@@ -125,6 +125,7 @@ mod tests {
             batch.finished = Some(BatchFigures {
                 solved: 0,
                 failed: 0,
+                cancelled: 0,
                 nodes: 0,
                 seconds: 0.0,
             });

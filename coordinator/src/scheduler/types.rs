@@ -186,6 +186,8 @@ pub struct SchedulerTotals {
     pub puzzles_failed: u64,
     /// Puzzles answered with a bounded path (a limit stopped their optimal search).
     pub puzzles_bounded: u64,
+    /// Puzzles whose batch was cancelled before they ended: not failures.
+    pub puzzles_cancelled: u64,
     pub tasks_queued: u64,
     pub tasks_running: u64,
     pub puzzles_pending: u64,

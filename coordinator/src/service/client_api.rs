@@ -289,6 +289,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
                         Some(pb::item_result::Outcome::Solution(solution_message(stored)))
                     }
                     ItemStatus::Failed(reason) => Some(pb::item_result::Outcome::Error(reason)),
+                    ItemStatus::Cancelled => Some(pb::item_result::Outcome::Cancelled(true)),
                     ItemStatus::Bounded(stored) => {
                         Some(pb::item_result::Outcome::Bounded(bounded_message(stored)))
                     }

@@ -56,6 +56,7 @@ pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
         state,
         eta_seconds,
         priority: progress.priority.get().into(),
+        items_cancelled: progress.items_cancelled,
     }
 }
 

@@ -194,7 +194,40 @@ struct CompactRecord {
     heuristic: String,
     goal: Option<String>,
     cancelled: bool,
-    finished: Option<BatchFigures>,
+    finished: Option<CompactFigures>,
+}
+
+/// [`BatchFigures`] as a compact record holds them (its cancelled items follow in the record's
+/// [`RecordTail`]).
+#[derive(Serialize, Deserialize)]
+struct CompactFigures {
+    solved: u32,
+    failed: u32,
+    nodes: u64,
+    seconds: f64,
+}
+
+impl From<&BatchFigures> for CompactFigures {
+    fn from(figures: &BatchFigures) -> CompactFigures {
+        CompactFigures {
+            solved: figures.solved,
+            failed: figures.failed,
+            nodes: figures.nodes,
+            seconds: figures.seconds,
+        }
+    }
+}
+
+impl From<CompactFigures> for BatchFigures {
+    fn from(figures: CompactFigures) -> BatchFigures {
+        BatchFigures {
+            solved: figures.solved,
+            failed: figures.failed,
+            cancelled: 0,
+            nodes: figures.nodes,
+            seconds: figures.seconds,
+        }
+    }
 }
 
 impl From<&StoredBatch> for CompactRecord {
@@ -206,7 +239,7 @@ impl From<&StoredBatch> for CompactRecord {
             heuristic: batch.heuristic.clone(),
             goal: batch.goal.clone(),
             cancelled: batch.cancelled,
-            finished: batch.finished,
+            finished: batch.finished.as_ref().map(CompactFigures::from),
         }
     }
 }
@@ -220,7 +253,7 @@ impl From<CompactRecord> for StoredBatch {
             heuristic: record.heuristic,
             goal: record.goal,
             cancelled: record.cancelled,
-            finished: record.finished,
+            finished: record.finished.map(BatchFigures::from),
             limits: ItemLimits::default(),
             priority: Priority::DEFAULT,
         }
@@ -228,37 +261,41 @@ impl From<CompactRecord> for StoredBatch {
 }
 
 /// The first byte of a compact batch record whose limits follow the record (written by
-/// coordinators before [`COMPACT_WITH_TERMS`]; still read).
+/// coordinators before [`COMPACT_WITH_TAIL`]; still read).
 const COMPACT_WITH_LIMITS: u8 = 1;
 
-/// The first byte of a compact batch record whose terms ([`RecordTerms`], as JSON, so that a
-/// later field needs no new form) follow the record. A batch with the default terms is written
-/// as before, so older coordinators' records read the same.
-const COMPACT_WITH_TERMS: u8 = 2;
+/// The first byte of a compact batch record whose tail ([`RecordTail`], as JSON, so that a
+/// later field needs no new form) follows the record. A batch whose tail would be empty is
+/// written as before, so older coordinators' records read the same.
+const COMPACT_WITH_TAIL: u8 = 2;
 
-/// What a batch asked for beyond its boards, in a compact record: every field defaults.
-#[derive(Default, Serialize, Deserialize)]
-struct RecordTerms {
+/// The fields of a batch record added since the compact form was fixed: what the batch asked
+/// for beyond its boards, and its cancelled items. Every field defaults.
+#[derive(Default, PartialEq, Serialize, Deserialize)]
+struct RecordTail {
     #[serde(default, skip_serializing_if = "ItemLimits::is_none")]
     limits: ItemLimits,
     #[serde(default, skip_serializing_if = "Priority::is_default")]
     priority: Priority,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    cancelled: u32,
 }
 
 /// A batch record's value: the record, JSON, or compact with the items it holds after it (and
-/// its terms between the two, unless they are the defaults).
+/// its tail between the two, unless it is empty).
 fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
     let Some(items) = items else {
         return encode(batch);
     };
     let mut bytes = encode_compact(&CompactRecord::from(batch));
-    if !batch.limits.is_none() || !batch.priority.is_default() {
-        bytes[0] = COMPACT_WITH_TERMS;
-        let terms = encode(&RecordTerms {
-            limits: batch.limits,
-            priority: batch.priority,
-        });
-        bytes = postcard::to_extend(&terms, bytes).unwrap_or_default();
+    let tail = RecordTail {
+        limits: batch.limits,
+        priority: batch.priority,
+        cancelled: batch.finished.map_or(0, |figures| figures.cancelled),
+    };
+    if tail != RecordTail::default() {
+        bytes[0] = COMPACT_WITH_TAIL;
+        bytes = postcard::to_extend(&encode(&tail), bytes).unwrap_or_default();
     }
     postcard::to_extend(&items, bytes).unwrap_or_default()
 }
@@ -274,7 +311,7 @@ fn decode_record(
         reason,
     };
     let (form, compact) = match bytes.split_first() {
-        Some((&form @ (COMPACT | COMPACT_WITH_LIMITS | COMPACT_WITH_TERMS), compact)) => {
+        Some((&form @ (COMPACT | COMPACT_WITH_LIMITS | COMPACT_WITH_TAIL), compact)) => {
             (form, compact)
         }
         _ => return Ok((decode("batches", bytes)?, None)),
@@ -289,13 +326,16 @@ fn decode_record(
             batch.limits = limits;
             rest
         }
-        COMPACT_WITH_TERMS => {
-            let (terms, rest) =
+        COMPACT_WITH_TAIL => {
+            let (tail, rest) =
                 postcard::take_from_bytes::<Vec<u8>>(rest).map_err(|e| corrupt(e.to_string()))?;
-            let terms: RecordTerms =
-                serde_json::from_slice(&terms).map_err(|e| corrupt(e.to_string()))?;
-            batch.limits = terms.limits;
-            batch.priority = terms.priority;
+            let tail: RecordTail =
+                serde_json::from_slice(&tail).map_err(|e| corrupt(e.to_string()))?;
+            batch.limits = tail.limits;
+            batch.priority = tail.priority;
+            if let Some(figures) = &mut batch.finished {
+                figures.cancelled = tail.cancelled;
+            }
             rest
         }
         _ => rest,
@@ -311,11 +351,19 @@ fn decode_record(
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BatchFigures {
     pub solved: u32,
+    /// Items that failed; cancelled ones are counted apart (absent from records written
+    /// before they were: those counted them here).
     pub failed: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cancelled: u32,
     /// Expanded nodes its tasks reported, and the seconds from submission (or the last
     /// resumption) to its end, in the process that finished it.
     pub nodes: u64,
     pub seconds: f64,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 /// Where an item stands.
@@ -324,9 +372,11 @@ pub enum ItemStatus {
     Queued,
     Solved(StoredSolution),
     Failed(String),
-    /// A path not proven optimal: a limit stopped the optimal search (written last, so that
-    /// values written before it read the same).
+    /// A path not proven optimal: a limit stopped the optimal search (written after the
+    /// others, so that values written before it read the same).
     Bounded(StoredBounded),
+    /// Its batch was cancelled before it ended: not a failure (written last, as `Bounded`).
+    Cancelled,
 }
 
 /// A replayed path not proven optimal, with what is proven about the optimal length.

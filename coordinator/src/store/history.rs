@@ -9,7 +9,7 @@ use super::{Store, StoreError};
 /// How long samples are kept: a week of charts, and a day beyond it.
 pub const HISTORY_KEPT: std::time::Duration = std::time::Duration::from_secs(8 * 24 * 3600);
 
-/// One sample. The three totals count from the store's first sample on (each start of the
+/// One sample. The totals count from the store's first sample on (each start of the
 /// coordinator carries on from the last sample it finds), so they rise across restarts; the
 /// levels are the scheduler's at that moment.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -17,6 +17,9 @@ pub struct HistorySample {
     pub unix_ms: u64,
     pub puzzles_solved: u64,
     pub puzzles_failed: u64,
+    /// Counted since coordinators kept it (absent from older samples: 0).
+    #[serde(default)]
+    pub puzzles_cancelled: u64,
     pub nodes: u64,
     pub tasks_queued: u64,
     pub tasks_running: u64,

@@ -63,8 +63,13 @@ fn register_counters(registry: &mut Registry, totals: &SchedulerTotals) {
         ),
         (
             "puzzles_failed",
-            "Puzzles that failed",
+            "Puzzles that failed (not those cancelled)",
             totals.puzzles_failed,
+        ),
+        (
+            "puzzles_cancelled",
+            "Puzzles whose batch was cancelled before they ended: not failures",
+            totals.puzzles_cancelled,
         ),
         (
             "puzzles_bounded",

@@ -13,7 +13,13 @@ fn a_cancelled_batch_withdraws_its_tasks() {
     let (tasks, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
     let progress = scheduler.cancel(submitted.batch).unwrap();
     assert!(progress.done);
-    assert_eq!(progress.failed, lines.len() as u32);
+    assert_eq!(
+        (progress.failed, progress.items_cancelled),
+        (0, lines.len() as u32),
+        "cancelled, not failed"
+    );
+    assert_eq!(scheduler.totals().puzzles_failed, 0);
+    assert_eq!(scheduler.totals().puzzles_cancelled, lines.len() as u64);
     assert_eq!(
         scheduler.heartbeat(worker, &[tasks[0].id]).unwrap(),
         vec![tasks[0].id],
@@ -47,7 +53,7 @@ fn cancelling_a_finished_batch_changes_nothing_and_a_running_one_keeps_its_answe
         "a finished batch is never marked cancelled"
     );
 
-    // A running batch: its answered item stays answered, the rest fail as cancelled.
+    // A running batch: its answered item stays answered, the rest end cancelled.
     let hard = examples()[5].0.clone();
     let running = scheduler
         .submit(&[easy, hard], "manhattan", "")
@@ -60,11 +66,15 @@ fn cancelling_a_finished_batch_changes_nothing_and_a_running_one_keeps_its_answe
     );
     let progress = scheduler.cancel(running).unwrap();
     assert!(progress.done && progress.cancelled, "{progress:?}");
-    assert_eq!((progress.solved, progress.failed), (1, 1));
-    assert!(matches!(
-        scheduler.items(running).unwrap()[0].status,
-        ItemStatus::Solved(_)
-    ));
+    let counts = |p: &BatchProgress| (p.solved, p.failed, p.items_cancelled, p.bounded);
+    assert_eq!(counts(&progress), (1, 0, 1, 0));
+    let items = scheduler.items(running).unwrap();
+    assert!(matches!(items[0].status, ItemStatus::Solved(_)));
+    assert_eq!(items[1].status, ItemStatus::Cancelled);
+    // The finished batch's figures, read back from its stored record, say the same.
+    drop(scheduler);
+    let scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    assert_eq!(counts(&scheduler.progress(running).unwrap()), (1, 0, 1, 0));
 }
 
 #[test]

@@ -310,6 +310,7 @@ fn a_batch_that_ended_takes_its_items_into_its_record_when_small_and_reads_alike
             record.finished = Some(BatchFigures {
                 solved: 0,
                 failed: record.items,
+                cancelled: 0,
                 nodes: 7,
                 seconds: 0.5,
             });
@@ -394,6 +395,7 @@ fn a_small_batch_is_one_record_whose_ended_items_wait_for_its_end() {
         finished.finished = Some(BatchFigures {
             solved: 0,
             failed: 4,
+            cancelled: 0,
             nodes: 3,
             seconds: 0.1,
         });
@@ -470,6 +472,7 @@ fn a_batch_that_is_ending_is_always_found_by_a_reader() {
                     finished: Some(BatchFigures {
                         solved: 4,
                         failed: 0,
+                        cancelled: 0,
                         nodes: 1,
                         seconds: 0.1,
                     }),
@@ -503,6 +506,7 @@ fn a_store_of_format_4_has_its_batch_records_moved_out_of_sled_finished_over_tak
         finished: Some(BatchFigures {
             solved: 2,
             failed: 0,
+            cancelled: 0,
             nodes: 9,
             seconds: 0.25,
         }),
