@@ -211,6 +211,7 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
                 batch_id: id,
                 page_size: 0,
                 page_token: token.clone(),
+                item_state: String::new(),
             })
             .await
             .map_err(CallError::from)?
@@ -554,17 +555,14 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                     let mut note = |status: &pb::BatchStatus| notes.note(&bar, status);
                     wait_noting(&mut coordinator, batch, &bar, &mut note).await?;
                 }
-                read_pages(&mut coordinator, batch, Patience::UntilAnswered, |items| {
+                let all = (batch, None);
+                read_pages(&mut coordinator, all, Patience::UntilAnswered, |items| {
                     for item in items {
                         let Some(line) = chunk.get((item.line as usize).wrapping_sub(1)) else {
                             continue;
                         };
                         match &item.outcome {
                             Some(pb::item_result::Outcome::Solution(_)) => done.restored += 1,
-                            Some(
-                                pb::item_result::Outcome::Bounded(_)
-                                | pb::item_result::Outcome::Cancelled(_),
-                            ) => done.refused += 1,
                             Some(pb::item_result::Outcome::Error(reason)) => {
                                 eprintln!(
                                     "{shown} line {}: {}: not restored: {}",
@@ -574,7 +572,8 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                                 );
                                 done.refused += 1;
                             }
-                            None => done.refused += 1,
+                            // Bounded, cancelled or not answered: not restored.
+                            _ => done.refused += 1,
                         }
                     }
                     Ok(())

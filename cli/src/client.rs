@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::calls::{backoff, CallError, Client, Coordinator};
-use crate::results::{printable, status_json, utc_time, Format, FormatArgs, ResultsOutput};
+use crate::results::{
+    printable, status_json, utc_time, Format, FormatArgs, ItemState, ResultsOutput,
+};
 use anyhow::{bail, Context};
 use backon::BackoffBuilder;
 use clap::Args;
@@ -175,6 +177,15 @@ pub struct ResultsArgs {
     connect: ConnectArgs,
     #[command(flatten)]
     output: FormatArgs,
+    /// Only the items in this state.
+    #[arg(long, value_enum, conflicts_with_all = ["failed", "cancelled"])]
+    state: Option<ItemState>,
+    /// Only the failed items, each with its reason (--state failed).
+    #[arg(long, conflicts_with = "cancelled")]
+    failed: bool,
+    /// Only the cancelled items (--state cancelled).
+    #[arg(long)]
+    cancelled: bool,
     batch: u64,
 }
 
@@ -301,10 +312,15 @@ pub(crate) async fn submit_lines(
     // Page by page, printing as they come, so memory holds one page however large the batch.
     let mut output = ResultsOutput::new(format);
     let mut facts = FactCheck::default();
-    let status = read_pages(coordinator, batch, Patience::UntilAnswered, |items| {
-        facts.add(&lines, items);
-        output.items(items)
-    })
+    let status = read_pages(
+        coordinator,
+        (batch, None),
+        Patience::UntilAnswered,
+        |items| {
+            facts.add(&lines, items);
+            output.items(items)
+        },
+    )
     .await?;
     output.finish(status.as_ref())?;
     facts.report();
@@ -368,7 +384,7 @@ pub(crate) enum Patience {
 /// batch's status from the last page.
 pub(crate) async fn read_pages(
     coordinator: &mut Coordinator,
-    batch: u64,
+    (batch, item_state): (u64, Option<ItemState>),
     patience: Patience,
     mut each: impl FnMut(&[pb::ItemResult]) -> anyhow::Result<()>,
 ) -> anyhow::Result<Option<pb::BatchStatus>> {
@@ -378,6 +394,7 @@ pub(crate) async fn read_pages(
             batch_id: batch,
             page_size: RESULTS_PAGE,
             page_token: token.clone(),
+            item_state: item_state.map_or("", ItemState::name).to_string(),
         };
         let get = |mut client: Client| {
             let request = request.clone();
@@ -575,6 +592,9 @@ fn status_text(status: &pb::BatchStatus) -> String {
     if status.priority > 0 && status.priority != 3 {
         line.push_str(&format!(", priority {}", status.priority));
     }
+    if status.retry_of > 0 {
+        line.push_str(&format!(", retry of batch {}", status.retry_of));
+    }
     line
 }
 
@@ -641,6 +661,7 @@ pub fn status(args: StatusArgs) -> anyhow::Result<bool> {
             batch_id: args.batch,
             page_size: 1,
             page_token: String::new(),
+            item_state: String::new(),
         };
         let page = coordinator
             .call(|mut client| {
@@ -674,7 +695,13 @@ pub fn results(args: ResultsArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
         let mut coordinator = Coordinator::new(args.connect.options()?);
         let mut output = ResultsOutput::new(args.output.format());
-        let status = read_pages(&mut coordinator, args.batch, Patience::OneShot, |items| {
+        let state = match (args.failed, args.cancelled) {
+            (true, _) => Some(ItemState::Failed),
+            (_, true) => Some(ItemState::Cancelled),
+            _ => args.state,
+        };
+        let batch = (args.batch, state);
+        let status = read_pages(&mut coordinator, batch, Patience::OneShot, |items| {
             output.items(items)
         })
         .await?;

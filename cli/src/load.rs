@@ -196,6 +196,7 @@ async fn one_client(args: &LoadArgs, index: usize, deadline: Instant) -> ClientL
                     batch_id: batch,
                     page_size: 1,
                     page_token: String::new(),
+                    item_state: String::new(),
                 })
                 .await;
             log.latencies.push((Operation::Status, started.elapsed()));
@@ -268,6 +269,7 @@ async fn check_answers(args: &LoadArgs, batches: &[(u64, Vec<String>)]) -> anyho
                     batch_id: batch,
                     page_size: 10_000,
                     page_token: String::new(),
+                    item_state: String::new(),
                 })
                 .await
             {

@@ -17,6 +17,7 @@ mod prune;
 mod report;
 mod restart;
 mod results;
+mod retry;
 mod salvage;
 mod serve;
 mod simulate;
@@ -86,6 +87,8 @@ enum Command {
     Batches(client::ListArgs),
     /// Cancel a batch.
     Cancel(client::CancelArgs),
+    /// Submit a batch's failed and/or cancelled items again, as a new batch linked to it.
+    Retry(retry::RetryArgs),
     /// Every stored answer as JSON lines (a backup, taken while the coordinator runs).
     Export(backup::ExportArgs),
     /// Load a file `export` wrote into a coordinator: each answer is replayed and proven
@@ -176,6 +179,7 @@ fn main() -> ExitCode {
         Command::Query(args) => client::query(args),
         Command::Batches(args) => client::list(args),
         Command::Cancel(args) => client::cancel(args),
+        Command::Retry(args) => retry::retry(args),
         Command::Export(args) => backup::export(args),
         Command::Import(args) => backup::import(args),
         Command::Prune(args) => prune::prune(args),

@@ -259,6 +259,7 @@ pub fn status_json(status: &pb::BatchStatus) -> serde_json::Value {
         "heuristic": status.heuristic,
         "goal": status.goal,
         "priority": status.priority,
+        "retry_of": (status.retry_of > 0).then_some(status.retry_of),
         "eta_seconds": status.eta_seconds,
     })
 }
@@ -292,6 +293,29 @@ pub fn utc_time(unix_ms: u64) -> String {
         time / 60 % 60,
         time % 60
     )
+}
+
+/// Where an item stands, as `results --state` and `retry` name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ItemState {
+    Queued,
+    Solved,
+    Bounded,
+    Failed,
+    Cancelled,
+}
+
+impl ItemState {
+    /// Its name on the wire (`GetBatchRequest.item_state`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ItemState::Queued => "queued",
+            ItemState::Solved => "solved",
+            ItemState::Bounded => "bounded",
+            ItemState::Failed => "failed",
+            ItemState::Cancelled => "cancelled",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -435,6 +435,23 @@ fn the_dashboard_submits_opens_cancels_and_looks_up() {
         "{state}"
     );
     assert!(browser.text("#batch-items").contains("cancelled"));
+    // Filtered to its cancelled items, then retried: a new batch's page, linked to this one.
+    browser.click("#batch-item-state option[value='cancelled']");
+    browser.wait_for_text("#batch-items", "the cancelled items", |t| {
+        t.contains("cancelled")
+    });
+    if let Ok(path) = std::env::var("TILESOLVE_RETRY_SCREENSHOT") {
+        browser.screenshot(&path);
+    }
+    browser.click("#batch-retry");
+    browser.wait_for_text("#batch-retry-of", "the retry's page", |t| {
+        t == format!("a retry of batch {hard_batch}")
+    });
+    let retry_title = browser.text("#batch-title");
+    assert_ne!(retry_title, format!("Batch {hard_batch}"));
+    browser.wait_for_text("#batch-state", "the retry running", |t| {
+        t.contains("running") && t.starts_with("0 of 1 solved")
+    });
 }
 
 /// The chart's drawn lines and tick labels, and its accessible summary.

@@ -1,5 +1,6 @@
 //! A coordinator shared by many, as processes on 127.0.0.1: an urgent batch submitted behind a
-//! long one is served first; a cancelled batch's items are cancelled, not failed.
+//! long one is served first; a cancelled batch's items are cancelled, not failed, and can be
+//! listed alone and submitted again as a new batch linked to the old.
 
 mod common;
 
@@ -138,5 +139,56 @@ fn an_urgent_batch_submitted_behind_a_long_one_is_served_first() {
     assert!(
         states.iter().all(|s| s == "cancelled" || s == "solved"),
         "{results}"
+    );
+
+    // Only the cancelled ones, then those submitted again as a new batch linked to the old.
+    let cancelled_items = 1_000 - solved;
+    let (ok, only, _) = run(&["results", "--coordinator", &url, "--cancelled", &long]);
+    assert!(!ok, "not every item solved: exit 1");
+    assert_eq!(only.lines().count() as u64, cancelled_items);
+    assert!(
+        only.lines().all(|line| line.ends_with("  cancelled")),
+        "{only}"
+    );
+    let (ok, stdout, stderr) = run(&[
+        "retry",
+        "--coordinator",
+        &url,
+        "--cancelled",
+        "--priority",
+        "1",
+        &long,
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{cancelled_items} boards of batch {long} submitted again"
+        )),
+        "{stderr}"
+    );
+    let retry = stdout.trim().to_string();
+    let retried = status(&url, &retry, &[]).unwrap();
+    assert_eq!(retried["retry_of"].to_string(), long, "{retried}");
+    assert_eq!(
+        retried["total"].as_u64(),
+        Some(cancelled_items),
+        "{retried}"
+    );
+    assert_eq!(retried["priority"], 1, "{retried}");
+    assert_eq!(retried["heuristic"], "linear-conflict", "{retried}");
+    let (_, listed, _) = run(&["batches", "--coordinator", &url]);
+    assert!(
+        listed.contains(&format!("priority 1, retry of batch {long}")),
+        "{listed}"
+    );
+    let (ok, _, stderr) = run(&["cancel", "--coordinator", &url, &retry]);
+    assert!(ok, "{stderr}");
+    // Nothing of that kind to retry: refused, naming why.
+    let (ok, _, stderr) = run(&["retry", "--coordinator", &url, "--failed", &long]);
+    assert!(
+        !ok && stderr.contains(&format!(
+            "batch {long} has no failed items: nothing to retry"
+        )),
+        "{stderr}"
     );
 }

@@ -26,6 +26,7 @@ pub use lists::Charts;
 use crate::request_origin;
 use crate::rpc_metrics::RpcMetrics;
 
+use crate::scheduler::reads::ItemState;
 use crate::scheduler::{
     line_errors, parse_goal, parse_heuristic, reads, BatchProgress, BatchTerms, SchedulerError,
     WorkerView, RATE_WINDOW,
@@ -85,6 +86,7 @@ pub fn router(
         .route("/api/batches", post(submit_batch))
         .route("/api/batches/{id}", get(batch))
         .route("/api/batches/{id}/cancel", post(cancel_batch))
+        .route("/api/batches/{id}/retry", post(retry_batch))
         .route("/api/batches/{id}/download", get(download))
         .route("/api/solution", get(solution))
         .route("/metrics", get(metrics::metrics))
@@ -224,6 +226,8 @@ struct BatchJson {
     bounded: u32,
     /// Items cancelled before they ended: not failures.
     items_cancelled: u32,
+    /// The batch whose failed or cancelled items it submitted again.
+    retry_of: Option<u64>,
     done: bool,
     bounds: Vec<u32>,
     nodes: u64,
@@ -251,6 +255,7 @@ impl From<BatchProgress> for BatchJson {
             failed: p.failed,
             bounded: p.bounded,
             items_cancelled: p.items_cancelled,
+            retry_of: p.retry_of,
             done: p.done,
             bounds: p.bounds,
             nodes: p.nodes,
@@ -447,6 +452,9 @@ struct PageQuery {
     #[serde(default)]
     offset: u32,
     limit: Option<usize>,
+    /// Only items in this state (`queued`, `solved`, `bounded`, `failed`, `cancelled`): a page
+    /// then holds those of the `limit` items it looked through.
+    state: Option<String>,
 }
 
 const WEB_PAGE: usize = 1_000;
@@ -460,12 +468,19 @@ async fn batch(
         .service
         .read(|scheduler| (scheduler.progress(id), scheduler.batch_tasks(id)));
     let status = BatchJson::from(progress?);
+    let wanted = match page.state.as_deref() {
+        None | Some("") => None,
+        Some(name) => Some(ItemState::parse("state", name)?),
+    };
     let limit = page.limit.unwrap_or(WEB_PAGE).min(WEB_PAGE);
     let (_, mut items) = state.service.items_page(id, page.offset, limit + 1)?;
     let next_offset = (items.len() > limit).then(|| {
         items.truncate(limit);
         items.last().map_or(0, |(index, _)| index + 1)
     });
+    if let Some(wanted) = wanted {
+        items.retain(|(_, item)| ItemState::of(&item.status) == wanted);
+    }
     let items: Vec<ItemJson> = items.into_iter().map(|(_, item)| item_json(item)).collect();
     Ok(Json(serde_json::json!({
         "status": status,
@@ -533,6 +548,7 @@ async fn submit_batch(
         limits,
         priority,
         submitted_unix_ms: None,
+        retry_of: None,
     };
     let submitted = state
         .service
@@ -560,6 +576,33 @@ async fn cancel_batch(
         .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, format!("cancel: {e}")))??;
     tracing::info!(batch = id, "batch cancelled from the dashboard");
     Ok(Json(BatchJson::from(progress)))
+}
+
+/// Which items of a batch to submit again: failed, cancelled, or (neither) both.
+#[derive(Deserialize)]
+struct RetryRequest {
+    #[serde(default)]
+    failed: bool,
+    #[serde(default)]
+    cancelled: bool,
+}
+
+async fn retry_batch(
+    State(state): State<WebState>,
+    Path(id): Path<u64>,
+    Json(request): Json<RetryRequest>,
+) -> Result<Json<serde_json::Value>, WebError> {
+    let states = ItemState::retried(request.failed, request.cancelled);
+    let submitted = state.service.retry_batch(id, states, None).await?;
+    tracing::info!(
+        batch = submitted.batch,
+        retry_of = id,
+        "batch retried from the dashboard"
+    );
+    Ok(Json(serde_json::json!({
+        "batch": submitted.batch,
+        "items": submitted.items,
+    })))
 }
 
 #[derive(Deserialize)]

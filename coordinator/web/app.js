@@ -508,6 +508,7 @@ function withToken(path) {
 
 function openBatch(id) {
   clearTimeout(page.timer);
+  if (page.batch !== id) $("batch-item-state").value = "";
   page.batch = id;
   page.offsets = [0];
   $("batch-page").hidden = id === null;
@@ -525,7 +526,9 @@ async function loadBatch() {
   const offset = page.offsets[page.offsets.length - 1];
   let result;
   try {
-    result = await api(`/api/batches/${id}?offset=${offset}&limit=${ITEMS_PER_PAGE}`);
+    const state = $("batch-item-state").value;
+    result = await api(`/api/batches/${id}?offset=${offset}&limit=${ITEMS_PER_PAGE}` +
+      (state ? `&state=${state}` : ""));
   } catch (error) {
     $("batch-state").textContent = error.message;
     $("batch-state").className = "status error";
@@ -547,6 +550,13 @@ async function loadBatch() {
     (s.preparing ? ` · preparing tables: ${s.preparing}` : "") +
     ` · submitted ${when(s.submitted_unix_ms)}, priority ${s.priority}, heuristic ${s.heuristic || "–"}, goal ${s.goal || "–"}`;
   $("batch-cancel").disabled = s.done;
+  $("batch-retry").disabled = s.failed + (s.items_cancelled || 0) === 0;
+  const retryOf = $("batch-retry-of");
+  retryOf.hidden = !s.retry_of;
+  if (s.retry_of) {
+    retryOf.href = "#batch=" + s.retry_of;
+    retryOf.textContent = `a retry of batch ${s.retry_of}`;
+  }
   const body = $("batch-items");
   while (body.firstChild) body.removeChild(body.firstChild);
   for (const item of result.items) {
@@ -595,13 +605,25 @@ async function loadBatch() {
 
 async function cancelBatch() {
   const id = page.batch;
-  if (id === null || !confirm(`Cancel batch ${id}? Its unfinished puzzles fail as cancelled; answers found stay.`)) return;
+  if (id === null || !confirm(`Cancel batch ${id}? Its unfinished puzzles end cancelled; answers found stay.`)) return;
   try {
     await api(`/api/batches/${id}/cancel`, { method: "POST", body: "{}" });
   } catch (error) {
     $("batch-state").textContent = error.message;
   }
   loadBatch();
+}
+
+async function retryBatch() {
+  const id = page.batch;
+  if (id === null) return;
+  try {
+    const retried = await api(`/api/batches/${id}/retry`, { method: "POST", body: "{}" });
+    location.hash = "#batch=" + retried.batch;
+  } catch (error) {
+    $("batch-state").textContent = error.message;
+    $("batch-state").className = "status error";
+  }
 }
 
 // ---- submitting a batch: bad lines shown before anything is sent --------------------------
@@ -666,6 +688,12 @@ $("walk").onclick = () => { const shape = shapeOf($("size").value); setBoard(wal
 $("solve").onclick = solve;
 $("lookup").onclick = lookup;
 $("batch-cancel").onclick = cancelBatch;
+$("batch-retry").onclick = retryBatch;
+$("batch-item-state").onchange = () => {
+  // A filter starts from the first page.
+  page.offsets = [0];
+  loadBatch();
+};
 $("items-prev").onclick = () => { if (page.offsets.length > 1) { page.offsets.pop(); loadBatch(); } };
 $("items-next").onclick = () => { if (page.next != null) { page.offsets.push(page.next); loadBatch(); } };
 $("batch-input").addEventListener("input", scheduleCheck);

@@ -43,6 +43,8 @@ pub struct BatchProgress {
     pub heuristic: String,
     pub goal: String,
     pub priority: Priority,
+    /// The batch whose failed or cancelled items it submitted again.
+    pub retry_of: Option<u64>,
 }
 
 impl BatchProgress {
@@ -328,6 +330,7 @@ impl Batches {
             heuristic: String::new(),
             goal: String::new(),
             priority: Priority::DEFAULT,
+            retry_of: None,
         }
     }
 
@@ -371,6 +374,7 @@ impl Batches {
             heuristic: String::new(),
             goal: String::new(),
             priority: Priority::DEFAULT,
+            retry_of: None,
         }
     }
 }

@@ -45,6 +45,8 @@ pub struct BatchTerms {
     pub priority: Priority,
     /// When it was first submitted, for a restored batch; None: now, as it is opened.
     pub submitted_unix_ms: Option<u64>,
+    /// The batch whose items it submits again, for a retry.
+    pub retry_of: Option<u64>,
 }
 
 impl ReadBatch {
@@ -72,6 +74,7 @@ pub struct Intake {
     goal: String,
     limits: ItemLimits,
     priority: Priority,
+    retry_of: Option<u64>,
     items: Items,
     submitted_unix_ms: u64,
     /// Items stored, and items started, so far.
@@ -102,6 +105,7 @@ impl Intake {
         let record = || StoredBatch {
             limits: self.limits,
             priority: self.priority,
+            retry_of: self.retry_of,
             ..StoredBatch::new(
                 self.batch,
                 total,
@@ -240,6 +244,7 @@ impl ReadBatch {
                     limits,
                     priority,
                     submitted_unix_ms,
+                    retry_of,
                 },
         } = self;
         let queued = queued(&items.items);
@@ -252,6 +257,7 @@ impl ReadBatch {
             goal: goal.to_string(),
             limits,
             priority,
+            retry_of,
             submitted_unix_ms: submitted_unix_ms.unwrap_or_else(now_unix_ms),
             stored: 0,
             started: 0,

@@ -453,6 +453,7 @@ impl Scheduler {
                 heuristic: stored.heuristic.clone(),
                 goal: stored.goal.clone().unwrap_or_default(),
                 priority: stored.priority,
+                retry_of: stored.retry_of,
                 ..progress
             },
             None => progress,

@@ -1,11 +1,109 @@
 //! Answers read from the store alone, without the scheduler's lock: a stored solution or
-//! bounded path for a board, a batch's items, the finished batches a prune would remove.
+//! bounded path for a board, a batch's items (all, or those in one state), the lines a retry
+//! submits again, the finished batches a prune would remove.
 
 use tilesolve::{parse_board, Board};
 
 use super::intake::parse_goal;
 use super::types::SchedulerError;
-use crate::store::{Store, StoredBatch, StoredBounded, StoredItem, StoredSolution};
+use crate::store::{ItemStatus, Store, StoredBatch, StoredBounded, StoredItem, StoredSolution};
+
+/// Where an item stands, as a filter names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ItemState {
+    Queued,
+    Solved,
+    Bounded,
+    Failed,
+    Cancelled,
+}
+
+impl ItemState {
+    pub const ALL: [ItemState; 5] = [
+        ItemState::Queued,
+        ItemState::Solved,
+        ItemState::Bounded,
+        ItemState::Failed,
+        ItemState::Cancelled,
+    ];
+
+    /// The state named `name` (`queued`, `solved`, `bounded`, `failed`, `cancelled`); the
+    /// reason names the field `field` and the choices.
+    pub fn parse(field: &str, name: &str) -> Result<ItemState, SchedulerError> {
+        ItemState::ALL
+            .into_iter()
+            .find(|state| state.name() == name)
+            .ok_or_else(|| {
+                SchedulerError::InvalidArgument(format!(
+                    "{field}: '{}' is not an item state: queued, solved, bounded, failed or \
+                     cancelled",
+                    tilesolve::excerpt::excerpt(name)
+                ))
+            })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ItemState::Queued => "queued",
+            ItemState::Solved => "solved",
+            ItemState::Bounded => "bounded",
+            ItemState::Failed => "failed",
+            ItemState::Cancelled => "cancelled",
+        }
+    }
+
+    /// The states a retry asks for: failed, cancelled, or (neither) both.
+    pub fn retried(failed: bool, cancelled: bool) -> Vec<ItemState> {
+        match (failed, cancelled) {
+            (true, false) => vec![ItemState::Failed],
+            (false, true) => vec![ItemState::Cancelled],
+            _ => vec![ItemState::Failed, ItemState::Cancelled],
+        }
+    }
+
+    pub fn of(status: &ItemStatus) -> ItemState {
+        match status {
+            ItemStatus::Queued => ItemState::Queued,
+            ItemStatus::Solved(_) => ItemState::Solved,
+            ItemStatus::Bounded(_) => ItemState::Bounded,
+            ItemStatus::Failed(_) => ItemState::Failed,
+            ItemStatus::Cancelled => ItemState::Cancelled,
+        }
+    }
+}
+
+/// What a retry of `batch` submits: the batch as stored, and a line for each of its items in
+/// one of `states`, in order (its board, or the text of a line that held none, with facts
+/// naming where it came from: `retry_of=3 line=17`). Refused when no item is in those states.
+pub fn retry_lines(
+    store: &Store,
+    batch: u64,
+    states: &[ItemState],
+) -> Result<(StoredBatch, Vec<String>), SchedulerError> {
+    let stored = store
+        .batch(batch)?
+        .ok_or(SchedulerError::UnknownBatch(batch))?;
+    let lines: Vec<String> = store
+        .items(batch)?
+        .into_iter()
+        .filter(|item| states.contains(&ItemState::of(&item.status)))
+        .map(|item| {
+            let board = item.board.unwrap_or(item.text);
+            match item.line {
+                Some(line) => format!("{board} # retry_of={batch} line={line}"),
+                None => format!("{board} # retry_of={batch}"),
+            }
+        })
+        .collect();
+    if lines.is_empty() {
+        let names: Vec<&str> = states.iter().map(|state| state.name()).collect();
+        return Err(SchedulerError::InvalidArgument(format!(
+            "batch {batch} has no {} items: nothing to retry",
+            names.join(" or ")
+        )));
+    }
+    Ok((stored, lines))
+}
 
 /// A query's board and its goal, as a client typed them.
 fn query_boards(board: &str, goal: &str) -> Result<(Board, Board), SchedulerError> {

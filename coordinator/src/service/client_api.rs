@@ -15,6 +15,7 @@ use super::{permit, Service};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::Goal;
 
+use crate::scheduler::reads::ItemState;
 use crate::scheduler::{
     parse_goal, parse_heuristic, read_batch, reads, take_in, BatchTerms, SchedulerError, Submitted,
 };
@@ -122,6 +123,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
             limits: item_limits(&request)?,
             priority: priority(request.priority)?,
             submitted_unix_ms: first_submitted(request.submitted_unix_ms)?,
+            retry_of: None,
         };
         let submitted = self
             .accept_batch(
@@ -265,6 +267,10 @@ impl pb::tilesolve_server::Tilesolve for Service {
             0 => DEFAULT_PAGE_SIZE,
             size => size.min(MAX_PAGE_SIZE),
         } as usize;
+        let state = match request.item_state.as_str() {
+            "" => None,
+            name => Some(ItemState::parse("item_state", name)?),
+        };
         let status = status_message(self.read(|s| s.progress(batch))?);
         // One item more than the page tells whether another page follows.
         let (stored, mut page) = self.items_page(batch, start, page_size + 1)?;
@@ -275,6 +281,9 @@ impl pb::tilesolve_server::Tilesolve for Service {
         } else {
             String::new()
         };
+        if let Some(state) = state {
+            page.retain(|(_, item)| ItemState::of(&item.status) == state);
+        }
         let items = page
             .into_iter()
             .map(|(index, item)| pb::ItemResult {
@@ -391,5 +400,24 @@ impl pb::tilesolve_server::Tilesolve for Service {
             tracing::info!(batch, "cancel of a finished batch: nothing changed");
         }
         Ok(Response::new(status_message(progress)))
+    }
+
+    async fn retry_batch(
+        &self,
+        request: Request<pb::RetryBatchRequest>,
+    ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
+        let request = request.into_inner();
+        let priority = match request.priority {
+            0 => None,
+            given => Some(priority(given)?),
+        };
+        let states = ItemState::retried(request.failed, request.cancelled);
+        let submitted = Service::retry_batch(self, request.batch_id, states, priority).await?;
+        Ok(Response::new(pb::SubmitBatchResponse {
+            batch_id: submitted.batch,
+            items: submitted.items,
+            invalid: submitted.invalid,
+            from_store: submitted.from_store,
+        }))
     }
 }

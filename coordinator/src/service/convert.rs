@@ -57,6 +57,7 @@ pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
         eta_seconds,
         priority: progress.priority.get().into(),
         items_cancelled: progress.items_cancelled,
+        retry_of: progress.retry_of.unwrap_or(0),
     }
 }
 

@@ -19,6 +19,7 @@ use crate::table_supply::TableSupply;
 mod batch_traces;
 mod client_api;
 mod convert;
+mod retry;
 mod table_transfer;
 mod worker_api;
 

@@ -7,6 +7,7 @@ use super::answers::StoredSolution;
 use super::format::{
     batch_entries, batch_key, board_key, decode, encode, encode_compact, item_key, COMPACT,
 };
+use super::Priority;
 use super::{Store, StoreError};
 
 /// Items of a batch kept in one `item_parts` value: what a results page decodes at most beyond
@@ -49,68 +50,9 @@ pub struct StoredBatch {
     /// and for the default).
     #[serde(default, skip_serializing_if = "Priority::is_default")]
     pub priority: Priority,
-}
-
-/// A batch's priority, 1 (lowest) to 5 (highest); 3 unless the submission names one. The
-/// scheduler hands out a higher priority's tasks first, whatever was submitted before them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "u8", into = "u8")]
-pub struct Priority(u8);
-
-impl Priority {
-    pub const LOWEST: Priority = Priority(1);
-    pub const DEFAULT: Priority = Priority(3);
-    pub const HIGHEST: Priority = Priority(5);
-
-    /// The priority a request gives (0 for the default), checked: the reason names the field.
-    pub fn from_request(priority: u32) -> Result<Priority, String> {
-        match priority {
-            0 => Ok(Priority::DEFAULT),
-            _ => u8::try_from(priority)
-                .map_err(|_| ())
-                .and_then(|p| Priority::try_from(p).map_err(|_| ()))
-                .map_err(|()| {
-                    format!("priority must be 1 to 5 (or 0 for the default, 3), not {priority}")
-                }),
-        }
-    }
-
-    pub fn get(self) -> u8 {
-        self.0
-    }
-
-    pub fn is_default(&self) -> bool {
-        *self == Priority::DEFAULT
-    }
-}
-
-impl Default for Priority {
-    fn default() -> Self {
-        Priority::DEFAULT
-    }
-}
-
-impl TryFrom<u8> for Priority {
-    type Error = String;
-
-    fn try_from(priority: u8) -> Result<Self, Self::Error> {
-        match priority {
-            1..=5 => Ok(Priority(priority)),
-            _ => Err(format!("a priority is 1 to 5, not {priority}")),
-        }
-    }
-}
-
-impl From<Priority> for u8 {
-    fn from(priority: Priority) -> u8 {
-        priority.0
-    }
-}
-
-impl std::fmt::Display for Priority {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)
-    }
+    /// The batch whose failed or cancelled items it submitted again, if it is a retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<u64>,
 }
 
 /// What each item of a batch may spend on its optimal search, summed over the threads that
@@ -180,6 +122,7 @@ impl StoredBatch {
             finished: None,
             limits: ItemLimits::default(),
             priority: Priority::DEFAULT,
+            retry_of: None,
         }
     }
 }
@@ -256,6 +199,7 @@ impl From<CompactRecord> for StoredBatch {
             finished: record.finished.map(BatchFigures::from),
             limits: ItemLimits::default(),
             priority: Priority::DEFAULT,
+            retry_of: None,
         }
     }
 }
@@ -279,6 +223,8 @@ struct RecordTail {
     priority: Priority,
     #[serde(default, skip_serializing_if = "is_zero")]
     cancelled: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    retry_of: Option<u64>,
 }
 
 /// A batch record's value: the record, JSON, or compact with the items it holds after it (and
@@ -292,6 +238,7 @@ fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
         limits: batch.limits,
         priority: batch.priority,
         cancelled: batch.finished.map_or(0, |figures| figures.cancelled),
+        retry_of: batch.retry_of,
     };
     if tail != RecordTail::default() {
         bytes[0] = COMPACT_WITH_TAIL;
@@ -333,6 +280,7 @@ fn decode_record(
                 serde_json::from_slice(&tail).map_err(|e| corrupt(e.to_string()))?;
             batch.limits = tail.limits;
             batch.priority = tail.priority;
+            batch.retry_of = tail.retry_of;
             if let Some(figures) = &mut batch.finished {
                 figures.cancelled = tail.cancelled;
             }
@@ -813,16 +761,5 @@ mod tests {
         let (read, items) = decode_record(&bytes, true).unwrap();
         assert_eq!(read, batch);
         assert_eq!(items, Some(Vec::new()));
-    }
-
-    #[test]
-    fn a_priority_is_one_to_five_and_zero_means_the_default() {
-        assert_eq!(Priority::from_request(0), Ok(Priority::DEFAULT));
-        assert_eq!(Priority::from_request(5), Ok(Priority::HIGHEST));
-        for wrong in [6, 256, u32::MAX] {
-            let refused = Priority::from_request(wrong).unwrap_err();
-            assert!(refused.contains("priority must be 1 to 5"), "{refused}");
-        }
-        assert!(serde_json::from_str::<Priority>("9").is_err());
     }
 }

@@ -62,6 +62,7 @@ mod ended;
 mod format;
 mod history;
 mod log_file;
+mod priority;
 mod records;
 mod search;
 #[cfg(test)]
@@ -69,11 +70,12 @@ mod tests;
 
 pub use answers::{PathBoards, StoredSolution};
 pub use batches::{
-    BatchFigures, ItemLimits, ItemStatus, Priority, StoredBatch, StoredBounded, StoredItem,
+    BatchFigures, ItemLimits, ItemStatus, StoredBatch, StoredBounded, StoredItem,
     EMBEDDED_ITEMS_MAX, ITEMS_PER_PART,
 };
 use format::{meta_key, FlushGuard};
 pub use history::{HistorySample, HISTORY_KEPT};
+pub use priority::Priority;
 pub use search::{BestPath, RecordedOutcome, SearchState, TaskRecord};
 
 /// The store's layout, recorded in `meta` at every open: 1 was every item in `items` (stores
