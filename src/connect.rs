@@ -38,8 +38,24 @@ pub enum ConnectError {
     Token,
     #[error("TLS settings: {0}")]
     Tls(String),
-    #[error("connecting to the coordinator at {url}: {reason}")]
-    Unreachable { url: String, reason: String },
+    /// `hint` says what to do, when the reason says something can be done (empty otherwise).
+    #[error("connecting to the coordinator at {url}: {reason}{hint}")]
+    Unreachable {
+        url: String,
+        reason: String,
+        hint: &'static str,
+    },
+}
+
+impl ConnectError {
+    /// The error without its hint: for lines logged while it is tried again, so that the hint
+    /// is said once, with the error that ends the command.
+    pub fn brief(&self) -> String {
+        match self {
+            ConnectError::Unreachable { url, reason, .. } => format!("{url}: {reason}"),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// Adds the bearer token (if any) to every outgoing call, and the caller's trace context when
@@ -131,17 +147,37 @@ impl ConnectOptions {
         let bearer = self.bearer()?;
         let channel = self.endpoint()?.connect().await.map_err(|e| {
             let reason = error_chain(&e);
-            // rustls read a record that is not TLS: the coordinator there speaks plain HTTP/2.
+            let url = self.url.clone();
+            // What each failure means and what to do; the TLS ones are settings to mend, not
+            // faults that pass, so they are not tried again.
             if reason.contains("InvalidContentType") {
+                // rustls read a record that is not TLS: the coordinator there speaks HTTP/2.
                 ConnectError::Scheme {
-                    url: self.url.clone(),
+                    url,
                     reason: "the coordinator there does not speak TLS: use http://".into(),
                 }
+            } else if reason.contains("UnknownIssuer") || reason.contains("unknown issuer") {
+                ConnectError::Tls(format!(
+                    "the certificate of {url} is signed by an authority this host does not \
+                     trust: give that authority's certificate with --tls-ca (or \
+                     TILESOLVE_TLS_CA)"
+                ))
+            } else if reason.contains("NotValidForName") || reason.contains("not valid for name") {
+                ConnectError::Tls(format!(
+                    "the certificate of {url} does not name the host it was reached as: give \
+                     a name it holds with --tls-domain (or TILESOLVE_TLS_DOMAIN), or reach it \
+                     by that name"
+                ))
             } else {
-                ConnectError::Unreachable {
-                    url: self.url.clone(),
-                    reason,
-                }
+                let hint = match reason.contains("Connection refused") {
+                    true => {
+                        " (nothing accepts connections there: is the coordinator running, and \
+                         on this port? `tilesolve serve` listens on 127.0.0.1:7411 unless \
+                         --listen says otherwise)"
+                    }
+                    false => "",
+                };
+                ConnectError::Unreachable { url, reason, hint }
             }
         })?;
         Ok(InterceptedService::new(channel, bearer))

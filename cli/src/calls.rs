@@ -43,6 +43,15 @@ impl From<tonic::Status> for CallError {
 }
 
 impl CallError {
+    /// The error as a line logged while it is tried again: without the hint its last report
+    /// gives.
+    pub fn brief(&self) -> String {
+        match self {
+            CallError::Connect(error) => error.brief(),
+            other => other.to_string(),
+        }
+    }
+
     /// Whether trying again may succeed.
     pub fn is_transient(&self) -> bool {
         matches!(
@@ -94,7 +103,10 @@ fn hint(code: Code) -> &'static str {
         Code::ResourceExhausted => {
             " (the coordinator is at a limit the message names: try again once it has room)"
         }
-        Code::Unimplemented => " (the coordinator runs another version of tilesolve)",
+        Code::Unimplemented => {
+            " (the server there is not a tilesolve coordinator of this version: check the \
+             address's port, since a worker's health port answers this way, or the versions)"
+        }
         _ => "",
     }
 }
@@ -150,6 +162,7 @@ impl Coordinator {
                 Ok(_) => return Ok(()),
                 Err(error) if error.is_transient() => match pauses.next() {
                     Some(pause) => {
+                        let error = error.brief();
                         tracing::info!(%error, retry_in = ?pause, "trying the coordinator again");
                         tokio::time::sleep(pause).await;
                     }
@@ -233,7 +246,8 @@ impl Coordinator {
             let Some(pause) = pauses.next() else {
                 return Err(error);
             };
-            tracing::info!(%error, retry_in = ?pause, "trying the coordinator again");
+            let brief = error.brief();
+            tracing::info!(error = %brief, retry_in = ?pause, "trying the coordinator again");
             waiting(&error);
             tokio::time::sleep(pause).await;
         }

@@ -116,6 +116,12 @@ fn an_unreachable_coordinator_is_retried_then_exits_3() {
     assert_eq!(status, Some(3), "{stderr}");
     assert!(stderr.matches(RETRYING).count() >= 3, "{stderr}");
     assert!(stderr.contains("connecting to the coordinator"), "{stderr}");
+    // What to do is said once, with the error that ends it, not with every try.
+    assert_eq!(
+        stderr.matches("is the coordinator running").count(),
+        1,
+        "{stderr}"
+    );
 }
 
 #[test]
