@@ -499,6 +499,8 @@ fn the_work_view_pages_filters_and_charts_history_that_survives_a_restart() {
         "korf",
         "--heuristic",
         "manhattan",
+        "--priority",
+        "1",
         hard.to_str().unwrap(),
     ]);
     assert!(ok, "{stderr}");
@@ -514,6 +516,24 @@ fn the_work_view_pages_filters_and_charts_history_that_survives_a_restart() {
     assert!(first.starts_with("25 "), "newest first: {first}");
     assert!(
         first.contains("cancelled") && first.contains("manhattan"),
+        "{first}"
+    );
+    // Its priority column: the lowest for the long batch, the default for the others.
+    let words = |line: &str| {
+        line.split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let row = words(first.lines().next().unwrap());
+    assert_eq!(
+        row[row.iter().position(|w| w == "manhattan").unwrap() - 1],
+        "1",
+        "{first}"
+    );
+    let row = words(first.lines().nth(1).unwrap());
+    assert_eq!(
+        row[row.iter().position(|w| w == "pdb:5-5-5").unwrap() - 1],
+        "3",
         "{first}"
     );
     browser.click("#batches-older");
