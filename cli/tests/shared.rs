@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{lengths, run, status, walked, worker, write_batch, Coordinator};
+use common::{lengths, random_walk, run, status, walked, worker, write_batch, Coordinator};
 
 /// `count` 15-puzzles far from the goal (random walks of 400 moves): with linear conflict
 /// each takes seconds or more, so a batch of them keeps two workers busy for the whole test.
@@ -14,17 +14,7 @@ fn far_boards(count: usize, seed: u64) -> Vec<(String, u64)> {
     let goal = tilesolve::Board::blank_last_in(tilesolve::Shape::square(4));
     let mut state = seed;
     (0..count)
-        .map(|_| {
-            let mut board = goal;
-            for _ in 0..400 {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                let direction = tilesolve::Direction::ALL[(state % 4) as usize];
-                board = board.apply(direction).map_or(board, |(next, _)| next);
-            }
-            (board.to_string(), 0)
-        })
+        .map(|_| (random_walk(goal, 400, &mut state).to_string(), 0))
         .collect()
 }
 

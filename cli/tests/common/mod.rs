@@ -404,20 +404,13 @@ pub fn walked_in(
     count: usize,
     seed: u64,
 ) -> Vec<(String, u64)> {
-    use tilesolve::{Board, Direction, HeuristicKind, SolveOptions, Solver};
+    use tilesolve::{Board, HeuristicKind, SolveOptions, Solver};
     let goal = Board::blank_last_in(shape);
     let solver = Solver::new(goal, HeuristicKind::LinearConflict);
     let mut state = seed;
     let mut boards: Vec<(String, u64)> = Vec::new();
     while boards.len() < count {
-        let mut board = goal;
-        for _ in 0..steps {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let direction = Direction::ALL[(state % 4) as usize];
-            board = board.apply(direction).map_or(board, |(next, _)| next);
-        }
+        let board = random_walk(goal, steps, &mut state);
         let length = solver
             .solve(&board, &SolveOptions::default(), None)
             .unwrap()
@@ -429,4 +422,18 @@ pub fn walked_in(
         }
     }
     boards
+}
+
+/// The board `steps` random moves (xorshift from `state`, which it advances) away from `from`;
+/// a move off the board is skipped.
+pub fn random_walk(from: tilesolve::Board, steps: usize, state: &mut u64) -> tilesolve::Board {
+    let mut board = from;
+    for _ in 0..steps {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        let direction = tilesolve::Direction::ALL[(*state % 4) as usize];
+        board = board.apply(direction).map_or(board, |(next, _)| next);
+    }
+    board
 }
