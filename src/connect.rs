@@ -240,14 +240,15 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 /// Whether a call's metadata carries `Bearer <expected>`. Compares in time independent of where
 /// the first difference is, so the token cannot be guessed byte by byte from response times.
 pub fn token_matches(metadata: &MetadataMap, expected: &str) -> bool {
-    let Some(given) = metadata
+    bearer(metadata).is_some_and(|given| same_secret(given, expected))
+}
+
+/// The token `metadata` carries as `authorization: Bearer <token>`, if any.
+pub fn bearer(metadata: &MetadataMap) -> Option<&str> {
+    metadata
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    same_secret(given, expected)
 }
 
 /// Whether `given` equals `expected`, compared in time independent of where the first

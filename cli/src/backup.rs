@@ -91,6 +91,9 @@ pub(crate) struct ExportedBatch {
     /// 1 to 5 (0, or absent from exports written before it was kept: the default).
     #[serde(default)]
     pub(crate) priority: u32,
+    /// Whose it was (absent: the operator's, or from exports written before owners were kept).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub(crate) owner: String,
 }
 
 /// One item of the batch before it in an export.
@@ -173,8 +176,7 @@ async fn export_batches(client: &mut Client, out: &mut dyn Write) -> anyhow::Res
             .list_batches(pb::ListBatchesRequest {
                 page_size: 0,
                 page_token: list_token.clone(),
-                newest_first: false,
-                state: String::new(),
+                ..pb::ListBatchesRequest::default()
             })
             .await
             .map_err(CallError::from)?
@@ -275,6 +277,7 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
         node_limit: info.node_limit,
         suboptimal_percent: info.suboptimal_percent,
         priority: info.priority,
+        owner: info.owner,
     };
     write_line(out, &Tagged::Batch(batch))?;
     for item in items {
@@ -708,6 +711,7 @@ async fn import_batches(
             suboptimal_percent: batch.suboptimal_percent,
             submitted_unix_ms: batch.submitted_unix_ms,
             priority: batch.priority,
+            owner: batch.owner.clone(),
             ..pb::SubmitBatchRequest::default()
         };
         let submitted = submit_lines(

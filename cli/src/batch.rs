@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use crate::options::MemoryArgs;
 use clap::Args;
 use tilesolve::connect::ConnectOptions;
+use tilesolve_coordinator::owners::Owners;
 use tilesolve_coordinator::scheduler::{SchedulerConfig, Tables, Verify};
 use tilesolve_coordinator::server::{self, ServeConfig, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
@@ -61,6 +62,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             // Bound to 127.0.0.1 for this process's own worker only, and gone when it ends.
             token: None,
             worker_tokens: Vec::new(),
+            owners: Owners::none(),
             tls: None,
             limits: Limits::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,

@@ -91,10 +91,10 @@ fn is_transient(code: Code) -> bool {
 /// What to do about a refusal, appended to its message.
 fn hint(code: Code) -> &'static str {
     match code {
-        Code::Unauthenticated => " (give the coordinator's token with --token or TILESOLVE_TOKEN)",
-        Code::PermissionDenied => {
-            " (this token may not make this call: a worker token cannot submit or read batches)"
+        Code::Unauthenticated => {
+            " (give a token the coordinator knows with --token or TILESOLVE_TOKEN)"
         }
+        Code::PermissionDenied => " (this token may not make this call: the message says who may)",
         Code::InvalidArgument => " (the request is malformed: mend what the message names)",
         Code::OutOfRange => {
             " (past one of the coordinator's limits: split the batch or ask for less)"

@@ -535,6 +535,9 @@ pub struct ListArgs {
     /// Only batches in this state.
     #[arg(long, value_parser = ["running", "done", "cancelled", "failed"])]
     state: Option<String>,
+    /// Only this owner's batches (`-`: the operator's, which have no owner).
+    #[arg(long, value_name = "NAME")]
+    owner: Option<String>,
     /// One JSON object per batch per line.
     #[arg(long)]
     json: bool,
@@ -595,6 +598,9 @@ fn status_text(status: &pb::BatchStatus) -> String {
     if status.retry_of > 0 {
         line.push_str(&format!(", retry of batch {}", status.retry_of));
     }
+    if !status.owner.is_empty() {
+        line.push_str(&format!(", owner {}", printable(&status.owner)));
+    }
     line
 }
 
@@ -610,6 +616,7 @@ pub fn list(args: ListArgs) -> anyhow::Result<bool> {
                 page_token: token,
                 newest_first: args.newest_first,
                 state: args.state.clone().unwrap_or_default(),
+                owner: args.owner.clone().unwrap_or_default(),
             };
             let page = coordinator
                 .call(|mut client| {

@@ -7,6 +7,7 @@ mod bench;
 mod calls;
 mod client;
 mod exit_status;
+mod hash_token;
 mod health;
 mod load;
 mod options;
@@ -102,6 +103,9 @@ enum Command {
     /// Load-test a running coordinator: concurrent clients submitting and querying for a fixed
     /// time; prints throughput, latency percentiles and errors, then checks every answer.
     Loadtest(load::LoadArgs),
+    /// Print the SHA-256 of a token read from standard input, as an owners file (`serve
+    /// --owners`) names it; with --new, make a new token and print both.
+    HashToken(hash_token::HashTokenArgs),
     /// Ask a coordinator, or a worker's health endpoint, whether it is serving (exit 0) or
     /// not (exit 1): for exec probes and scripts.
     Health(health::HealthArgs),
@@ -187,6 +191,7 @@ fn main() -> ExitCode {
         Command::Loadtest(args) => load::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Health(args) => health::run(args),
+        Command::HashToken(args) => hash_token::run(args),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

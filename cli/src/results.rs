@@ -260,6 +260,7 @@ pub fn status_json(status: &pb::BatchStatus) -> serde_json::Value {
         "goal": status.goal,
         "priority": status.priority,
         "retry_of": (status.retry_of > 0).then_some(status.retry_of),
+        "owner": (!status.owner.is_empty()).then_some(&status.owner),
         "eta_seconds": status.eta_seconds,
     })
 }

@@ -177,6 +177,11 @@ fn exported_batch(batch: &StoredBatch, items: u32) -> ExportedBatch {
         node_limit: batch.limits.nodes.unwrap_or(0),
         suboptimal_percent: batch.limits.suboptimal_percent.unwrap_or(0),
         priority: batch.priority.get().into(),
+        owner: batch
+            .owner
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
     }
 }
 

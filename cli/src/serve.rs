@@ -12,6 +12,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use tilesolve::proto::MAX_MESSAGE_BYTES;
 use tilesolve_coordinator::history::DEFAULT_HISTORY_INTERVAL;
+use tilesolve_coordinator::owners::Owners;
 use tilesolve_coordinator::scheduler::{SchedulerConfig, DEFAULT_AUDIT_FRACTION};
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
@@ -63,6 +64,11 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     worker_token: Vec<String>,
+    /// The owners file (TOML): each client token's owner, role (admin, submit, read) and
+    /// limits, tokens written as their SHA-256 (`tilesolve hash-token`). Read again on SIGHUP.
+    /// Owner tokens open the client API and the dashboard; --token stays the operator's.
+    #[arg(long, env = "TILESOLVE_OWNERS", value_name = "FILE")]
+    owners: Option<PathBuf>,
     /// Serve TLS with this PEM certificate chain (needs --tls-key).
     #[arg(
         long,
@@ -182,11 +188,19 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
         if args.token.as_ref().is_some_and(|token| args.worker_token.contains(token)) {
             bail!("--worker-token is the same as --token: give workers their own token, or leave --worker-token out");
         }
+        let owners = match &args.owners {
+            Some(path) => Owners::load(path)?,
+            None => Owners::none(),
+        };
+        if owners.configured() && args.token.is_none() && args.worker_token.is_empty() {
+            bail!("--owners needs --worker-token (or --token) for the workers: owners' tokens open the client API only");
+        }
         if !listener.local_addr()?.ip().is_loopback() {
-            match (&args.token, &tls) {
-                (None, _) => tracing::warn!("serving beyond this host without a token: anyone who can reach the port can submit and run work"),
-                (Some(_), None) => tracing::warn!("serving beyond this host with a token but without TLS: the token crosses the network in the clear (serve TLS with --tls-cert and --tls-key)"),
-                (Some(_), Some(_)) => {}
+            let tokens = args.token.is_some() || owners.configured();
+            match (tokens, &tls) {
+                (false, _) => tracing::warn!("serving beyond this host without a token: anyone who can reach the port can submit and run work"),
+                (true, None) => tracing::warn!("serving beyond this host with a token but without TLS: the token crosses the network in the clear (serve TLS with --tls-cert and --tls-key)"),
+                (true, Some(_)) => {}
             }
             if args.token.is_some() && args.worker_token.is_empty() {
                 tracing::info!("workers share the client token: with --worker-token they get their own, which cannot submit or read batches");
@@ -201,6 +215,7 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             build_threads: default_threads(),
             token: args.token,
             worker_tokens: args.worker_token,
+            owners,
             tls,
             limits: Limits {
                 max_message_bytes: (args.max_message_mib as usize) << 20,

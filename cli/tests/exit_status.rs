@@ -72,7 +72,7 @@ fn each_refusal_exits_4_at_once_with_its_cause() {
             "PermissionDenied",
             "worker",
             &["batches"],
-            "was made with its worker token",
+            "was made with the coordinator's worker token",
         ),
         (
             "InvalidArgument",

@@ -157,9 +157,18 @@ pub async fn record_every(history: History, service: Service, interval: Duration
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let totals = service.read(|s| s.totals());
+        let (totals, owner_nodes) = service.read(|s| (s.totals(), s.owner_nodes()));
         let recording = history.clone();
-        match tokio::task::spawn_blocking(move || recording.record(&totals)).await {
+        let store = service.store().clone();
+        // The owners' nodes today go with each sample, so a restart keeps their day's count.
+        let record = move || {
+            recording.record(&totals)?;
+            match owner_nodes.nodes.is_empty() {
+                true => Ok(()),
+                false => store.put_owner_nodes(&owner_nodes),
+            }
+        };
+        match tokio::task::spawn_blocking(record).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => tracing::warn!(%error, "could not store a history sample"),
             Err(error) => tracing::warn!(%error, "storing a history sample stopped"),

@@ -17,6 +17,7 @@
 //! - [`simulate`]: replays a recorded run with any number of virtual workers under the same
 //!   policy.
 //! - [`auth`]: the bearer-token check in front of the services.
+//! - [`owners`]: the owners file: each client token's owner, role and limits, reloaded on SIGHUP.
 //! - [`idle`]: closes connections that move no byte for the idle timeout.
 //! - [`web`]: the dashboard page, its JSON API and live events, and `/metrics`, on the same port.
 //! - [`history`]: the work over time (solved, nodes, queue), sampled into the store for the
@@ -32,6 +33,7 @@ pub(crate) mod cycle;
 pub mod frontier;
 pub mod history;
 pub mod idle;
+pub mod owners;
 pub mod queue;
 pub mod request_origin;
 pub mod rpc_metrics;

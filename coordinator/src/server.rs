@@ -20,6 +20,7 @@ use tonic::transport::{Identity, ServerTlsConfig};
 use crate::auth::TokenCheck;
 use crate::history::{self, History};
 use crate::idle::{keepalive_interval, IdleTimeout};
+use crate::owners::Owners;
 use crate::rpc_metrics::{self, RpcMetrics};
 use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
 use crate::service::{Limits, Service};
@@ -57,6 +58,9 @@ pub struct ServeConfig {
     /// The worker API's own tokens: then workers cannot use the client API, nor clients the
     /// worker API. Workers registered under one token are one lineage: none audits another.
     pub worker_tokens: Vec<String>,
+    /// The owners file's owners, whose tokens also open the client API (with their roles and
+    /// limits); reloaded on SIGHUP.
+    pub owners: Owners,
     /// Serve TLS instead of plain HTTP/2.
     pub tls: Option<TlsIdentity>,
     pub limits: Limits,
@@ -168,6 +172,10 @@ pub async fn run(
             every,
         ))
     });
+    let reloads = config
+        .owners
+        .configured()
+        .then(|| tokio::spawn(reload_owners_on_hangup(config.owners.clone())));
     let (health, health_service) = serving_health().await;
     let router = routes(&service, &config, health_service, history)?;
     tracing::info!(
@@ -176,6 +184,7 @@ pub async fn run(
         tls = config.tls.is_some(),
         token = config.token.is_some(),
         worker_tokens = config.worker_tokens.len(),
+        owners = config.owners.book().owners().len(),
         "coordinator serving"
     );
     let idle_timeout = config.idle_timeout;
@@ -219,7 +228,7 @@ pub async fn run(
     };
     sweeper.abort();
     supply.abort();
-    for task in retention.into_iter().chain(recorder) {
+    for task in retention.into_iter().chain(recorder).chain(reloads) {
         task.abort();
     }
     if let Some(error) = store_failed {
@@ -352,7 +361,11 @@ fn routes(
     health_service: HealthServer<impl Health>,
     history: History,
 ) -> Result<axum::Router, ServeError> {
-    let client_check = TokenCheck::client(config.token.as_deref(), &config.worker_tokens);
+    let client_check = TokenCheck::client(
+        config.token.as_deref(),
+        &config.worker_tokens,
+        config.owners.clone(),
+    );
     let worker_check = TokenCheck::worker(&config.worker_tokens, config.token.as_deref());
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
@@ -376,7 +389,10 @@ fn routes(
         ))
         .add_service(health_service)
         .add_service(InterceptedService::new(reflection, client_check.clone()))
-        .add_service(InterceptedService::new(reflection_v1alpha, client_check));
+        .add_service(InterceptedService::new(
+            reflection_v1alpha,
+            client_check.clone(),
+        ));
     // gRPC paths go to the services; everything else (the dashboard, /metrics) to the web side.
     let rpc_metrics = RpcMetrics::default();
     let router = routes
@@ -388,7 +404,7 @@ fn routes(
         ))
         .merge(web::router(
             service.clone(),
-            config.token.as_deref(),
+            client_check,
             rpc_metrics,
             web::Charts {
                 history,
@@ -399,6 +415,24 @@ fn routes(
         ))
         .fallback(web::unknown_path);
     Ok(router)
+}
+
+/// Reads the owners file again at every SIGHUP; a file that fails to read keeps the owners in
+/// force (and the error is logged), so a typo cannot lock everyone out.
+async fn reload_owners_on_hangup(owners: Owners) {
+    let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+    else {
+        tracing::error!("cannot listen for SIGHUP: the owners file is read only at start");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        match owners.reload() {
+            Ok(count) => tracing::info!(owners = count, "owners file read again (SIGHUP)"),
+            Err(error) => {
+                tracing::error!(%error, "owners file not read again: the owners in force stay")
+            }
+        }
+    }
 }
 
 /// Removes finished batches older than `keep`, again and again: every tenth of `keep`, but at

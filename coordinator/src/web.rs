@@ -7,22 +7,22 @@
 //! token configured every route needs it: as `Authorization: Bearer`, or as `?token=` where a
 //! browser cannot set headers (a download link).
 
-use std::sync::Arc;
-
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Extension, Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use tilesolve::connect::token_matches;
 
 mod lists;
 mod metrics;
+mod owners;
 
 pub use lists::Charts;
 
+use crate::auth::TokenCheck;
+use crate::owners::{Caller, Role};
 use crate::request_origin;
 use crate::rpc_metrics::RpcMetrics;
 
@@ -43,7 +43,8 @@ const STYLE_CSS: &str = include_str!("../web/style.css");
 #[derive(Clone)]
 struct WebState {
     service: Service,
-    token: Option<Arc<str>>,
+    /// The client API's check: the same tokens and owners open the dashboard.
+    check: TokenCheck,
     rpc_metrics: RpcMetrics,
     charts: Charts,
 }
@@ -51,13 +52,13 @@ struct WebState {
 /// The dashboard's routes, to be merged with the gRPC services' router.
 pub fn router(
     service: Service,
-    token: Option<&str>,
+    check: TokenCheck,
     rpc_metrics: RpcMetrics,
     charts: Charts,
 ) -> Router {
     let state = WebState {
         service,
-        token: token.map(Arc::from),
+        check,
         rpc_metrics,
         charts,
     };
@@ -169,7 +170,7 @@ async fn require_token(
     State(state): State<WebState>,
     Query(query): Query<TokenQuery>,
     headers: HeaderMap,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     // A cross-site form cannot send JSON without a preflight this server never approves.
@@ -177,7 +178,7 @@ async fn require_token(
         tracing::warn!(path = %request.uri().path(), "refused a web write that is not JSON");
         return WebError(StatusCode::UNSUPPORTED_MEDIA_TYPE, reason).into_response();
     }
-    let Some(token) = &state.token else {
+    if state.check.is_open() {
         // No token: a name other than localhost is DNS rebinding, not this machine. `/metrics`
         // is left to scrapers that name the host (it holds no batch or answer).
         let scraped = request.uri().path() == "/metrics";
@@ -187,8 +188,9 @@ async fn require_token(
             tracing::warn!(path = %request.uri().path(), "refused a web request for a foreign host");
             return WebError(StatusCode::FORBIDDEN, reason).into_response();
         }
+        request.extensions_mut().insert(Caller::OPERATOR);
         return next.run(request).await;
-    };
+    }
     let mut metadata = tonic::metadata::MetadataMap::from_headers(headers);
     if let Some(given) = query.token.and_then(|t| format!("Bearer {t}").parse().ok()) {
         metadata.insert(tilesolve::connect::AUTHORIZATION, given);
@@ -198,15 +200,23 @@ async fn require_token(
         request.uri().path(),
         "/" | "/app.js" | "/charts.js" | "/style.css"
     );
-    if public || token_matches(&metadata, token) {
+    if public {
         return next.run(request).await;
     }
-    tracing::warn!(path = %request.uri().path(), "refused a web request without the token");
-    WebError(
-        StatusCode::UNAUTHORIZED,
-        "this coordinator needs its token".into(),
-    )
-    .into_response()
+    match state.check.caller(&metadata) {
+        Ok((caller, _)) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refusal) => {
+            tracing::warn!(path = %request.uri().path(), reason = refusal.reason(), "refused a web request without a token it knows");
+            WebError(
+                StatusCode::UNAUTHORIZED,
+                "this coordinator needs its token (or an owner's)".into(),
+            )
+            .into_response()
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -228,6 +238,8 @@ struct BatchJson {
     items_cancelled: u32,
     /// The batch whose failed or cancelled items it submitted again.
     retry_of: Option<u64>,
+    /// Whose it is (None: the operator's).
+    owner: Option<String>,
     done: bool,
     bounds: Vec<u32>,
     nodes: u64,
@@ -256,6 +268,7 @@ impl From<BatchProgress> for BatchJson {
             bounded: p.bounded,
             items_cancelled: p.items_cancelled,
             retry_of: p.retry_of,
+            owner: p.owner.map(String::from),
             done: p.done,
             bounds: p.bounds,
             nodes: p.nodes,
@@ -322,9 +335,17 @@ struct OverviewJson {
     nodes: u64,
     nodes_per_second: f64,
     workers: Vec<WorkerJson>,
+    /// Who is looking, and the owners' usage (only an admin sees every owner's).
+    you: owners::CallerJson,
+    owners: Vec<owners::OwnerJson>,
 }
 
-fn overview_of(service: &Service, charts: &Charts) -> Result<OverviewJson, WebError> {
+fn overview_of(
+    service: &Service,
+    charts: &Charts,
+    check: &TokenCheck,
+    caller: &Caller,
+) -> Result<OverviewJson, WebError> {
     let (totals, workers, gone) = service.read(|scheduler| {
         (
             scheduler.totals(),
@@ -349,11 +370,25 @@ fn overview_of(service: &Service, charts: &Charts) -> Result<OverviewJson, WebEr
             .chain(gone)
             .map(WorkerJson::of)
             .collect(),
+        you: owners::CallerJson::of(caller),
+        owners: owners::usage(service, check.owners())
+            .into_iter()
+            .filter(|owner| caller.role() == Role::Admin || Some(&owner.name) == caller.name())
+            .map(owners::OwnerJson::from)
+            .collect(),
     })
 }
 
-async fn overview(State(state): State<WebState>) -> Result<Json<OverviewJson>, WebError> {
-    Ok(Json(overview_of(&state.service, &state.charts)?))
+async fn overview(
+    State(state): State<WebState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Json<OverviewJson>, WebError> {
+    Ok(Json(overview_of(
+        &state.service,
+        &state.charts,
+        &state.check,
+        &caller,
+    )?))
 }
 
 #[derive(Deserialize)]
@@ -367,11 +402,13 @@ struct SolveRequest {
 
 async fn solve(
     State(state): State<WebState>,
+    Extension(caller): Extension<Caller>,
     Json(request): Json<SolveRequest>,
 ) -> Result<Json<serde_json::Value>, WebError> {
     let submitted = state
         .service
         .accept_batch(
+            &caller,
             vec![request.board],
             parse_heuristic(&request.heuristic)?,
             parse_goal(&request.goal)?,
@@ -534,6 +571,7 @@ async fn check_lines(
 
 async fn submit_batch(
     State(state): State<WebState>,
+    Extension(caller): Extension<Caller>,
     Json(request): Json<BatchRequest>,
 ) -> Result<Json<serde_json::Value>, WebError> {
     let limits = ItemLimits::from_request(
@@ -547,12 +585,12 @@ async fn submit_batch(
     let terms = BatchTerms {
         limits,
         priority,
-        submitted_unix_ms: None,
-        retry_of: None,
+        ..BatchTerms::default()
     };
     let submitted = state
         .service
         .accept_batch(
+            &caller,
             request.lines,
             parse_heuristic(&request.heuristic)?,
             parse_goal(&request.goal)?,
@@ -568,10 +606,11 @@ async fn submit_batch(
 
 async fn cancel_batch(
     State(state): State<WebState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,
 ) -> Result<Json<BatchJson>, WebError> {
     let service = state.service.clone();
-    let progress = tokio::task::spawn_blocking(move || service.cancel(id))
+    let progress = tokio::task::spawn_blocking(move || service.cancel(&caller, id))
         .await
         .map_err(|e| WebError(StatusCode::INTERNAL_SERVER_ERROR, format!("cancel: {e}")))??;
     tracing::info!(batch = id, "batch cancelled from the dashboard");
@@ -589,11 +628,12 @@ struct RetryRequest {
 
 async fn retry_batch(
     State(state): State<WebState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<u64>,
     Json(request): Json<RetryRequest>,
 ) -> Result<Json<serde_json::Value>, WebError> {
     let states = ItemState::retried(request.failed, request.cancelled);
-    let submitted = state.service.retry_batch(id, states, None).await?;
+    let submitted = state.service.retry_batch(&caller, id, states, None).await?;
     tracing::info!(
         batch = submitted.batch,
         retry_of = id,

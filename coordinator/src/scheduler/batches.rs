@@ -3,14 +3,15 @@
 //! as it opens), and the items of batches being taken in. The items themselves live in the
 //! store. A leaf: it calls no other part (it writes a closed batch's figures to the store).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use tilesolve::heuristic_choice::HeuristicChoice;
 
 use super::types::SchedulerError;
+use crate::owners::OwnerName;
 use crate::store::{
-    BatchFigures, ItemLimits, ItemStatus, Priority, Store, StoredBatch, StoredItem,
+    BatchFigures, ItemLimits, ItemStatus, OwnerNodes, Priority, Store, StoredBatch, StoredItem,
 };
 
 /// A batch's progress.
@@ -45,6 +46,19 @@ pub struct BatchProgress {
     pub priority: Priority,
     /// The batch whose failed or cancelled items it submitted again.
     pub retry_of: Option<u64>,
+    /// Whose it is (None: the operator's).
+    pub owner: Option<OwnerName>,
+}
+
+/// What one owner has open, and has spent today: what its limits are held to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnerUsage {
+    /// Batches not ended (queued or running).
+    pub running_batches: u64,
+    /// Their items not ended.
+    pub pending_boards: u64,
+    /// Nodes searched for the owner's batches since midnight UTC.
+    pub nodes_today: u64,
 }
 
 impl BatchProgress {
@@ -89,9 +103,14 @@ impl ItemCounts {
         }
     }
 
+    /// Items that ended, whichever way.
+    pub(super) fn ended(&self) -> u32 {
+        self.solved + self.failed + self.bounded + self.cancelled
+    }
+
     /// Every item ended.
     pub(super) fn done(&self) -> bool {
-        self.solved + self.failed + self.bounded + self.cancelled == self.total
+        self.ended() == self.total
     }
 }
 
@@ -121,6 +140,10 @@ pub(super) struct Batches {
     priorities: HashMap<u64, Priority>,
     /// The heuristic each open batch named.
     heuristics: HashMap<u64, HeuristicChoice>,
+    /// The owners of open batches that have one.
+    owners: HashMap<u64, OwnerName>,
+    /// The nodes each owner's batches searched today.
+    owner_nodes: OwnerNodes,
     /// Queued items of batches being taken in, not started yet (they count against the
     /// pending limit).
     intake_pending: usize,
@@ -171,6 +194,44 @@ impl Batches {
         }
     }
 
+    /// Sets an open batch's owner.
+    pub(super) fn set_owner(&mut self, batch: u64, owner: Option<OwnerName>) {
+        if let Some(owner) = owner {
+            self.owners.insert(batch, owner);
+        }
+    }
+
+    /// What each owner with an open batch, or nodes searched today, has and spent.
+    pub(super) fn owner_usage(&self) -> BTreeMap<OwnerName, OwnerUsage> {
+        let mut usage = BTreeMap::<OwnerName, OwnerUsage>::new();
+        for (batch, owner) in &self.owners {
+            let Some(counts) = self.counts.get(batch) else {
+                continue;
+            };
+            let open = usage.entry(owner.clone()).or_default();
+            open.running_batches += 1;
+            open.pending_boards += u64::from(counts.total - counts.ended());
+        }
+        let today = OwnerNodes::today();
+        for owner in self.owner_nodes.nodes.keys() {
+            let nodes = self.owner_nodes.on(owner, today);
+            if nodes > 0 {
+                usage.entry(owner.clone()).or_default().nodes_today = nodes;
+            }
+        }
+        usage
+    }
+
+    /// The nodes each owner's batches searched today, as last counted (to be kept).
+    pub(super) fn owner_nodes(&self) -> &OwnerNodes {
+        &self.owner_nodes
+    }
+
+    /// Counts on from the owners' nodes a store kept.
+    pub(super) fn restore_owner_nodes(&mut self, nodes: OwnerNodes) {
+        self.owner_nodes = nodes;
+    }
+
     /// `batch`'s priority (the default for a batch that named none, or one not open).
     pub(super) fn priority(&self, batch: u64) -> Priority {
         self.priorities.get(&batch).copied().unwrap_or_default()
@@ -186,6 +247,7 @@ impl Batches {
         self.limits.remove(&batch);
         self.priorities.remove(&batch);
         self.heuristics.remove(&batch);
+        self.owners.remove(&batch);
         let ItemCounts {
             solved,
             failed,
@@ -254,6 +316,9 @@ impl Batches {
         // Only open batches count (a closed batch's figures are in the store).
         if let Some(total) = self.nodes.get_mut(&batch) {
             *total = total.saturating_add(nodes);
+        }
+        if let Some(owner) = self.owners.get(&batch) {
+            self.owner_nodes.add(owner, nodes, OwnerNodes::today());
         }
     }
 
@@ -331,6 +396,7 @@ impl Batches {
             goal: String::new(),
             priority: Priority::DEFAULT,
             retry_of: None,
+            owner: None,
         }
     }
 
@@ -375,6 +441,7 @@ impl Batches {
             goal: String::new(),
             priority: Priority::DEFAULT,
             retry_of: None,
+            owner: None,
         }
     }
 }

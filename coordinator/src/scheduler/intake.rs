@@ -17,6 +17,7 @@ use tilesolve::parse_board;
 use super::batches::{self, Batches};
 use super::types::{SchedulerError, SolverKey, Submitted};
 use super::Scheduler;
+use crate::owners::OwnerName;
 use crate::store::{
     ItemLimits, ItemStatus, Priority, Store, StoreError, StoredBatch, StoredItem,
     EMBEDDED_ITEMS_MAX,
@@ -38,7 +39,7 @@ pub struct ReadBatch {
 }
 
 /// What a submission asks for beyond its boards, checked at the edge.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct BatchTerms {
     /// What each item may spend (none by default).
     pub limits: ItemLimits,
@@ -47,6 +48,8 @@ pub struct BatchTerms {
     pub submitted_unix_ms: Option<u64>,
     /// The batch whose items it submits again, for a retry.
     pub retry_of: Option<u64>,
+    /// Whose it is: the owner whose token submitted it (None: the operator).
+    pub owner: Option<OwnerName>,
 }
 
 impl ReadBatch {
@@ -56,12 +59,9 @@ impl ReadBatch {
     }
 
     /// The batch with `limits` on what each item may spend, its other terms as they were.
-    pub fn with_limits(self, limits: ItemLimits) -> ReadBatch {
-        let terms = BatchTerms {
-            limits,
-            ..self.terms
-        };
-        self.with_terms(terms)
+    pub fn with_limits(mut self, limits: ItemLimits) -> ReadBatch {
+        self.terms.limits = limits;
+        self
     }
 }
 
@@ -75,6 +75,7 @@ pub struct Intake {
     limits: ItemLimits,
     priority: Priority,
     retry_of: Option<u64>,
+    owner: Option<OwnerName>,
     items: Items,
     submitted_unix_ms: u64,
     /// Items stored, and items started, so far.
@@ -106,6 +107,7 @@ impl Intake {
             limits: self.limits,
             priority: self.priority,
             retry_of: self.retry_of,
+            owner: self.owner.clone(),
             ..StoredBatch::new(
                 self.batch,
                 total,
@@ -221,7 +223,7 @@ pub fn read_batch(
 
 impl ReadBatch {
     /// Its queued items (those neither invalid nor answered from the store).
-    pub(super) fn queued(&self) -> usize {
+    pub fn queued(&self) -> usize {
         queued(&self.items.items)
     }
 
@@ -245,12 +247,14 @@ impl ReadBatch {
                     priority,
                     submitted_unix_ms,
                     retry_of,
+                    owner,
                 },
         } = self;
         let queued = queued(&items.items);
         batches.open(batch, batches::counts(&items.items), heuristic);
         batches.set_limits(batch, limits);
         batches.set_priority(batch, priority);
+        batches.set_owner(batch, owner.clone());
         batches.intake_opened(queued);
         Intake {
             batch,
@@ -258,6 +262,7 @@ impl ReadBatch {
             limits,
             priority,
             retry_of,
+            owner,
             submitted_unix_ms: submitted_unix_ms.unwrap_or_else(now_unix_ms),
             stored: 0,
             started: 0,

@@ -32,7 +32,8 @@
 use tilesolve::pdb::PdbStore;
 use tilesolve::Solver;
 
-use crate::store::{ItemStatus, Store, StoredBatch, StoredItem, StoredSolution};
+use crate::owners::OwnerName;
+use crate::store::{ItemStatus, OwnerNodes, Store, StoredBatch, StoredItem, StoredSolution};
 
 mod audits;
 mod batches;
@@ -55,7 +56,7 @@ mod tests;
 mod types;
 mod workers;
 
-pub use batches::BatchProgress;
+pub use batches::{BatchProgress, OwnerUsage};
 pub use config::{
     SchedulerConfig, Verify, DEFAULT_AUDIT_FRACTION, DEFAULT_MAX_PENDING, PROBATION_SAMPLE_NODES,
 };
@@ -157,6 +158,9 @@ impl Scheduler {
             puzzles: Puzzles::default(),
             audits: Audits::new(u64::from_le_bytes(seed)),
         };
+        if let Some(nodes) = scheduler.parts.store.owner_nodes()? {
+            scheduler.parts.batches.restore_owner_nodes(nodes);
+        }
         // One record at a time: a store of 866,432 batches collected whole took the starting
         // coordinator to 122 MiB of anonymous memory, six times what it runs in.
         let store = scheduler.parts.store.clone();
@@ -173,6 +177,7 @@ impl Scheduler {
             parts.batches.open(batch.id, counts, heuristic);
             parts.batches.set_limits(batch.id, batch.limits);
             parts.batches.set_priority(batch.id, batch.priority);
+            parts.batches.set_owner(batch.id, batch.owner.clone());
             let (puzzles, audits) = (&mut scheduler.puzzles, &mut scheduler.audits);
             let queued = QueuedItem::stored_all(batch.id, 0, &items)?;
             puzzles.start_or_wait(parts, audits, batch.id, 0, &queued)?;
@@ -454,6 +459,7 @@ impl Scheduler {
                 goal: stored.goal.clone().unwrap_or_default(),
                 priority: stored.priority,
                 retry_of: stored.retry_of,
+                owner: stored.owner.clone(),
                 ..progress
             },
             None => progress,
@@ -498,6 +504,16 @@ impl Scheduler {
     }
 
     /// Totals since start and the queue now.
+    /// What each owner has open, and has spent today.
+    pub fn owner_usage(&self) -> std::collections::BTreeMap<OwnerName, OwnerUsage> {
+        self.parts.batches.owner_usage()
+    }
+
+    /// The nodes each owner's batches searched today, to be kept in the store.
+    pub fn owner_nodes(&self) -> OwnerNodes {
+        self.parts.batches.owner_nodes().clone()
+    }
+
     pub fn totals(&self) -> SchedulerTotals {
         let parts = &self.parts;
         let (queued, running) = parts.tasks.counts();

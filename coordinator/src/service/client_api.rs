@@ -8,16 +8,19 @@ use tilesolve::proto::v1 as pb;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
+use super::admission::require_role;
 use super::convert::{
     bounded_message, first_submitted, item_limits, priority, solution_message, status_message,
 };
 use super::{permit, Service};
+use crate::owners::{Caller, OwnerLimits, OwnerName, Role};
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::Goal;
 
 use crate::scheduler::reads::ItemState;
 use crate::scheduler::{
-    parse_goal, parse_heuristic, read_batch, reads, take_in, BatchTerms, SchedulerError, Submitted,
+    parse_goal, parse_heuristic, read_batch, reads, take_in, BatchProgress, BatchTerms,
+    SchedulerError, Submitted,
 };
 use crate::store::{ItemStatus, StoredBatch, StoredItem};
 
@@ -30,6 +33,26 @@ type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::BatchStatus, Status>> +
 const DEFAULT_BATCHES_PAGE: usize = 1_000;
 const MAX_BATCHES_PAGE: usize = 10_000;
 type ExportStream = Pin<Box<dyn Stream<Item = Result<pb::ExportedSolution, Status>> + Send>>;
+
+/// Who made `request`: the token check put it there (the operator where none ran, in tests).
+fn caller<T>(request: &Request<T>) -> Caller {
+    request
+        .extensions()
+        .get::<Caller>()
+        .cloned()
+        .unwrap_or(Caller::OPERATOR)
+}
+
+/// The owner a submission names for its batch (a restore's), which only an admin may name.
+fn recorded_owner(caller: &Caller, named: &str) -> Result<Option<OwnerName>, SchedulerError> {
+    if named.is_empty() {
+        return Ok(None);
+    }
+    require_role(caller, Role::Admin, "record a batch under another owner")?;
+    OwnerName::try_from(named.to_string())
+        .map(Some)
+        .map_err(|reason| SchedulerError::InvalidArgument(format!("owner: {reason}")))
+}
 
 impl Service {
     /// A prune (or its preview) of what `request` names: a pass over the store, on a blocking
@@ -58,13 +81,27 @@ impl Service {
     /// Pattern tables the batch needs and the coordinator has not loaded are obtained
     /// afterwards, in the background (`table_supply`): the batch's items wait for them, the
     /// reply does not.
+    ///
+    /// The batch is `caller`'s: it must hold role submit, and its owner's limits are checked
+    /// against what it has open with this batch's boards added, while no other limited
+    /// submission is taken in.
     pub async fn accept_batch(
         &self,
+        caller: &Caller,
         lines: Vec<String>,
         heuristic: HeuristicChoice,
         goal: Goal,
         terms: BatchTerms,
     ) -> Result<Submitted, SchedulerError> {
+        require_role(caller, Role::Submit, "submit a batch")?;
+        let terms = BatchTerms {
+            owner: terms.owner.or_else(|| caller.name().cloned()),
+            ..terms
+        };
+        let limited = (caller.owner.as_ref())
+            .filter(|owner| owner.limits != OwnerLimits::default())
+            .cloned();
+        let admission = self.admission.clone();
         let _permit = permit(&self.submissions, "submissions")?;
         let mut core = self.core.clone();
         let (store, flusher) = (self.store.clone(), self.core.flusher.clone());
@@ -72,6 +109,11 @@ impl Service {
         let trace = tilesolve::trace_context::current().map(|t| (self.traces.clone(), t));
         let (submitted, waits) = tokio::task::spawn_blocking(move || {
             let read = read_batch(&store, &lines, heuristic, goal)?.with_terms(terms);
+            let _held = limited.as_ref().map(|_| admission.hold());
+            if let Some(owner) = &limited {
+                let usage = core.read(|s| s.owner_usage().remove(&owner.name));
+                admission.check_limits(owner, usage.unwrap_or_default(), read.queued() as u64)?;
+            }
             let intake = take_in(&mut core, &store, read, |batch| {
                 if let Some((traces, traceparent)) = trace {
                     traces.insert(batch, traceparent);
@@ -118,15 +160,18 @@ impl pb::tilesolve_server::Tilesolve for Service {
         &self,
         request: Request<pb::SubmitBatchRequest>,
     ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
+        let caller = caller(&request);
         let request = request.into_inner();
         let terms = BatchTerms {
             limits: item_limits(&request)?,
             priority: priority(request.priority)?,
             submitted_unix_ms: first_submitted(request.submitted_unix_ms)?,
-            retry_of: None,
+            owner: recorded_owner(&caller, &request.owner)?,
+            ..BatchTerms::default()
         };
         let submitted = self
             .accept_batch(
+                &caller,
                 request.lines,
                 parse_heuristic(&request.heuristic)?,
                 parse_goal(&request.goal)?,
@@ -147,6 +192,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
         &self,
         request: Request<pb::PruneBatchesRequest>,
     ) -> Result<Response<pb::PruneBatchesResponse>, Status> {
+        require_role(&caller(&request), Role::Admin, "prune batches")?;
         let pruned = self
             .prune_pass(request, |service, older_than, request| {
                 if request.batch_ids.is_empty() {
@@ -318,6 +364,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
                 node_limit: stored.limits.nodes.unwrap_or(0),
                 suboptimal_percent: stored.limits.suboptimal_percent.unwrap_or(0),
                 priority: stored.priority.get().into(),
+                owner: stored.owner.map(String::from).unwrap_or_default(),
             }),
         }))
     }
@@ -374,9 +421,15 @@ impl pb::tilesolve_server::Tilesolve for Service {
             Some(last) if page.len() == size => last.batch.to_string(),
             _ => String::new(),
         };
+        let owned = |progress: &BatchProgress| match request.owner.as_str() {
+            "" => true,
+            "-" => progress.owner.is_none(),
+            name => progress.owner.as_ref().is_some_and(|o| o.as_str() == name),
+        };
         let batches = page
             .into_iter()
             .filter(|progress| request.state.is_empty() || progress.state() == request.state)
+            .filter(owned)
             .map(status_message)
             .collect();
         Ok(Response::new(pb::ListBatchesResponse {
@@ -389,9 +442,10 @@ impl pb::tilesolve_server::Tilesolve for Service {
         &self,
         request: Request<pb::CancelBatchRequest>,
     ) -> Result<Response<pb::BatchStatus>, Status> {
+        let caller = caller(&request);
         let batch = request.into_inner().batch_id;
         let service = self.clone();
-        let progress = tokio::task::spawn_blocking(move || service.cancel(batch))
+        let progress = tokio::task::spawn_blocking(move || service.cancel(&caller, batch))
             .await
             .map_err(|e| Status::internal(format!("cancel: {e}")))??;
         if progress.cancelled {
@@ -406,13 +460,15 @@ impl pb::tilesolve_server::Tilesolve for Service {
         &self,
         request: Request<pb::RetryBatchRequest>,
     ) -> Result<Response<pb::SubmitBatchResponse>, Status> {
+        let caller = caller(&request);
         let request = request.into_inner();
         let priority = match request.priority {
             0 => None,
             given => Some(priority(given)?),
         };
         let states = ItemState::retried(request.failed, request.cancelled);
-        let submitted = Service::retry_batch(self, request.batch_id, states, priority).await?;
+        let submitted =
+            Service::retry_batch(self, &caller, request.batch_id, states, priority).await?;
         Ok(Response::new(pb::SubmitBatchResponse {
             batch_id: submitted.batch,
             items: submitted.items,

@@ -58,6 +58,7 @@ pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
         priority: progress.priority.get().into(),
         items_cancelled: progress.items_cancelled,
         retry_of: progress.retry_of.unwrap_or(0),
+        owner: progress.owner.map(String::from).unwrap_or_default(),
     }
 }
 

@@ -4,6 +4,7 @@
 //! - `client_api`: `tilesolve.v1.Tilesolve`, for clients.
 //! - `worker_api`: `tilesolve.v1.Workers`, for workers; `table_transfer` streams table files.
 //! - `convert`: messages to and from the scheduler's types, errors to statuses.
+//! - `admission`: roles, batch owners and owners' limits checked before a call changes anything.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,10 +13,12 @@ use tilesolve::pdb::PdbStore;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::compressed_tables::CompressedTables;
+use crate::owners::Caller;
 use crate::scheduler::{reads, BatchProgress, Scheduler, SchedulerAccess, SchedulerError, Swept};
 use crate::store::{Store, StoreError};
 use crate::table_supply::TableSupply;
 
+mod admission;
 mod batch_traces;
 mod client_api;
 mod convert;
@@ -24,6 +27,8 @@ mod table_transfer;
 mod worker_api;
 
 use crate::cycle::Coordinator;
+use admission::Admission;
+pub use admission::{require_role, Refusals};
 use batch_traces::BatchTraces;
 
 /// How much the client API takes on at once; past these, calls are refused with
@@ -70,6 +75,8 @@ pub struct Service {
     compressed: Arc<CompressedTables>,
     /// The traces traced batches were submitted in, for their tasks.
     traces: BatchTraces,
+    /// Owners' submissions checked against their limits one at a time, and refusals counted.
+    admission: Admission,
 }
 
 /// A permit, or ResourceExhausted naming what is full.
@@ -123,6 +130,7 @@ impl Service {
             submissions: Arc::new(Semaphore::new(limits.concurrent_submissions)),
             watchers: Arc::new(Semaphore::new(limits.watchers)),
             traces: BatchTraces::default(),
+            admission: Admission::default(),
         }
     }
 
@@ -157,9 +165,11 @@ impl Service {
         self.core.clone().with(step)
     }
 
-    /// Cancels a batch (see [`Scheduler::cancel`]); the cycle makes it durable after releasing
-    /// the lock. Blocking: the flush waits for the disk.
-    pub fn cancel(&self, batch: u64) -> Result<BatchProgress, SchedulerError> {
+    /// Cancels a batch (see [`Scheduler::cancel`]) if `caller` may (its owner, or an admin);
+    /// the cycle makes it durable after releasing the lock. Blocking: the flush waits for the
+    /// disk.
+    pub fn cancel(&self, caller: &Caller, batch: u64) -> Result<BatchProgress, SchedulerError> {
+        self.require_owner(caller, batch, "cancel")?;
         self.update(|scheduler| scheduler.cancel(batch))
     }
 

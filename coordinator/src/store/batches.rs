@@ -9,6 +9,7 @@ use super::format::{
 };
 use super::Priority;
 use super::{Store, StoreError};
+use crate::owners::OwnerName;
 
 /// Items of a batch kept in one `item_parts` value: what a results page decodes at most beyond
 /// its own items, and the intake's part ([`crate::scheduler`] takes batches in a thousand
@@ -53,6 +54,10 @@ pub struct StoredBatch {
     /// The batch whose failed or cancelled items it submitted again, if it is a retry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_of: Option<u64>,
+    /// Whose it is (the owner whose token submitted it); None for the operator's, and for
+    /// batches stored before owners were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerName>,
 }
 
 /// What each item of a batch may spend on its optimal search, summed over the threads that
@@ -123,6 +128,7 @@ impl StoredBatch {
             limits: ItemLimits::default(),
             priority: Priority::DEFAULT,
             retry_of: None,
+            owner: None,
         }
     }
 }
@@ -200,6 +206,7 @@ impl From<CompactRecord> for StoredBatch {
             limits: ItemLimits::default(),
             priority: Priority::DEFAULT,
             retry_of: None,
+            owner: None,
         }
     }
 }
@@ -225,6 +232,8 @@ struct RecordTail {
     cancelled: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     retry_of: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner: Option<OwnerName>,
 }
 
 /// A batch record's value: the record, JSON, or compact with the items it holds after it (and
@@ -239,6 +248,7 @@ fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
         priority: batch.priority,
         cancelled: batch.finished.map_or(0, |figures| figures.cancelled),
         retry_of: batch.retry_of,
+        owner: batch.owner.clone(),
     };
     if tail != RecordTail::default() {
         bytes[0] = COMPACT_WITH_TAIL;
@@ -281,6 +291,7 @@ fn decode_record(
             batch.limits = tail.limits;
             batch.priority = tail.priority;
             batch.retry_of = tail.retry_of;
+            batch.owner = tail.owner;
             if let Some(figures) = &mut batch.finished {
                 figures.cancelled = tail.cancelled;
             }

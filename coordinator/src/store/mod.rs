@@ -30,7 +30,8 @@
 //!   seconds for the dashboard's charts, the last [`HISTORY_KEPT`] of them.
 //! - `meta`: version, name -> value; `incarnation` (u64) counts the coordinator's starts;
 //!   `format` (u64) is the newest [`STORE_FORMAT`] that wrote the store (absent: format 1);
-//!   `flushed` (u64) counts the flushes that made writes durable.
+//!   `flushed` (u64) counts the flushes that made writes durable; `owner_nodes` ([`OwnerNodes`],
+//!   JSON) the nodes each owner's batches searched today, written with each history sample.
 //!
 //! Beside the store directory, `<dir>.flushed` holds the count of the last flush that finished
 //! (written after it, by rename): a store whose own count is lower lost writes it had made
@@ -62,6 +63,7 @@ mod ended;
 mod format;
 mod history;
 mod log_file;
+mod owner_nodes;
 mod priority;
 mod records;
 mod search;
@@ -75,6 +77,7 @@ pub use batches::{
 };
 use format::{meta_key, FlushGuard};
 pub use history::{HistorySample, HISTORY_KEPT};
+pub use owner_nodes::OwnerNodes;
 pub use priority::Priority;
 pub use search::{BestPath, RecordedOutcome, SearchState, TaskRecord};
 

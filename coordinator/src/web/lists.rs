@@ -43,9 +43,10 @@ pub(super) async fn history(
     Ok(Json(view))
 }
 
-/// `?before=ID&limit=N&state=S&q=TEXT&since_ms=A&until_ms=B`, every part optional: batches
-/// older than `before` (newest first), in state S (running, done, cancelled, failed), whose id,
-/// heuristic or goal holds TEXT, submitted in [A, B).
+/// `?before=ID&limit=N&state=S&q=TEXT&owner=O&since_ms=A&until_ms=B`, every part optional:
+/// batches older than `before` (newest first), in state S (running, done, cancelled, failed),
+/// whose id, heuristic, goal or owner holds TEXT, owned by O (`-`: the operator), submitted in
+/// [A, B).
 #[derive(Deserialize)]
 pub(super) struct ListQuery {
     before: Option<u64>,
@@ -54,6 +55,9 @@ pub(super) struct ListQuery {
     state: String,
     #[serde(default)]
     q: String,
+    /// Only this owner's batches (`-`: the operator's).
+    #[serde(default)]
+    owner: String,
     since_ms: Option<u64>,
     until_ms: Option<u64>,
 }
@@ -105,7 +109,13 @@ pub(super) async fn batch_list(
         for (index, progress) in page.into_iter().enumerate() {
             scanned += 1;
             before = Some(progress.batch);
+            let owner = progress.owner.as_ref().map_or("", |o| o.as_str());
             let wanted = (query.state.is_empty() || progress.state() == query.state)
+                && match query.owner.as_str() {
+                    "" => true,
+                    "-" => owner.is_empty(),
+                    name => owner == name,
+                }
                 && query
                     .since_ms
                     .is_none_or(|t| progress.submitted_unix_ms >= t)
@@ -115,7 +125,8 @@ pub(super) async fn batch_list(
                 && (needle.is_empty()
                     || progress.batch.to_string() == needle
                     || progress.heuristic.to_lowercase().contains(&needle)
-                    || progress.goal.to_lowercase().contains(&needle));
+                    || progress.goal.to_lowercase().contains(&needle)
+                    || owner.to_lowercase().contains(&needle));
             if wanted {
                 found.push(BatchJson::from(progress));
             }

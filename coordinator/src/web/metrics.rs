@@ -11,6 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
+use super::owners::OwnerStanding;
 use super::{WebError, WebState};
 use crate::scheduler::SchedulerTotals;
 
@@ -23,6 +24,10 @@ pub(super) async fn metrics(State(state): State<WebState>) -> Result<Response, W
     register_counters(&mut registry, &totals);
     register_gauges(&mut registry, &totals, store_bytes, disk_space);
     state.rpc_metrics.register(&mut registry);
+    register_owners(
+        &mut registry,
+        super::owners::usage(&state.service, state.check.owners()),
+    );
     let build_info = Family::<Vec<(&str, &str)>, Gauge>::default();
     build_info
         .get_or_create(&vec![("version", env!("CARGO_PKG_VERSION"))])
@@ -184,6 +189,69 @@ fn register_gauges(
         metric.set(value);
         registry.register(name, help, metric);
     }
+}
+
+/// Each owner's usage, limits and refusals, labelled by owner (and limit): none without an
+/// owners file.
+fn register_owners(registry: &mut Registry, standings: Vec<OwnerStanding>) {
+    if standings.is_empty() {
+        return;
+    }
+    type Labels = Vec<(&'static str, String)>;
+    let gauge = || Family::<Labels, Gauge>::default();
+    let (running, pending, nodes, limits) = (gauge(), gauge(), gauge(), gauge());
+    let refusals = Family::<Labels, Counter>::default();
+    for owner in standings {
+        let name = || vec![("owner", owner.name.to_string())];
+        let clamp = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+        running
+            .get_or_create(&name())
+            .set(clamp(owner.usage.running_batches));
+        pending
+            .get_or_create(&name())
+            .set(clamp(owner.usage.pending_boards));
+        nodes
+            .get_or_create(&name())
+            .set(clamp(owner.usage.nodes_today));
+        let named_limits = [
+            ("max_running_batches", owner.limits.running_batches),
+            ("max_pending_boards", owner.limits.pending_boards),
+            ("max_nodes_per_day", owner.limits.nodes_per_day),
+        ];
+        for (limit, value) in named_limits {
+            let labels = vec![("owner", owner.name.to_string()), ("limit", limit.into())];
+            if let Some(value) = value {
+                limits.get_or_create(&labels).set(clamp(value));
+            }
+            let refused = owner.refusals.get(limit).copied().unwrap_or(0);
+            refusals.get_or_create(&labels).inc_by(refused);
+        }
+    }
+    registry.register(
+        "owner_running_batches",
+        "An owner's batches queued or running",
+        running,
+    );
+    registry.register(
+        "owner_pending_boards",
+        "An owner's boards not ended, in its batches queued or running",
+        pending,
+    );
+    registry.register(
+        "owner_nodes_today",
+        "Nodes searched for an owner's batches since midnight UTC",
+        nodes,
+    );
+    registry.register(
+        "owner_limit",
+        "An owner's limit, as the owners file sets it (absent: none)",
+        limits,
+    );
+    registry.register(
+        "owner_refusals",
+        "Submissions an owner's limit refused since the coordinator started",
+        refusals,
+    );
 }
 
 /// A scrape's text: the registry, then the process's own `process_*` metrics.
