@@ -3,10 +3,12 @@
 //! started as processes, a test per view: the work view (batches paged, filtered and searched,
 //! workers, history charts with axes, all still there after the coordinator restarts), the
 //! puzzle view (a typed board solved and played to the goal, its shareable link), the batch
-//! submitter and the batch page (bad lines named, items, downloads, cancel, look-ups).
+//! submitter and the batch page (bad lines named, items, downloads, cancel, look-ups), and owners
+//! (each batch's owner, every owner's standing, what a reader may not do).
 //!
 //! `.ci/run` installs `chromium` and `chromium-driver`; where they are missing the test says so
-//! and passes, unless `CI` is set. With `TILESOLVE_SCREENSHOT=FILE` it saves a PNG of the page.
+//! and passes, unless `CI` is set. With `TILESOLVE_SCREENSHOT=FILE` it saves a PNG of the page
+//! (and `TILESOLVE_OWNERS_SCREENSHOT=FILE` one of the batch list with owners and priorities).
 
 mod common;
 
@@ -600,4 +602,142 @@ fn the_work_view_pages_filters_and_charts_history_that_survives_a_restart() {
     if let Ok(path) = std::env::var("TILESOLVE_WORK_SCREENSHOT") {
         browser.screenshot(&path);
     }
+}
+
+/// One `[[owner]]` of an owners file.
+fn owner_entry(name: &str, role: &str, token: &str, limits: &str) -> String {
+    let hash = tilesolve_coordinator::owners::token_sha256_hex(token);
+    format!(
+        "[[owner]]\nname = \"{name}\"\nrole = \"{role}\"\ntoken_sha256 = \"{hash}\"\n{limits}\n"
+    )
+}
+
+#[test]
+fn the_batch_list_shows_owners_and_priorities_and_each_owner_sees_its_standing() {
+    if !browser_installed() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let owners = dir.path().join("owners.toml");
+    let text = owner_entry(
+        "alice",
+        "submit",
+        "alice-token",
+        "max_running_batches = 3\nmax_pending_boards = 100",
+    ) + &owner_entry("bob", "read", "bob-token", "")
+        + &owner_entry(
+            "carol",
+            "admin",
+            "carol-token",
+            "max_nodes_per_day = 1000000000000",
+        );
+    std::fs::write(&owners, text).unwrap();
+    let serve = ["--owners", owners.to_str().unwrap()];
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        &serve,
+        &[("TILESOLVE_WORKER_TOKEN", "workers")],
+    );
+    let url = server.url();
+    let _worker = worker(&url, &dir.path().join("w1"), &["--token", "workers"]);
+    let submit_as = |token: &str, priority: &str, goal: &str, heuristic: &str, board: &str| {
+        let file = dir.path().join(format!("{token}-{priority}.txt"));
+        std::fs::write(&file, format!("{board}\n")).unwrap();
+        let (ok, stdout, stderr) = common::run_with_env(
+            &[
+                "submit",
+                "--coordinator",
+                &url,
+                "--priority",
+                priority,
+                "--goal",
+                goal,
+                "--heuristic",
+                heuristic,
+                file.to_str().unwrap(),
+            ],
+            &[("TILESOLVE_TOKEN", token)],
+        );
+        assert!(ok, "{stderr}");
+        stdout.trim().to_string()
+    };
+    let near = walked(4, 30, 3, 17);
+    submit_as(
+        "alice-token",
+        "3",
+        "blank-last",
+        "linear-conflict",
+        &near[0].0,
+    );
+    submit_as(
+        "carol-token",
+        "4",
+        "blank-last",
+        "linear-conflict",
+        &near[1].0,
+    );
+    submit_as(
+        "alice-token",
+        "5",
+        "blank-last",
+        "linear-conflict",
+        &near[2].0,
+    );
+    // Korf #88 under Manhattan takes hours: alice's long batch, running through the test.
+    let long = submit_as(
+        "alice-token",
+        "1",
+        "korf",
+        "manhattan",
+        "15,2,12,11,14,13,9,5,1,3,8,7,0,10,6,4",
+    );
+
+    let browser = Browser::start();
+    browser.open(&format!("{url}/?token=carol-token"));
+    browser.wait_for_text("#you", "the admin signed in", |t| {
+        t == "signed in as carol (admin)"
+    });
+    let standing = browser.wait_for_text("#owners", "every owner's standing", |t| {
+        t.lines().count() == 3 && t.contains("alice submit 1 of 3")
+    });
+    assert!(standing.contains("bob read 0 0 0 0"), "{standing}");
+    let listed = browser.wait_for_text("#batches-range", "the four batches", |t| {
+        t == "page 1 · 4 batches"
+    });
+    let rows = browser.text("#batches");
+    let first: Vec<&str> = rows.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(first[0], long, "{listed}: {rows}");
+    assert_eq!(
+        &first[3..6],
+        ["alice", "1", "manhattan"],
+        "owner, priority, heuristic: {rows}"
+    );
+    assert!(
+        rows.lines()
+            .any(|row| row.contains(" carol 4 linear-conflict ")),
+        "{rows}"
+    );
+    if let Ok(path) = std::env::var("TILESOLVE_OWNERS_SCREENSHOT") {
+        browser.screenshot(&path);
+    }
+    browser.click("#batch-owner-filter option[value='alice']");
+    browser.wait_for_text("#batches-range", "alice's batches", |t| {
+        t == "page 1 · 3 batches"
+    });
+
+    // A reader sees its own standing only, and may not cancel alice's batch.
+    browser.open(&format!("{url}/?token=bob-token#batch={long}"));
+    browser.wait_for_text("#you", "the reader signed in", |t| {
+        t == "signed in as bob (read)"
+    });
+    // (The work view is hidden behind the batch page: its text is read from the document.)
+    wait_until("the reader's own standing", Duration::from_secs(30), || {
+        let owners = browser.script("return document.getElementById('owners').textContent");
+        owners.as_str()?.starts_with("bobread").then_some(())
+    });
+    wait_until("the cancel button off", Duration::from_secs(30), || {
+        (browser.script("return document.getElementById('batch-cancel').disabled") == json!(true))
+            .then_some(())
+    });
 }

@@ -1,8 +1,8 @@
 //! Who shares the coordinator: the owners file (`serve --owners FILE`) names each client token's
 //! owner, role and limits. Only the SHA-256 of a token is written there (`tilesolve hash-token`
 //! prints it), so the file can be read by more people than may submit. The file is read at
-//! start and again on SIGHUP ([`Owners::reload`]); a file that fails to read or parse keeps
-//! the owners in force, and says why.
+//! start and again on SIGHUP or when it changes ([`Owners::reload`]); a file that fails to
+//! read or parse keeps the owners in force, and says why.
 //!
 //! ```toml
 //! [[owner]]
@@ -322,6 +322,13 @@ impl Owners {
             Err(poisoned) => *poisoned.into_inner() = Arc::new(book),
         }
         Ok(count)
+    }
+
+    /// The file's modification time and size, to tell that it changed (None: no file, or
+    /// unreadable).
+    pub fn file_stamp(&self) -> Option<(std::time::SystemTime, u64)> {
+        let metadata = std::fs::metadata(self.path.as_ref()?).ok()?;
+        Some((metadata.modified().ok()?, metadata.len()))
     }
 
     /// The owner of `token`, if the file names one.

@@ -175,7 +175,7 @@ pub async fn run(
     let reloads = config
         .owners
         .configured()
-        .then(|| tokio::spawn(reload_owners_on_hangup(config.owners.clone())));
+        .then(|| tokio::spawn(reload_owners(config.owners.clone())));
     let (health, health_service) = serving_health().await;
     let router = routes(&service, &config, health_service, history)?;
     tracing::info!(
@@ -417,23 +417,41 @@ fn routes(
     Ok(router)
 }
 
-/// Reads the owners file again at every SIGHUP; a file that fails to read keeps the owners in
+/// Reads the owners file again at every SIGHUP, and when it changes (its time or size, looked
+/// at every [`OWNERS_CHECK`]: a Kubernetes Secret mounted as a file changes without a signal,
+/// and the image has no shell to send one). A file that fails to read keeps the owners in
 /// force (and the error is logged), so a typo cannot lock everyone out.
-async fn reload_owners_on_hangup(owners: Owners) {
-    let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-    else {
-        tracing::error!("cannot listen for SIGHUP: the owners file is read only at start");
-        return;
-    };
-    while hangups.recv().await.is_some() {
+async fn reload_owners(owners: Owners) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangups = signal(SignalKind::hangup())
+        .inspect_err(|error| tracing::error!(%error, "cannot listen for SIGHUP"))
+        .ok();
+    let mut tick = tokio::time::interval(OWNERS_CHECK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut seen = owners.file_stamp();
+    loop {
+        let why = tokio::select! {
+            Some(()) = async { hangups.as_mut()?.recv().await } => "SIGHUP",
+            _ = tick.tick() => {
+                let stamp = owners.file_stamp();
+                if stamp == seen {
+                    continue;
+                }
+                "the file changed"
+            }
+        };
+        seen = owners.file_stamp();
         match owners.reload() {
-            Ok(count) => tracing::info!(owners = count, "owners file read again (SIGHUP)"),
+            Ok(count) => tracing::info!(owners = count, why, "owners file read again"),
             Err(error) => {
-                tracing::error!(%error, "owners file not read again: the owners in force stay")
+                tracing::error!(%error, why, "owners file not read again: the owners in force stay")
             }
         }
     }
 }
+
+/// How often the owners file is looked at for a change.
+const OWNERS_CHECK: Duration = Duration::from_secs(10);
 
 /// Removes finished batches older than `keep`, again and again: every tenth of `keep`, but at
 /// least every hour and at most every 10 seconds, so the store holds about `keep` of batches

@@ -329,8 +329,42 @@ function when(unixMs) {
   return `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())} ${two(at.getHours())}:${two(at.getMinutes())}`;
 }
 
+// Who is looking (the overview says): the operator until it says otherwise.
+let you = { owner: null, role: "admin" };
+
+// A usage figure with its limit: "3 of 5", or "3" without one.
+const ofLimit = (used, most) => (most == null ? used.toLocaleString() : `${used.toLocaleString()} of ${most.toLocaleString()}`);
+
+function renderOwners(owners) {
+  $("owners-section").hidden = owners.length === 0;
+  $("batch-owner-label").hidden = owners.length === 0 && !you.owner;
+  const body = $("owners");
+  body.innerHTML = "";
+  for (const owner of owners) {
+    const row = document.createElement("tr");
+    cell(row, owner.name);
+    cell(row, owner.role);
+    cell(row, ofLimit(owner.running_batches, owner.max_running_batches));
+    cell(row, ofLimit(owner.pending_boards, owner.max_pending_boards));
+    cell(row, ofLimit(owner.nodes_today, owner.max_nodes_per_day));
+    cell(row, owner.refused);
+    body.appendChild(row);
+  }
+  // The owner filter offers every owner the overview names, keeping the one chosen.
+  const filter = $("batch-owner-filter");
+  for (const owner of owners) {
+    if (![...filter.options].some((option) => option.value === owner.name)) {
+      filter.appendChild(new Option(owner.name, owner.name));
+    }
+  }
+}
+
 function render(o) {
   if (o.error) return;
+  you = o.you || you;
+  $("you").hidden = !you.owner;
+  $("you").textContent = you.owner ? `signed in as ${you.owner} (${you.role})` : "";
+  renderOwners(o.owners || []);
   const connected = o.workers.filter((w) => !w.gone);
   const threads = connected.reduce((sum, w) => sum + w.threads, 0);
   $("totals").textContent = `${connected.length} workers, ${threads} threads · ${rate(o.nodes_per_second)} nodes/s (last ${o.rate_window_seconds} s) · ` +
@@ -375,6 +409,8 @@ function listQuery() {
   }
   const state = $("batch-state-filter").value;
   if (state) params.set("state", state);
+  const owner = $("batch-owner-filter").value;
+  if (owner) params.set("owner", owner);
   const before = list.cursors[list.cursors.length - 1];
   if (before !== null) params.set("before", String(before));
   return params;
@@ -409,6 +445,7 @@ async function loadBatches() {
     first.appendChild(link);
     row.appendChild(first);
     cell(row, b.submitted_unix_ms ? when(b.submitted_unix_ms) : "–");
+    cell(row, b.owner || "–");
     cell(row, b.priority);
     cell(row, b.heuristic || "–");
     const state = document.createElement("td");
@@ -548,9 +585,12 @@ async function loadBatch() {
     (s.done ? (s.state === "cancelled" ? "done (cancelled)" : "done") : `running: bounds ${s.bounds.slice(0, 8).join(" ") || "–"} (no solution is shorter), ` +
       `${result.tasks_running} tasks running, ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s`) +
     (s.preparing ? ` · preparing tables: ${s.preparing}` : "") +
-    ` · submitted ${when(s.submitted_unix_ms)}, priority ${s.priority}, heuristic ${s.heuristic || "–"}, goal ${s.goal || "–"}`;
-  $("batch-cancel").disabled = s.done;
-  $("batch-retry").disabled = s.failed + (s.items_cancelled || 0) === 0;
+    ` · submitted ${when(s.submitted_unix_ms)}` + (s.owner ? ` by ${s.owner}` : "") +
+    `, priority ${s.priority}, heuristic ${s.heuristic || "–"}, goal ${s.goal || "–"}`;
+  // Only its owner or an admin may change a batch (the coordinator refuses anyone else).
+  const mayChange = you.role === "admin" || (you.role === "submit" && you.owner === s.owner);
+  $("batch-cancel").disabled = s.done || !mayChange;
+  $("batch-retry").disabled = s.failed + (s.items_cancelled || 0) === 0 || !mayChange;
   const retryOf = $("batch-retry-of");
   retryOf.hidden = !s.retry_of;
   if (s.retry_of) {
@@ -716,6 +756,7 @@ window.addEventListener("hashchange", openLink);
 let searchTimer = null;
 $("batch-search").addEventListener("input", () => { clearTimeout(searchTimer); searchTimer = setTimeout(restartList, 300); });
 $("batch-state-filter").addEventListener("change", restartList);
+$("batch-owner-filter").addEventListener("change", restartList);
 $("batches-older").onclick = () => { if (list.next != null) { list.cursors.push(list.next); loadBatches(); } };
 $("batches-newer").onclick = () => { if (list.cursors.length > 1) { list.cursors.pop(); loadBatches(); } };
 $("history-range").addEventListener("change", loadHistory);
