@@ -1,14 +1,17 @@
 //! Owners sharing one coordinator, as processes on 127.0.0.1: an owners file with three owners
 //! (a submitter with limits, a reader, an admin), each role and limit refusing what it should
 //! with the limit named, batches recorded under their owners across a restart, usage per owner
-//! in `/metrics`, and the file read again on SIGHUP and when it changes.
+//! in `/metrics`, and the file read again on SIGHUP and when it changes; and owners of one
+//! priority sharing the workers, so one owner's long batch does not hold another's back.
 
 mod common;
 
 use std::path::Path;
 use std::time::Duration;
 
-use common::{lengths, run_with_env, wait_until, walked, worker, write_batch, Coordinator};
+use common::{
+    far_boards, lengths, run_with_env, wait_until, walked, worker, write_batch, Coordinator,
+};
 
 const WORKER_TOKEN: &str = "the-workers-token";
 
@@ -277,4 +280,72 @@ fn hang_up(server: &Coordinator) {
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+/// Alice's 300 far boards keep two workers busy; Bob's three near boards, submitted after them
+/// at the same priority, take turns with hers instead of waiting for all 300.
+#[test]
+fn owners_of_one_priority_share_the_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let owners = dir.path().join("owners.toml");
+    let text =
+        owner("alice", "submit", "alice-token", "") + &owner("bob", "submit", "bob-token", "");
+    std::fs::write(&owners, text).unwrap();
+    let env = [("TILESOLVE_WORKER_TOKEN", WORKER_TOKEN)];
+    let serve_args = ["--owners", owners.to_str().unwrap()];
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        &serve_args,
+        &env,
+    );
+    let url = server.url();
+    let _workers = [
+        worker(&url, &dir.path().join("w1"), &["--token", WORKER_TOKEN]),
+        worker(&url, &dir.path().join("w2"), &["--token", WORKER_TOKEN]),
+    ];
+    let long_file = dir.path().join("long.txt");
+    write_batch(&long_file, &far_boards(300, 7), false);
+    let (ok, stdout, stderr) = as_owner(
+        "alice-token",
+        &url,
+        &["submit", long_file.to_str().unwrap()],
+    );
+    assert!(ok, "{stderr}");
+    let long = stdout.trim().to_string();
+    let alices = |url: &str| {
+        let (ok, stdout, _) = as_owner("alice-token", url, &["status", "--json", &long]);
+        ok.then(|| serde_json::from_str::<serde_json::Value>(stdout.trim()).ok())?
+    };
+    wait_until(
+        "alice's batch to run on both workers",
+        Duration::from_secs(60),
+        || {
+            let status = alices(&url)?;
+            (status["workers"].as_u64()? == 2).then_some(())
+        },
+    );
+    let near = walked(4, 30, 3, 23);
+    let near_file = dir.path().join("near.txt");
+    write_batch(&near_file, &near, false);
+    let started = std::time::Instant::now();
+    let (ok, stdout, stderr) = as_owner(
+        "bob-token",
+        &url,
+        &["submit", "--wait", "--json", near_file.to_str().unwrap()],
+    );
+    let took = started.elapsed();
+    eprintln!("bob's batch took {took:?}");
+    assert!(ok, "{stderr}");
+    let expected: Vec<(String, Option<u64>)> =
+        near.iter().map(|(b, l)| (b.clone(), Some(*l))).collect();
+    assert_eq!(
+        lengths(&stdout),
+        expected,
+        "every answer at its optimal length"
+    );
+    // A liveness bound, not a speed figure: behind all 300 of alice's it would wait minutes.
+    assert!(took < Duration::from_secs(30), "it waited {took:?}");
+    let alice_now = alices(&url).unwrap();
+    assert_eq!(alice_now["state"], "running", "{alice_now}");
 }

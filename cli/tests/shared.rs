@@ -6,17 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{lengths, random_walk, run, status, walked, worker, write_batch, Coordinator};
-
-/// `count` 15-puzzles far from the goal (random walks of 400 moves): with linear conflict
-/// each takes seconds or more, so a batch of them keeps two workers busy for the whole test.
-fn far_boards(count: usize, seed: u64) -> Vec<(String, u64)> {
-    let goal = tilesolve::Board::blank_last_in(tilesolve::Shape::square(4));
-    let mut state = seed;
-    (0..count)
-        .map(|_| (random_walk(goal, 400, &mut state).to_string(), 0))
-        .collect()
-}
+use common::{far_boards, lengths, run, status, walked, worker, write_batch, Coordinator};
 
 #[test]
 fn an_urgent_batch_submitted_behind_a_long_one_is_served_first() {

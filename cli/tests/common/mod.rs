@@ -437,3 +437,14 @@ pub fn random_walk(from: tilesolve::Board, steps: usize, state: &mut u64) -> til
     }
     board
 }
+
+/// `count` 15-puzzles far from the goal (random walks of 400 moves), their lengths unknown
+/// (0): with linear conflict each takes seconds or more, so a batch of them keeps workers busy
+/// for the whole of a test.
+pub fn far_boards(count: usize, seed: u64) -> Vec<(String, u64)> {
+    let goal = tilesolve::Board::blank_last_in(tilesolve::Shape::square(4));
+    let mut state = seed;
+    (0..count)
+        .map(|_| (random_walk(goal, 400, &mut state).to_string(), 0))
+        .collect()
+}

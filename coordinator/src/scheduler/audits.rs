@@ -274,7 +274,7 @@ impl Audits {
     fn queue(&mut self, parts: &mut Parts, puzzle: PuzzleId, claim: UnauditedClaim) {
         let id = self.new_audit(parts, puzzle);
         parts.tasks.add_audit(
-            (puzzle, parts.batches.priority(puzzle.0)),
+            (puzzle, parts.batches.lane(puzzle.0)),
             TaskSpec { id, ..claim.spec },
             claim.audit,
             claim.nodes,

@@ -10,6 +10,7 @@ use tilesolve::heuristic_choice::HeuristicChoice;
 
 use super::types::SchedulerError;
 use crate::owners::OwnerName;
+use crate::queue::Lane;
 use crate::store::{
     BatchFigures, ItemLimits, ItemStatus, OwnerNodes, Priority, Store, StoredBatch, StoredItem,
 };
@@ -235,6 +236,14 @@ impl Batches {
     /// `batch`'s priority (the default for a batch that named none, or one not open).
     pub(super) fn priority(&self, batch: u64) -> Priority {
         self.priorities.get(&batch).copied().unwrap_or_default()
+    }
+
+    /// The queue lane of `batch`'s tasks: its priority, then its owner.
+    pub(super) fn lane(&self, batch: u64) -> Lane {
+        Lane {
+            priority: self.priority(batch),
+            owner: self.owners.get(&batch).cloned(),
+        }
     }
 
     /// What each item of `batch` may spend (none for a batch without limits).

@@ -191,8 +191,8 @@ impl Puzzles {
         if let Some(p) = self.map.get_mut(&puzzle) {
             p.outstanding.insert(id);
         }
-        let priority = parts.batches.priority(puzzle.0);
-        parts.tasks.add((puzzle, priority), spec, place, predicted);
+        let lane = parts.batches.lane(puzzle.0);
+        parts.tasks.add((puzzle, lane), spec, place, predicted);
     }
 
     /// Applies one result `worker` reported.

@@ -6,8 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::holders::{Holders, TokenRoom};
 use super::types::{Lineage, PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
-use crate::queue::{Place, ReadyQueue};
-use crate::store::Priority;
+use crate::queue::{Lane, Place, ReadyQueue};
 
 pub(super) struct Lease {
     pub(super) worker: WorkerId,
@@ -71,8 +70,8 @@ pub(super) struct TaskEntry {
     /// where one thread's search meets its subtree within the wave
     /// (`frontier::SubtreeTask::order`; empty for a whole task or an audit).
     pub(super) place: Place,
-    /// Its batch's priority, which ranks it in the queue ahead of its place.
-    priority: Priority,
+    /// Its batch's lane (priority, then owner), which ranks it in the queue ahead of its place.
+    lane: Lane,
     /// The nodes the policy predicts it will expand.
     pub(super) predicted: u64,
     /// When it was queued (or queued again after a failure): an audit nobody takes within a
@@ -151,28 +150,28 @@ impl Tasks {
         self.ready.turn_now()
     }
 
-    /// Queues `spec` (whose id is set) for `puzzle`, whose batch has `priority`, at `place`.
+    /// Queues `spec` (whose id is set) for `puzzle`, whose batch waits in `lane`, at `place`.
     pub(super) fn add(
         &mut self,
-        (puzzle, priority): (PuzzleId, Priority),
+        (puzzle, lane): (PuzzleId, Lane),
         spec: TaskSpec,
         place: Place,
         predicted: u64,
     ) {
-        self.insert((puzzle, priority), spec, place, predicted, None);
+        self.insert((puzzle, lane), spec, place, predicted, None);
     }
 
     /// Queues an audit task (whose id is set) ahead of every wave, since the puzzle's answer
     /// waits for it, predicted to expand about `predicted` nodes (the audited report's).
     pub(super) fn add_audit(
         &mut self,
-        (puzzle, priority): (PuzzleId, Priority),
+        (puzzle, lane): (PuzzleId, Lane),
         spec: TaskSpec,
         audit: Audit,
         predicted: u64,
     ) {
         self.insert(
-            (puzzle, priority),
+            (puzzle, lane),
             spec,
             Place::default(),
             predicted,
@@ -182,14 +181,14 @@ impl Tasks {
 
     fn insert(
         &mut self,
-        (puzzle, priority): (PuzzleId, Priority),
+        (puzzle, lane): (PuzzleId, Lane),
         mut spec: TaskSpec,
         place: Place,
         predicted: u64,
         audit: Option<Audit>,
     ) {
         let id = spec.id;
-        spec.priority = priority;
+        spec.priority = lane.priority;
         self.entries.insert(
             id,
             TaskEntry {
@@ -199,14 +198,14 @@ impl Tasks {
                 attempts: 0,
                 audit,
                 place: place.clone(),
-                priority,
+                lane: lane.clone(),
                 predicted,
                 queued: Instant::now(),
                 failed_by: Vec::new(),
             },
         );
         self.newly_queued = true;
-        self.ready.push(priority, puzzle.0, place, id);
+        self.ready.push(&lane, puzzle.0, place, id);
     }
 
     /// Leases ready tasks to `worker` until `now + timeout`, up to `count` or until it holds
@@ -326,9 +325,8 @@ impl Tasks {
             if let Some(entry) = self.entries.get_mut(&id) {
                 entry.lease = None;
                 self.newly_queued = true;
-                let priority = entry.priority;
                 self.ready
-                    .push(priority, entry.puzzle.0, entry.place.clone(), id);
+                    .push(&entry.lane, entry.puzzle.0, entry.place.clone(), id);
             }
         }
         self.holders.forget(worker);
@@ -477,14 +475,14 @@ impl Tasks {
             } else {
                 entry.attempts += 1;
             }
-            let (puzzle, place, priority) = (entry.puzzle, entry.place.clone(), entry.priority);
+            let (puzzle, place, lane) = (entry.puzzle, entry.place.clone(), entry.lane.clone());
             let exhausted = entry.attempts >= MAX_ATTEMPTS;
             self.released(lease.worker);
             if exhausted {
                 expired.exhausted.push((puzzle, id));
             } else {
                 self.newly_queued = true;
-                self.ready.push(priority, puzzle.0, place, id);
+                self.ready.push(&lane, puzzle.0, place, id);
                 expired.requeued += 1;
             }
         }
@@ -539,7 +537,7 @@ impl Tasks {
 
     fn requeue(&mut self, entry: TaskEntry, attempts: u32) {
         let (id, puzzle, place) = (entry.spec.id, entry.puzzle, entry.place.clone());
-        let priority = entry.priority;
+        let lane = entry.lane.clone();
         self.entries.insert(
             id,
             TaskEntry {
@@ -550,7 +548,7 @@ impl Tasks {
             },
         );
         self.newly_queued = true;
-        self.ready.push(priority, puzzle.0, place, id);
+        self.ready.push(&lane, puzzle.0, place, id);
     }
 
     pub(super) fn get(&self, task: TaskId) -> Option<&TaskEntry> {
@@ -598,6 +596,7 @@ impl Tasks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Priority;
     use tilesolve::Board;
 
     /// A subtree task (or, with `iterate`, a whole one) of puzzle (1, 0).
@@ -651,7 +650,7 @@ mod tests {
         for id in 1..=10 {
             let predicted = if id <= 4 { 10_000 } else { 10 };
             tasks.add(
-                ((1, 0), Priority::DEFAULT),
+                ((1, 0), Lane::default()),
                 spec(id, false),
                 whole_place(wave),
                 predicted,
@@ -697,7 +696,7 @@ mod tests {
         for id in 1..=5 {
             let wave = tasks.next_wave();
             tasks.add(
-                ((1, 0), Priority::DEFAULT),
+                ((1, 0), Lane::default()),
                 spec(id, true),
                 whole_place(wave),
                 20_000_000,

@@ -9,9 +9,8 @@ use tilesolve::search::child_order;
 use tilesolve::{Board, Direction, Solver};
 
 use crate::frontier::{split_iteration, BalanceParams, SizeHistory};
-use crate::queue::{Place, ReadyQueue};
+use crate::queue::{Lane, Place, ReadyQueue};
 use crate::scheduler::subtree_budget;
-use crate::store::Priority;
 
 use super::{SimulateError, SimulationPolicy, SimulationResult};
 
@@ -74,7 +73,7 @@ pub fn simulate(
             order: Vec::new(),
         };
         sim.queue.push(
-            Priority::DEFAULT,
+            &Lane::default(),
             0,
             place,
             SimTask {
@@ -171,7 +170,7 @@ impl Simulation<'_> {
                             wave: task.wave,
                             order: child.order.clone(),
                         };
-                        self.queue.push(Priority::DEFAULT, 0, place, child);
+                        self.queue.push(&Lane::default(), 0, place, child);
                     }
                     self.finish_task(puzzle, now);
                     continue;
@@ -285,7 +284,7 @@ impl Simulation<'_> {
                     wave: task.wave,
                     order: task.order.clone(),
                 };
-                self.queue.push(Priority::DEFAULT, 0, place, task);
+                self.queue.push(&Lane::default(), 0, place, task);
             }
         }
         self.splits_done
