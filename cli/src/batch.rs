@@ -63,6 +63,8 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             token: None,
             worker_tokens: Vec::new(),
             owners: Owners::none(),
+            notify_url: None,
+            notices: Default::default(),
             tls: None,
             limits: Limits::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
@@ -87,7 +89,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
         let worker = tokio::spawn(tilesolve_worker::run(worker_config, async {
             let _ = worker_stop.await;
         }));
-        let outcome = submit_and_report(connect, &args.batch, 0, true).await;
+        let outcome = submit_and_report(connect, &args.batch, Default::default(), true).await;
         let _ = stop_worker.send(());
         let _ = worker.await;
         let _ = stop_coordinator.send(());

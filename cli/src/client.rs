@@ -157,6 +157,10 @@ pub struct SubmitArgs {
     /// submitted before them.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
     priority: u8,
+    /// When the batch ends (done, failed or cancelled), POST a JSON notice of it to this URL,
+    /// signed with the owner's notify secret; retried until the receiver answers 2xx.
+    #[arg(long, value_name = "URL")]
+    notify: Option<String>,
     #[command(flatten)]
     batch: BatchOptions,
 }
@@ -238,12 +242,12 @@ pub(crate) fn read_lines(file: &PathBuf) -> anyhow::Result<Vec<String>> {
     Ok(lines)
 }
 
-/// Submits, optionally waits, prints; returns whether every item was solved. `priority` is 1
-/// to 5 (0: the coordinator's default).
+/// Submits, optionally waits, prints; returns whether every item was solved. `terms` gives
+/// the priority (0: the coordinator's default) and notify URL.
 pub(crate) async fn submit_and_report(
     connect: ConnectOptions,
     options: &BatchOptions,
-    priority: u8,
+    terms: pb::SubmitBatchRequest,
     wait: bool,
 ) -> anyhow::Result<bool> {
     let lines = options.lines()?;
@@ -254,7 +258,8 @@ pub(crate) async fn submit_and_report(
         &options.heuristic.to_string(),
         &options.goal.to_string(),
         pb::SubmitBatchRequest {
-            priority: priority.into(),
+            priority: terms.priority,
+            notify_url: terms.notify_url,
             ..options.limits.request()?
         },
         options.output.format(),
@@ -511,12 +516,12 @@ async fn watch(
 
 pub fn submit(args: SubmitArgs) -> anyhow::Result<bool> {
     let connect = args.connect.options()?;
-    runtime()?.block_on(submit_and_report(
-        connect,
-        &args.batch,
-        args.priority,
-        args.wait,
-    ))
+    let terms = pb::SubmitBatchRequest {
+        priority: args.priority.into(),
+        notify_url: args.notify.unwrap_or_default(),
+        ..pb::SubmitBatchRequest::default()
+    };
+    runtime()?.block_on(submit_and_report(connect, &args.batch, terms, args.wait))
 }
 
 #[derive(Args)]

@@ -12,11 +12,12 @@ use anyhow::{bail, Context};
 use clap::Args;
 use tilesolve::proto::MAX_MESSAGE_BYTES;
 use tilesolve_coordinator::history::DEFAULT_HISTORY_INTERVAL;
+use tilesolve_coordinator::notices::NoticeSettings;
 use tilesolve_coordinator::owners::Owners;
 use tilesolve_coordinator::scheduler::{SchedulerConfig, DEFAULT_AUDIT_FRACTION};
 use tilesolve_coordinator::server::{self, ServeConfig, TlsIdentity, DEFAULT_IDLE_TIMEOUT};
 use tilesolve_coordinator::service::Limits;
-use tilesolve_coordinator::store::DEFAULT_CACHE_BYTES;
+use tilesolve_coordinator::store::{PendingNotice, DEFAULT_CACHE_BYTES};
 use tokio::net::TcpListener;
 
 #[derive(Args)]
@@ -69,6 +70,14 @@ pub struct ServeArgs {
     /// Owner tokens open the client API and the dashboard; --token stays the operator's.
     #[arg(long, env = "TILESOLVE_OWNERS", value_name = "FILE")]
     owners: Option<PathBuf>,
+    /// POST a completion notice (JSON) here when a batch that names no URL of its own
+    /// (`submit --notify`) ends; retried until the receiver answers 2xx.
+    #[arg(long, env = "TILESOLVE_NOTIFY_URL", value_name = "URL")]
+    notify_url: Option<String>,
+    /// Sign completion notices of the operator's batches (and of owners without a
+    /// `notify_secret`) with HMAC-SHA256 under this key, in `X-Tilesolve-Signature`.
+    #[arg(long, env = "TILESOLVE_NOTIFY_SECRET", hide_env_values = true)]
+    notify_secret: Option<String>,
     /// Serve TLS with this PEM certificate chain (needs --tls-key).
     #[arg(
         long,
@@ -188,6 +197,9 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
         if args.token.as_ref().is_some_and(|token| args.worker_token.contains(token)) {
             bail!("--worker-token is the same as --token: give workers their own token, or leave --worker-token out");
         }
+        if let Some(url) = &args.notify_url {
+            PendingNotice::check_url(url).map_err(|e| anyhow::anyhow!("--notify-url: {e}"))?;
+        }
         let owners = match &args.owners {
             Some(path) => Owners::load(path)?,
             None => Owners::none(),
@@ -216,6 +228,10 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             token: args.token,
             worker_tokens: args.worker_token,
             owners,
+            notify_url: args.notify_url,
+            notices: NoticeSettings {
+                secret: args.notify_secret,
+            },
             tls,
             limits: Limits {
                 max_message_bytes: (args.max_message_mib as usize) << 20,

@@ -17,6 +17,8 @@
 //! - [`simulate`]: replays a recorded run with any number of virtual workers under the same
 //!   policy.
 //! - [`auth`]: the bearer-token check in front of the services.
+//! - [`notices`]: completion notices POSTed, signed, to the URL a batch named as it ends,
+//!   from the store, with retries, outside the scheduler.
 //! - [`owners`]: the owners file: each client token's owner, role and limits, reloaded on SIGHUP.
 //! - [`idle`]: closes connections that move no byte for the idle timeout.
 //! - [`web`]: the dashboard page, its JSON API and live events, and `/metrics`, on the same port.
@@ -33,6 +35,7 @@ pub(crate) mod cycle;
 pub mod frontier;
 pub mod history;
 pub mod idle;
+pub mod notices;
 pub mod owners;
 pub mod queue;
 pub mod request_origin;

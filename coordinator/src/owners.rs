@@ -12,6 +12,7 @@
 //! max_running_batches = 2      # limits are optional
 //! max_pending_boards = 10000
 //! max_nodes_per_day = 1000000000000
+//! notify_secret = "..."        # signs the owner's completion notices (HMAC-SHA256)
 //! ```
 //!
 //! Roles: `read` watches, lists, reads results, queries and exports; `submit` also submits,
@@ -99,6 +100,8 @@ pub struct Owner {
     pub name: OwnerName,
     pub role: Role,
     pub limits: OwnerLimits,
+    /// The key its batches' completion notices are signed with (HMAC-SHA256).
+    pub notify_secret: Option<Arc<str>>,
 }
 
 /// Who made a call: an owner from the owners file, or the operator (the `--token`, or anyone
@@ -169,6 +172,7 @@ struct OwnerEntry {
     max_running_batches: Option<u64>,
     max_pending_boards: Option<u64>,
     max_nodes_per_day: Option<u64>,
+    notify_secret: Option<String>,
 }
 
 /// The owners one reading of the file named, found by their token's hash.
@@ -218,10 +222,14 @@ impl OwnerBook {
                 nodes_per_day: entry.max_nodes_per_day,
             };
             book.by_token.insert(hash, book.owners.len());
+            if entry.notify_secret.as_deref() == Some("") {
+                return Err(problem("notify_secret is empty".into()));
+            }
             book.owners.push(Owner {
                 name,
                 role: entry.role,
                 limits,
+                notify_secret: entry.notify_secret.as_deref().map(Arc::from),
             });
         }
         Ok(book)
@@ -331,6 +339,15 @@ impl Owners {
         Some((metadata.modified().ok()?, metadata.len()))
     }
 
+    /// The owner named `name`, if the file names it.
+    pub fn named(&self, name: &OwnerName) -> Option<Owner> {
+        self.book()
+            .owners
+            .iter()
+            .find(|owner| &owner.name == name)
+            .cloned()
+    }
+
     /// The owner of `token`, if the file names one.
     pub fn find(&self, token: &str) -> Option<Owner> {
         self.book().find(token).cloned()
@@ -413,6 +430,7 @@ mod tests {
                 name: OwnerName::try_from(name.to_string()).unwrap(),
                 role,
                 limits: OwnerLimits::default(),
+                notify_secret: None,
             }),
         };
         let alice = owner("alice", Role::Submit);

@@ -20,6 +20,7 @@ use tonic::transport::{Identity, ServerTlsConfig};
 use crate::auth::TokenCheck;
 use crate::history::{self, History};
 use crate::idle::{keepalive_interval, IdleTimeout};
+use crate::notices::{self, NoticeCounts, NoticeSettings};
 use crate::owners::Owners;
 use crate::rpc_metrics::{self, RpcMetrics};
 use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
@@ -58,6 +59,10 @@ pub struct ServeConfig {
     /// The worker API's own tokens: then workers cannot use the client API, nor clients the
     /// worker API. Workers registered under one token are one lineage: none audits another.
     pub worker_tokens: Vec<String>,
+    /// Where batches that name no notify URL send their completion notice, and the key that
+    /// signs the operator's notices.
+    pub notify_url: Option<String>,
+    pub notices: NoticeSettings,
     /// The owners file's owners, whose tokens also open the client API (with their roles and
     /// limits); reloaded on SIGHUP.
     pub owners: Owners,
@@ -154,7 +159,8 @@ pub async fn run(
     let lease_timeout = config.scheduler.lease_timeout;
     let (scheduler, pdbs) = open_scheduler(&config).await?;
 
-    let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits);
+    let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits)
+        .with_notify_default(config.notify_url.as_deref());
     let sweeper = spawn_sweeper(service.clone(), lease_timeout);
 
     // Batches resumed from the store, or submitted from now on, may wait for pattern tables.
@@ -176,8 +182,15 @@ pub async fn run(
         .owners
         .configured()
         .then(|| tokio::spawn(reload_owners(config.owners.clone())));
+    let notice_counts = Arc::new(NoticeCounts::default());
+    let notices = tokio::spawn(notices::deliver(
+        service.clone(),
+        config.owners.clone(),
+        config.notices.clone(),
+        notice_counts.clone(),
+    ));
     let (health, health_service) = serving_health().await;
-    let router = routes(&service, &config, health_service, history)?;
+    let router = routes(&service, &config, health_service, history, notice_counts)?;
     tracing::info!(
         address = ?listener.local_addr().ok(),
         data = %config.data.display(),
@@ -228,6 +241,7 @@ pub async fn run(
     };
     sweeper.abort();
     supply.abort();
+    notices.abort();
     for task in retention.into_iter().chain(recorder).chain(reloads) {
         task.abort();
     }
@@ -360,6 +374,7 @@ fn routes(
     config: &ServeConfig,
     health_service: HealthServer<impl Health>,
     history: History,
+    notice_counts: Arc<NoticeCounts>,
 ) -> Result<axum::Router, ServeError> {
     let client_check = TokenCheck::client(
         config.token.as_deref(),
@@ -406,6 +421,7 @@ fn routes(
             service.clone(),
             client_check,
             rpc_metrics,
+            notice_counts,
             web::Charts {
                 history,
                 interval: config

@@ -21,7 +21,10 @@ mod owners;
 
 pub use lists::Charts;
 
+use std::sync::Arc;
+
 use crate::auth::TokenCheck;
+use crate::notices::NoticeCounts;
 use crate::owners::{Caller, Role};
 use crate::request_origin;
 use crate::rpc_metrics::RpcMetrics;
@@ -46,6 +49,7 @@ struct WebState {
     /// The client API's check: the same tokens and owners open the dashboard.
     check: TokenCheck,
     rpc_metrics: RpcMetrics,
+    notice_counts: Arc<NoticeCounts>,
     charts: Charts,
 }
 
@@ -54,11 +58,13 @@ pub fn router(
     service: Service,
     check: TokenCheck,
     rpc_metrics: RpcMetrics,
+    notice_counts: Arc<NoticeCounts>,
     charts: Charts,
 ) -> Router {
     let state = WebState {
         service,
         check,
+        notice_counts,
         rpc_metrics,
         charts,
     };

@@ -12,7 +12,8 @@ use super::types::SchedulerError;
 use crate::owners::OwnerName;
 use crate::queue::Lane;
 use crate::store::{
-    BatchFigures, ItemLimits, ItemStatus, OwnerNodes, Priority, Store, StoredBatch, StoredItem,
+    BatchFigures, ItemLimits, ItemStatus, OwnerNodes, PendingNotice, Priority, Store, StoredBatch,
+    StoredItem,
 };
 
 /// A batch's progress.
@@ -293,6 +294,17 @@ impl Batches {
             "batch finished"
         );
         if let Some(stored) = store.batch(batch)? {
+            // The notice is kept with the record it tells of: a restart delivers it.
+            if let Some(url) = &stored.notify {
+                let now = OwnerNodes::now_unix_ms();
+                store.put_notice(&PendingNotice {
+                    batch,
+                    url: url.clone(),
+                    ended_unix_ms: now,
+                    attempts: 0,
+                    next_unix_ms: now,
+                })?;
+            }
             store.finish_batch(&StoredBatch {
                 finished: Some(figures),
                 ..stored

@@ -50,6 +50,8 @@ pub struct BatchTerms {
     pub retry_of: Option<u64>,
     /// Whose it is: the owner whose token submitted it (None: the operator).
     pub owner: Option<OwnerName>,
+    /// Where to POST a notice when it ends.
+    pub notify: Option<String>,
 }
 
 impl ReadBatch {
@@ -76,6 +78,7 @@ pub struct Intake {
     priority: Priority,
     retry_of: Option<u64>,
     owner: Option<OwnerName>,
+    notify: Option<String>,
     items: Items,
     submitted_unix_ms: u64,
     /// Items stored, and items started, so far.
@@ -108,6 +111,7 @@ impl Intake {
             priority: self.priority,
             retry_of: self.retry_of,
             owner: self.owner.clone(),
+            notify: self.notify.clone(),
             ..StoredBatch::new(
                 self.batch,
                 total,
@@ -248,6 +252,7 @@ impl ReadBatch {
                     submitted_unix_ms,
                     retry_of,
                     owner,
+                    notify,
                 },
         } = self;
         let queued = queued(&items.items);
@@ -263,6 +268,7 @@ impl ReadBatch {
             priority,
             retry_of,
             owner,
+            notify,
             submitted_unix_ms: submitted_unix_ms.unwrap_or_else(now_unix_ms),
             stored: 0,
             started: 0,

@@ -165,6 +165,7 @@ mod tests {
             name: OwnerName::try_from("alice".to_string()).unwrap(),
             role: Role::Submit,
             limits,
+            notify_secret: None,
         }
     }
 

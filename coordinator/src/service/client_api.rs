@@ -22,7 +22,7 @@ use crate::scheduler::{
     parse_goal, parse_heuristic, read_batch, reads, take_in, BatchProgress, BatchTerms,
     SchedulerError, Submitted,
 };
-use crate::store::{ItemStatus, StoredBatch, StoredItem};
+use crate::store::{ItemStatus, PendingNotice, StoredBatch, StoredItem};
 
 /// Items in a `GetBatch` page when the client asks for no size, and the most in one page: a
 /// 5x5 solution is about 1 KB in a message, so 10,000 stay well inside the 16 MiB limit.
@@ -94,8 +94,15 @@ impl Service {
         terms: BatchTerms,
     ) -> Result<Submitted, SchedulerError> {
         require_role(caller, Role::Submit, "submit a batch")?;
+        let notify = terms
+            .notify
+            .or_else(|| self.notify_default.as_deref().map(String::from));
+        if let Some(url) = &notify {
+            PendingNotice::check_url(url).map_err(SchedulerError::InvalidArgument)?;
+        }
         let terms = BatchTerms {
             owner: terms.owner.or_else(|| caller.name().cloned()),
+            notify,
             ..terms
         };
         let limited = (caller.owner.as_ref())
@@ -167,6 +174,7 @@ impl pb::tilesolve_server::Tilesolve for Service {
             priority: priority(request.priority)?,
             submitted_unix_ms: first_submitted(request.submitted_unix_ms)?,
             owner: recorded_owner(&caller, &request.owner)?,
+            notify: (!request.notify_url.is_empty()).then(|| request.notify_url.clone()),
             ..BatchTerms::default()
         };
         let submitted = self

@@ -77,6 +77,8 @@ pub struct Service {
     traces: BatchTraces,
     /// Owners' submissions checked against their limits one at a time, and refusals counted.
     admission: Admission,
+    /// Where batches that name no notify URL send their completion notice (`--notify-url`).
+    notify_default: Option<Arc<str>>,
 }
 
 /// A permit, or ResourceExhausted naming what is full.
@@ -131,6 +133,16 @@ impl Service {
             watchers: Arc::new(Semaphore::new(limits.watchers)),
             traces: BatchTraces::default(),
             admission: Admission::default(),
+            notify_default: None,
+        }
+    }
+
+    /// Sends a completion notice to `url` for every batch submitted from now on that names
+    /// none of its own.
+    pub fn with_notify_default(self, url: Option<&str>) -> Service {
+        Service {
+            notify_default: url.map(Arc::from),
+            ..self
         }
     }
 

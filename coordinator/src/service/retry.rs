@@ -34,6 +34,7 @@ impl Service {
             submitted_unix_ms: None,
             retry_of: Some(batch),
             owner: None,
+            notify: stored.notify.clone(),
         };
         let submitted = self
             .accept_batch(

@@ -58,6 +58,9 @@ pub struct StoredBatch {
     /// batches stored before owners were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<OwnerName>,
+    /// Where to POST a notice when it ends (`submit --notify`, or the coordinator's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<String>,
 }
 
 /// What each item of a batch may spend on its optimal search, summed over the threads that
@@ -129,6 +132,7 @@ impl StoredBatch {
             priority: Priority::DEFAULT,
             retry_of: None,
             owner: None,
+            notify: None,
         }
     }
 }
@@ -207,6 +211,7 @@ impl From<CompactRecord> for StoredBatch {
             priority: Priority::DEFAULT,
             retry_of: None,
             owner: None,
+            notify: None,
         }
     }
 }
@@ -234,6 +239,8 @@ struct RecordTail {
     retry_of: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     owner: Option<OwnerName>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    notify: Option<String>,
 }
 
 /// A batch record's value: the record, JSON, or compact with the items it holds after it (and
@@ -249,6 +256,7 @@ fn encode_record(batch: &StoredBatch, items: Option<&[StoredItem]>) -> Vec<u8> {
         cancelled: batch.finished.map_or(0, |figures| figures.cancelled),
         retry_of: batch.retry_of,
         owner: batch.owner.clone(),
+        notify: batch.notify.clone(),
     };
     if tail != RecordTail::default() {
         bytes[0] = COMPACT_WITH_TAIL;
@@ -292,6 +300,7 @@ fn decode_record(
             batch.priority = tail.priority;
             batch.retry_of = tail.retry_of;
             batch.owner = tail.owner;
+            batch.notify = tail.notify;
             if let Some(figures) = &mut batch.finished {
                 figures.cancelled = tail.cancelled;
             }

@@ -28,6 +28,8 @@
 //!   replays.
 //! - `history`: version, unix ms (u64) -> [`HistorySample`] (JSON): totals and levels every few
 //!   seconds for the dashboard's charts, the last [`HISTORY_KEPT`] of them.
+//! - `notices`: version, batch id (u64) -> [`PendingNotice`] (JSON): completion notices of
+//!   ended batches not yet delivered, written as the batch ends and removed once delivered.
 //! - `meta`: version, name -> value; `incarnation` (u64) counts the coordinator's starts;
 //!   `format` (u64) is the newest [`STORE_FORMAT`] that wrote the store (absent: format 1);
 //!   `flushed` (u64) counts the flushes that made writes durable; `owner_nodes` ([`OwnerNodes`],
@@ -63,6 +65,7 @@ mod ended;
 mod format;
 mod history;
 mod log_file;
+mod notices;
 mod owner_nodes;
 mod priority;
 mod records;
@@ -77,6 +80,7 @@ pub use batches::{
 };
 use format::{meta_key, FlushGuard};
 pub use history::{HistorySample, HISTORY_KEPT};
+pub use notices::PendingNotice;
 pub use owner_nodes::OwnerNodes;
 pub use priority::Priority;
 pub use search::{BestPath, RecordedOutcome, SearchState, TaskRecord};
@@ -155,6 +159,7 @@ pub struct Store {
     tasks: sled::Tree,
     meta: sled::Tree,
     history: sled::Tree,
+    notices: sled::Tree,
     /// Keys of goals whose own entry (length 0) is known to be stored: every answer would
     /// otherwise look it up again.
     goals_stored: Arc<Mutex<HashSet<Vec<u8>>>>,
@@ -301,6 +306,7 @@ impl Store {
                 tasks: db.open_tree("tasks")?,
                 meta: db.open_tree("meta")?,
                 history: db.open_tree("history")?,
+                notices: db.open_tree("notices")?,
                 goals_stored: Arc::default(),
                 withdrawn_workers: Arc::default(),
                 flushes: Arc::new(FlushGuard {

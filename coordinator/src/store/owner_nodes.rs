@@ -26,10 +26,14 @@ impl OwnerNodes {
 
     /// Today (since 1970, UTC).
     pub fn today() -> u64 {
-        let now = std::time::SystemTime::now()
+        OwnerNodes::day_of(OwnerNodes::now_unix_ms())
+    }
+
+    /// Now, in ms since 1970.
+    pub fn now_unix_ms() -> u64 {
+        std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        OwnerNodes::day_of(now)
+            .map_or(0, |d| d.as_millis() as u64)
     }
 
     /// Counts `nodes` for `owner` on `day`; a new day starts every count at 0.

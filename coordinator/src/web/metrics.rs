@@ -28,6 +28,7 @@ pub(super) async fn metrics(State(state): State<WebState>) -> Result<Response, W
         &mut registry,
         super::owners::usage(&state.service, state.check.owners()),
     );
+    register_notices(&mut registry, &state);
     let build_info = Family::<Vec<(&str, &str)>, Gauge>::default();
     build_info
         .get_or_create(&vec![("version", env!("CARGO_PKG_VERSION"))])
@@ -251,6 +252,46 @@ fn register_owners(registry: &mut Registry, standings: Vec<OwnerStanding>) {
         "owner_refusals",
         "Submissions an owner's limit refused since the coordinator started",
         refusals,
+    );
+}
+
+/// Completion notices: delivered, failed attempts and dropped since the start, and waiting.
+fn register_notices(registry: &mut Registry, state: &WebState) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let counts = &state.notice_counts;
+    let counters = [
+        (
+            "notices_delivered",
+            "Completion notices a receiver took (2xx)",
+            counts.delivered.load(Relaxed),
+        ),
+        (
+            "notices_failed_attempts",
+            "Attempts to deliver a completion notice that failed (to be tried again)",
+            counts.failed_attempts.load(Relaxed),
+        ),
+        (
+            "notices_dropped",
+            "Completion notices given up after every attempt failed",
+            counts.dropped.load(Relaxed),
+        ),
+    ];
+    for (name, help, value) in counters {
+        let metric: Counter = Counter::default();
+        metric.inc_by(value);
+        registry.register(name, help, metric);
+    }
+    let pending = state
+        .service
+        .store()
+        .pending_notices()
+        .map_or(0, |n| n.len());
+    let metric: Gauge = Gauge::default();
+    metric.set(i64::try_from(pending).unwrap_or(i64::MAX));
+    registry.register(
+        "notices_pending",
+        "Completion notices waiting to be delivered",
+        metric,
     );
 }
 
