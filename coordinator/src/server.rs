@@ -162,33 +162,9 @@ pub async fn run(
     let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits)
         .with_notify_default(config.notify_url.as_deref());
     let sweeper = spawn_sweeper(service.clone(), lease_timeout);
-
-    // Batches resumed from the store, or submitted from now on, may wait for pattern tables.
-    let table_supply = service.table_supply();
-    table_supply.preload_present();
-    let supply = tokio::spawn(table_supply.run());
-    let retention = config
-        .keep_batches
-        .map(|keep| tokio::spawn(prune_old_batches(service.clone(), keep)));
     let history = History::open(service.store().clone())?;
-    let recorder = config.history_interval.map(|every| {
-        tokio::spawn(history::record_every(
-            history.clone(),
-            service.clone(),
-            every,
-        ))
-    });
-    let reloads = config
-        .owners
-        .configured()
-        .then(|| tokio::spawn(reload_owners(config.owners.clone())));
     let notice_counts = Arc::new(NoticeCounts::default());
-    let notices = tokio::spawn(notices::deliver(
-        service.clone(),
-        config.owners.clone(),
-        config.notices.clone(),
-        notice_counts.clone(),
-    ));
+    let background = spawn_background(&service, &config, &history, &notice_counts);
     let (health, health_service) = serving_health().await;
     let router = routes(&service, &config, health_service, history, notice_counts)?;
     tracing::info!(
@@ -240,9 +216,7 @@ pub async fn run(
         }
     };
     sweeper.abort();
-    supply.abort();
-    notices.abort();
-    for task in retention.into_iter().chain(recorder).chain(reloads) {
+    for task in background {
         task.abort();
     }
     if let Some(error) = store_failed {
@@ -258,6 +232,39 @@ pub async fn run(
     }
     result?;
     Ok(flushed?)
+}
+
+/// The tasks that run beside serving: the table supply (batches resumed from the store, or
+/// submitted from now on, may wait for pattern tables), retention, the history sampler, the
+/// owners file's reloads and the notices' delivery.
+fn spawn_background(
+    service: &Service,
+    config: &ServeConfig,
+    history: &History,
+    notice_counts: &Arc<NoticeCounts>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let table_supply = service.table_supply();
+    table_supply.preload_present();
+    let mut tasks = vec![
+        tokio::spawn(table_supply.run()),
+        tokio::spawn(notices::deliver(
+            service.clone(),
+            config.owners.clone(),
+            config.notices.clone(),
+            notice_counts.clone(),
+        )),
+    ];
+    if let Some(keep) = config.keep_batches {
+        tasks.push(tokio::spawn(prune_old_batches(service.clone(), keep)));
+    }
+    if let Some(every) = config.history_interval {
+        let recording = history::record_every(history.clone(), service.clone(), every);
+        tasks.push(tokio::spawn(recording));
+    }
+    if config.owners.configured() {
+        tasks.push(tokio::spawn(reload_owners(config.owners.clone())));
+    }
+    tasks
 }
 
 /// The gRPC health service, both APIs reported serving.
