@@ -338,6 +338,8 @@ struct OverviewJson {
     puzzles_pending: u64,
     tasks_queued: u64,
     tasks_running: u64,
+    /// Leased beyond the workers' threads: waiting in a worker's own queue.
+    tasks_prefetched: u64,
     nodes: u64,
     nodes_per_second: f64,
     workers: Vec<WorkerJson>,
@@ -369,6 +371,7 @@ fn overview_of(
         puzzles_pending: totals.puzzles_pending,
         tasks_queued: totals.tasks_queued,
         tasks_running: totals.tasks_running,
+        tasks_prefetched: totals.tasks_prefetched,
         nodes: totals.nodes,
         nodes_per_second: totals.nodes_per_second,
         workers: workers

@@ -370,7 +370,8 @@ function render(o) {
   $("totals").textContent = `${connected.length} workers, ${threads} threads · ${rate(o.nodes_per_second)} nodes/s (last ${o.rate_window_seconds} s) · ` +
     `${o.puzzles_solved_all_time.toLocaleString()} solved, ${o.puzzles_failed_all_time.toLocaleString()} failed` +
     (o.puzzles_cancelled_all_time ? `, ${o.puzzles_cancelled_all_time.toLocaleString()} cancelled` : "") + ` (all time) · ` +
-    `${o.puzzles_pending} pending · ${o.tasks_running} tasks running, ${o.tasks_queued} queued`;
+    `${o.puzzles_pending} pending · ${o.tasks_running} tasks running` +
+    (o.tasks_prefetched ? `, ${o.tasks_prefetched} prefetched` : "") + `, ${o.tasks_queued} queued`;
   const workers = $("workers");
   workers.innerHTML = "";
   for (const w of o.workers) {
@@ -583,7 +584,7 @@ async function loadBatch() {
     (s.items_cancelled ? `${s.items_cancelled} cancelled, ` : "") +
     (s.bounded ? `${s.bounded} bounded (paths not proven optimal), ` : "") +
     (s.done ? (s.state === "cancelled" ? "done (cancelled)" : "done") : `running: bounds ${s.bounds.slice(0, 8).join(" ") || "–"} (no solution is shorter), ` +
-      `${result.tasks_running} tasks running, ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s`) +
+      `${result.tasks_running} tasks with workers (running or prefetched), ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s`) +
     (s.preparing ? ` · preparing tables: ${s.preparing}` : "") +
     ` · submitted ${when(s.submitted_unix_ms)}` + (s.owner ? ` by ${s.owner}` : "") +
     `, priority ${s.priority}, heuristic ${s.heuristic || "–"}, goal ${s.goal || "–"}`;

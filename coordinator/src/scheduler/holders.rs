@@ -173,6 +173,15 @@ impl Holders {
         self.idle - self.holders.get(&worker).map_or(0, |h| h.idle())
     }
 
+    /// Leases a worker thread is running: each worker's leases up to the threads it may run
+    /// (the rest wait in its own queue, prefetched). A pass over the workers, for totals.
+    pub(super) fn running(&self) -> usize {
+        self.holders
+            .values()
+            .map(|holder| holder.held.min(holder.capacity))
+            .sum()
+    }
+
     /// Threads with nothing to do over every worker.
     pub(super) fn idle(&self) -> usize {
         self.idle
@@ -214,6 +223,19 @@ mod tests {
 
     fn recounted(holders: &Holders) -> usize {
         holders.holders.values().map(|h| h.idle()).sum()
+    }
+
+    /// Two threads holding five leases run two; a gone worker's leases run nowhere.
+    #[test]
+    fn running_counts_leases_up_to_each_workers_threads() {
+        let mut holders = Holders::default();
+        holders.join(1, None, 2);
+        holders.leased(1, 5);
+        holders.join(2, None, 4);
+        holders.leased(2, 1);
+        assert_eq!(holders.running(), 3);
+        holders.set_capacity(2, 0);
+        assert_eq!(holders.running(), 2);
     }
 
     #[test]

@@ -516,11 +516,13 @@ impl Scheduler {
 
     pub fn totals(&self) -> SchedulerTotals {
         let parts = &self.parts;
-        let (queued, running) = parts.tasks.counts();
+        let (queued, leased) = parts.tasks.counts();
+        let running = parts.tasks.running().min(leased);
         let workers = parts.workers.views();
         SchedulerTotals {
             tasks_queued: queued,
             tasks_running: running,
+            tasks_prefetched: leased - running,
             puzzles_pending: (self.puzzles.len() + parts.tables.waiting_items()) as u64,
             workers: workers.len() as u64,
             worker_threads: workers.iter().map(|w| u64::from(w.threads)).sum(),

@@ -581,7 +581,12 @@ impl Tasks {
         (self.entries.len() as u64 - running, running)
     }
 
-    /// (queued, running) tasks of one batch's puzzles.
+    /// Leased tasks a worker thread runs now (the other leased ones are prefetched).
+    pub(super) fn running(&self) -> u64 {
+        self.holders.running() as u64
+    }
+
+    /// (queued, leased) tasks of one batch's puzzles.
     pub(super) fn batch_counts(&self, batch: u64) -> (u64, u64) {
         self.entries.values().filter(|t| t.puzzle.0 == batch).fold(
             (0, 0),

@@ -189,7 +189,10 @@ pub struct SchedulerTotals {
     /// Puzzles whose batch was cancelled before they ended: not failures.
     pub puzzles_cancelled: u64,
     pub tasks_queued: u64,
+    /// Leased tasks a worker thread runs now: each worker's leases up to its threads.
     pub tasks_running: u64,
+    /// Leased tasks waiting in a worker's own queue behind the ones its threads run.
+    pub tasks_prefetched: u64,
     pub puzzles_pending: u64,
     pub workers: u64,
     pub worker_threads: u64,

@@ -147,8 +147,13 @@ fn register_gauges(
         ),
         (
             "tasks_running",
-            "Tasks leased to workers",
+            "Tasks a worker thread is running: each worker's leases up to its threads",
             totals.tasks_running as f64,
+        ),
+        (
+            "tasks_prefetched",
+            "Tasks leased to a worker beyond its threads, waiting in its own queue",
+            totals.tasks_prefetched as f64,
         ),
         (
             "puzzles_pending",
