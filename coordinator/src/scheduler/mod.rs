@@ -158,8 +158,11 @@ impl Scheduler {
             puzzles: Puzzles::default(),
             audits: Audits::new(u64::from_le_bytes(seed)),
         };
-        if let Some(nodes) = scheduler.parts.store.owner_nodes()? {
-            scheduler.parts.batches.restore_owner_nodes(nodes);
+        // A damaged count costs only today's count (owners start the day again), not the start.
+        match scheduler.parts.store.owner_nodes() {
+            Ok(Some(nodes)) => scheduler.parts.batches.restore_owner_nodes(nodes),
+            Ok(None) => {}
+            Err(error) => tracing::error!(%error, "owners' nodes today not read: counted from 0"),
         }
         // One record at a time: a store of 866,432 batches collected whole took the starting
         // coordinator to 122 MiB of anonymous memory, six times what it runs in.

@@ -55,19 +55,48 @@ impl Store {
         Ok(())
     }
 
-    /// Every notice waiting, in batch order.
+    /// Every notice waiting, in batch order. A damaged record costs only itself: it is
+    /// logged and removed, and the others are delivered.
     pub fn pending_notices(&self) -> Result<Vec<PendingNotice>, StoreError> {
-        self.notices
-            .iter()
-            .values()
-            .map(|bytes| decode("notices", &bytes?))
-            .collect()
+        let mut pending = Vec::new();
+        for entry in self.notices.iter() {
+            let (key, bytes) = entry?;
+            match decode("notices", &bytes) {
+                Ok(notice) => pending.push(notice),
+                Err(error) => {
+                    tracing::error!(%error, "a damaged completion notice was dropped");
+                    self.notices.remove(key)?;
+                }
+            }
+        }
+        Ok(pending)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_damaged_notice_costs_only_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let notice = |batch| PendingNotice {
+            batch,
+            url: "http://127.0.0.1:9/".into(),
+            ended_unix_ms: 1,
+            attempts: 0,
+            next_unix_ms: 1,
+        };
+        store.put_notice(&notice(1)).unwrap();
+        store.put_notice(&notice(3)).unwrap();
+        store
+            .notices
+            .insert(batch_key(2), &b"{not json"[..])
+            .unwrap();
+        assert_eq!(store.pending_notices().unwrap(), vec![notice(1), notice(3)]);
+        assert_eq!(store.notices.len(), 2, "the damaged record is gone");
+    }
 
     #[test]
     fn only_http_urls_with_a_host_are_taken() {
