@@ -83,6 +83,72 @@ for document in documents:
         problems.extend(f"{overlay}: {name}: {b}" for b in bad)
     else:
         summary.append(f"{overlay}: {name}: restricted, seccomp RuntimeDefault, no API token, {facts}")
+
+
+def selects(policy, labels):
+    """Whether a NetworkPolicy's podSelector selects pods with `labels`."""
+    selector = policy["spec"].get("podSelector", {})
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for expression in selector.get("matchExpressions", []):
+        value = labels.get(expression["key"])
+        if expression["operator"] == "In" and value not in expression["values"]:
+            return False
+    return True
+
+
+def egress_allows(policies, labels, port):
+    """Whether some NetworkPolicy selecting the pod lets it connect out on `port`."""
+    for policy in policies:
+        if not selects(policy, labels) or "Egress" not in policy["spec"].get("policyTypes", []):
+            continue
+        for rule in policy["spec"].get("egress", []):
+            ports = rule.get("ports")
+            if not ports or any(p.get("port") == port for p in ports):
+                return True
+    return False
+
+
+def url_port(url):
+    scheme, _, rest = url.partition("://")
+    host = rest.split("/")[0]
+    if ":" in host:
+        return int(host.rsplit(":", 1)[1])
+    return 443 if scheme == "https" else 80
+
+
+# Connections a pod is configured to start (traces, completion notices) need an egress rule:
+# the base allows only DNS out, and a policy that blocks them fails quietly.
+policies = [d for d in documents if d["kind"] == "NetworkPolicy"]
+for document in documents:
+    if document["kind"] not in ("Deployment", "StatefulSet"):
+        continue
+    labels = document["spec"]["template"]["metadata"].get("labels", {})
+    env = env_of(document["spec"]["template"]["spec"]["containers"][0])
+    for variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "TILESOLVE_NOTIFY_URL"):
+        url = env.get(variable, {}).get("value")
+        if not url:
+            continue
+        port = url_port(url)
+        name = document["metadata"]["name"]
+        if egress_allows(policies, labels, port):
+            summary.append(f"{overlay}: {name}: {variable} on port {port} allowed out")
+        else:
+            problems.append(f"{overlay}: {name}: {variable} set but no NetworkPolicy lets it out on port {port}")
+# Every Ingress backend is a Service port that exists.
+services = {d["metadata"]["name"]: d for d in documents if d["kind"] == "Service"}
+for document in documents:
+    if document["kind"] != "Ingress":
+        continue
+    for rule in document["spec"].get("rules", []):
+        for path in rule.get("http", {}).get("paths", []):
+            backend = path["backend"]["service"]
+            service = services.get(backend["name"])
+            ports = [p["port"] for p in (service or {}).get("spec", {}).get("ports", [])]
+            if backend["port"].get("number") not in ports:
+                problems.append(f"{overlay}: Ingress {document['metadata']['name']}: no Service port {backend['name']}:{backend['port']}")
+            else:
+                summary.append(f"{overlay}: Ingress {document['metadata']['name']}: {rule['host']} to {backend['name']}:{backend['port']['number']}")
 kinds = {d["kind"] for d in documents}
 if "NetworkPolicy" not in kinds or "ServiceAccount" not in kinds:
     problems.append(f"{overlay}: NetworkPolicy or ServiceAccount missing")

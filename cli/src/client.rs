@@ -502,7 +502,7 @@ async fn watch(
             format!("  preparing tables: {}", status.preparing)
         };
         bar.set_message(format!(
-            "bounds [{}]  {:.1} M nodes/s  {} workers{preparing}",
+            "bounds [{}]  {:.1} M nodes/s (last 30 s)  {} workers{preparing}",
             bounds.join(" "),
             status.nodes_per_second / 1e6,
             status.workers
@@ -566,7 +566,7 @@ fn print_status_line(status: &pb::BatchStatus, json: bool) {
     }
 }
 
-/// A batch's status for people: `batch 3: 7 of 10 solved, 0 failed, running (about 12 s to
+/// A batch's status for people: `batch 3: 7 of 10 solved, 0 failed, running (4 to 40 s to
 /// go); submitted 2026-11-25T20:14:03Z, pdb:7-8`.
 fn status_text(status: &pb::BatchStatus) -> String {
     let state = if status.state.is_empty() {
@@ -578,10 +578,11 @@ fn status_text(status: &pb::BatchStatus) -> String {
     } else {
         status.state.as_str()
     };
-    let eta = status
-        .eta_seconds
-        .map(|seconds| format!(" (about {seconds:.0} s to go)"))
-        .unwrap_or_default();
+    let eta = match (status.eta_low_seconds, status.eta_high_seconds) {
+        (Some(low), Some(high)) if low >= 1.0 => format!(" ({low:.0} to {high:.0} s to go)"),
+        (_, Some(high)) => format!(" (up to {high:.0} s to go)"),
+        _ => String::new(),
+    };
     let cancelled = match status.items_cancelled {
         0 => String::new(),
         items => format!(", {items} cancelled"),

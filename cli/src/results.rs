@@ -262,6 +262,8 @@ pub fn status_json(status: &pb::BatchStatus) -> serde_json::Value {
         "retry_of": (status.retry_of > 0).then_some(status.retry_of),
         "owner": (!status.owner.is_empty()).then_some(&status.owner),
         "eta_seconds": status.eta_seconds,
+        "eta_low_seconds": status.eta_low_seconds,
+        "eta_high_seconds": status.eta_high_seconds,
     })
 }
 

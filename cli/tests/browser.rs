@@ -220,6 +220,19 @@ fn the_dashboard_solves_a_typed_board_and_animates_it_to_the_goal() {
     browser.wait_for_text("#totals", "live totals", |t| t.contains("2 workers"));
     // The page opens on the work; the puzzle view is a tab.
     browser.click("#tab-puzzle");
+    // It opens on a 4x4 board (30 random moves from the goal); Shuffle makes one of that size.
+    let property = |css: &str, name: &str| {
+        let element = browser.element(css);
+        browser.get(&format!("/element/{element}/property/{name}"))
+    };
+    assert_eq!(property("#size", "value"), "4x4");
+    browser.click("#shuffle");
+    let shuffled = property("#board-input", "value");
+    assert_eq!(
+        shuffled.as_str().unwrap().split(',').count(),
+        16,
+        "{shuffled}"
+    );
     // 31 moves: one of the two hardest 8-puzzles.
     browser.type_into("#board-input", "8,6,7,2,5,4,3,0,1");
     browser.click("#solve");
@@ -231,7 +244,9 @@ fn the_dashboard_solves_a_typed_board_and_animates_it_to_the_goal() {
     });
     assert_eq!(browser.text("#position"), "move 31 of 31");
     browser.click("#tab-work");
-    browser.wait_for_text("#batches", "the batches table", |t| t.contains("13 / 13"));
+    let batches = browser.wait_for_text("#batches", "the batches table", |t| t.contains("13 / 13"));
+    // The puzzle view's one-board batch is not listed among the work.
+    assert!(!batches.contains("1 / 1"), "{batches}");
     if let Ok(path) = std::env::var("TILESOLVE_SCREENSHOT") {
         browser.screenshot(&path);
     }

@@ -115,7 +115,8 @@ fn a_real_prometheus_loads_the_rules_scrapes_both_processes_and_answers_every_da
 }
 
 #[test]
-fn every_overlay_renders_and_each_pod_is_restricted_with_the_worker_token_and_its_cpu_as_threads() {
+fn every_overlay_renders_and_each_pod_is_restricted_with_the_worker_token_and_its_cpu_as_threads_and_its_egress_allowed(
+) {
     let python_yaml = has("python3", &["-c", "import yaml"]);
     if !has("kubectl", &["version", "--client"]) || !python_yaml {
         eprintln!("skipped: needs kubectl and PyYAML (scripts/kube-check.sh)");
@@ -128,6 +129,8 @@ fn every_overlay_renders_and_each_pod_is_restricted_with_the_worker_token_and_it
         "overlays/small",
         "overlays/restricted",
         "overlays/autoscaling",
+        "overlays/egress",
+        "overlays/ingress",
     ] {
         for pod in ["tilesolve-coordinator", "tilesolve-worker"] {
             assert!(
@@ -143,4 +146,20 @@ fn every_overlay_renders_and_each_pod_is_restricted_with_the_worker_token_and_it
         text.contains("namespace tilesolve enforces restricted"),
         "{text}"
     );
+    // Traces and notices configured are let out (the script fails a pod whose NetworkPolicies
+    // would block them), and the Ingress names a Service port that exists.
+    for pod in ["tilesolve-coordinator", "tilesolve-worker"] {
+        assert!(
+            text.contains(&format!(
+                "overlays/egress: {pod}: OTEL_EXPORTER_OTLP_ENDPOINT on port 4317 allowed out"
+            )),
+            "{text}"
+        );
+    }
+    for ingress in ["tilesolve-dashboard", "tilesolve-grpc"] {
+        assert!(
+            text.contains(&format!("overlays/ingress: Ingress {ingress}: ")),
+            "{text}"
+        );
+    }
 }

@@ -175,4 +175,28 @@ fn notices_reach_a_receiver_that_was_down_through_a_coordinator_crash() {
         "{metrics}"
     );
     assert!(metrics.contains("tilesolve_notices_pending 0"), "{metrics}");
+
+    // The dashboard's submit page names a receiver too (its notify field).
+    let _worker = worker(
+        &server.url(),
+        &dir.path().join("again"),
+        &["--token", WORKER_TOKEN],
+    );
+    let board = walked(4, 20, 1, 77).remove(0).0;
+    let answer: serde_json::Value = ureq::post(&format!("{}/api/batches", server.url()))
+        .set("Authorization", "Bearer alice-token")
+        .send_json(serde_json::json!({
+            "lines": [board],
+            "heuristic": "linear-conflict",
+            "notify_url": hook,
+        }))
+        .unwrap()
+        .into_json()
+        .unwrap();
+    let got = received
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the dashboard batch's notice");
+    let notice: serde_json::Value = serde_json::from_str(&got.body).unwrap();
+    assert_eq!(notice["batch"], answer["batch"], "{notice}");
+    assert_eq!(notice["state"], "done", "{notice}");
 }

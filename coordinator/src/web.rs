@@ -18,8 +18,10 @@ use serde::{Deserialize, Serialize};
 mod lists;
 mod metrics;
 mod owners;
+mod puzzle_view;
 
 pub use lists::Charts;
+use puzzle_view::PuzzleViewBatches;
 
 use std::sync::Arc;
 
@@ -51,6 +53,7 @@ struct WebState {
     rpc_metrics: RpcMetrics,
     notice_counts: Arc<NoticeCounts>,
     charts: Charts,
+    puzzle_view: PuzzleViewBatches,
 }
 
 /// The dashboard's routes, to be merged with the gRPC services' router.
@@ -67,6 +70,7 @@ pub fn router(
         notice_counts,
         rpc_metrics,
         charts,
+        puzzle_view: PuzzleViewBatches::default(),
     };
     Router::new()
         .route(
@@ -251,16 +255,16 @@ struct BatchJson {
     nodes: u64,
     nodes_per_second: f64,
     seconds: f64,
-    /// Seconds to go, only when enough similar puzzles have finished to extrapolate from; a
-    /// single hard puzzle gets none, because no honest one exists.
-    eta_seconds: Option<f64>,
+    /// Seconds to go as a range from the search (see `scheduler::eta`), when one exists.
+    eta_low_seconds: Option<f64>,
+    eta_high_seconds: Option<f64>,
     /// What the batch's waiting items wait for (pattern tables being obtained), if any.
     preparing: Option<String>,
 }
 
 impl From<BatchProgress> for BatchJson {
     fn from(p: BatchProgress) -> BatchJson {
-        let eta_seconds = p.eta_seconds();
+        let eta = p.eta;
         BatchJson {
             batch: p.batch,
             state: p.state(),
@@ -280,7 +284,8 @@ impl From<BatchProgress> for BatchJson {
             nodes: p.nodes,
             nodes_per_second: p.nodes_per_second,
             seconds: p.seconds,
-            eta_seconds,
+            eta_low_seconds: eta.map(|e| e.low.as_secs_f64()),
+            eta_high_seconds: eta.map(|e| e.high.as_secs_f64()),
             preparing: p.preparing,
         }
     }
@@ -424,6 +429,9 @@ async fn solve(
             BatchTerms::default(),
         )
         .await?;
+    state
+        .puzzle_view
+        .started(state.service.clone(), submitted.batch);
     Ok(Json(serde_json::json!({
         "batch": submitted.batch,
         "invalid": submitted.invalid,
@@ -556,6 +564,9 @@ struct BatchRequest {
     /// 1 to 5, higher first (0: the default, 3).
     #[serde(default)]
     priority: u32,
+    /// Where to POST a completion notice (empty: the coordinator's default, if any).
+    #[serde(default)]
+    notify_url: String,
 }
 
 /// The lines intake would refuse, with why, before anything is submitted.
@@ -594,6 +605,7 @@ async fn submit_batch(
     let terms = BatchTerms {
         limits,
         priority,
+        notify: Some(request.notify_url.trim().to_string()).filter(|url| !url.is_empty()),
         ..BatchTerms::default()
     };
     let submitted = state

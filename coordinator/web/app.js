@@ -316,6 +316,15 @@ async function openLink() {
 const rate = (n) => (n >= 1e9 ? (n / 1e9).toFixed(1) + " G" : n >= 1e6 ? (n / 1e6).toFixed(1) + " M" : Math.round(Math.max(n, 0)).toLocaleString());
 const secs = (s) => (s >= 3600 ? (s / 3600).toFixed(1) + " h" : s >= 60 ? (s / 60).toFixed(1) + " min" : s.toFixed(1) + " s");
 
+// A batch's time left, a range from its search (the coordinator's scheduler/eta.rs): a puzzle
+// being searched may end at once, so the low end is often 0.
+function etaText(b) {
+  if (b.done) return "";
+  if (b.eta_high_seconds == null) return "no honest estimate yet";
+  const high = secs(b.eta_high_seconds);
+  return b.eta_low_seconds < 1 ? `up to ${high} left` : `${secs(b.eta_low_seconds)} – ${high} left`;
+}
+
 function cell(row, text) {
   const td = document.createElement("td");
   td.textContent = text;
@@ -467,7 +476,7 @@ async function loadBatches() {
     cell(row, b.done ? "" : b.bounds.slice(0, 8).join(" "));
     cell(row, rate(b.nodes_per_second));
     cell(row, b.done ? secs(b.seconds) : secs((Date.now() - b.submitted_unix_ms) / 1000) + " so far");
-    cell(row, b.done ? "" : b.eta_seconds == null ? "no honest estimate yet" : secs(b.eta_seconds) + " left");
+    cell(row, etaText(b));
     body.appendChild(row);
   }
   const page = list.cursors.length;
@@ -584,7 +593,7 @@ async function loadBatch() {
     (s.items_cancelled ? `${s.items_cancelled} cancelled, ` : "") +
     (s.bounded ? `${s.bounded} bounded (paths not proven optimal), ` : "") +
     (s.done ? (s.state === "cancelled" ? "done (cancelled)" : "done") : `running: bounds ${s.bounds.slice(0, 8).join(" ") || "–"} (no solution is shorter), ` +
-      `${result.tasks_running} tasks with workers (running or prefetched), ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s`) +
+      `${result.tasks_running} tasks with workers (running or prefetched), ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s (last 30 s), ${etaText(s)}`) +
     (s.preparing ? ` · preparing tables: ${s.preparing}` : "") +
     ` · submitted ${when(s.submitted_unix_ms)}` + (s.owner ? ` by ${s.owner}` : "") +
     `, priority ${s.priority}, heuristic ${s.heuristic || "–"}, goal ${s.goal || "–"}`;
@@ -678,6 +687,7 @@ function batchRequest() {
     goal: $("batch-goal").value.trim(),
     time_limit_seconds: Number($("batch-time-limit").value) || 0,
     priority: Number($("batch-priority").value) || 0,
+    notify_url: $("batch-notify").value.trim(),
   };
 }
 
@@ -762,6 +772,8 @@ $("batches-older").onclick = () => { if (list.next != null) { list.cursors.push(
 $("batches-newer").onclick = () => { if (list.cursors.length > 1) { list.cursors.pop(); loadBatches(); } };
 $("history-range").addEventListener("change", loadHistory);
 
-setBoard(walkBoard(4, 30), 4);
+// The view opens on a 4x4 board 30 random moves from the goal.
+const opening = { rows: 4, cols: 4 };
+setBoard(walkBoard(opening, 30), opening);
 connect();
 openLink();

@@ -448,3 +448,32 @@ pub fn far_boards(count: usize, seed: u64) -> Vec<(String, u64)> {
         .map(|_| (random_walk(goal, 400, &mut state).to_string(), 0))
         .collect()
 }
+
+/// A certificate authority and a server certificate for `localhost` it signed, as PEM files.
+pub fn certificates(dir: &Path) -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+    let mut ca_params = CertificateParams::new(Vec::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let server_key = KeyPair::generate().unwrap();
+    let server_cert = CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&server_key, &issuer)
+        .unwrap();
+    let write = |name: &str, pem: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, pem).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    (
+        write("ca.pem", ca_cert.pem()),
+        write("server.pem", server_cert.pem()),
+        write("server.key", server_key.serialize_pem()),
+    )
+}

@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use tilesolve::heuristic_choice::HeuristicChoice;
 
+use super::eta::{EtaRange, FinishedCosts};
+use super::rate::WindowRate;
 use super::types::SchedulerError;
 use crate::owners::OwnerName;
 use crate::queue::Lane;
@@ -31,7 +33,12 @@ pub struct BatchProgress {
     pub done: bool,
     pub bounds: Vec<u32>,
     pub nodes: u64,
+    /// Expanded nodes per second: over the last [`super::RATE_WINDOW`] while it runs (the
+    /// header's and each worker's definition); over its whole run once it ended.
     pub nodes_per_second: f64,
+    /// Time left, as a range from its search ([`super::eta`]); None once ended or while no
+    /// honest range exists.
+    pub eta: Option<EtaRange>,
     pub workers: u32,
     /// Since the batch was submitted to (or resumed by) this process.
     pub seconds: f64,
@@ -72,14 +79,6 @@ impl BatchProgress {
             (false, true) if self.total > 0 && self.failed == self.total => "failed",
             (false, true) => "done",
         }
-    }
-
-    /// Seconds to go, only when enough similar puzzles have finished to extrapolate from (5 of
-    /// a batch of 10 or more); a single hard puzzle gets none, because no honest one exists.
-    pub fn eta_seconds(&self) -> Option<f64> {
-        let finished = self.solved + self.failed + self.bounded + self.items_cancelled;
-        (!self.done && finished >= 5 && self.total >= 10 && self.seconds > 0.0)
-            .then(|| self.seconds / f64::from(finished) * f64::from(self.total - finished))
     }
 }
 
@@ -136,6 +135,10 @@ pub(super) struct Batches {
     /// The item counts of batches this process has seen.
     counts: HashMap<u64, ItemCounts>,
     nodes: HashMap<u64, u64>,
+    /// Each open batch's nodes/s.
+    rates: HashMap<u64, WindowRate>,
+    /// What each open batch's finished puzzles cost (the ETA's prior for the rest).
+    finished_costs: HashMap<u64, FinishedCosts>,
     /// The limits of open batches that set any.
     limits: HashMap<u64, ItemLimits>,
     /// The priorities of open batches other than the default.
@@ -160,9 +163,11 @@ impl Batches {
     /// A batch submitted to, or resumed by, this process, with its items' counts.
     pub(super) fn open(&mut self, batch: u64, counts: ItemCounts, heuristic: HeuristicChoice) {
         self.heuristics.insert(batch, heuristic);
-        self.started.insert(batch, Instant::now());
+        let now = Instant::now();
+        self.started.insert(batch, now);
         self.counts.insert(batch, counts);
         self.nodes.insert(batch, 0);
+        self.rates.insert(batch, WindowRate::new(now));
     }
 
     /// A finished batch some of whose answers were withdrawn: open again with its new counts,
@@ -179,7 +184,10 @@ impl Batches {
         self.seconds.remove(&batch);
         self.started.entry(batch).or_insert_with(Instant::now);
         let before = figures.map_or(0, |f| f.nodes);
-        self.nodes.entry(batch).or_insert(before);
+        let nodes = *self.nodes.entry(batch).or_insert(before);
+        let mut rate = WindowRate::new(Instant::now());
+        rate.record(Instant::now(), nodes);
+        self.rates.entry(batch).or_insert(rate);
     }
 
     /// Sets what each item of an open batch may spend.
@@ -264,6 +272,8 @@ impl Batches {
             cancelled,
             ..
         } = self.counts.remove(&batch)?;
+        self.rates.remove(&batch);
+        self.finished_costs.remove(&batch);
         let started = self.started.remove(&batch);
         let seconds = self
             .seconds
@@ -337,6 +347,9 @@ impl Batches {
         // Only open batches count (a closed batch's figures are in the store).
         if let Some(total) = self.nodes.get_mut(&batch) {
             *total = total.saturating_add(nodes);
+            if let Some(rate) = self.rates.get_mut(&batch) {
+                rate.record(Instant::now(), *total);
+            }
         }
         if let Some(owner) = self.owners.get(&batch) {
             self.owner_nodes.add(owner, nodes, OwnerNodes::today());
@@ -349,6 +362,14 @@ impl Batches {
             return false;
         };
         counts.add(status);
+        if let ItemStatus::Solved(solution) = status {
+            if solution.nodes > 0 {
+                self.finished_costs
+                    .entry(batch)
+                    .or_default()
+                    .add(solution.nodes);
+            }
+        }
         let done = counts.done();
         if done {
             if let Some(started) = self.started.get(&batch) {
@@ -384,6 +405,27 @@ impl Batches {
             .collect()
     }
 
+    /// The open batches not done, with their counts and nodes/s now.
+    pub(super) fn running(&self) -> impl Iterator<Item = (u64, ItemCounts, f64)> + '_ {
+        let now = Instant::now();
+        self.counts
+            .iter()
+            .filter(|(_, counts)| !counts.done())
+            .map(move |(&batch, &counts)| {
+                let nodes = self.nodes.get(&batch).copied().unwrap_or(0);
+                let rate = self
+                    .rates
+                    .get(&batch)
+                    .map_or(0.0, |r| r.per_second(now, nodes));
+                (batch, counts, rate)
+            })
+    }
+
+    /// What `batch`'s finished puzzles cost.
+    pub(super) fn finished_costs(&self, batch: u64) -> FinishedCosts {
+        self.finished_costs.get(&batch).copied().unwrap_or_default()
+    }
+
     /// The counts of `batch` if this process has them.
     pub(super) fn counts(&self, batch: u64) -> Option<ItemCounts> {
         self.counts.get(&batch).copied()
@@ -408,6 +450,7 @@ impl Batches {
             } else {
                 0.0
             },
+            eta: None,
             workers: 0,
             seconds: figures.seconds,
             preparing: None,
@@ -431,12 +474,16 @@ impl Batches {
         workers: u32,
     ) -> BatchProgress {
         let nodes = self.nodes.get(&batch).copied().unwrap_or(0);
-        let seconds = match self.seconds.get(&batch) {
-            Some(&seconds) => seconds,
-            None => self
-                .started
+        let ended = self.seconds.get(&batch).copied();
+        let seconds = ended.unwrap_or_else(|| {
+            self.started
                 .get(&batch)
-                .map_or(0.0, |s| s.elapsed().as_secs_f64()),
+                .map_or(0.0, |s| s.elapsed().as_secs_f64())
+        });
+        let nodes_per_second = match (ended, self.rates.get(&batch)) {
+            (None, Some(rate)) => rate.per_second(Instant::now(), nodes),
+            _ if seconds > 0.0 => nodes as f64 / seconds,
+            _ => 0.0,
         };
         BatchProgress {
             batch,
@@ -448,11 +495,8 @@ impl Batches {
             done: counts.done() && !self.completing.contains(&batch),
             bounds,
             nodes,
-            nodes_per_second: if seconds > 0.0 {
-                nodes as f64 / seconds
-            } else {
-                0.0
-            },
+            nodes_per_second,
+            eta: None,
             workers,
             seconds,
             preparing: None,

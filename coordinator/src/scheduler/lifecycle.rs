@@ -12,6 +12,7 @@ use tilesolve::Direction;
 use super::audits::{AuditEvent, Audits};
 use super::bounded::{self, whole_budget_within, WeightedEnd};
 use super::deferred::{Deferred, FinishedSplit, PendingSplit};
+use super::eta::IterationWork;
 use super::intake::{solver_keys, QueuedItem};
 use super::judge::{judge, Verdict};
 use super::puzzle::{iteration_tasks, Next, Puzzle};
@@ -60,15 +61,11 @@ impl Puzzles {
             .collect()
     }
 
-    /// The bounds `batch`'s live puzzles are searching, smallest first.
-    pub(super) fn bounds(&self, batch: u64) -> Vec<u32> {
-        let mut bounds: Vec<u32> = self
-            .map
+    /// `batch`'s live puzzles.
+    pub(super) fn live(&self, batch: u64) -> impl Iterator<Item = &Puzzle> {
+        self.map
             .range((batch, 0)..=(batch, u32::MAX))
-            .map(|(_, p)| p.bound)
-            .collect();
-        bounds.sort_unstable();
-        bounds
+            .map(|(_, p)| p)
     }
 
     /// Starts a batch's queued items whose solvers are ready; the batch waits for the rest,
@@ -465,6 +462,7 @@ impl Puzzles {
             return self.next_iteration(parts, audits, puzzle_id, frontier.pruned_min_f);
         }
         puzzle.bound = bound;
+        puzzle.iteration = Some(IterationWork::next(puzzle.iteration, puzzle.nodes));
         puzzle.next_bound = frontier.pruned_min_f;
         // Every split iteration proves that no solution is shorter than its bound.
         tracing::info!(

@@ -40,6 +40,7 @@ mod batches;
 mod bounded;
 mod config;
 mod deferred;
+pub mod eta;
 mod holders;
 mod intake;
 mod judge;
@@ -47,6 +48,7 @@ mod lifecycle;
 mod owned;
 mod puzzle;
 mod quarantine;
+mod rate;
 pub mod reads;
 mod records;
 mod tables;
@@ -67,16 +69,19 @@ pub use intake::{
 };
 pub use owned::Owned;
 pub use puzzle::subtree_budget;
+pub use rate::RATE_WINDOW;
 pub use records::{Flusher, TaskRecords};
 pub use tables::{TableNeed, Tables};
 pub use types::*;
-pub use workers::{WorkerDescription, WorkerView, RATE_WINDOW};
+pub use workers::{WorkerDescription, WorkerView};
 
 use audits::Audits;
-use batches::Batches;
+use batches::{Batches, ItemCounts};
 use deferred::CycleOut;
+use eta::EtaRange;
 use intake::QueuedItem;
 use lifecycle::{Puzzles, PATH_BOARDS_MIN_NODES};
+use puzzle::Puzzle;
 use tasks::{Tasks, LEASE_MIN_NODE_RATE};
 use workers::{Workers, FIRST_LEASES, MAX_FAILURES_IN_A_ROW};
 
@@ -480,14 +485,43 @@ impl Scheduler {
                 batches::counts(&parts.store.items(batch)?)
             }
         };
-        let mut progress = parts.batches.progress(
-            batch,
-            counts,
-            self.puzzles.bounds(batch),
-            parts.workers.len() as u32,
-        );
+        let mut bounds: Vec<u32> = self.puzzles.live(batch).map(|p| p.bound).collect();
+        bounds.sort_unstable();
+        let workers = parts.workers.len() as u32;
+        let mut progress = parts.batches.progress(batch, counts, bounds, workers);
         progress.preparing = parts.tables.preparing(batch);
+        if !progress.done {
+            progress.eta = self.eta(batch, counts, progress.nodes_per_second);
+        }
         Ok(submitted(progress))
+    }
+
+    /// The open batches' work left in thread-seconds at `thread_rate` nodes/s a thread (see
+    /// [`SchedulerTotals::work_left_thread_seconds`]).
+    fn work_left(&self, thread_rate: f64) -> f64 {
+        let budget = self.parts.config.whole_task_budget as f64;
+        let nodes: f64 = (self.parts.batches.running())
+            .map(
+                |(batch, counts, rate)| match self.eta(batch, counts, rate) {
+                    Some(eta) => eta.middle().as_secs_f64() * rate,
+                    None => f64::from(counts.total.saturating_sub(counts.ended())) * budget,
+                },
+            )
+            .sum();
+        let thread_rate = match thread_rate > 0.0 {
+            true => thread_rate,
+            false => eta::NOMINAL_THREAD_RATE,
+        };
+        nodes / thread_rate
+    }
+
+    /// `batch`'s time left from its unfinished puzzles' searches (those not live yet wait in
+    /// intake or for tables: not split).
+    fn eta(&self, batch: u64, counts: ItemCounts, nodes_per_second: f64) -> Option<EtaRange> {
+        let live = self.puzzles.live(batch).map(Puzzle::left);
+        let unfinished = counts.total.saturating_sub(counts.ended());
+        let finished = self.parts.batches.finished_costs(batch);
+        eta::estimate(live, unfinished, &finished, nodes_per_second)
     }
 
     /// The progress of up to `count` stored batches after (or, `newest_first`, before) the
@@ -522,6 +556,11 @@ impl Scheduler {
         let (queued, leased) = parts.tasks.counts();
         let running = parts.tasks.running().min(leased);
         let workers = parts.workers.views();
+        let nodes_per_second: f64 = workers.iter().map(|w| w.nodes_per_second).sum();
+        let thread_rate = match running {
+            0 => 0.0,
+            running => nodes_per_second / running as f64,
+        };
         SchedulerTotals {
             tasks_queued: queued,
             tasks_running: running,
@@ -529,7 +568,8 @@ impl Scheduler {
             puzzles_pending: (self.puzzles.len() + parts.tables.waiting_items()) as u64,
             workers: workers.len() as u64,
             worker_threads: workers.iter().map(|w| u64::from(w.threads)).sum(),
-            nodes_per_second: workers.iter().map(|w| w.nodes_per_second).sum(),
+            nodes_per_second,
+            work_left_thread_seconds: self.work_left(thread_rate),
             idle_thread_seconds: parts.workers.idle_seconds(std::time::Instant::now()),
             ..parts.totals.clone()
         }

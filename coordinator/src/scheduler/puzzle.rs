@@ -9,6 +9,7 @@ use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::{Board, Direction};
 
 use super::deferred::UnauditedClaim;
+use super::eta::{IterationWork, PuzzleLeft};
 use super::tasks::TaskEntry;
 use super::types::{TaskId, TaskOutcome, TaskReport, WorkerId, MAX_ATTEMPTS};
 use crate::frontier::{SizeHistory, SubtreeTask};
@@ -37,6 +38,8 @@ pub(super) struct Puzzle {
     pub(super) history: SizeHistory,
     /// The bound of an iteration being split outside the lock (the puzzle has no tasks then).
     pub(super) splitting: Option<u32>,
+    /// Its split iteration in progress (None while it runs as a whole task): the ETA's input.
+    pub(super) iteration: Option<IterationWork>,
     /// Workers whose reports were applied: the answer rests on them.
     pub(super) workers: BTreeSet<WorkerId>,
     /// An answer found while audits were still running.
@@ -146,6 +149,7 @@ impl Puzzle {
             started: Instant::now(),
             history: SizeHistory::default(),
             splitting: None,
+            iteration: None,
             workers,
             held: None,
             proof: Vec::new(),
@@ -226,6 +230,9 @@ impl Puzzle {
             TaskOutcome::Exceeded(next_bound) => {
                 self.next_bound = self.next_bound.min(next_bound);
                 record_sizes(&mut self.history, &entry.spec.path, report);
+                if let Some(iteration) = &mut self.iteration {
+                    iteration.reported += 1;
+                }
                 if self.outstanding.is_empty() {
                     Next::Iterate(self.next_bound)
                 } else {
@@ -248,6 +255,18 @@ impl Puzzle {
             TaskOutcome::Failed(reason) => {
                 Next::Fail(format!("failed {MAX_ATTEMPTS} times: {reason}"))
             }
+        }
+    }
+
+    /// Where its search is, for the ETA.
+    pub(super) fn left(&self) -> PuzzleLeft {
+        match self.iteration {
+            Some(iteration) => PuzzleLeft::Searching {
+                iteration,
+                nodes: self.nodes,
+                outstanding: self.outstanding.len(),
+            },
+            None => PuzzleLeft::NotSplit,
         }
     }
 

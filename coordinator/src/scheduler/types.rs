@@ -198,6 +198,11 @@ pub struct SchedulerTotals {
     pub worker_threads: u64,
     /// Expanded nodes per second over every connected worker.
     pub nodes_per_second: f64,
+    /// The open batches' work left, in thread-seconds at the workers' pace now (the middle of
+    /// each batch's ETA range; a batch without one counts a whole task's budget a puzzle): what
+    /// autoscaling sizes the workers by, where the task count says little (one hard puzzle is
+    /// thousands of tasks, a thousand easy ones are a thousand tasks of milliseconds).
+    pub work_left_thread_seconds: f64,
     /// Thread-seconds the connected workers' threads held no task (the idle share of a
     /// stretch is its growth over threads x seconds).
     pub idle_thread_seconds: f64,

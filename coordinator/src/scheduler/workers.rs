@@ -9,15 +9,12 @@ use tilesolve::task::TaskTimes;
 
 use super::config::{PROBATION_ANY_SIZE_AFTER, PROBATION_AUDITS};
 use super::holders::TokenRoom;
+use super::rate::WindowRate;
 use super::tasks::{Audit, Holding};
 use super::types::{
     Lineage, SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS,
     PREFETCH_MOST_SECONDS,
 };
-
-/// The span a worker's nodes/s is measured over: long enough to smooth out tasks finishing in
-/// bursts, short enough to show a worker that has gone idle.
-pub const RATE_WINDOW: Duration = Duration::from_secs(30);
 
 /// Impossible reports (moves off the board, bounds that cannot be) after which a worker is
 /// quarantined as faulty.
@@ -69,7 +66,6 @@ struct WorkerInfo {
     /// The pattern database files it holds (name, checksum), as it said when registering:
     /// where the coordinator asks first for a table it lacks.
     tables: Vec<(String, u64)>,
-    registered: Instant,
     last_seen: Instant,
     nodes: u64,
     tasks_done: u64,
@@ -87,8 +83,8 @@ struct WorkerInfo {
     failures_in_a_row: u32,
     /// It has reported something other than a failure.
     succeeded_once: bool,
-    /// (when, nodes reported so far) at each poll within the last [`RATE_WINDOW`].
-    reports: VecDeque<(Instant, u64)>,
+    /// Its nodes/s (over [`super::RATE_WINDOW`]).
+    rate: WindowRate,
     /// Its recent tasks' times: how many tasks it may hold (see [`Workers::reported`]).
     task_times: TaskTimes,
 }
@@ -103,28 +99,11 @@ impl WorkerInfo {
     }
 
     fn record(&mut self, now: Instant) {
-        self.reports.push_back((now, self.nodes));
-        while self
-            .reports
-            .front()
-            .is_some_and(|&(when, _)| now.duration_since(when) > RATE_WINDOW)
-        {
-            self.reports.pop_front();
-        }
+        self.rate.record(now, self.nodes);
     }
 
-    /// Nodes per second over the window, counted from the report before it when there is one.
     fn nodes_per_second(&self, now: Instant) -> f64 {
-        let (since, before) = self
-            .reports
-            .front()
-            .copied()
-            .unwrap_or((self.registered, 0));
-        let seconds = now.duration_since(since).as_secs_f64();
-        if seconds < 1e-3 {
-            return 0.0;
-        }
-        self.nodes.saturating_sub(before) as f64 / seconds
+        self.rate.per_second(now, self.nodes)
     }
 }
 
@@ -221,7 +200,6 @@ impl Workers {
                 host: host.chars().take(MAX_HOST).collect(),
                 default_heuristics: Vec::new(),
                 tables: Vec::new(),
-                registered: now,
                 last_seen: now,
                 nodes: 0,
                 tasks_done: 0,
@@ -231,7 +209,7 @@ impl Workers {
                 strikes: 0,
                 failures_in_a_row: 0,
                 succeeded_once: false,
-                reports: VecDeque::new(),
+                rate: WindowRate::new(now),
                 task_times: TaskTimes::default(),
             },
         );

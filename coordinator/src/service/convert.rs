@@ -36,7 +36,8 @@ impl From<SchedulerError> for Status {
 }
 
 pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
-    let (state, eta_seconds) = (progress.state().to_string(), progress.eta_seconds());
+    let state = progress.state().to_string();
+    let eta = progress.eta;
     pb::BatchStatus {
         batch_id: progress.batch,
         total: progress.total,
@@ -54,7 +55,9 @@ pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
         heuristic: progress.heuristic,
         goal: progress.goal,
         state,
-        eta_seconds,
+        eta_seconds: eta.map(|e| e.middle().as_secs_f64()),
+        eta_low_seconds: eta.map(|e| e.low.as_secs_f64()),
+        eta_high_seconds: eta.map(|e| e.high.as_secs_f64()),
         priority: progress.priority.get().into(),
         items_cancelled: progress.items_cancelled,
         retry_of: progress.retry_of.unwrap_or(0),

@@ -110,7 +110,8 @@ pub(super) async fn batch_list(
             scanned += 1;
             before = Some(progress.batch);
             let owner = progress.owner.as_ref().map_or("", |o| o.as_str());
-            let wanted = (query.state.is_empty() || progress.state() == query.state)
+            let wanted = !state.puzzle_view.contains(progress.batch)
+                && (query.state.is_empty() || progress.state() == query.state)
                 && match query.owner.as_str() {
                     "" => true,
                     "-" => owner.is_empty(),

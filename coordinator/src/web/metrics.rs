@@ -141,6 +141,11 @@ fn register_gauges(
             totals.nodes_per_second,
         ),
         (
+            "work_left_thread_seconds",
+            "The open batches' work left in thread-seconds at the workers' pace now (the middle of each batch's ETA range; a whole task's budget a puzzle where it has none): what to scale workers by",
+            totals.work_left_thread_seconds,
+        ),
+        (
             "tasks_queued",
             "Tasks waiting for a worker",
             totals.tasks_queued as f64,

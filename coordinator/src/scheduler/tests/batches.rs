@@ -345,3 +345,25 @@ fn a_higher_priority_batch_is_handed_out_before_the_batches_ahead_of_it() {
     scheduler.leave(worker).unwrap();
     run_to_completion(&mut scheduler, lowest, 1);
 }
+
+/// Autoscaling's figure is the work, not the task count: fifty 8-puzzles queued before any
+/// worker reported count a whole task's budget each at the nominal pace of a thread (100
+/// thread-seconds: one 4-thread worker at the shipped KEDA target of 2,400), and nothing once
+/// solved.
+#[test]
+fn the_work_left_counts_puzzles_at_a_threads_pace_not_tasks() {
+    let data = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig::default();
+    let budget = config.whole_task_budget as f64;
+    let mut scheduler = scheduler_in(data.path(), config);
+    let batch = submit_at(
+        &mut scheduler,
+        &distinct_eight_puzzles(50, 7),
+        Priority::DEFAULT,
+    );
+    let left = scheduler.totals().work_left_thread_seconds;
+    assert_eq!(left, 50.0 * budget / eta::NOMINAL_THREAD_RATE);
+    assert!(left < 2_400.0, "{left}");
+    run_to_completion(&mut scheduler, batch, 2);
+    assert_eq!(scheduler.totals().work_left_thread_seconds, 0.0);
+}
