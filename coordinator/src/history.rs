@@ -123,12 +123,22 @@ impl History {
 }
 
 /// The samples at least `spacing_ms` apart (the first and the last always kept).
+/// The last (now) replaces a kept sample closer than the spacing before it: a rate over the
+/// fraction of a second since the last stored sample read 0 whenever no task had just reported,
+/// and every chart ended in a false drop.
 fn thin(samples: &[HistorySample], spacing_ms: u64) -> Vec<HistorySample> {
     let mut kept: Vec<HistorySample> = Vec::new();
     for (index, sample) in samples.iter().enumerate() {
         let last = index + 1 == samples.len();
-        match kept.last() {
-            Some(previous) if !last && sample.unix_ms < previous.unix_ms + spacing_ms => {}
+        let close = kept
+            .last()
+            .is_some_and(|previous| sample.unix_ms < previous.unix_ms + spacing_ms);
+        match (close, last) {
+            (true, false) => {}
+            (true, true) if kept.len() > 1 => {
+                kept.pop();
+                kept.push(*sample);
+            }
             _ => kept.push(*sample),
         }
     }
@@ -190,13 +200,19 @@ mod tests {
     }
 
     #[test]
-    fn thinning_keeps_points_a_spacing_apart_and_the_last() {
+    fn thinning_keeps_points_a_spacing_apart_and_the_last_a_spacing_from_the_one_before() {
         let samples: Vec<_> = (0..10).map(|s| sample(s * 15, s, 0)).collect();
         let kept: Vec<u64> = thin(&samples, 60_000)
             .iter()
             .map(|s| s.unix_ms / 1000)
             .collect();
-        assert_eq!(kept, vec![0, 60, 120, 135]);
+        assert_eq!(kept, vec![0, 60, 135]);
+        // Now, a moment after the last stored sample: the last point spans a whole spacing.
+        let mut samples: Vec<_> = (0..4).map(|s| sample(s * 15, s, 0)).collect();
+        samples.push(sample(45, 3, 0));
+        samples.last_mut().unwrap().unix_ms += 200;
+        let kept: Vec<u64> = thin(&samples, 15_000).iter().map(|s| s.unix_ms).collect();
+        assert_eq!(kept, vec![0, 15_000, 30_000, 45_200]);
     }
 
     #[test]

@@ -322,7 +322,7 @@ function etaText(b) {
   if (b.done) return "";
   if (b.eta_high_seconds == null) return "no honest estimate yet";
   const high = secs(b.eta_high_seconds);
-  return b.eta_low_seconds < 1 ? `up to ${high} left` : `${secs(b.eta_low_seconds)} – ${high} left`;
+  return b.eta_low_seconds < 1 ? `up to ${high}` : `${secs(b.eta_low_seconds)} – ${high}`;
 }
 
 function cell(row, text) {
@@ -593,7 +593,7 @@ async function loadBatch() {
     (s.items_cancelled ? `${s.items_cancelled} cancelled, ` : "") +
     (s.bounded ? `${s.bounded} bounded (paths not proven optimal), ` : "") +
     (s.done ? (s.state === "cancelled" ? "done (cancelled)" : "done") : `running: bounds ${s.bounds.slice(0, 8).join(" ") || "–"} (no solution is shorter), ` +
-      `${result.tasks_running} tasks with workers (running or prefetched), ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s (last 30 s), ${etaText(s)}`) +
+      `${result.tasks_running} tasks with workers (running or prefetched), ${result.tasks_queued} queued, ${rate(s.nodes_per_second)} nodes/s (last 30 s), time left ${etaText(s)}`) +
     (s.preparing ? ` · preparing tables: ${s.preparing}` : "") +
     ` · submitted ${when(s.submitted_unix_ms)}` + (s.owner ? ` by ${s.owner}` : "") +
     `, priority ${s.priority}, heuristic ${s.heuristic || "–"}, goal ${s.goal || "–"}`;
