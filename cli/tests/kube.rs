@@ -149,13 +149,29 @@ fn the_manifests_played_with_podman_solve_a_batch_and_a_stopped_worker_pod_loses
             run_with_env(&["status", "--coordinator", &url, "--json", batch], &env);
         ok.then(|| serde_json::from_str::<serde_json::Value>(stdout.trim()).ok())?
     };
+    // Both workers hold tasks (the stop must have something to hand back: once, a worker that
+    // had just reported all it held was stopped, and handed back nothing).
+    let every_worker_holds_tasks = || {
+        let overview: serde_json::Value = ureq::get(&format!("{url}/api/overview"))
+            .set("Authorization", &format!("Bearer {token}"))
+            .call()
+            .ok()?
+            .into_json()
+            .ok()?;
+        let workers = overview["workers"].as_array()?;
+        let holding = workers
+            .iter()
+            .filter(|w| w["tasks_held"].as_u64() > Some(0));
+        (workers.len() == 2 && holding.count() == 2).then_some(())
+    };
     wait_until(
         "the batch to be under way",
         Duration::from_secs(300),
         || {
             let status = status(&batch)?;
             assert_eq!(status["done"], false, "the batch ended before the stop");
-            (status["solved"].as_u64()? >= 2).then_some(())
+            (status["solved"].as_u64()? >= 2).then_some(())?;
+            every_worker_holds_tasks()
         },
     );
 
