@@ -185,9 +185,8 @@ impl Batches {
         self.started.entry(batch).or_insert_with(Instant::now);
         let before = figures.map_or(0, |f| f.nodes);
         let nodes = *self.nodes.entry(batch).or_insert(before);
-        let mut rate = WindowRate::new(Instant::now());
-        rate.record(Instant::now(), nodes);
-        self.rates.entry(batch).or_insert(rate);
+        (self.rates.entry(batch))
+            .or_insert_with(|| WindowRate::counting_from(Instant::now(), nodes));
     }
 
     /// Sets what each item of an open batch may spend.

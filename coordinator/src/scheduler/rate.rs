@@ -17,14 +17,23 @@ const SAMPLE_SPACING: Duration = Duration::from_millis(500);
 #[derive(Clone, Debug)]
 pub struct WindowRate {
     started: Instant,
+    /// Nodes already counted at the start (a batch reopened after some of its answers were
+    /// withdrawn counts on from its earlier nodes).
+    base: u64,
     /// (when, nodes reported so far) within the window, at least [`SAMPLE_SPACING`] apart.
     samples: VecDeque<(Instant, u64)>,
 }
 
 impl WindowRate {
     pub fn new(started: Instant) -> WindowRate {
+        WindowRate::counting_from(started, 0)
+    }
+
+    /// A count that stands at `base` nodes at `started`.
+    pub fn counting_from(started: Instant, base: u64) -> WindowRate {
         WindowRate {
             started,
+            base,
             samples: VecDeque::new(),
         }
     }
@@ -46,7 +55,7 @@ impl WindowRate {
     }
 
     /// Nodes per second at `now`, `total` reported so far: from the sample the window starts
-    /// at (from the start and 0 nodes when there is none that old).
+    /// at (from the start and its base when there is none that old).
     pub fn per_second(&self, now: Instant, total: u64) -> f64 {
         let (since, before) = self
             .samples
@@ -55,7 +64,7 @@ impl WindowRate {
             .find(|&&(when, _)| now.duration_since(when) >= RATE_WINDOW)
             .or_else(|| self.samples.front().filter(|_| self.started_long_ago(now)))
             .copied()
-            .unwrap_or((self.started, 0));
+            .unwrap_or((self.started, self.base));
         let seconds = now.duration_since(since).as_secs_f64();
         if seconds < 1e-3 {
             return 0.0;
@@ -95,5 +104,9 @@ mod tests {
         // Nothing reported for 20 s: the window still starts 30 s back.
         let idle = rate.per_second(at(120), total);
         assert!((idle - 1_000.0 / 30.0).abs() < 1e-9, "{idle}");
+        // A count reopened at 5,000 nodes counts only what came after.
+        let mut reopened = WindowRate::counting_from(start, 5_000);
+        reopened.record(at(10), 6_000);
+        assert_eq!(reopened.per_second(at(10), 6_000), 100.0);
     }
 }
