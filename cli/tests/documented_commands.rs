@@ -149,7 +149,7 @@ fn the_readmes_commands_across_machines_run_as_written() {
     let port = server.address.rsplit(':').next().unwrap().to_string();
     // The certificate names localhost: the README's HOST.
     let url = format!("https://localhost:{port}");
-    let _worker = worker(
+    let worker_process = worker(
         &url,
         &dir.path().join("w1"),
         &["--tls-ca", &ca, "--worker-token", "readme-worker-token"],
@@ -205,7 +205,7 @@ fn the_readmes_commands_across_machines_run_as_written() {
     tilesolve(&["import", backup]);
     let pruned = tilesolve(&["prune", "--older-than-days", "30", "--dry-run"]);
     assert!(pruned.contains('0'), "{pruned}");
-    drop(_worker);
+    drop(worker_process);
     server.process.kill();
     let rescue = dir.path().join("rescue.jsonl");
     tilesolve(&[
