@@ -3,8 +3,10 @@
 # 6-6-6-6-max, side by side), then scripts/scaling.sh undilated on hard80 ("4 8 15"), the Korf-24
 # five ("15") and the Korf-24 fifteen (serve + 15 only), and last the fifteen one board a thread
 # (`bench --threads 15`) until SECONDS_LEFT runs out: an unfinished board's time is then a lower
-# bound. Every step is cut off so that the whole ends within SECONDS_LEFT (default 575) and its
-# logs are packed into OUT/keep.tgz after each step (a lent machine's time is short).
+# bound. After hard80 and the five, `tilesolve simulate` replays each serve + N run's store, so
+# the simulator's walls stand beside the measured ones. Every step is cut off so that the whole
+# ends within SECONDS_LEFT (default 575) and its logs and stores are packed into OUT/keep.tgz
+# after each step (a lent machine's time is short).
 #
 # usage: [BIN=...] [OUT=DIR] [SECONDS_LEFT=575] scripts/many-core.sh
 set -u
@@ -19,6 +21,14 @@ mkdir -p "$out" "$scratch/keep"
 exec > >(tee -a "$out/log.txt") 2>&1
 pack() { tar czf "$out/keep.tgz" -C "$scratch" keep 2>/dev/null; }
 left() { echo $(( limit - ($(date +%s) - begin) )); }
+# `tilesolve simulate` on a run's kept store (KEEP/cN), against the last one-thread wall
+# printed: the simulator's walls beside the measured ones (issue 64, item 5).
+simulated() {
+    local one
+    one=$(grep -oE "one thread: wall [0-9.]+" "$out/log.txt" | tail -1 | awk '{ print $4 }')
+    echo "== simulate $1 (measured above)"
+    timeout 60 "$BIN" simulate --data "$1" --batch 1 --workers "$2" --sequential-seconds "$one" | tail -n +2
+}
 echo "== host"; nproc; grep -m1 "model name" /proc/cpuinfo; free -g | head -2; date -u; uname -r
 echo "== tables"
 mkdir -p "$scratch/t44" "$scratch/t55"
@@ -31,6 +41,7 @@ wait "$b44" "$b55"
 echo "tables built in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }') s"
 echo "== hard80 (left $(left) s)"
 KEEP=$scratch/keep/h80 timeout "$(left)" scripts/scaling.sh "$scratch/t44" bench-logs/hard80.txt "4 8 15"
+for n in 4 8 15; do simulated "$scratch/keep/h80/c$n" "$n"; done
 pack
 echo "== hard80 one board a thread (what 15 busy cores cost a node)"
 timeout "$(left)" "$BIN" bench --threads 15 --data "$scratch/t44" bench-logs/hard80.txt
@@ -40,6 +51,7 @@ echo "== Korf-24 five (left $(left) s)"
 # (`scripts/task-reports.py keep/k5/c15.log` sums them per puzzle and bound).
 RUST_LOG="info,tilesolve_coordinator::scheduler::lifecycle=debug" KEEP=$scratch/keep/k5 \
     timeout "$(left)" scripts/scaling.sh "$scratch/t55" bench-logs/korf24-five.txt "15"
+simulated "$scratch/keep/k5/c15" 15
 pack
 echo "== Korf-24 fifteen, serve + 15 (left $(left) s)"
 ONE_THREAD=1 SERVE_ONLY=1 KEEP=$scratch/keep/k15 timeout "$(left)" \

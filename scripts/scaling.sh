@@ -15,8 +15,9 @@
 #   TABLE_DIR holds the table files (linked into each process's data directory, so nothing is
 #   built or fetched). ONE_THREAD=S takes S seconds, a one-thread wall measured on this host
 #   before, instead of running `bench --threads 1` (a batch of an hour's work, say); SERVE_ONLY=1
-#   skips the embedded batch; KEEP=DIR keeps every process's log and the coordinator's
-#   /metrics there. Needs bash and awk (curl and python3 where present).
+#   skips the embedded batch; KEEP=DIR keeps every process's log, the coordinator's /metrics
+#   and its store there (KEEP/cN, the tables linked beside it: `tilesolve simulate --data`).
+#   Needs bash and awk (curl and python3 where present).
 set -euo pipefail
 tables=$(realpath "$1")
 file=$(realpath "$2")
@@ -148,7 +149,7 @@ for n in $counts; do
     nodes=$(awk '
         /^tilesolve_nodes_searched_total/ { a = $2 } /^tilesolve_nodes_audited_total/ { b = $2 }
         /^tilesolve_nodes_withdrawn_total/ { c = $2 }
-        END { printf "%d nodes (+ %d audits, %d withdrawn)", a, b, c }' "$work/metrics$n.txt")
+        END { printf "%.0f nodes (+ %.0f audits, %.0f withdrawn)", a, b, c }' "$work/metrics$n.txt")
     idle=$(awk -v a="$(idle_seconds "$url")" -v b="$idle_before" -v n="$n" -v w="$wall" \
         'BEGIN { printf "%.1f%%", 100 * (a - b) / (n * w) }')
     workers_cpu=$(printf "%s " "${spent[@]:1}")
@@ -157,4 +158,8 @@ for n in $counts; do
     kill "${pids[@]}" 2>/dev/null || true
     wait 2>/dev/null || true
     pids=()
+    # The coordinator's store, for `tilesolve simulate --data KEEP/cN` (tables linked beside it).
+    if [ -n "${KEEP:-}" ]; then
+        mkdir -p "$KEEP/c$n" && cp -r "$work/c$n/store" "$KEEP/c$n/" && ln -sf "$tables"/*.pdb "$KEEP/c$n/"
+    fi
 done

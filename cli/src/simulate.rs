@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Args;
 use tilesolve::pdb::PdbStore;
-use tilesolve_coordinator::scheduler::{SchedulerConfig, MAX_PREFETCH};
+use tilesolve_coordinator::scheduler::{SchedulerConfig, DEFAULT_AUDIT_FRACTION, MAX_PREFETCH};
 use tilesolve_coordinator::simulate::{
     load_run, measure_cancelled, simulate, RecordedPuzzle, SimulationPolicy,
 };
@@ -35,10 +35,10 @@ pub struct SimulateArgs {
     workers: Vec<usize>,
     #[command(flatten)]
     policy: PolicyArgs,
-    /// Milliseconds of the coordinator's time per task: its scheduler serves one call at a
-    /// time (0.0074-0.0080 ms measured on the 2-core test machine by the coordinator's
-    /// `poll_cost` example, BENCHMARKS.md; splits run outside it).
-    #[arg(long, default_value_t = 0.008)]
+    /// Milliseconds of the coordinator's time per task: it serves one call at a time (0.082-0.093
+    /// ms of its CPU a task measured over real gRPC by the coordinator's `swarm` example at
+    /// 1,024 workers, BENCHMARKS.md; splits run outside it).
+    #[arg(long, default_value_t = 0.09)]
     coordinator_ms: f64,
     /// Milliseconds a worker thread spends per task outside the search (its poll's round
     /// trip); by default the median measured in the recorded run.
@@ -47,6 +47,14 @@ pub struct SimulateArgs {
     /// Tasks each worker prefetches beyond the one it runs, as `tilesolve worker --prefetch`.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=MAX_PREFETCH as i64))]
     prefetch: u32,
+    /// The share of task reports audited again on another worker (`serve --verify sample`'s;
+    /// 0 for `--verify off`).
+    #[arg(long, default_value_t = DEFAULT_AUDIT_FRACTION)]
+    audit_fraction: f64,
+    /// Milliseconds between a worker's heartbeats (a quarter of `serve --lease-timeout`): a
+    /// busy worker learns of a solved puzzle's cancelled tasks only then or when its task ends.
+    #[arg(long, default_value_t = 2500.0)]
+    heartbeat_ms: f64,
     /// First measure, here and once, the tasks the solution cancelled (stored for later
     /// replays), so nothing is predicted.
     #[arg(long)]
@@ -93,7 +101,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         None => measured_overhead.unwrap_or(0.0),
     };
     print_recording(args.batch, &puzzles, args.iterations);
-    let policy = policy(&args, overhead_seconds);
+    let policy = policy(&args, overhead_seconds)?;
     let sequential = match args.sequential_seconds {
         Some(seconds) if seconds.is_finite() && seconds > 0.0 => Some(seconds),
         Some(seconds) => bail!("--sequential-seconds must be a positive number, not {seconds}"),
@@ -119,7 +127,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         let speedup = t1 / result.makespan_seconds.max(1e-12);
         limited |= result.granularity_limited;
         println!(
-            "{:>7} {:>12.3} {:>9.1} {:>9.1}% {:>9} {:>10.0} {:>7.1}% {:>9.1}% {:>9.3}{}{}",
+            "{:>7} {:>12.3} {:>9.1} {:>9.1}% {:>9} {:>10.0} {:>7.1}% {:>9.1}% {:>6.1}% {:>9.1}% {:>9.3}{}{}",
             workers,
             result.makespan_seconds,
             speedup,
@@ -128,6 +136,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
             result.tasks as f64 / result.makespan_seconds.max(1e-12),
             100.0 * result.busy_seconds / (workers as f64 * result.makespan_seconds).max(1e-12),
             100.0 * result.predicted_seconds / result.busy_seconds.max(1e-12),
+            100.0 * result.audit_seconds / result.busy_seconds.max(1e-12),
+            100.0 * result.withdrawn_seconds / result.busy_seconds.max(1e-12),
             result.split_seconds,
             match sequential {
                 Some(seconds) => {
@@ -225,10 +235,22 @@ fn print_recording(batch: u64, puzzles: &[RecordedPuzzle], iterations: bool) {
 }
 
 /// The scheduling policy to simulate, from the command line, printed.
-fn policy(args: &SimulateArgs, overhead_seconds: f64) -> SimulationPolicy {
+fn policy(args: &SimulateArgs, overhead_seconds: f64) -> anyhow::Result<SimulationPolicy> {
+    if !(0.0..=1.0).contains(&args.audit_fraction) {
+        bail!(
+            "--audit-fraction must be between 0 and 1, not {}",
+            args.audit_fraction
+        );
+    }
+    if !(args.heartbeat_ms.is_finite() && args.heartbeat_ms >= 0.0) {
+        bail!(
+            "--heartbeat-ms must be a non-negative number, not {}",
+            args.heartbeat_ms
+        );
+    }
     let config = args.policy.apply(SchedulerConfig::default());
     println!(
-        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker{}",
+        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker, {:.0}% of reports audited, heartbeats every {:.0} ms{}",
         config.split_balance,
         config.min_split_nodes,
         config.min_split_nodes_per_thread,
@@ -243,13 +265,15 @@ fn policy(args: &SimulateArgs, overhead_seconds: f64) -> SimulationPolicy {
             ""
         },
         args.prefetch,
+        100.0 * args.audit_fraction,
+        args.heartbeat_ms,
         if args.exhaustive {
             ", every iteration searched to its end"
         } else {
             ""
         }
     );
-    SimulationPolicy {
+    Ok(SimulationPolicy {
         tasks_per_thread: config.tasks_per_thread,
         split_balance: config.split_balance,
         min_split_nodes: config.min_split_nodes,
@@ -260,13 +284,15 @@ fn policy(args: &SimulateArgs, overhead_seconds: f64) -> SimulationPolicy {
         coordinator_seconds_per_task: args.coordinator_ms.max(0.0) / 1e3,
         exhaustive: args.exhaustive,
         prefetch: args.prefetch as usize,
-    }
+        audit_fraction: args.audit_fraction,
+        heartbeat_seconds: args.heartbeat_ms / 1e3,
+    })
 }
 
 /// The table's header; `sequential` adds the column against one thread.
 fn print_header(sequential: bool) {
     println!(
-        "{:>7} {:>12} {:>9} {:>10} {:>9} {:>10} {:>8} {:>10} {:>9}{}",
+        "{:>7} {:>12} {:>9} {:>10} {:>9} {:>10} {:>8} {:>10} {:>7} {:>10} {:>9}{}",
         "workers",
         "makespan s",
         "speedup",
@@ -275,6 +301,8 @@ fn print_header(sequential: bool) {
         "tasks/s",
         "busy",
         "predicted",
+        "audits",
+        "withdrawn",
         "split s",
         if sequential {
             "  against one thread"

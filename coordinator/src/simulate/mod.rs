@@ -13,6 +13,11 @@
 //! What is modelled and what is not:
 //! - A task costs its units' measured search time plus `overhead_seconds` (a poll's round trip:
 //!   a thread asks for its next task only after reporting the last).
+//! - A share of the reports (`audit_fraction`, every k-th) is searched again as an audit, queued
+//!   in the turn it is reported in.
+//! - A solved puzzle's running tasks go on until they end or their worker's next heartbeat
+//!   (`heartbeat_seconds`, each worker's beats at its own phase): the work the coordinator
+//!   counts as withdrawn. Prefetched ones are dropped.
 //! - The coordinator serves one call at a time: each task occupies it for
 //!   `coordinator_seconds_per_task`, and each split for as long as the split takes here; leases
 //!   wait for it.
@@ -71,6 +76,13 @@ pub struct SimulationPolicy {
     /// Tasks a worker holds beyond the one it runs (`tilesolve worker --prefetch`): leased
     /// while it searches, so its next task needs no round trip.
     pub prefetch: usize,
+    /// The share of task reports another worker audits (`serve --verify sample`'s
+    /// [`crate::scheduler::DEFAULT_AUDIT_FRACTION`]; 0: none): each audit searches the task again.
+    pub audit_fraction: f64,
+    /// Seconds between a worker's heartbeats (a quarter of the lease timeout): a worker whose
+    /// one thread is busy learns of a cancellation only on its next call, so a task of a solved
+    /// puzzle runs on until it ends or until then (0: cancelled at once).
+    pub heartbeat_seconds: f64,
 }
 
 /// One split iteration of a recorded puzzle, summed up.
@@ -95,6 +107,10 @@ pub struct SimulationResult {
     pub predicted_seconds: f64,
     /// Seconds the coordinator spent splitting iterations.
     pub split_seconds: f64,
+    /// Of `busy_seconds`, the audits' ...
+    pub audit_seconds: f64,
+    /// ... and what tasks searched after their puzzle was solved (withdrawn).
+    pub withdrawn_seconds: f64,
     /// Some iteration wanted more tasks than the recording's granularity allowed.
     pub granularity_limited: bool,
     /// When each puzzle finished, in the order given.

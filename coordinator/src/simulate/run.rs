@@ -46,6 +46,7 @@ pub fn simulate(
         waves: 0,
         coordinator_free: 0.0,
         splits_done: Vec::new(),
+        audits_owed: 0.0,
         result: SimulationResult {
             workers,
             makespan_seconds: 0.0,
@@ -53,6 +54,8 @@ pub fn simulate(
             busy_seconds: 0.0,
             predicted_seconds: 0.0,
             split_seconds: 0.0,
+            audit_seconds: 0.0,
+            withdrawn_seconds: 0.0,
             granularity_limited: false,
             puzzle_seconds: vec![0.0; puzzles.len()],
         },
@@ -90,6 +93,7 @@ pub fn simulate(
                 turn: 0,
                 wave: 0,
                 predicted: puzzle.prelude_nodes,
+                audit: false,
             },
         );
     }
@@ -108,6 +112,8 @@ pub(super) struct Simulation<'a> {
     pub(super) coordinator_free: f64,
     /// Splits under way outside the coordinator's lock: when each is done, and its tasks.
     pub(super) splits_done: Vec<(f64, Vec<SimTask>)>,
+    /// Audits owed: a share of each report, one audit per whole unit.
+    pub(super) audits_owed: f64,
     pub(super) result: SimulationResult,
 }
 
@@ -122,7 +128,7 @@ impl Simulation<'_> {
                 let Some(task) = self.queue.pop() else {
                     break;
                 };
-                if self.states[task.puzzle].done {
+                if self.states[task.puzzle].done && !task.audit {
                     continue;
                 }
                 // The coordinator serves one call at a time: a lease waits for it.
@@ -147,7 +153,6 @@ impl Simulation<'_> {
             };
             now = at;
             self.start_held(&mut threads, slot, now);
-            self.result.makespan_seconds = now;
             let searched = (now - started).max(0.0);
             self.result.busy_seconds += searched;
             if task.seconds > 0.0 {
@@ -155,7 +160,14 @@ impl Simulation<'_> {
                     task.predicted_seconds * (searched / task.seconds).min(1.0);
             }
             let puzzle = task.puzzle;
+            if task.audit {
+                self.result.audit_seconds += searched;
+                continue;
+            }
             if self.states[puzzle].done {
+                // What it searched after the answer, before its worker learnt of it.
+                let solved = self.result.puzzle_seconds[puzzle];
+                self.result.withdrawn_seconds += (now - started.max(solved)).max(0.0);
                 continue;
             }
             if self.over_budget(&task) {
@@ -179,26 +191,64 @@ impl Simulation<'_> {
             if task.found && !self.policy.exhaustive {
                 self.states[puzzle].done = true;
                 self.result.puzzle_seconds[puzzle] = now;
-                // Cancel the puzzle's tasks: running ones free their threads at once, and
-                // prefetched ones are dropped.
+                // Cancel the puzzle's tasks: prefetched ones are dropped, running ones stop at
+                // their worker's next heartbeat.
                 for slot in 0..self.workers {
-                    threads.held[slot].retain(|(t, _)| t.puzzle != puzzle);
-                    if let Some(started) = threads.cancel(slot, puzzle) {
-                        self.result.busy_seconds += (now - started).max(0.0);
-                        self.start_held(&mut threads, slot, now);
-                    }
+                    threads.held[slot].retain(|(t, _)| t.puzzle != puzzle || t.audit);
+                    threads.cancel_at(slot, puzzle, self.next_heartbeat(slot, now));
                 }
                 continue;
             }
+            self.audit_share(&task);
             self.report_sizes(&task);
             self.finish_task(puzzle, now);
         }
+        // The batch ends with its last answer: audits and withdrawn tasks after it do not count.
+        self.result.makespan_seconds = self
+            .result
+            .puzzle_seconds
+            .iter()
+            .copied()
+            .fold(0.0, f64::max);
+    }
+
+    /// When the worker of `slot` next calls the coordinator at the latest: its heartbeats
+    /// come every `heartbeat_seconds`, each worker's at its own phase.
+    pub(super) fn next_heartbeat(&self, slot: usize, now: f64) -> f64 {
+        let every = self.policy.heartbeat_seconds;
+        if every <= 0.0 {
+            return now;
+        }
+        let phase = every * slot as f64 / self.workers as f64;
+        phase + ((now - phase) / every).ceil().max(0.0) * every
+    }
+
+    /// Queues an audit of `task` when its report is the one of the share due one.
+    pub(super) fn audit_share(&mut self, task: &SimTask) {
+        self.audits_owed += self.policy.audit_fraction;
+        if self.audits_owed < 1.0 {
+            return;
+        }
+        self.audits_owed -= 1.0;
+        let turn = self.queue.turn_now();
+        let audit = SimTask {
+            audit: true,
+            found: false,
+            turn,
+            ..task.clone()
+        };
+        let place = Place {
+            turn,
+            wave: task.wave,
+            order: task.order.clone(),
+        };
+        self.queue.push(&Lane::default(), 0, place, audit);
     }
 
     /// A thread is free at `now`: it starts the first task it prefetched (once that arrives).
     pub(super) fn start_held(&self, threads: &mut Threads, slot: usize, now: f64) {
         while let Some((task, arrives)) = threads.held[slot].pop_front() {
-            if self.states[task.puzzle].done {
+            if self.states[task.puzzle].done && !task.audit {
                 continue;
             }
             let seconds = self.search_seconds(&task);
@@ -401,6 +451,7 @@ impl Simulation<'_> {
             turn: 0,
             wave: 0,
             predicted: 0,
+            audit: false,
         };
         // Units are in search order; a task that meets the solution stops there.
         for unit in &units[start..end] {

@@ -7,6 +7,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use tilesolve::Board;
 
 /// One task of the simulation.
+#[derive(Clone)]
 pub(super) struct SimTask {
     pub(super) puzzle: usize,
     /// Index into the puzzle's iterations, or `None` for the whole-puzzle task.
@@ -26,6 +27,8 @@ pub(super) struct SimTask {
     pub(super) turn: u64,
     pub(super) wave: u64,
     pub(super) predicted: u64,
+    /// A second search of a reported task: extra work that changes nothing.
+    pub(super) audit: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -117,10 +120,15 @@ impl Threads {
         Some((event.slot, task, started, event.at))
     }
 
-    /// Stops the thread's task if it is `puzzle`'s; returns when it had started.
-    pub(super) fn cancel(&mut self, slot: usize, puzzle: usize) -> Option<f64> {
-        self.running[slot]
-            .take_if(|(task, _, _)| task.puzzle == puzzle)
-            .map(|(_, started, _)| started)
+    /// Stops the thread's task at `at` if it is `puzzle`'s and would run on past it (its
+    /// worker learns then that the puzzle is solved).
+    pub(super) fn cancel_at(&mut self, slot: usize, puzzle: usize, at: f64) {
+        if let Some((task, _, start)) = &self.running[slot] {
+            if task.puzzle == puzzle {
+                // The earlier of a start's two events ends it; the later one is then stale.
+                let start = *start;
+                self.events.push(Reverse(Event { at, slot, start }));
+            }
+        }
     }
 }
