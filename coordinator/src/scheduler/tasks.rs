@@ -212,7 +212,9 @@ impl Tasks {
     /// `holding.most` leases in all: a worker that asks again and again, or never reports,
     /// cannot take the whole queue from the others. A long task goes only into a thread with
     /// nothing to do, so the long tasks at an iteration's end spread over every worker instead
-    /// of waiting one behind another in the worker that asked first. And a worker prefetches
+    /// of waiting one behind another in the worker that asked first; and the same puzzle's
+    /// later subtree tasks wait with it, so a worker never searches them before it. And a
+    /// worker prefetches
     /// (takes more than its threads with nothing to do) only the tasks left over once every
     /// idle thread elsewhere could have one ([`Holding::idle_elsewhere`]): sixteen whole
     /// puzzles of unknown cost went to the first four of fifteen workers to ask, five each,
@@ -232,6 +234,8 @@ impl Tasks {
         let mut leased = Vec::new();
         let mut passed_over = Vec::new();
         let mut long_passed = 0;
+        // Puzzles whose next subtree task (in search order) waits for an idle thread.
+        let mut held_back: Vec<PuzzleId> = Vec::new();
         let mut remaining = self.ready.len();
         while leased.len() < count && long_passed < MOST_LONG_PASSED {
             let Some(queued) = self.ready.pop_entry() else {
@@ -256,11 +260,23 @@ impl Tasks {
                 passed_over.push(queued);
                 break;
             }
+            // A subtree task after one passed over would be searched before it, out of the
+            // order one thread meets them: in the iteration that holds the goal, the work past
+            // the goal then comes first (serve + 1 worker searched 1.14x one thread's nodes).
+            let in_search_order = !entry.spec.iterate && entry.audit.is_none();
+            if in_search_order && held_back.contains(&entry.puzzle) {
+                passed_over.push(queued);
+                long_passed += 1;
+                continue;
+            }
             // A whole task's `predicted` is its budget, not a prediction: it is never long.
             if !entry.spec.iterate
                 && entry.predicted > holding.long_above_nodes
                 && held + leased.len() >= holding.threads
             {
+                if in_search_order {
+                    held_back.push(entry.puzzle);
+                }
                 passed_over.push(queued);
                 long_passed += 1;
                 continue;
@@ -648,14 +664,18 @@ mod tests {
     }
 
     #[test]
-    fn long_tasks_go_only_to_idle_threads_and_short_ones_are_still_prefetched() {
+    fn long_tasks_go_only_to_idle_threads_and_other_puzzles_short_ones_are_still_prefetched() {
         let mut tasks = Tasks::default();
         let wave = tasks.next_wave();
-        // Tasks 1-4 long (10,000 nodes predicted), 5-10 short (10 nodes).
+        // Tasks 1-4 long (10,000 nodes predicted), 5-10 short (10 nodes), of another puzzle.
         for id in 1..=10 {
-            let predicted = if id <= 4 { 10_000 } else { 10 };
+            let (puzzle, predicted) = if id <= 4 {
+                ((1, 0), 10_000)
+            } else {
+                ((1, 1), 10)
+            };
             tasks.add(
-                ((1, 0), Lane::default()),
+                (puzzle, Lane::default()),
                 spec(id, false),
                 whole_place(wave),
                 predicted,
@@ -693,6 +713,40 @@ mod tests {
             tasks.take_held(id, first);
         }
         assert_eq!(leased_ids(&mut tasks, first, holding, now).len(), 1);
+    }
+
+    #[test]
+    fn a_busy_worker_takes_no_subtree_task_after_its_puzzles_long_one() {
+        let mut tasks = Tasks::default();
+        let wave = tasks.next_wave();
+        // One iteration in search order: 1 short, 2 long, 3-5 short.
+        for id in 1..=5 {
+            let predicted = if id == 2 { 10_000 } else { 10 };
+            let place = Place {
+                turn: id,
+                wave,
+                order: Vec::new(),
+            };
+            tasks.add(((1, 0), Lane::default()), spec(id, false), place, predicted);
+        }
+        let holding = Holding {
+            lineage: Lineage::Registration(0),
+            trusted: true,
+            most: 100,
+            threads: 1,
+            long_above_nodes: 1_000,
+            idle_elsewhere: 0,
+            whole_task_budget: u64::MAX,
+            earned: usize::MAX,
+            token_room: TokenRoom::UNLIMITED,
+        };
+        let now = Instant::now();
+        // Its thread takes 1; 2 waits for an idle thread, and 3-5 wait behind it.
+        assert_eq!(leased_ids(&mut tasks, 1, holding, now), vec![1]);
+        assert!(leased_ids(&mut tasks, 1, holding, now).is_empty());
+        // Once 1 is done, its idle thread takes 2, then prefetches the rest.
+        tasks.take_held(1, 1);
+        assert_eq!(leased_ids(&mut tasks, 1, holding, now), vec![2, 3, 4, 5]);
     }
 
     #[test]
