@@ -5,6 +5,7 @@
 //! rules of limits and of undoing a liar's work, as functions this module calls.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use tilesolve::moves::moves_to_string;
 use tilesolve::Direction;
@@ -12,7 +13,6 @@ use tilesolve::Direction;
 use super::audits::{AuditEvent, Audits};
 use super::bounded::{self, whole_budget_within, WeightedEnd};
 use super::deferred::{Deferred, FinishedSplit, PendingSplit};
-use super::eta::IterationWork;
 use super::intake::{solver_keys, QueuedItem};
 use super::judge::{judge, Verdict};
 use super::puzzle::{iteration_tasks, Next, Puzzle};
@@ -340,6 +340,12 @@ impl Puzzles {
         next: Next,
     ) -> Result<(), SchedulerError> {
         let puzzle_id = entry.puzzle;
+        if let (Next::Solved(_) | Next::Iterate(_), Some(puzzle)) =
+            (&next, self.map.get(&puzzle_id))
+        {
+            let idle = parts.workers.idle_seconds(Instant::now());
+            puzzle.iteration_ended(puzzle_id, idle, parts.workers.threads());
+        }
         match next {
             Next::Wait => Ok(()),
             Next::Split(children) => self.queue_children(parts, audits, entry, children),
@@ -461,8 +467,7 @@ impl Puzzles {
             puzzle.history = history;
             return self.next_iteration(parts, audits, puzzle_id, frontier.pruned_min_f);
         }
-        puzzle.bound = bound;
-        puzzle.iteration = Some(IterationWork::next(puzzle.iteration, puzzle.nodes));
+        puzzle.begin_iteration(bound, parts.workers.idle_seconds(Instant::now()));
         puzzle.next_bound = frontier.pruned_min_f;
         // Every split iteration proves that no solution is shorter than its bound.
         tracing::info!(

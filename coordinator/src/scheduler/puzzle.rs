@@ -40,6 +40,9 @@ pub(super) struct Puzzle {
     pub(super) splitting: Option<u32>,
     /// Its split iteration in progress (None while it runs as a whole task): the ETA's input.
     pub(super) iteration: Option<IterationWork>,
+    /// When that iteration's tasks were queued, and the connected threads' idle thread-seconds
+    /// then ([`Puzzle::iteration_ended`]).
+    pub(super) iteration_began: Option<(Instant, f64)>,
     /// Workers whose reports were applied: the answer rests on them.
     pub(super) workers: BTreeSet<WorkerId>,
     /// An answer found while audits were still running.
@@ -150,6 +153,7 @@ impl Puzzle {
             history: SizeHistory::default(),
             splitting: None,
             iteration: None,
+            iteration_began: None,
             workers,
             held: None,
             proof: Vec::new(),
@@ -256,6 +260,36 @@ impl Puzzle {
                 Next::Fail(format!("failed {MAX_ATTEMPTS} times: {reason}"))
             }
         }
+    }
+
+    /// Its split iteration at `bound` begins now, with `idle_seconds` idled so far.
+    pub(super) fn begin_iteration(&mut self, bound: u32, idle_seconds: f64) {
+        self.bound = bound;
+        self.iteration = Some(IterationWork::next(self.iteration, self.nodes));
+        self.iteration_began = Some((Instant::now(), idle_seconds));
+    }
+
+    /// Logs the end of its split iteration (if one is in progress): how long it took, and the
+    /// share of the connected `threads`' time that idled meanwhile (`idle_seconds` now): with
+    /// one puzzle left, the iteration's idle tail; with several, the batch's idle while it ran.
+    pub(super) fn iteration_ended(&self, id: PuzzleId, idle_seconds: f64, threads: usize) {
+        let (Some((began, idle_before)), Some(iteration)) = (self.iteration_began, self.iteration)
+        else {
+            return;
+        };
+        let seconds = began.elapsed().as_secs_f64();
+        let idle_thread_seconds = (idle_seconds - idle_before).max(0.0);
+        let capacity = seconds * threads.max(1) as f64;
+        tracing::info!(
+            batch = id.0,
+            puzzle = id.1 + 1,
+            bound = self.bound,
+            tasks = iteration.reported,
+            seconds,
+            idle_thread_seconds,
+            idle_share = idle_thread_seconds / capacity.max(1e-9),
+            "iteration ended"
+        );
     }
 
     /// Where its search is, for the ETA.
