@@ -52,6 +52,8 @@ echo "== Korf-24 five (left $(left) s)"
 RUST_LOG="info,tilesolve_coordinator::scheduler::lifecycle=debug" KEEP=$scratch/keep/k5 \
     timeout "$(left)" scripts/scaling.sh "$scratch/t55" bench-logs/korf24-five.txt "15"
 simulated "$scratch/keep/k5/c15" 15
+echo "== the five's nodes per bound and idle per iteration (serve + 15)"
+python3 scripts/task-reports.py "$scratch/keep/k5/c15.log" 2>&1 | tail -30
 pack
 echo "== Korf-24 fifteen, serve + 15 (left $(left) s)"
 ONE_THREAD=1 SERVE_ONLY=1 KEEP=$scratch/keep/k15 timeout "$(left)" \
