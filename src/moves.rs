@@ -1,6 +1,7 @@
 //! The precomputed neighbour table the kernel walks, and solution replay.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use thiserror::Error;
 
@@ -87,13 +88,33 @@ impl std::fmt::Display for Reached {
     }
 }
 
+/// Hashes the boards a path visits, for [`replay`] and [`without_loops`]: xxh3 of each piece
+/// of a board hashed in. SipHash, the default, took a tenth of the coordinator's time on a
+/// batch of easy boards (each answer is replayed when judged, solved and stored); a path is at
+/// most a few hundred boards, so no crafted one can cost much even if its boards collide.
+#[derive(Default)]
+struct PathHasher(u64);
+
+impl Hasher for PathHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
+    }
+}
+
+/// Boards of a path, each with a number (where the path reached it).
+type BoardsSeen = HashMap<Board, usize, BuildHasherDefault<PathHasher>>;
+
 /// Plays `moves` from `start` and checks that they end on `goal` and visit no board twice.
 /// Returns the tile moved by each.
 pub fn replay(start: &Board, goal: &Board, moves: &[Direction]) -> Result<Vec<u8>, ReplayError> {
     let mut board = *start;
     let mut tiles = Vec::with_capacity(moves.len());
     // Boards reached, each with the number of moves that reached it (0: the start).
-    let mut seen = HashMap::with_capacity(moves.len() + 1);
+    let mut seen = BoardsSeen::with_capacity_and_hasher(moves.len() + 1, Default::default());
     seen.insert(board, 0);
     for (index, &direction) in moves.iter().enumerate() {
         let (next, tile) = board.apply(direction).ok_or(ReplayError::OffBoard {
@@ -131,8 +152,8 @@ pub fn without_loops(start: &Board, moves: &[Direction]) -> Vec<Direction> {
     let mut path: Vec<Direction> = Vec::with_capacity(moves.len());
     // The boards along `path` (the start first), and where each is in it.
     let mut boards = vec![*start];
-    let mut at = HashMap::with_capacity(moves.len() + 1);
-    at.insert(*start, 0usize);
+    let mut at = BoardsSeen::with_capacity_and_hasher(moves.len() + 1, Default::default());
+    at.insert(*start, 0);
     for (index, &direction) in moves.iter().enumerate() {
         let Some((next, _)) = boards[path.len()].apply(direction) else {
             path.extend_from_slice(&moves[index..]);
