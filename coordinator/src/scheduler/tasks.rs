@@ -657,6 +657,22 @@ mod tests {
         }
     }
 
+    /// What a trusted one-thread worker may hold: `most` leases, tasks over `long_above_nodes`
+    /// long.
+    fn one_thread(most: usize, long_above_nodes: u64) -> Holding {
+        Holding {
+            lineage: Lineage::Registration(0),
+            trusted: true,
+            most,
+            threads: 1,
+            long_above_nodes,
+            idle_elsewhere: 0,
+            whole_task_budget: u64::MAX,
+            earned: usize::MAX,
+            token_room: TokenRoom::UNLIMITED,
+        }
+    }
+
     fn leased_ids(
         tasks: &mut Tasks,
         worker: WorkerId,
@@ -690,17 +706,7 @@ mod tests {
                 predicted,
             );
         }
-        let holding = Holding {
-            lineage: Lineage::Registration(0),
-            trusted: true,
-            most: 100,
-            threads: 1,
-            long_above_nodes: 1_000,
-            idle_elsewhere: 0,
-            whole_task_budget: u64::MAX,
-            earned: usize::MAX,
-            token_room: TokenRoom::UNLIMITED,
-        };
+        let holding = one_thread(100, 1_000);
         let now = Instant::now();
         let (first, second) = (1, 2);
         let taken = leased_ids(&mut tasks, first, holding, now);
@@ -738,17 +744,7 @@ mod tests {
             };
             tasks.add(((1, 0), Lane::default()), spec(id, false), place, predicted);
         }
-        let holding = Holding {
-            lineage: Lineage::Registration(0),
-            trusted: true,
-            most: 100,
-            threads: 1,
-            long_above_nodes: 1_000,
-            idle_elsewhere: 0,
-            whole_task_budget: u64::MAX,
-            earned: usize::MAX,
-            token_room: TokenRoom::UNLIMITED,
-        };
+        let holding = one_thread(100, 1_000);
         let now = Instant::now();
         // Its thread takes 1; 2 waits for an idle thread, and 3-5 wait behind it.
         assert_eq!(leased_ids(&mut tasks, 1, holding, now), vec![1]);
@@ -770,17 +766,7 @@ mod tests {
                 20_000_000,
             );
         }
-        let holding = Holding {
-            lineage: Lineage::Registration(0),
-            trusted: true,
-            most: 5,
-            threads: 1,
-            long_above_nodes: 0,
-            idle_elsewhere: 0,
-            whole_task_budget: u64::MAX,
-            earned: usize::MAX,
-            token_room: TokenRoom::UNLIMITED,
-        };
+        let holding = one_thread(5, 0);
         assert_eq!(
             leased_ids(&mut tasks, 1, holding, Instant::now()),
             vec![1, 2, 3, 4, 5]
