@@ -239,11 +239,10 @@ impl Tasks {
     /// nothing to do, so the long tasks at an iteration's end spread over every worker instead
     /// of waiting one behind another in the worker that asked first; and the same puzzle's
     /// later subtree tasks wait with it, so a worker never searches them before it. And a
-    /// worker prefetches
-    /// (takes more than its threads with nothing to do) only the tasks left over once every
-    /// idle thread elsewhere could have one ([`Holding::idle_elsewhere`]): sixteen whole
-    /// puzzles of unknown cost went to the first four of fifteen workers to ask, five each,
-    /// while the other eleven idled.
+    /// worker prefetches (takes more than its threads with nothing to do) only the tasks left
+    /// over once every idle thread elsewhere could have one ([`Holding::idle_elsewhere`]):
+    /// sixteen whole puzzles of unknown cost went to the first four of fifteen workers to ask,
+    /// five each, while the other eleven idled.
     pub(super) fn lease(
         &mut self,
         worker: WorkerId,
