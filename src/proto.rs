@@ -38,6 +38,18 @@ impl From<crate::task::TaskOutcome> for v1::task_result::Outcome {
                 moves: moves_to_string(&children),
                 pruned_min_f,
             }),
+            TaskOutcome::HandedBack {
+                paths,
+                searched_min_f,
+            } => Self::HandedBack(v1::HandedBack {
+                paths: paths.iter().map(|path| moves_to_string(path)).collect(),
+                // 0 is no bound a search over one could report.
+                searched_min_f: if searched_min_f == u32::MAX {
+                    0
+                } else {
+                    searched_min_f
+                },
+            }),
             TaskOutcome::Weighted(found) => Self::Weighted(match found {
                 Some((moves, weight)) => v1::WeightedPath {
                     found: true,

@@ -117,6 +117,7 @@ impl SolveOptions {
     fn limits<'a>(&self, started: Instant, cancel: Option<&'a AtomicBool>) -> Limits<'a> {
         Limits {
             cancel,
+            hand_back: None,
             deadline: self.time_limit.map(|limit| started + limit),
             max_nodes: self.node_limit,
             whole_iterations: false,
@@ -402,7 +403,17 @@ impl Solver {
         depth: u32,
     ) -> Profiled {
         let mut profiled = self.profiled_from_path(board, path, bound, limits, depth);
-        // The parts stay as measured.
+        if !profiled.handed_back.is_empty() {
+            // What was searched may well hold nothing over the bound; the rest is searched
+            // elsewhere.
+            return profiled;
+        }
+        // The parts stay as measured. A subtree the pruning closed is small: searched again
+        // whole, not handed back.
+        let limits = Limits {
+            hand_back: None,
+            ..limits
+        };
         profiled.outcome = self.reopened(
             profiled.outcome,
             &mut profiled.counters,
@@ -539,8 +550,9 @@ impl Stop {
                 limit: options.node_limit.unwrap_or_default(),
                 bound,
             },
+            // A solve sets no hand-back flag: either is a stop from outside.
             Stop::Aborted {
-                abort: Abort::Cancelled,
+                abort: Abort::Cancelled | Abort::HandBack,
                 bound,
                 expanded,
             } => SolveError::Cancelled { bound, expanded },

@@ -29,6 +29,13 @@ pub enum TaskOutcome {
         children: Vec<Direction>,
         pruned_min_f: u32,
     },
+    /// A subtree task asked to hand its work back: search these descendants instead (moves from
+    /// the board, each within the bound, none below another). Below its board it searched the
+    /// rest, where the least f over the bound is `searched_min_f` (`u32::MAX`: none).
+    HandedBack {
+        paths: Vec<Vec<Direction>>,
+        searched_min_f: u32,
+    },
     /// A weighted task: the shortest path its searches found (none within its limits), with
     /// the weight that found it.
     Weighted(Option<(Vec<Direction>, Weight)>),
@@ -43,6 +50,7 @@ impl TaskOutcome {
             TaskOutcome::Exceeded(_) => "exceeded",
             TaskOutcome::BudgetSpent(_) => "budget_spent",
             TaskOutcome::Split { .. } => "split",
+            TaskOutcome::HandedBack { .. } => "handed_back",
             TaskOutcome::Weighted(_) => "weighted",
             TaskOutcome::Failed(_) => "failed",
         }
@@ -139,12 +147,25 @@ pub struct TaskRun {
 
 /// Runs a task.
 pub fn run_task(solver: &Solver, work: Work<'_>, cancel: Option<&AtomicBool>) -> TaskRun {
+    run_task_handing_back(solver, work, cancel, None)
+}
+
+/// Runs a task that stops when `cancel` is set, and, a subtree task that measures its parts,
+/// hands back what it has not searched when `hand_back` is set
+/// ([`TaskOutcome::HandedBack`]).
+pub fn run_task_handing_back(
+    solver: &Solver,
+    work: Work<'_>,
+    cancel: Option<&AtomicBool>,
+    hand_back: Option<&AtomicBool>,
+) -> TaskRun {
     if let Some(weighted) = work.weighted {
         let deadline = weighted.time_limit.map(|limit| Instant::now() + limit);
         let (found, counters) =
             solver.shortest_weighted_path(work.board, work.bound, weighted.weight, |spent| {
                 Limits {
                     cancel,
+                    hand_back: None,
                     deadline,
                     max_nodes: (work.node_budget > 0)
                         .then(|| work.node_budget.saturating_sub(spent).max(1)),
@@ -164,6 +185,7 @@ pub fn run_task(solver: &Solver, work: Work<'_>, cancel: Option<&AtomicBool>) ->
     if work.iterate {
         let limits = Limits {
             cancel,
+            hand_back: None,
             deadline: None,
             max_nodes: Some(work.node_budget.max(1)),
             whole_iterations: true,
@@ -183,11 +205,27 @@ pub fn run_task(solver: &Solver, work: Work<'_>, cancel: Option<&AtomicBool>) ->
     }
     let limits = Limits {
         cancel,
+        hand_back: None,
         deadline: None,
         max_nodes: (work.node_budget > 0).then_some(work.node_budget),
         whole_iterations: false,
     };
+    run_subtree(solver, work, limits, hand_back)
+}
+
+/// A subtree task's search under `limits`, which a search in measured parts (`profile_depth`)
+/// stops to hand back what it has not searched when `hand_back` is set.
+fn run_subtree(
+    solver: &Solver,
+    work: Work<'_>,
+    limits: Limits<'_>,
+    hand_back: Option<&AtomicBool>,
+) -> TaskRun {
     let (outcome, counters, parts) = if work.profile_depth > 0 {
+        let limits = Limits {
+            hand_back,
+            ..limits
+        };
         let profiled = solver.search_subtree_profiled(
             work.board,
             work.path,
@@ -195,6 +233,20 @@ pub fn run_task(solver: &Solver, work: Work<'_>, cancel: Option<&AtomicBool>) ->
             limits,
             work.profile_depth.min(MAX_PROFILE_DEPTH),
         );
+        if !profiled.handed_back.is_empty() {
+            let searched_min_f = match profiled.outcome {
+                Bounded::Exceeded { next_bound } => next_bound,
+                _ => u32::MAX,
+            };
+            return TaskRun {
+                outcome: TaskOutcome::HandedBack {
+                    paths: profiled.handed_back,
+                    searched_min_f,
+                },
+                nodes: profiled.counters.expanded,
+                parts: profiled.parts,
+            };
+        }
         (profiled.outcome, profiled.counters, profiled.parts)
     } else {
         let (outcome, counters) = solver.search_subtree(work.board, work.path, work.bound, limits);
@@ -386,6 +438,78 @@ mod tests {
             None,
         );
         assert!(matches!(resumed.outcome, TaskOutcome::Found(ref m) if m.len() as u32 == optimal));
+    }
+
+    /// A subtree task handed back at any moment (before it starts, or part way through) has
+    /// searched part of its subtree and hands back the rest: the handed-back descendants,
+    /// searched as tasks of their own, with what it searched, find what one search finds.
+    #[test]
+    fn a_handed_back_task_and_its_descendants_find_what_one_search_does() {
+        let goal = Board::blank_last(4);
+        let solver = Solver::new(goal, HeuristicKind::LinearConflict);
+        let root = parse_board("2,7,4,3,1,12,8,6,0,14,15,9,13,5,11,10").unwrap();
+        let optimal = solver
+            .solve(&root, &crate::SolveOptions::default(), None)
+            .unwrap()
+            .len() as u32;
+        let h = solver.estimate(&root);
+        for bound in [h + 2, optimal] {
+            let whole = Work {
+                board: &root,
+                path: &[],
+                bound,
+                iterate: false,
+                node_budget: 0,
+                profile_depth: 4,
+                weighted: None,
+            };
+            let expected = run_task(&solver, whole, None);
+            for delay_micros in [0, 200, 2_000] {
+                let flag = AtomicBool::new(delay_micros == 0);
+                let run = std::thread::scope(|scope| {
+                    scope.spawn(|| {
+                        std::thread::sleep(Duration::from_micros(delay_micros));
+                        flag.store(true, Ordering::Relaxed);
+                    });
+                    run_task_handing_back(&solver, whole, None, Some(&flag))
+                });
+                let TaskOutcome::HandedBack {
+                    paths,
+                    searched_min_f,
+                } = run.outcome
+                else {
+                    // It ended before it was asked.
+                    assert_eq!(run.outcome, expected.outcome, "bound {bound}");
+                    continue;
+                };
+                assert!(!paths.is_empty() && paths.iter().all(|p| p.len() <= 4));
+                let mut next = searched_min_f;
+                let mut found = None;
+                for path in &paths {
+                    assert!(!paths.iter().any(|q| q != path && path.starts_with(q)));
+                    let board = path.iter().fold(root, |b, &d| b.apply(d).unwrap().0);
+                    let part = Work {
+                        board: &board,
+                        path,
+                        ..whole
+                    };
+                    match run_task(&solver, part, None).outcome {
+                        TaskOutcome::Exceeded(bound) => next = next.min(bound),
+                        TaskOutcome::Found(suffix) => {
+                            found.get_or_insert(path.len() + suffix.len());
+                        }
+                        other => panic!("{other:?}"),
+                    }
+                }
+                match expected.outcome {
+                    TaskOutcome::Found(ref moves) => assert_eq!(found, Some(moves.len())),
+                    TaskOutcome::Exceeded(expected) => {
+                        assert_eq!((found, next), (None, expected), "bound {bound}")
+                    }
+                    ref other => panic!("{other:?}"),
+                }
+            }
+        }
     }
 
     /// Profiling must not change what a subtree search finds or what it counts.

@@ -56,8 +56,11 @@ fn lie(task: &pb::Task, told: u64) -> pb::TaskResult {
                 moves: moves_to_string(&children[..children.len().saturating_sub(1)]),
                 pruned_min_f: pruned_min_f.saturating_add(2),
             }),
-            // The liar's batches set no limits: it is never given a weighted task.
-            TaskOutcome::Weighted(_) => Outcome::Error("no weighted tasks here".into()),
+            // The liar's batches set no limits: it is never given a weighted task; and its
+            // truth is searched without a hand-back flag.
+            TaskOutcome::Weighted(_) | TaskOutcome::HandedBack { .. } => {
+                Outcome::Error("no weighted or handed back tasks here".into())
+            }
             TaskOutcome::Failed(reason) => Outcome::Error(reason),
         }
     };

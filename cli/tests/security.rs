@@ -347,7 +347,8 @@ fn malformed_rpcs_are_refused_without_harm() {
                     .heartbeat(pb::HeartbeatRequest {
                         worker_id: 0,
                         worker_secret: String::new(),
-                        running: vec![1, 2]
+                        running: vec![1, 2],
+                        hold_ms: 0,
                     })
                     .await
             ),
@@ -371,6 +372,7 @@ fn malformed_rpcs_are_refused_without_harm() {
                 worker_id,
                 worker_secret: guess.into(),
                 running: vec![1],
+                hold_ms: 0,
             };
             assert_eq!(
                 code(workers.heartbeat(beat).await),

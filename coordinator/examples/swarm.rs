@@ -238,6 +238,7 @@ async fn worker(
                         worker_id: id,
                         worker_secret: secret.clone(),
                         running,
+                        hold_ms: 0,
                     })
                     .await;
             }

@@ -5,6 +5,7 @@
 //! which hands its short deferred work to the blocking pool instead of running it), so none of
 //! them forgets a step; reads go through [`Coordinator::read`].
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{Notify, Semaphore};
@@ -35,6 +36,8 @@ pub(crate) struct Coordinator {
     pub(crate) batch_ended: Arc<Notify>,
     /// Threads free for the coordinator's own long audits ([`Coordinator::cycle`]).
     pub(crate) audit_threads: Arc<Semaphore>,
+    /// For each worker whose heartbeat is held: woken when it has something to be told.
+    told: Arc<Mutex<HashMap<WorkerId, Arc<Notify>>>>,
 }
 
 impl Coordinator {
@@ -46,7 +49,21 @@ impl Coordinator {
             tasks_queued: Arc::default(),
             batch_ended: Arc::default(),
             audit_threads: Arc::new(Semaphore::new(audit_threads.max(1))),
+            told: Arc::default(),
         }
+    }
+
+    /// What wakes `worker`'s held heartbeat when it has something to be told: a permit is
+    /// kept if it is not waiting yet, so nothing told after its last look is missed.
+    pub(crate) fn told_signal(&self, worker: WorkerId) -> Arc<Notify> {
+        let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
+        told.entry(worker).or_default().clone()
+    }
+
+    /// `worker`'s heartbeat is no longer held.
+    pub(crate) fn forget_told_signal(&self, worker: WorkerId) {
+        let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
+        told.remove(&worker);
     }
 
     fn lock(&self) -> MutexGuard<'_, Scheduler> {
@@ -163,6 +180,14 @@ impl Coordinator {
         }
         if ready {
             self.tasks_queued.notify_waiters();
+        }
+        if !after.workers_told.is_empty() {
+            let told = self.told.lock().unwrap_or_else(|p| p.into_inner());
+            for worker in &after.workers_told {
+                if let Some(signal) = told.get(worker) {
+                    signal.notify_one();
+                }
+            }
         }
         short
     }

@@ -134,6 +134,13 @@ impl<'a, H: Heuristic> Kernel<'a, H> {
         self.pruning
     }
 
+    /// Whether its limits ask it to hand its unsearched work back.
+    pub fn hand_back_asked(&self) -> bool {
+        self.limits
+            .hand_back
+            .is_some_and(|flag| flag.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// Nodes counted over every search this kernel has run.
     pub fn counters(&self) -> Counters {
         self.counters

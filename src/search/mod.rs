@@ -26,12 +26,17 @@ pub enum Abort {
     Cancelled,
     TimeLimit,
     NodeLimit,
+    /// Asked to hand its unsearched work back (see [`Limits::hand_back`]).
+    HandBack,
 }
 
 /// When a search must give up. The default has no limits.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Limits<'a> {
     pub cancel: Option<&'a AtomicBool>,
+    /// Set when the search is to stop and hand back what it has not searched: only a profiled
+    /// subtree search can ([`profiled_search`]); others leave it `None`.
+    pub hand_back: Option<&'a AtomicBool>,
     pub deadline: Option<Instant>,
     /// Budget of expanded nodes.
     pub max_nodes: Option<u64>,
@@ -47,6 +52,12 @@ impl Limits<'_> {
     pub fn exceeded(&self, expanded: u64) -> Option<Abort> {
         if self.cancel.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
             return Some(Abort::Cancelled);
+        }
+        if self
+            .hand_back
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+        {
+            return Some(Abort::HandBack);
         }
         if self.max_nodes.is_some_and(|max| expanded >= max) {
             return Some(Abort::NodeLimit);

@@ -7,11 +7,16 @@
 //! descendants one by one visits exactly the nodes the single search would, in the same order
 //! (the interior is walked here in the kernel's order), so the outcome and the node count
 //! are the same; the cost is one kernel restart per descendant.
+//!
+//! The descendants are also where a search can stop and hand its unsearched work back
+//! ([`super::Limits::hand_back`]): the one being searched when asked is given up and handed back
+//! whole, and so is every descendant and interior subtree after it, each by its path; what was
+//! searched before stays searched ([`Profiled::handed_back`]).
 
 use std::time::Instant;
 
 use super::pruning::DEAD;
-use super::{Bounded, Counters, Kernel};
+use super::{Abort, Bounded, Counters, Kernel};
 use crate::board::Board;
 use crate::direction::Direction;
 use crate::heuristic::Heuristic;
@@ -30,9 +35,14 @@ pub struct PartSize {
 /// What a profiled search found, with its counters and measured parts (in search order; after a
 /// goal or an abort, the parts not reached are absent).
 pub struct Profiled {
+    /// With work handed back, what the rest found: no goal, and the least f over the bound
+    /// there (`u32::MAX`: none).
     pub outcome: Bounded,
     pub counters: Counters,
     pub parts: Vec<PartSize>,
+    /// Asked to hand back: the moves from the subtree's root to each subtree it did not search
+    /// (each within the bound, none below another, in search order). Empty otherwise.
+    pub handed_back: Vec<Vec<Direction>>,
 }
 
 /// The root of a subtree search: a board reached at cost `g` by the move `last`, with the
@@ -72,6 +82,7 @@ pub fn profiled_search<H: Heuristic>(
         next_bound: u32::MAX,
         moves: Vec::with_capacity(depth as usize),
         parts: Vec::new(),
+        handed_back: Vec::new(),
     };
     let before = walk.kernel.counters();
     let h = estimate(board);
@@ -93,6 +104,7 @@ pub fn profiled_search<H: Heuristic>(
         outcome,
         counters,
         parts: walk.parts,
+        handed_back: walk.handed_back,
     }
 }
 
@@ -107,6 +119,8 @@ struct Walk<'k, 'a, H: Heuristic> {
     next_bound: u32,
     moves: Vec<Direction>,
     parts: Vec<PartSize>,
+    /// Once non-empty, the walk is handing back: every node it visits is handed back unsearched.
+    handed_back: Vec<Vec<Direction>>,
 }
 
 impl<H: Heuristic> Walk<'_, '_, H> {
@@ -120,6 +134,10 @@ impl<H: Heuristic> Walk<'_, '_, H> {
         last: Option<Direction>,
         machine: u32,
     ) -> Option<Bounded> {
+        if !self.handed_back.is_empty() {
+            self.handed_back.push(self.moves.clone());
+            return None;
+        }
         if self.moves.len() as u32 == self.depth {
             return self.measure(board, g, last, machine);
         }
@@ -170,9 +188,18 @@ impl<H: Heuristic> Walk<'_, '_, H> {
         last: Option<Direction>,
         machine: u32,
     ) -> Option<Bounded> {
+        if self.kernel.hand_back_asked() {
+            self.handed_back.push(self.moves.clone());
+            return None;
+        }
         let started = Instant::now();
         let before = self.kernel.counters().expanded;
         let outcome = self.kernel.search_from(board, g, last, machine, self.bound);
+        if outcome == Bounded::Aborted(Abort::HandBack) {
+            // Given up part way: handed back whole, its nodes spent for nothing.
+            self.handed_back.push(self.moves.clone());
+            return None;
+        }
         self.parts.push(PartSize {
             moves: self.moves.clone(),
             expanded: self.kernel.counters().expanded - before,

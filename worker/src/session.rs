@@ -3,7 +3,6 @@
 //! every held task back.
 
 use std::convert::Infallible;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,7 +14,7 @@ use tilesolve::task::TaskTimes;
 use crate::finished::Finished;
 use crate::jobs::Jobs;
 use crate::tables::held_pdbs;
-use crate::threads::{cancel, default_heuristics, held_tasks, Running};
+use crate::threads::{cancel, default_heuristics, hand_back, held_tasks, Running};
 use crate::upload::Uploader;
 use crate::{WorkerConfig, WorkersClient};
 
@@ -312,11 +311,13 @@ impl Session<'_> {
                 self.running
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(task.task_id, Arc::new(AtomicBool::new(false)));
+                    .insert(task.task_id, Arc::default());
                 if self.jobs.push(task, Instant::now()).is_err() {
                     return Err(SessionEnd::Refused("worker threads have stopped".into()));
                 }
             }
+            // After the new tasks are held: one of them may be asked back already.
+            hand_back(self.running, &response.hand_back);
             if refused && holding >= self.threads {
                 // A prefetch refused, every thread busy: asking again before a task ends only
                 // costs both sides a call. Fifteen workers asking every 50 ms made 2.8 polls a
@@ -334,7 +335,10 @@ impl Session<'_> {
 }
 
 /// Renews the leases of running tasks until the coordinator says it does not know this worker
-/// (transient errors are left to the poll loop and the next beat).
+/// (transient errors are left to the poll loop and the next beat). The coordinator may hold
+/// each beat for up to `every` and answer early when a task is to stop or be handed back, so
+/// that a busy worker hears of it at once; a beat answered at once with nothing to say waits
+/// out the rest of `every`.
 async fn heartbeats(
     mut client: WorkersClient,
     worker_id: u64,
@@ -343,22 +347,26 @@ async fn heartbeats(
     running: Running,
     uploader: Uploader,
 ) -> SessionEnd {
-    let mut tick = tokio::time::interval(every);
     loop {
-        tick.tick().await;
+        let started = tokio::time::Instant::now();
         let ids = held_tasks(&running);
         match client
             .heartbeat(pb::HeartbeatRequest {
                 worker_id,
                 worker_secret: worker_secret.clone(),
                 running: ids,
+                hold_ms: u32::try_from(every.as_millis()).unwrap_or(u32::MAX),
             })
             .await
         {
             Ok(response) => {
                 let response = response.into_inner();
                 cancel(&running, &response.cancelled);
+                hand_back(&running, &response.hand_back);
                 uploader.send(response.send_pdbs);
+                if !response.cancelled.is_empty() || !response.hand_back.is_empty() {
+                    continue;
+                }
             }
             Err(status) if status.code() == tonic::Code::NotFound => {
                 return SessionEnd::Lost(status.message().to_string())
@@ -368,5 +376,6 @@ async fn heartbeats(
             }
             Err(_) => {}
         }
+        tokio::time::sleep_until(started + every).await;
     }
 }

@@ -11,7 +11,7 @@ use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::PdbStore;
 use tilesolve::proto::v1 as pb;
-use tilesolve::task::{run_task, WeightedWork, Work};
+use tilesolve::task::{run_task_handing_back, WeightedWork, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
 use crate::finished::Finished;
@@ -19,9 +19,17 @@ use crate::jobs::Jobs;
 use crate::tables::{log_table_event, Fetcher, Tables};
 use crate::{Metrics, WorkerConfig};
 
-/// Tasks this worker holds (running, or prefetched and waiting for a thread), with their cancel
-/// flags.
-pub(crate) type Running = Arc<Mutex<HashMap<u64, Arc<AtomicBool>>>>;
+/// Tasks this worker holds (running, or prefetched and waiting for a thread), with the flags the
+/// coordinator sets on them.
+pub(crate) type Running = Arc<Mutex<HashMap<u64, Arc<TaskFlags>>>>;
+
+/// What the coordinator asked of a held task: to stop (its puzzle ended), or to hand back what
+/// it has not searched (threads elsewhere are idle).
+#[derive(Default)]
+pub(crate) struct TaskFlags {
+    cancel: AtomicBool,
+    hand_back: AtomicBool,
+}
 
 /// Solvers by goal and heuristic (as the task named it, `default` unresolved), shared by the
 /// threads.
@@ -69,7 +77,7 @@ pub(crate) fn start_threads(
             let _in_task = span.enter();
             tracing::debug!(bound = task.bound, iterate = task.iterate, "task started");
             let queued_seconds = arrived.elapsed().as_secs_f64();
-            let cancel = running
+            let flags = running
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get(&task.task_id)
@@ -85,10 +93,12 @@ pub(crate) fn start_threads(
                         budget: table_budget,
                         metrics: &metrics,
                     },
-                    cancel.as_deref(),
+                    flags.as_deref(),
                 )
             };
-            let cancelled = cancel.as_deref().is_some_and(|c| c.load(Ordering::Relaxed));
+            let cancelled = flags
+                .as_deref()
+                .is_some_and(|f| f.cancel.load(Ordering::Relaxed));
             metrics.task_finished(&result, cancelled);
             match &result.outcome {
                 // The coordinator withdrew it (its puzzle was solved): routine, not a failure.
@@ -123,8 +133,19 @@ pub(crate) fn held_tasks(running: &Running) -> Vec<u64> {
 pub(crate) fn cancel(running: &Running, ids: &[u64]) {
     let running = running.lock().unwrap_or_else(|p| p.into_inner());
     for id in ids {
-        if let Some(flag) = running.get(id) {
-            flag.store(true, Ordering::Relaxed);
+        if let Some(flags) = running.get(id) {
+            flags.cancel.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Asks the held tasks `ids` to hand back what they have not searched (a task that has ended
+/// or that cannot hand back runs on as it would).
+pub(crate) fn hand_back(running: &Running, ids: &[u64]) {
+    let running = running.lock().unwrap_or_else(|p| p.into_inner());
+    for id in ids {
+        if let Some(flags) = running.get(id) {
+            flags.hand_back.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -153,7 +174,7 @@ fn execute(
     task: &pb::Task,
     solvers: &Solvers,
     tables: Tables<'_>,
-    cancel: Option<&AtomicBool>,
+    flags: Option<&TaskFlags>,
 ) -> pb::TaskResult {
     use pb::task_result::Outcome;
     let fail = |reason: String| pb::TaskResult {
@@ -191,7 +212,7 @@ fn execute(
     // Timed from here: a first task's pattern database load is the worker's cost, not the
     // search's (the coordinator records these times for replaying the run).
     let started = Instant::now();
-    let run = run_task(
+    let run = run_task_handing_back(
         &solver,
         Work {
             board: &board,
@@ -202,7 +223,8 @@ fn execute(
             profile_depth: task.profile_depth,
             weighted,
         },
-        cancel,
+        flags.map(|f| &f.cancel),
+        flags.map(|f| &f.hand_back),
     );
     let seconds = started.elapsed().as_secs_f64();
     tracing::debug!(

@@ -47,6 +47,7 @@ use super::config::{
     Verify, COORDINATOR_AUDIT_NODES, COORDINATOR_CHUNK_NODES, PROBATION_SAMPLE_NODES,
 };
 use super::deferred::{Deferred, FinishedAudit, PendingAudit, UnauditedClaim};
+use super::handed_back::searched_subtrees;
 use super::judge::path_lengths;
 use super::tasks::{Audit, TaskEntry};
 use super::types::{
@@ -88,6 +89,22 @@ fn claims(spec: &TaskSpec, outcome: &TaskOutcome) -> Vec<(Board, Vec<Direction>,
                 (board, path, *pruned_min_f)
             })
             .collect(),
+        // What it searched, it says, leads to nothing below `searched_min_f` (to nothing within
+        // the bound, where nothing it searched went over it).
+        TaskOutcome::HandedBack {
+            paths,
+            searched_min_f,
+        } => {
+            let length = if *searched_min_f == u32::MAX {
+                spec.bound + 1
+            } else {
+                *searched_min_f
+            };
+            searched_subtrees(spec, paths)
+                .into_iter()
+                .map(|(board, moves)| (board, [spec.path.as_slice(), &moves].concat(), length))
+                .collect()
+        }
         _ => Vec::new(),
     }
 }

@@ -119,6 +119,9 @@ pub struct SchedulerConfig {
     /// Whether the coordinator may build a pattern table that no connected worker can send
     /// it (`serve --no-table-builds` turns it off: a batch needing such a table is refused).
     pub build_tables: bool,
+    /// How long a subtree task must have run before it is asked to hand back its unsearched
+    /// work while threads idle (see `hand_backs`).
+    pub hand_back_after: Duration,
 }
 
 /// The default [`SchedulerConfig::max_pending_puzzles`]: an unfinished puzzle holds about 4 KB
@@ -130,6 +133,10 @@ pub const DEFAULT_MAX_PENDING: usize = 250_000;
 /// hide a shorter path one time in ten is caught within about 920 reports with 99% certainty
 /// (one that always lies, on probation, at once).
 pub const DEFAULT_AUDIT_FRACTION: f64 = 0.05;
+
+/// The default [`SchedulerConfig::hand_back_after`]: a younger task may be about to end, and
+/// asking costs its worker the part it is in and the coordinator a dozen tasks.
+pub const HAND_BACK_AFTER: Duration = Duration::from_millis(200);
 
 /// Unfinished puzzles per connected worker thread below which a whole-puzzle task gets
 /// [`SchedulerConfig::spread_task_budget`]: with fewer, some threads would idle while others
@@ -180,6 +187,7 @@ impl Default for SchedulerConfig {
             audit_fraction: DEFAULT_AUDIT_FRACTION,
             verify: Verify::default(),
             build_tables: true,
+            hand_back_after: HAND_BACK_AFTER,
         }
     }
 }

@@ -40,6 +40,7 @@ impl CycleOut {
             records,
             flush_due,
             tasks_ready,
+            workers_told: Vec::new(),
         }
     }
 }
@@ -54,6 +55,8 @@ pub struct AfterCycle {
     pub records: TaskRecords,
     pub flush_due: bool,
     pub tasks_ready: bool,
+    /// Workers with something to be told ([`super::Told`]): their held heartbeats answer.
+    pub workers_told: Vec<super::WorkerId>,
 }
 
 /// CPU work the scheduler leaves to its caller ([`AfterCycle`]) to run without

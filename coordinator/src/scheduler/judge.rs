@@ -6,6 +6,7 @@ use tilesolve::heuristic::Weight;
 use tilesolve::moves::{replay, without_loops, ReplayError};
 use tilesolve::{Board, Direction};
 
+use super::handed_back;
 use super::types::{TaskOutcome, TaskSpec};
 
 /// What a worker's report is worth for its task.
@@ -107,6 +108,21 @@ pub(super) fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {
                 children.len()
             ))
         }
+        TaskOutcome::HandedBack { searched_min_f, .. }
+            if *searched_min_f <= bound
+                || (*searched_min_f != u32::MAX && *searched_min_f >= LONGEST) =>
+        {
+            Verdict::Impossible(format!(
+                "a worker handed back a task whose search met f {searched_min_f} at bound {bound}"
+            ))
+        }
+        TaskOutcome::HandedBack { .. } if spec.iterate || spec.profile_depth == 0 => {
+            Verdict::Impossible("a worker handed back a task that cannot be handed back".into())
+        }
+        TaskOutcome::HandedBack { paths, .. } => match handed_back::fault(spec, paths) {
+            Some(reason) => Verdict::Impossible(reason),
+            None => Verdict::Plausible,
+        },
         _ => Verdict::Plausible,
     }
 }

@@ -360,16 +360,15 @@ impl Puzzles {
         }
     }
 
-    /// Queues the `children` of a subtree task that spent its budget, in its turn, each where
-    /// one thread's search meets it: after the subtrees before its parent, in the order its
-    /// parent takes its children (move order if the solver is somehow gone: a place, never a
-    /// lost child).
+    /// Queues the `children` (descendants) of a subtree task that spent its budget or handed
+    /// its work back, in its turn, each where one thread's search meets it
+    /// (`puzzle::children`).
     fn queue_children(
         &mut self,
         parts: &mut Parts,
         audits: &mut Audits,
         entry: TaskEntry,
-        children: Vec<Direction>,
+        children: Vec<Vec<Direction>>,
     ) -> Result<(), SchedulerError> {
         let (puzzle_id, spec) = (entry.puzzle, &entry.spec);
         let predicted = entry.predicted / children.len().max(1) as u64;

@@ -41,6 +41,8 @@ mod bounded;
 mod config;
 mod deferred;
 pub mod eta;
+mod hand_backs;
+mod handed_back;
 mod holders;
 mod intake;
 mod judge;
@@ -73,12 +75,13 @@ pub use rate::RATE_WINDOW;
 pub use records::{Flusher, TaskRecords};
 pub use tables::{TableNeed, Tables};
 pub use types::*;
-pub use workers::{WorkerDescription, WorkerView};
+pub use workers::{Told, WorkerDescription, WorkerView};
 
 use audits::Audits;
 use batches::{Batches, ItemCounts};
 use deferred::CycleOut;
 use eta::EtaRange;
+use hand_backs::HandBacks;
 use intake::QueuedItem;
 use lifecycle::{Puzzles, PATH_BOARDS_MIN_NODES};
 use puzzle::Puzzle;
@@ -127,6 +130,7 @@ struct Parts {
     batches: Batches,
     out: CycleOut,
     totals: SchedulerTotals,
+    hand_backs: HandBacks,
 }
 
 /// The coordinator's state, behind one mutex: the parts, the puzzles' lifecycle over them,
@@ -159,6 +163,7 @@ impl Scheduler {
                 batches: Batches::default(),
                 out: CycleOut::default(),
                 totals: SchedulerTotals::default(),
+                hand_backs: HandBacks::default(),
             },
             puzzles: Puzzles::default(),
             audits: Audits::new(u64::from_le_bytes(seed)),
@@ -240,7 +245,7 @@ impl Scheduler {
         worker: WorkerId,
         free_slots: u32,
         results: Vec<TaskReport>,
-    ) -> Result<(Vec<TaskSpec>, Vec<TaskId>), SchedulerError> {
+    ) -> Result<(Vec<TaskSpec>, Told), SchedulerError> {
         let now = std::time::Instant::now();
         let results: Vec<TaskReport> = results.into_iter().map(TaskReport::bounded).collect();
         // An unknown worker's results are dropped, because its leases are gone.
@@ -269,7 +274,7 @@ impl Scheduler {
             // reports are void, and its next call is refused. (Not refused here: what the
             // reports before did, splits and flushes, still has to be taken by the caller.)
             if parts.workers.is_quarantined(worker) {
-                return Ok((Vec::new(), Vec::new()));
+                return Ok((Vec::new(), Told::default()));
             }
         }
         // A worker holds at most one running and MAX_PREFETCH waiting tasks per thread (more
@@ -308,7 +313,14 @@ impl Scheduler {
             parts.config.lease_timeout,
         );
         parts.workers.note_idle(now, parts.tasks.idle_threads());
-        Ok((leased, parts.workers.take_cancelled(worker)))
+        // A thread of its idles and the queue holds nothing for it: work is asked back.
+        let idle_here = parts.tasks.idle_threads() - parts.tasks.idle_threads_except(worker);
+        let starved = idle_here > 0 && leased.len() < free_slots as usize;
+        let after = parts.config.hand_back_after;
+        for (holder, task) in parts.hand_backs.ask(&parts.tasks, (now, after), starved) {
+            parts.workers.tell_hand_back(holder, task);
+        }
+        Ok((leased, parts.workers.take_told(worker)))
     }
 
     /// `worker` is stopping: every task it holds goes back to the queue now (no lease timeout
@@ -323,19 +335,24 @@ impl Scheduler {
         Ok(returned)
     }
 
-    /// Renews the leases of the tasks a worker is running; returns its cancellations.
+    /// Renews the leases of the tasks a worker is running; returns what it is told of them.
     pub fn heartbeat(
         &mut self,
         worker: WorkerId,
         running: &[TaskId],
-    ) -> Result<Vec<TaskId>, SchedulerError> {
+    ) -> Result<Told, SchedulerError> {
         let now = std::time::Instant::now();
         let parts = &mut self.parts;
         parts.workers.seen(worker, now)?;
         parts
             .tasks
             .renew(worker, running, now, parts.config.lease_timeout);
-        Ok(parts.workers.take_cancelled(worker))
+        Ok(parts.workers.take_told(worker))
+    }
+
+    /// What `worker` has not been told yet of the tasks it holds.
+    pub fn take_told(&mut self, worker: WorkerId) -> Told {
+        self.parts.workers.take_told(worker)
     }
 
     /// Returns expired leases to the queue, fails the puzzles of tasks that lost their worker
@@ -616,7 +633,9 @@ impl Scheduler {
     /// What this lock cycle leaves to do once the lock is released (see [`AfterCycle`]).
     pub fn take_cycle(&mut self) -> AfterCycle {
         let parts = &mut self.parts;
-        parts.out.take(parts.tasks.take_newly_queued())
+        let mut after = parts.out.take(parts.tasks.take_newly_queued());
+        after.workers_told = parts.workers.take_newly_told();
+        after
     }
 
     /// Takes deferred work its caller ran outside the lock.

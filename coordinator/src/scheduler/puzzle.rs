@@ -91,7 +91,8 @@ impl ItemText {
 /// What a result means for its puzzle.
 pub(super) enum Next {
     Wait,
-    Split(Vec<Direction>),
+    /// Search these descendants of the task's board (moves from it) as tasks of their own.
+    Split(Vec<Vec<Direction>>),
     Solved(Vec<Direction>),
     Iterate(u32),
     Retry,
@@ -249,7 +250,15 @@ impl Puzzle {
                 pruned_min_f,
             } => {
                 self.next_bound = self.next_bound.min(pruned_min_f);
-                Next::Split(children)
+                Next::Split(children.into_iter().map(|child| vec![child]).collect())
+            }
+            TaskOutcome::HandedBack {
+                paths,
+                searched_min_f,
+            } => {
+                self.next_bound = self.next_bound.min(searched_min_f);
+                record_sizes(&mut self.history, &entry.spec.path, report);
+                Next::Split(paths)
             }
             TaskOutcome::Weighted(found) => Next::Weighted(found),
             TaskOutcome::Failed(_) if entry.attempts + 1 < MAX_ATTEMPTS || unproven => {
@@ -396,35 +405,33 @@ pub fn subtree_budget(configured: u64, predicted: u64) -> u64 {
 /// How many times its predicted size a subtree task may expand before it comes back split.
 const SUBTREE_BUDGET_OVER_PREDICTION: u64 = 4;
 
-/// The tasks of a subtree task's `children`, each with its place in the queue: where one
-/// thread's search meets it, after the subtrees before its parent, in the order its parent
-/// takes its children (move order if the solver is somehow gone: a place, never a lost child).
+/// The tasks of a subtree task's `descendants` (moves from its board), each with its place in
+/// the queue: where one thread's search meets it, after the subtrees before its parent, in the
+/// order its ancestors take their children (move order if the solver is somehow gone: a place,
+/// never a lost descendant).
 pub(super) fn children(
     solver: Option<&Solver>,
     entry: &TaskEntry,
-    children: Vec<Direction>,
+    descendants: Vec<Vec<Direction>>,
 ) -> Vec<(TaskSpec, Vec<u8>)> {
     let spec = &entry.spec;
     let estimate = |board: &Board| solver.map_or(spec.bound, |s| s.estimate(board));
-    let parent = (spec.bound, spec.path.len() as u32, estimate(&spec.board));
     let pruning = solver.map_or(MovePruning::none(), |s| s.pruning());
-    children
+    descendants
         .into_iter()
-        .filter_map(|direction| {
-            let (board, _) = spec.board.apply(direction)?;
-            let order = child_order(
-                pruning,
-                &entry.place.order,
-                parent,
-                estimate(&board),
-                direction,
-            );
-            let mut path = spec.path.clone();
-            path.push(direction);
+        .filter_map(|moves| {
+            let (mut board, mut order) = (spec.board, entry.place.order.clone());
+            let mut g = spec.path.len() as u32;
+            for &direction in &moves {
+                let (child, _) = board.apply(direction)?;
+                let parent = (spec.bound, g, estimate(&board));
+                order = child_order(pruning, &order, parent, estimate(&child), direction);
+                (board, g) = (child, g + 1);
+            }
             let child = TaskSpec {
                 id: 0,
                 board,
-                path,
+                path: [spec.path.as_slice(), &moves].concat(),
                 ..spec.clone()
             };
             Some((child, order))

@@ -68,7 +68,9 @@ pub(super) fn finished(
         }
         TaskOutcome::Exceeded(next) => RecordedOutcome::Exceeded(*next),
         TaskOutcome::BudgetSpent(at) => RecordedOutcome::BudgetSpent(*at),
-        TaskOutcome::Split { .. } => RecordedOutcome::Split,
+        // Searched again as its descendants, which are recorded; what a handed back task did
+        // search before is left out of the record (the simulator does not hand back).
+        TaskOutcome::Split { .. } | TaskOutcome::HandedBack { .. } => RecordedOutcome::Split,
         TaskOutcome::Failed(_) | TaskOutcome::Weighted(_) => return None,
     };
     if matches!(recorded, RecordedOutcome::Found(_)) && entry.spec.iterate {

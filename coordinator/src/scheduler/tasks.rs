@@ -446,6 +446,23 @@ impl Tasks {
         self.holders.idle()
     }
 
+    /// Leased subtree tasks that can hand back their work (they measure their parts), each
+    /// with its worker and when it went out.
+    pub(super) fn leased_subtree_tasks(
+        &self,
+    ) -> impl Iterator<Item = (TaskId, WorkerId, Instant)> + '_ {
+        self.entries.iter().filter_map(|(&id, entry)| {
+            let lease = entry.lease.as_ref()?;
+            let spec = &entry.spec;
+            let searched_in_parts = !spec.iterate && spec.weighted.is_none();
+            (searched_in_parts && entry.audit.is_none() && spec.profile_depth > 0).then_some((
+                id,
+                lease.worker,
+                lease.since,
+            ))
+        })
+    }
+
     /// Whether some task may be waiting for a worker (withdrawn tasks may still be counted).
     pub(super) fn has_ready(&self) -> bool {
         !self.ready.is_empty()

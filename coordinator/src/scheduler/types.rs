@@ -109,8 +109,19 @@ impl TaskSpec {
     /// The children of the task's board that a worker's search follows (workers run the board
     /// size's duplicate pruning): a split report hands some back and claims the rest.
     pub fn followed_children(&self) -> Vec<(Direction, Board)> {
+        self.followed_children_below(&self.board, &[])
+    }
+
+    /// The children a worker's search follows of `board`, reached by `moves` from the task's
+    /// board.
+    pub fn followed_children_below(
+        &self,
+        board: &Board,
+        moves: &[Direction],
+    ) -> Vec<(Direction, Board)> {
         let pruning = MovePruning::for_shape(self.board.shape(), Pruning::Duplicates);
-        tilesolve::task::followed_children(pruning, &self.board, &self.path)
+        let path = [self.path.as_slice(), moves].concat();
+        tilesolve::task::followed_children(pruning, board, &path)
     }
 }
 

@@ -139,14 +139,38 @@ pub(super) struct Workers {
     workers: HashMap<WorkerId, WorkerInfo>,
     /// Search threads over `workers`, kept as they come and go: every poll asks for it.
     threads: usize,
-    /// Cancellations not yet told to the worker holding the task.
-    cancelled: HashMap<WorkerId, Vec<TaskId>>,
+    /// What the workers holding tasks have not yet been told of them.
+    told: HashMap<WorkerId, Told>,
+    /// Workers given something to tell since [`Workers::take_newly_told`]: a held heartbeat of
+    /// theirs is answered at once.
+    newly_told: Vec<WorkerId>,
     /// Workers caught lying or faulty, with why: every call of theirs is refused.
     quarantined: HashMap<WorkerId, String>,
     /// Workers gone lately, as they last were, with why and when (newest last).
     gone: VecDeque<(WorkerView, String, Instant)>,
     /// Thread-seconds the connected workers' threads held no task.
     idle: IdleClock,
+}
+
+/// What a worker is told of the tasks it holds, with its next poll or heartbeat.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Told {
+    /// Tasks to stop: their puzzle ended or their batch was cancelled.
+    pub cancelled: Vec<TaskId>,
+    /// Running subtree tasks to hand back what they have not searched.
+    pub hand_back: Vec<TaskId>,
+}
+
+impl Told {
+    pub fn is_empty(&self) -> bool {
+        self.cancelled.is_empty() && self.hand_back.is_empty()
+    }
+
+    /// Adds `more` to what is told.
+    pub fn extend(&mut self, more: Told) {
+        self.cancelled.extend(more.cancelled);
+        self.hand_back.extend(more.hand_back);
+    }
 }
 
 /// Idle worker threads integrated over time: the count noted at each poll holds until the
@@ -510,17 +534,29 @@ impl Workers {
         if let Some(info) = self.workers.remove(&worker) {
             self.threads -= info.threads as usize;
         }
-        self.cancelled.remove(&worker);
+        self.told.remove(&worker);
     }
 
     /// Tells `worker`, at its next poll or heartbeat, that `task` was withdrawn.
     pub(super) fn tell_cancelled(&mut self, worker: WorkerId, task: TaskId) {
-        self.cancelled.entry(worker).or_default().push(task);
+        self.told.entry(worker).or_default().cancelled.push(task);
+        self.newly_told.push(worker);
     }
 
-    /// The withdrawn tasks `worker` has not been told about yet.
-    pub(super) fn take_cancelled(&mut self, worker: WorkerId) -> Vec<TaskId> {
-        self.cancelled.remove(&worker).unwrap_or_default()
+    /// Asks `worker`, at its next poll or heartbeat, to hand back what `task` has not searched.
+    pub(super) fn tell_hand_back(&mut self, worker: WorkerId, task: TaskId) {
+        self.told.entry(worker).or_default().hand_back.push(task);
+        self.newly_told.push(worker);
+    }
+
+    /// What `worker` has not been told yet.
+    pub(super) fn take_told(&mut self, worker: WorkerId) -> Told {
+        self.told.remove(&worker).unwrap_or_default()
+    }
+
+    /// The workers given something to tell since the last call.
+    pub(super) fn take_newly_told(&mut self) -> Vec<WorkerId> {
+        std::mem::take(&mut self.newly_told)
     }
 
     pub(super) fn len(&self) -> usize {

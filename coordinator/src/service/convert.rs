@@ -161,6 +161,17 @@ pub(super) fn report_of(result: pb::TaskResult) -> Result<TaskReport, Status> {
             children: parse_moves(&split.moves)?,
             pruned_min_f: split.pruned_min_f,
         },
+        Some(Outcome::HandedBack(handed)) => TaskOutcome::HandedBack {
+            paths: handed
+                .paths
+                .iter()
+                .map(|path| parse_moves(path))
+                .collect::<Result<_, _>>()?,
+            searched_min_f: match handed.searched_min_f {
+                0 => u32::MAX,
+                bound => bound,
+            },
+        },
         Some(Outcome::Weighted(path)) if !path.found => TaskOutcome::Weighted(None),
         Some(Outcome::Weighted(path)) => {
             let weight = Weight::new(path.weight_percent, 100).ok_or_else(|| {

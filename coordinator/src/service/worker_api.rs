@@ -10,7 +10,9 @@ use tonic::{Request, Response, Status};
 use super::convert::{report_of, task_message};
 use super::table_transfer::ChunkStream;
 use super::Service;
-use crate::scheduler::WorkerDescription;
+use tokio::sync::Notify;
+
+use crate::scheduler::{Told, WorkerDescription, WorkerId};
 
 /// Longest a poll from an idle worker waits for work (well under the lease timeout and any
 /// client deadline; a worker that gets nothing asks again).
@@ -125,13 +127,13 @@ impl pb::workers_server::Workers for Service {
         // Finishing an iteration splits the next one: CPU work, done outside the scheduler's
         // lock and off the async threads (`Coordinator::cycle_from_async`), so other workers'
         // polls go on meanwhile.
-        let (_, mut tasks, mut cancelled) = self
+        let (_, mut tasks, mut told) = self
             .core
             .cycle_from_async(
-                (Some(results), Vec::new(), Vec::new()),
-                move |(results, tasks, cancelled), scheduler| {
+                (Some(results), Vec::new(), Told::default()),
+                move |(results, tasks, told), scheduler| {
                     if let Some(results) = results.take() {
-                        (*tasks, *cancelled) = scheduler.poll(worker, free_slots, results)?;
+                        (*tasks, *told) = scheduler.poll(worker, free_slots, results)?;
                     } else if tasks.len() < free_slots as usize {
                         // The worker whose result ended an iteration gets the new one's first
                         // tasks.
@@ -146,17 +148,18 @@ impl pb::workers_server::Workers for Service {
         // rather than asking again on its own schedule, so an iteration's tasks reach idle
         // workers as soon as its split is done.
         if tasks.is_empty() && idle && tokio::time::timeout(LONG_POLL, woken).await.is_ok() {
-            let (more, more_cancelled) =
+            let (more, more_told) =
                 self.update(|scheduler| scheduler.poll(worker, free_slots, Vec::new()))?;
             tasks = more;
-            cancelled.extend(more_cancelled);
+            told.extend(more_told);
         }
         let mut tasks: Vec<pb::Task> = tasks.into_iter().map(task_message).collect();
         self.traces.fill(&mut tasks);
         Ok(Response::new(pb::PollResponse {
             tasks,
-            cancelled,
+            cancelled: told.cancelled,
             send_pdbs: self.supply.requests_for(worker),
+            hand_back: told.hand_back,
         }))
     }
 
@@ -181,13 +184,52 @@ impl pb::workers_server::Workers for Service {
         request: Request<pb::HeartbeatRequest>,
     ) -> Result<Response<pb::HeartbeatResponse>, Status> {
         let request = request.into_inner();
-        let cancelled = self.update(|scheduler| {
-            scheduler.check_worker(request.worker_id, &request.worker_secret)?;
-            scheduler.heartbeat(request.worker_id, &request.running)
-        })?;
+        let worker = request.worker_id;
+        // Taken before the first look, so that what is told after it wakes the wait below.
+        let signal = self.core.told_signal(worker);
+        let told = self.update(|scheduler| {
+            scheduler.check_worker(worker, &request.worker_secret)?;
+            scheduler.heartbeat(worker, &request.running)
+        });
+        let told = match told {
+            Ok(told) => {
+                self.held_until_told(worker, told, request.hold_ms, &signal)
+                    .await
+            }
+            Err(error) => Err(Status::from(error)),
+        };
+        self.core.forget_told_signal(worker);
+        let told = told?;
         Ok(Response::new(pb::HeartbeatResponse {
-            cancelled,
-            send_pdbs: self.supply.requests_for(request.worker_id),
+            cancelled: told.cancelled,
+            send_pdbs: self.supply.requests_for(worker),
+            hand_back: told.hand_back,
         }))
+    }
+}
+
+impl Service {
+    /// A heartbeat with nothing to tell (`told`) waits up to `hold_ms` (at most the heartbeat
+    /// interval) for something: a task to stop or to hand back reaches a busy worker at once,
+    /// not at its next beat.
+    async fn held_until_told(
+        &self,
+        worker: WorkerId,
+        mut told: Told,
+        hold_ms: u32,
+        signal: &Notify,
+    ) -> Result<Told, Status> {
+        let hold = Duration::from_millis(u64::from(hold_ms)).min(self.heartbeat_interval);
+        let until = tokio::time::Instant::now() + hold;
+        while told.is_empty() {
+            if tokio::time::timeout_at(until, signal.notified())
+                .await
+                .is_err()
+            {
+                break;
+            }
+            told = self.update(|scheduler| Ok(scheduler.take_told(worker)))?;
+        }
+        Ok(told)
     }
 }

@@ -21,7 +21,10 @@ fn a_cancelled_batch_withdraws_its_tasks() {
     assert_eq!(scheduler.totals().puzzles_failed, 0);
     assert_eq!(scheduler.totals().puzzles_cancelled, lines.len() as u64);
     assert_eq!(
-        scheduler.heartbeat(worker, &[tasks[0].id]).unwrap(),
+        scheduler
+            .heartbeat(worker, &[tasks[0].id])
+            .unwrap()
+            .cancelled,
         vec![tasks[0].id],
         "the worker is told"
     );

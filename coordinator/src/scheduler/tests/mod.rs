@@ -66,6 +66,7 @@ impl Drive for Owned {
 mod audits;
 mod batches;
 mod bounded;
+mod hand_backs;
 mod lifecycle;
 mod tables;
 mod workers;
