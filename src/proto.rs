@@ -50,6 +50,7 @@ impl From<crate::task::TaskOutcome> for v1::task_result::Outcome {
                     searched_min_f
                 },
             }),
+            TaskOutcome::Returned => Self::Returned(true),
             TaskOutcome::Weighted(found) => Self::Weighted(match found {
                 Some((moves, weight)) => v1::WeightedPath {
                     found: true,

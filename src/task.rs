@@ -36,6 +36,8 @@ pub enum TaskOutcome {
         paths: Vec<Vec<Direction>>,
         searched_min_f: u32,
     },
+    /// A task asked back before any thread started it: to be queued again as it was.
+    Returned,
     /// A weighted task: the shortest path its searches found (none within its limits), with
     /// the weight that found it.
     Weighted(Option<(Vec<Direction>, Weight)>),
@@ -51,6 +53,7 @@ impl TaskOutcome {
             TaskOutcome::BudgetSpent(_) => "budget_spent",
             TaskOutcome::Split { .. } => "split",
             TaskOutcome::HandedBack { .. } => "handed_back",
+            TaskOutcome::Returned => "returned",
             TaskOutcome::Weighted(_) => "weighted",
             TaskOutcome::Failed(_) => "failed",
         }

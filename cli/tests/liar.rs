@@ -58,7 +58,7 @@ fn lie(task: &pb::Task, told: u64) -> pb::TaskResult {
             }),
             // The liar's batches set no limits: it is never given a weighted task; and its
             // truth is searched without a hand-back flag.
-            TaskOutcome::Weighted(_) | TaskOutcome::HandedBack { .. } => {
+            TaskOutcome::Weighted(_) | TaskOutcome::HandedBack { .. } | TaskOutcome::Returned => {
                 Outcome::Error("no weighted or handed back tasks here".into())
             }
             TaskOutcome::Failed(reason) => Outcome::Error(reason),

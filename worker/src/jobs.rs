@@ -71,6 +71,15 @@ impl Jobs {
         Ok(())
     }
 
+    /// Takes `task` back out of the queue: whether it was still waiting there (no thread has
+    /// started it, and none will).
+    pub(crate) fn take_back(&self, task: u64) -> bool {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let before = waiting.heap.len();
+        waiting.heap.retain(|job| job.task.task_id != task);
+        waiting.heap.len() < before
+    }
+
     /// The next task, waiting for one; None once the queue is closed.
     pub(crate) fn take(&self) -> Option<(pb::Task, Instant)> {
         let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());

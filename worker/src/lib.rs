@@ -40,7 +40,7 @@ pub use metrics::Metrics;
 pub use session::LEAVE_TIMEOUT;
 use session::{leave, reconnect_pauses, Session, SessionEnd, MAX_RETRY};
 use tables::{log_table_event, Fetcher};
-use threads::{default_heuristics, preload_present, start_threads, Running, Solvers};
+use threads::{default_heuristics, preload_present, start_threads, Held, Running, Solvers};
 
 type WorkersClient = pb::workers_client::WorkersClient<AuthChannel>;
 
@@ -69,6 +69,11 @@ pub async fn run(
     let jobs = Arc::new(Jobs::default());
     let _close_jobs = CloseOnDrop(jobs.clone());
     let results = Arc::new(Finished::default());
+    let held = Held {
+        running: running.clone(),
+        jobs: jobs.clone(),
+        results: results.clone(),
+    };
     let solvers: Solvers = Arc::default();
     let pdbs = PdbStore::new(&config.data, threads);
     // Before registering: the checksums stated there are then those of the packed files, which
@@ -114,9 +119,7 @@ pub async fn run(
             config: &config,
             threads,
             holds_unpacked,
-            running: &running,
-            jobs: &jobs,
-            results: &results,
+            held: &held,
             finished: &mut finished,
             registration: &mut registration,
         };

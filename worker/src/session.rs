@@ -12,9 +12,8 @@ use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::task::TaskTimes;
 
 use crate::finished::Finished;
-use crate::jobs::Jobs;
 use crate::tables::held_pdbs;
-use crate::threads::{cancel, default_heuristics, hand_back, held_tasks, Running};
+use crate::threads::{cancel, default_heuristics, hand_back, held_tasks, Held, Running};
 use crate::upload::Uploader;
 use crate::{WorkerConfig, WorkersClient};
 
@@ -132,9 +131,8 @@ pub(crate) struct Session<'a> {
     /// Tasks held per thread (running and prefetched) while tasks are not short enough to pack
     /// ([`TaskTimes`]).
     pub(crate) holds_unpacked: u32,
-    pub(crate) running: &'a Running,
-    pub(crate) jobs: &'a Jobs,
-    pub(crate) results: &'a Finished,
+    /// Its tasks, their queue and their results.
+    pub(crate) held: &'a Held,
     pub(crate) finished: &'a mut Vec<pb::TaskResult>,
     pub(crate) registration: &'a mut Option<Registration>,
 }
@@ -152,7 +150,7 @@ impl Session<'_> {
     /// this worker; heartbeats run beside the polls and may end the session too.
     async fn registered(&mut self) -> Result<Infallible, SessionEnd> {
         // Tasks still running belong to an earlier registration whose leases are gone: stop them.
-        cancel(self.running, &held_tasks(self.running));
+        cancel(&self.held.running, &held_tasks(&self.held.running));
         let (channel, registered) = self.register().await?;
         let (worker_id, worker_secret) = (registered.worker_id, registered.worker_secret);
         tracing::info!(
@@ -182,7 +180,7 @@ impl Session<'_> {
             worker_id,
             worker_secret,
             Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(100))),
-            self.running.clone(),
+            self.held.clone(),
             uploader.clone(),
         ));
         // While every thread is busy only heartbeats talk to the coordinator, so they too may
@@ -256,10 +254,15 @@ impl Session<'_> {
             } else {
                 holds.saturating_sub(1)
             };
-            self.results.wake_at_held(ask_at_held);
-            let held = self.running.lock().unwrap_or_else(|p| p.into_inner()).len();
+            self.held.results.wake_at_held(ask_at_held);
+            let held = self
+                .held
+                .running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .len();
             let ask = held <= ask_at_held;
-            let report_in = self.results.since().map(|since| {
+            let report_in = self.held.results.since().map(|since| {
                 if packing && held > 0 {
                     REPORT_AFTER.saturating_sub(since.elapsed())
                 } else {
@@ -272,14 +275,14 @@ impl Session<'_> {
                 // leases).
                 match report_in {
                     Some(wait) => {
-                        let _ = tokio::time::timeout(wait, self.results.woken()).await;
+                        let _ = tokio::time::timeout(wait, self.held.results.woken()).await;
                     }
-                    None => self.results.woken().await,
+                    None => self.held.results.woken().await,
                 }
                 continue;
             }
             let taken = self.finished.len();
-            self.results.take_into(self.finished);
+            self.held.results.take_into(self.finished);
             let new = &self.finished[taken..];
             task_times.add(new.len() as u64, new.iter().map(|r| r.seconds).sum());
             let free = if ask {
@@ -301,32 +304,34 @@ impl Session<'_> {
                 .await
                 .map_err(ended)?
                 .into_inner();
-            cancel(self.running, &response.cancelled);
+            cancel(&self.held.running, &response.cancelled);
             uploader.send(response.send_pdbs);
             // Fewer tasks than asked for: the coordinator keeps what is queued for idle threads
             // elsewhere, or has nothing.
             let refused = response.tasks.len() < free as usize;
             let holding = held + response.tasks.len();
             for task in response.tasks {
-                self.running
+                self.held
+                    .running
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(task.task_id, Arc::default());
-                if self.jobs.push(task, Instant::now()).is_err() {
+                if self.held.jobs.push(task, Instant::now()).is_err() {
                     return Err(SessionEnd::Refused("worker threads have stopped".into()));
                 }
             }
             // After the new tasks are held: one of them may be asked back already.
-            hand_back(self.running, &response.hand_back);
+            hand_back(self.held, &response.hand_back);
             if refused && holding >= self.threads {
                 // A prefetch refused, every thread busy: asking again before a task ends only
                 // costs both sides a call. Fifteen workers asking every 50 ms made 2.8 polls a
                 // task on the Korf-24 five, and cost the coordinator 86 CPU-s (3.6% of the
                 // workers') on the fifteen easiest Korf-24 boards; waiting, 1.07 and 16 s.
-                self.results.woken().await;
+                self.held.results.woken().await;
             } else if refused && holding > 0 {
                 // Some threads idle: ask again soon, or when a task ends.
-                let _ = tokio::time::timeout(IDLE_THREADS_ASK_AGAIN, self.results.woken()).await;
+                let _ =
+                    tokio::time::timeout(IDLE_THREADS_ASK_AGAIN, self.held.results.woken()).await;
             }
             // A worker with nothing at all asks again at once: the coordinator holds that call
             // until tasks are queued (its long poll), so the next wave reaches it without delay.
@@ -344,12 +349,12 @@ async fn heartbeats(
     worker_id: u64,
     worker_secret: String,
     every: Duration,
-    running: Running,
+    held: Held,
     uploader: Uploader,
 ) -> SessionEnd {
     loop {
         let started = tokio::time::Instant::now();
-        let ids = held_tasks(&running);
+        let ids = held_tasks(&held.running);
         match client
             .heartbeat(pb::HeartbeatRequest {
                 worker_id,
@@ -361,8 +366,8 @@ async fn heartbeats(
         {
             Ok(response) => {
                 let response = response.into_inner();
-                cancel(&running, &response.cancelled);
-                hand_back(&running, &response.hand_back);
+                cancel(&held.running, &response.cancelled);
+                hand_back(&held, &response.hand_back);
                 uploader.send(response.send_pdbs);
                 if !response.cancelled.is_empty() || !response.hand_back.is_empty() {
                     continue;

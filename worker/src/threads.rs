@@ -139,15 +139,41 @@ pub(crate) fn cancel(running: &Running, ids: &[u64]) {
     }
 }
 
-/// Asks the held tasks `ids` to hand back what they have not searched (a task that has ended
-/// or that cannot hand back runs on as it would).
-pub(crate) fn hand_back(running: &Running, ids: &[u64]) {
-    let running = running.lock().unwrap_or_else(|p| p.into_inner());
-    for id in ids {
-        if let Some(flags) = running.get(id) {
+/// Hands back the held tasks `ids` the coordinator asks for: one no thread has started is taken
+/// off the queue and returned at once, unsearched; a running one is asked to hand back what it
+/// has not searched (a task that has ended, or cannot hand back, runs on as it would).
+pub(crate) fn hand_back(held: &Held, ids: &[u64]) {
+    for &id in ids {
+        if held.jobs.take_back(id) {
+            let holding = {
+                let mut running = held.running.lock().unwrap_or_else(|p| p.into_inner());
+                running.remove(&id);
+                running.len()
+            };
+            let returned = pb::TaskResult {
+                task_id: id,
+                outcome: Some(pb::task_result::Outcome::Returned(true)),
+                ..pb::TaskResult::default()
+            };
+            held.results.put(returned, holding);
+        } else if let Some(flags) = held
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+        {
             flags.hand_back.store(true, Ordering::Relaxed);
         }
     }
+}
+
+/// What a worker holds: its tasks with their flags, the queue of those no thread has started,
+/// and the results on their way to the coordinator.
+#[derive(Clone)]
+pub(crate) struct Held {
+    pub(crate) running: Running,
+    pub(crate) jobs: Arc<Jobs>,
+    pub(crate) results: Arc<Finished>,
 }
 
 /// A weighted task's search, as the coordinator asked for it.

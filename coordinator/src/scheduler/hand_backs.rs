@@ -5,11 +5,12 @@
 //! of an iteration). The worker searches the subtree in measured parts and stops between them,
 //! giving up at most the part it was in; what it searched stays searched.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::tasks::Tasks;
-use super::types::{TaskId, WorkerId};
+use super::types::{HeldTask, TaskId, TaskOutcome, TaskReport, WorkerId};
+use super::Parts;
 
 /// Idle threads per task asked at once: a hand-back brings about a dozen descendants.
 const IDLE_THREADS_PER_ASK: usize = 8;
@@ -18,52 +19,91 @@ const IDLE_THREADS_PER_ASK: usize = 8;
 /// the age a task is asked at apart: looking more often would find few tasks newly old enough.
 const LOOKS_PER_AGE: u32 = 20;
 
-/// The tasks asked to hand back that have not reported yet.
+/// The tasks asked back that have not reported yet.
 #[derive(Default)]
 pub(super) struct HandBacks {
     asked: HashSet<TaskId>,
     last_look: Option<Instant>,
 }
 
+/// After `worker`'s poll (which left it wanting, `starved`, when the queue held less than it
+/// asked for): if a thread of it idles, asks the workers holding the tasks [`HandBacks::ask`]
+/// picks to hand them back, at their next heartbeat or poll.
+pub(super) fn ask_work_back(parts: &mut Parts, worker: WorkerId, starved: bool, now: Instant) {
+    let tasks = &parts.tasks;
+    let idle_here = tasks.idle_threads() - tasks.idle_threads_except(worker);
+    if !starved || idle_here == 0 {
+        return;
+    }
+    let after = parts.config.hand_back_after;
+    for (holder, task) in parts.hand_backs.ask(tasks, now, after) {
+        tracing::debug!(task, worker = holder, "work asked back");
+        parts.workers.tell_hand_back(holder, task);
+    }
+}
+
+/// Takes `worker`'s `report` of a task returned unstarted (`TaskOutcome::Returned`): back in
+/// the queue where it was, no attempt spent, nothing searched or claimed. False for any other
+/// report.
+pub(super) fn returned(parts: &mut Parts, worker: WorkerId, report: &TaskReport) -> bool {
+    if report.outcome != TaskOutcome::Returned {
+        return false;
+    }
+    if let Some(entry) = parts.tasks.take_held(report.task, worker) {
+        tracing::debug!(task = report.task, worker, "task returned unstarted");
+        parts.tasks.retry_as_new(entry);
+    }
+    true
+}
+
 impl HandBacks {
-    /// The tasks to ask now, each with the worker holding it, when a worker with a thread
-    /// idle found nothing it may take (`starved`): the longest running of those that can hand
-    /// back and have run at least `after`, one for every [`IDLE_THREADS_PER_ASK`] idle
-    /// threads, less those asked already that are still running.
+    /// The tasks to ask now, each with the worker holding it. Of each worker's leases the
+    /// oldest, one a thread, are running (a worker runs its tasks in the order they came) and
+    /// the rest wait prefetched: waiting ones are returned, newest first, one for each idle
+    /// thread; running ones that can hand back and went out at least `after` ago are asked,
+    /// longest running first, one for every [`IDLE_THREADS_PER_ASK`] idle threads. Those
+    /// asked already and still held count against both.
     pub(super) fn ask(
         &mut self,
         tasks: &Tasks,
-        (now, after): (Instant, Duration),
-        starved: bool,
+        now: Instant,
+        after: Duration,
     ) -> Vec<(WorkerId, TaskId)> {
         let idle = tasks.idle_threads();
         let looked_lately = self
             .last_look
             .is_some_and(|last| now.saturating_duration_since(last) < after / LOOKS_PER_AGE);
-        if !starved || idle == 0 || looked_lately {
+        if idle == 0 || looked_lately {
             return Vec::new();
         }
         self.last_look = Some(now);
-        let mut still_asked = HashSet::new();
-        let mut candidates = Vec::new();
-        for (task, worker, since) in tasks.leased_subtree_tasks() {
-            if self.asked.contains(&task) {
-                still_asked.insert(task);
-            } else if now.saturating_duration_since(since) >= after {
-                candidates.push((since, worker, task));
+        let mut leases: Vec<HeldTask> = tasks.leases().collect();
+        leases.sort_unstable_by_key(|lease| (lease.since, lease.task));
+        let mut busy_threads: HashMap<WorkerId, usize> = HashMap::new();
+        let (mut running, mut waiting) = (Vec::new(), Vec::new());
+        let asked = std::mem::take(&mut self.asked);
+        for lease in leases {
+            if asked.contains(&lease.task) {
+                self.asked.insert(lease.task);
+                continue;
+            }
+            let busy = busy_threads.entry(lease.worker).or_default();
+            if *busy < tasks.threads_of(lease.worker) {
+                *busy += 1;
+                let old_enough = now.saturating_duration_since(lease.since) >= after;
+                if lease.hands_back && old_enough {
+                    running.push((lease.worker, lease.task));
+                }
+            } else if !lease.audit {
+                waiting.push((lease.worker, lease.task));
             }
         }
-        self.asked = still_asked;
-        let room = idle
-            .div_ceil(IDLE_THREADS_PER_ASK)
-            .saturating_sub(self.asked.len());
-        candidates.sort_unstable();
-        candidates.truncate(room);
-        self.asked
-            .extend(candidates.iter().map(|&(_, _, task)| task));
-        candidates
-            .into_iter()
-            .map(|(_, worker, task)| (worker, task))
-            .collect()
+        let room = idle.saturating_sub(self.asked.len());
+        let mut chosen: Vec<_> = waiting.into_iter().rev().take(room).collect();
+        let room = idle.div_ceil(IDLE_THREADS_PER_ASK);
+        let room = room.saturating_sub(self.asked.len() + chosen.len());
+        chosen.extend(running.into_iter().take(room));
+        self.asked.extend(chosen.iter().map(|&(_, task)| task));
+        chosen
     }
 }

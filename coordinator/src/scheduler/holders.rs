@@ -147,6 +147,11 @@ impl Holders {
         }
     }
 
+    /// Threads `worker` may run now.
+    pub(super) fn capacity(&self, worker: WorkerId) -> usize {
+        self.holders.get(&worker).map_or(0, |h| h.capacity)
+    }
+
     /// `worker` may run `capacity` threads from now on (0: it is gone).
     pub(super) fn set_capacity(&mut self, worker: WorkerId, capacity: usize) {
         if capacity > 0 || self.holders.contains_key(&worker) {

@@ -268,6 +268,9 @@ impl Scheduler {
                 .workers
                 .reported(worker, now, (results.len() as u64, nodes), timed)?;
         for report in results {
+            if hand_backs::returned(parts, worker, &report) {
+                continue;
+            }
             self.puzzles
                 .apply(parts, &mut self.audits, worker, report)?;
             // A worker quarantined by one of its reports gets nothing more: the rest of its
@@ -313,13 +316,8 @@ impl Scheduler {
             parts.config.lease_timeout,
         );
         parts.workers.note_idle(now, parts.tasks.idle_threads());
-        // A thread of its idles and the queue holds nothing for it: work is asked back.
-        let idle_here = parts.tasks.idle_threads() - parts.tasks.idle_threads_except(worker);
-        let starved = idle_here > 0 && leased.len() < free_slots as usize;
-        let after = parts.config.hand_back_after;
-        for (holder, task) in parts.hand_backs.ask(&parts.tasks, (now, after), starved) {
-            parts.workers.tell_hand_back(holder, task);
-        }
+        let starved = leased.len() < free_slots as usize;
+        hand_backs::ask_work_back(parts, worker, starved, now);
         Ok((leased, parts.workers.take_told(worker)))
     }
 

@@ -261,6 +261,11 @@ impl Puzzle {
                 Next::Split(paths)
             }
             TaskOutcome::Weighted(found) => Next::Weighted(found),
+            // Taken back into the queue before it counts (`Puzzles::apply`): never here.
+            TaskOutcome::Returned => {
+                self.outstanding.insert(task);
+                Next::Retry
+            }
             TaskOutcome::Failed(_) if entry.attempts + 1 < MAX_ATTEMPTS || unproven => {
                 self.outstanding.insert(task);
                 Next::Retry

@@ -71,7 +71,7 @@ pub(super) fn finished(
         // Searched again as its descendants, which are recorded; what a handed back task did
         // search before is left out of the record (the simulator does not hand back).
         TaskOutcome::Split { .. } | TaskOutcome::HandedBack { .. } => RecordedOutcome::Split,
-        TaskOutcome::Failed(_) | TaskOutcome::Weighted(_) => return None,
+        TaskOutcome::Failed(_) | TaskOutcome::Weighted(_) | TaskOutcome::Returned => return None,
     };
     if matches!(recorded, RecordedOutcome::Found(_)) && entry.spec.iterate {
         return None;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::holders::{Holders, TokenRoom};
-use super::types::{Lineage, PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
+use super::types::{HeldTask, Lineage, PuzzleId, TaskId, TaskSpec, WorkerId, MAX_ATTEMPTS};
 use crate::queue::{Lane, Place, ReadyQueue};
 
 pub(super) struct Lease {
@@ -446,21 +446,24 @@ impl Tasks {
         self.holders.idle()
     }
 
-    /// Leased subtree tasks that can hand back their work (they measure their parts), each
-    /// with its worker and when it went out.
-    pub(super) fn leased_subtree_tasks(
-        &self,
-    ) -> impl Iterator<Item = (TaskId, WorkerId, Instant)> + '_ {
-        self.entries.iter().filter_map(|(&id, entry)| {
-            let lease = entry.lease.as_ref()?;
-            let spec = &entry.spec;
-            let searched_in_parts = !spec.iterate && spec.weighted.is_none();
-            (searched_in_parts && entry.audit.is_none() && spec.profile_depth > 0).then_some((
-                id,
-                lease.worker,
-                lease.since,
-            ))
+    /// Every lease, as the hand-backs weigh them.
+    pub(super) fn leases(&self) -> impl Iterator<Item = HeldTask> + '_ {
+        self.entries.iter().filter_map(|(&task, entry)| {
+            let (lease, spec) = (entry.lease.as_ref()?, &entry.spec);
+            let in_parts = !spec.iterate && spec.weighted.is_none() && spec.profile_depth > 0;
+            Some(HeldTask {
+                task,
+                worker: lease.worker,
+                since: lease.since,
+                hands_back: in_parts && entry.audit.is_none(),
+                audit: entry.audit.is_some(),
+            })
         })
+    }
+
+    /// Threads `worker` may run now.
+    pub(super) fn threads_of(&self, worker: WorkerId) -> usize {
+        self.holders.capacity(worker)
     }
 
     /// Whether some task may be waiting for a worker (withdrawn tasks may still be counted).

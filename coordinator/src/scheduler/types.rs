@@ -2,6 +2,8 @@
 //! and what it reports, what a submission and a sweep return, totals, errors and the limits a
 //! worker's word is held to. A leaf: it names no other part of the scheduler.
 
+use std::time::Instant;
+
 use thiserror::Error;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::search::{MovePruning, PartSize, Pruning};
@@ -252,4 +254,15 @@ pub enum Lineage {
     Token(usize),
     /// Its own lineage.
     Registration(WorkerId),
+}
+
+/// A leased task, as the hand-backs (`hand_backs::HandBacks::ask`) weigh it.
+pub(super) struct HeldTask {
+    pub(super) task: TaskId,
+    pub(super) worker: WorkerId,
+    /// When it went out.
+    pub(super) since: Instant,
+    /// It can hand back what it has not searched: a subtree task searched in measured parts.
+    pub(super) hands_back: bool,
+    pub(super) audit: bool,
 }

@@ -172,6 +172,7 @@ pub(super) fn report_of(result: pb::TaskResult) -> Result<TaskReport, Status> {
                 bound => bound,
             },
         },
+        Some(Outcome::Returned(_)) => TaskOutcome::Returned,
         Some(Outcome::Weighted(path)) if !path.found => TaskOutcome::Weighted(None),
         Some(Outcome::Weighted(path)) => {
             let weight = Weight::new(path.weight_percent, 100).ok_or_else(|| {

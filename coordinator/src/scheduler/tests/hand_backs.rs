@@ -289,3 +289,52 @@ fn goal_below(task: &TaskSpec, path: &[Direction]) -> bool {
     };
     matches!(truthful(&below).outcome, TaskOutcome::Found(_))
 }
+
+/// A worker holding tasks no thread of it has started while another worker's thread idles with
+/// nothing queued is asked for them back (the newest first, one for each idle thread); returned,
+/// each goes back to the queue as it was and the idle worker takes it.
+#[test]
+fn tasks_waiting_on_a_busy_worker_are_returned_to_an_idle_one() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let boards = walked_boards(6);
+    let batch = scheduler
+        .submit(&boards, "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let busy = scheduler.register(1, "busy", None).unwrap();
+    let (held, _) = scheduler.poll(busy, 4, Vec::new()).unwrap();
+    assert!(held.len() > 1, "it prefetched: {}", held.len());
+    // The rest of the batch done, so that nothing is queued.
+    let others = scheduler.register(1, "others", None).unwrap();
+    let mut results = Vec::new();
+    loop {
+        let (tasks, _) = scheduler.poll(others, 1, results).unwrap();
+        results = tasks.iter().map(truthful).collect();
+        if tasks.is_empty() {
+            break;
+        }
+    }
+    let told = scheduler.heartbeat(busy, &[]).unwrap();
+    let newest = held.last().unwrap().id;
+    assert_eq!(
+        told.hand_back,
+        vec![newest],
+        "the newest waiting one, for one idle thread"
+    );
+    let returned = TaskReport::new(newest, TaskOutcome::Returned, 0);
+    let (tasks, _) = scheduler.poll(busy, 0, vec![returned]).unwrap();
+    assert!(tasks.is_empty());
+    let (tasks, _) = scheduler.poll(others, 1, Vec::new()).unwrap();
+    assert_eq!(tasks.iter().map(|t| t.id).collect::<Vec<_>>(), vec![newest]);
+    assert_eq!(scheduler.parts.tasks.get(newest).unwrap().attempts, 0);
+    let kept = &held[..held.len() - 1];
+    scheduler
+        .poll(busy, 0, kept.iter().map(truthful).collect())
+        .unwrap();
+    scheduler
+        .poll(others, 0, tasks.iter().map(truthful).collect())
+        .unwrap();
+    scheduler.run_deferred().unwrap();
+    assert!(scheduler.progress(batch).unwrap().done);
+}
