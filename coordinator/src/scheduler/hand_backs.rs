@@ -44,14 +44,20 @@ pub(super) fn ask_work_back(parts: &mut Parts, worker: WorkerId, starved: bool, 
 
 /// Takes `worker`'s `report` of a task returned unstarted (`TaskOutcome::Returned`): back in
 /// the queue where it was, no attempt spent, nothing searched or claimed. False for any other
-/// report.
+/// report (one that handed work back is counted, and applied like every other).
 pub(super) fn returned(parts: &mut Parts, worker: WorkerId, report: &TaskReport) -> bool {
-    if report.outcome != TaskOutcome::Returned {
-        return false;
+    match report.outcome {
+        TaskOutcome::Returned => {}
+        TaskOutcome::HandedBack { .. } => {
+            parts.totals.tasks_handed_back += 1;
+            return false;
+        }
+        _ => return false,
     }
     if let Some(entry) = parts.tasks.take_held(report.task, worker) {
         tracing::debug!(task = report.task, worker, "task returned unstarted");
         parts.tasks.retry_as_new(entry);
+        parts.totals.tasks_returned += 1;
     }
     true
 }

@@ -230,6 +230,9 @@ pub struct SchedulerTotals {
     pub workers_quarantined: u64,
     /// Puzzles started over because a report their search rested on was false.
     pub puzzles_restarted: u64,
+    /// Tasks asked back for idle threads: returned unstarted, and handed back part searched.
+    pub tasks_returned: u64,
+    pub tasks_handed_back: u64,
 }
 
 /// What a sweep did.

@@ -112,6 +112,16 @@ fn register_counters(registry: &mut Registry, totals: &SchedulerTotals) {
             "Puzzles searched again because a report they rested on was false",
             totals.puzzles_restarted,
         ),
+        (
+            "tasks_returned",
+            "Tasks asked back for idle threads before their worker started them, queued again",
+            totals.tasks_returned,
+        ),
+        (
+            "tasks_handed_back",
+            "Running subtree tasks asked back for idle threads: they handed back what they had not searched",
+            totals.tasks_handed_back,
+        ),
     ];
     for (name, help, value) in counters {
         let metric: Counter = Counter::default();
