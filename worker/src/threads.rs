@@ -352,3 +352,44 @@ pub(crate) fn default_heuristics(table_budget: u64) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Asked back, a task no thread has started leaves the queue and goes back at once as
+    /// returned; a running one is only flagged, to stop between its parts.
+    #[test]
+    fn a_waiting_task_is_returned_at_once_and_a_running_one_flagged() {
+        let held = Held {
+            running: Arc::default(),
+            jobs: Arc::default(),
+            results: Arc::default(),
+        };
+        for id in [1, 2] {
+            let task = pb::Task {
+                task_id: id,
+                ..pb::Task::default()
+            };
+            held.jobs.push(task, Instant::now()).unwrap();
+            held.running.lock().unwrap().insert(id, Arc::default());
+        }
+        let (running, _) = held.jobs.take().unwrap();
+        assert_eq!(running.task_id, 1);
+        hand_back(&held, &[1, 2, 3]);
+        let mut results = Vec::new();
+        held.results.take_into(&mut results);
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].task_id, 2);
+        assert_eq!(
+            results[0].outcome,
+            Some(pb::task_result::Outcome::Returned(true))
+        );
+        let running = held.running.lock().unwrap();
+        assert!(!running.contains_key(&2));
+        assert!(running[&1].hand_back.load(Ordering::Relaxed));
+        assert!(!running[&1].cancel.load(Ordering::Relaxed));
+        drop(running);
+        assert!(!held.jobs.take_back(2), "no longer queued");
+    }
+}
