@@ -42,6 +42,8 @@ echo "tables built in $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b
 echo "== hard80 (left $(left) s)"
 KEEP=$scratch/keep/h80 timeout "$(left)" scripts/scaling.sh "$scratch/t44" bench-logs/hard80.txt "4 8 15"
 for n in 4 8 15; do simulated "$scratch/keep/h80/c$n" "$n"; done
+echo "== hard80's idle per split iteration (serve + 15)"
+python3 scripts/task-reports.py "$scratch/keep/h80/c15.log" 2>&1 | tail -40
 pack
 echo "== hard80 one board a thread (what 15 busy cores cost a node)"
 timeout "$(left)" "$BIN" bench --threads 15 --data "$scratch/t44" bench-logs/hard80.txt

@@ -144,12 +144,14 @@ for n in $counts; do
         spent+=("$s")
         total=$(awk -v a="$total" -v b="$s" 'BEGIN { printf "%.2f", a + b }')
     done
-    # Every node the workers reported: for answers, for audits, and for tasks withdrawn first.
+    # Every node the workers reported: for answers, for audits, and for tasks withdrawn first;
+    # and the tasks asked back for idle threads (returned unstarted, handed back part searched).
     metrics "$url" > "$work/metrics$n.txt"
     nodes=$(awk '
         /^tilesolve_nodes_searched_total/ { a = $2 } /^tilesolve_nodes_audited_total/ { b = $2 }
         /^tilesolve_nodes_withdrawn_total/ { c = $2 }
-        END { printf "%.0f nodes (+ %.0f audits, %.0f withdrawn)", a, b, c }' "$work/metrics$n.txt")
+        /^tilesolve_tasks_returned_total/ { r = $2 } /^tilesolve_tasks_handed_back_total/ { h = $2 }
+        END { printf "%.0f nodes (+ %.0f audits, %.0f withdrawn); tasks asked back: %d returned, %d handed back", a, b, c, r, h }' "$work/metrics$n.txt")
     idle=$(awk -v a="$(idle_seconds "$url")" -v b="$idle_before" -v n="$n" -v w="$wall" \
         'BEGIN { printf "%.1f%%", 100 * (a - b) / (n * w) }')
     workers_cpu=$(printf "%s " "${spent[@]:1}")
