@@ -485,7 +485,13 @@ mod tests {
                     assert_eq!(run.outcome, expected.outcome, "bound {bound}");
                     continue;
                 };
-                assert!(!paths.is_empty() && paths.iter().all(|p| p.len() <= 4));
+                // The rest of each level on the way down, and the part it was in.
+                assert!(
+                    !paths.is_empty() && paths.len() <= 3 * 4 + 1,
+                    "{}",
+                    paths.len()
+                );
+                assert!(paths.iter().all(|p| p.len() <= 4));
                 let mut next = searched_min_f;
                 let mut found = None;
                 for path in &paths {

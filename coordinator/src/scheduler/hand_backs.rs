@@ -42,10 +42,10 @@ pub(super) fn ask_work_back(parts: &mut Parts, worker: WorkerId, starved: bool, 
     }
 }
 
-/// Takes `worker`'s `report` of a task returned unstarted (`TaskOutcome::Returned`): back in
-/// the queue where it was, no attempt spent, nothing searched or claimed. False for any other
-/// report (one that handed work back is counted, and applied like every other).
-pub(super) fn returned(parts: &mut Parts, worker: WorkerId, report: &TaskReport) -> bool {
+/// Counts `worker`'s `report` of work asked back, and takes one of a task returned unstarted
+/// (`TaskOutcome::Returned`, true): back in the queue where it was, no attempt spent, nothing
+/// searched or claimed. Any other report (a hand-back among them) is the puzzles' to apply.
+pub(super) fn take_returned(parts: &mut Parts, worker: WorkerId, report: &TaskReport) -> bool {
     match report.outcome {
         TaskOutcome::Returned => {}
         TaskOutcome::HandedBack { .. } => {
@@ -89,13 +89,13 @@ impl HandBacks {
         let (mut running, mut waiting) = (Vec::new(), Vec::new());
         let asked = std::mem::take(&mut self.asked);
         for lease in leases {
+            // An asked task still holds its thread (or its place in its worker's queue).
+            let busy = busy_threads.entry(lease.worker).or_default();
+            let runs = *busy < tasks.threads_of(lease.worker);
+            *busy += usize::from(runs);
             if asked.contains(&lease.task) {
                 self.asked.insert(lease.task);
-                continue;
-            }
-            let busy = busy_threads.entry(lease.worker).or_default();
-            if *busy < tasks.threads_of(lease.worker) {
-                *busy += 1;
+            } else if runs {
                 let old_enough = now.saturating_duration_since(lease.since) >= after;
                 if lease.hands_back && old_enough {
                     running.push((lease.worker, lease.task));

@@ -11,23 +11,27 @@ use tilesolve::{Board, Direction};
 use super::types::TaskSpec;
 
 /// Why `paths` cannot be what an honest worker handed back of `spec`, if it cannot: each is
-/// one to [`MAX_PROFILE_DEPTH`] moves a worker's search follows, none is below another, and
-/// none passes the goal on its way (the worker would have stopped there with it).
+/// one to `profile_depth` moves a worker's search follows, none is below another, none passes
+/// the goal on its way (the worker would have stopped there with it), and there are no more
+/// than a walk that stops once leaves: the rest of each level on its way down (at most three
+/// siblings at the top, two below) and the descendant it was in. Counted first, so a flood of
+/// paths costs the lock nothing.
 pub(super) fn fault(spec: &TaskSpec, paths: &[Vec<Direction>]) -> Option<String> {
-    if paths.is_empty() {
-        return Some("a worker handed back no descendant".into());
+    let depth = spec.profile_depth.min(MAX_PROFILE_DEPTH) as usize;
+    if paths.is_empty() || paths.len() > 3 * depth + 1 {
+        return Some(format!(
+            "a worker handed back {} descendants of a task measured {depth} moves deep",
+            paths.len()
+        ));
     }
     let mut sorted: Vec<&Vec<Direction>> = paths.iter().collect();
-    sorted.sort_by(|a, b| {
-        let letters = |path: &[Direction]| path.iter().map(|&d| d as u8).collect::<Vec<_>>();
-        letters(a).cmp(&letters(b))
-    });
+    sorted.sort_by_cached_key(|path| path.iter().map(|&d| d as u8).collect::<Vec<_>>());
     // Sorted, a path and one below it (or its twin) are neighbours, or one below it is.
     if sorted.windows(2).any(|pair| pair[1].starts_with(pair[0])) {
         return Some("a worker handed back a descendant twice, or one below another".into());
     }
     for path in paths {
-        if path.is_empty() || path.len() > MAX_PROFILE_DEPTH as usize {
+        if path.is_empty() || path.len() > depth {
             return Some(format!(
                 "a worker handed back a descendant {} moves below its task",
                 path.len()

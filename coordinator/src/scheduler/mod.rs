@@ -268,7 +268,7 @@ impl Scheduler {
                 .workers
                 .reported(worker, now, (results.len() as u64, nodes), timed)?;
         for report in results {
-            if hand_backs::returned(parts, worker, &report) {
+            if hand_backs::take_returned(parts, worker, &report) {
                 continue;
             }
             self.puzzles

@@ -5,13 +5,12 @@ use std::time::Duration;
 
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
+use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
 use super::convert::{report_of, task_message};
 use super::table_transfer::ChunkStream;
 use super::Service;
-use tokio::sync::Notify;
-
 use crate::scheduler::{Told, WorkerDescription, WorkerId};
 
 /// Longest a poll from an idle worker waits for work (well under the lease timeout and any

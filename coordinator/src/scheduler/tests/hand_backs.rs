@@ -208,6 +208,8 @@ fn impossible_hand_backs_are_refused() {
     );
     let long = vec![paths[0][0]; MAX_PROFILE_DEPTH as usize + 1];
     assert!(judged(vec![long], searched_min_f), "too deep");
+    let many: Vec<Vec<Direction>> = (0..1_000).map(|_| paths[0].clone()).collect();
+    assert!(judged(many, searched_min_f), "more than a walk leaves");
     let whole = TaskSpec {
         iterate: true,
         ..spec.clone()
