@@ -88,10 +88,10 @@ impl std::fmt::Display for Reached {
     }
 }
 
-/// Hashes the boards a path visits, for [`replay`] and [`without_loops`]: xxh3 of each piece
-/// of a board hashed in. SipHash, the default, took a tenth of the coordinator's time on a
-/// batch of easy boards (each answer is replayed when judged, solved and stored); a path is at
-/// most a few hundred boards, so no crafted one can cost much even if its boards collide.
+/// Hashes the boards a path visits, for a replay that must say where a path fails and for
+/// [`without_loops`]: xxh3 of each piece of a board hashed in (SipHash, the default, took a
+/// tenth of the coordinator's time on a batch of easy boards). A path is at most a few hundred
+/// boards, so no crafted one can cost much even if its boards collide.
 #[derive(Default)]
 struct PathHasher(u64);
 
@@ -110,7 +110,83 @@ type BoardsSeen = HashMap<Board, usize, BuildHasherDefault<PathHasher>>;
 
 /// Plays `moves` from `start` and checks that they end on `goal` and visit no board twice.
 /// Returns the tile moved by each.
+///
+/// Every answer is replayed when it is judged and again when it is stored, so on a batch of
+/// easy boards this is a visible share of the coordinator's time: the boards are told apart by
+/// their Zobrist keys, kept in one vector and sorted, and only a path that fails (a loop, a move
+/// off the board, another end; or two keys colliding) is replayed again board by board.
 pub fn replay(start: &Board, goal: &Board, moves: &[Direction]) -> Result<Vec<u8>, ReplayError> {
+    match replay_by_keys(start, goal, moves) {
+        Some(tiles) => Ok(tiles),
+        None => replay_board_by_board(start, goal, moves),
+    }
+}
+
+/// A random word for each tile on each cell (the blank's words are zero): a board's key is the
+/// exclusive or of its tiles' words, so a move changes it by two words.
+const ZOBRIST: [[u64; MAX_CELLS]; MAX_CELLS] = zobrist_words();
+
+const fn zobrist_words() -> [[u64; MAX_CELLS]; MAX_CELLS] {
+    let mut words = [[0; MAX_CELLS]; MAX_CELLS];
+    // splitmix64, from a fixed seed: the keys are the same in every process.
+    let mut state: u64 = 0x7469_6c65_736f_6c76;
+    let mut tile = 1;
+    while tile < MAX_CELLS {
+        let mut cell = 0;
+        while cell < MAX_CELLS {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            words[tile][cell] = z ^ (z >> 31);
+            cell += 1;
+        }
+        tile += 1;
+    }
+    words
+}
+
+/// The tiles `moves` move when they stay on the board, end on `goal` and reach no two boards
+/// of one key (so none twice); `None` otherwise, for [`replay_board_by_board`] to say why (or
+/// to find that two keys collided on a sound path).
+fn replay_by_keys(start: &Board, goal: &Board, moves: &[Direction]) -> Option<Vec<u8>> {
+    let (rows, cols) = (start.shape().rows(), start.shape().cols());
+    let mut cells = start.padded();
+    let mut blank = start.blank();
+    let mut key = cells.iter().enumerate().fold(0, |key, (cell, &tile)| {
+        key ^ ZOBRIST[usize::from(tile) & 31][cell]
+    });
+    let mut keys = Vec::with_capacity(moves.len() + 1);
+    keys.push(key);
+    let mut tiles = Vec::with_capacity(moves.len());
+    for &direction in moves {
+        let target = direction.step_within(blank, rows, cols)?;
+        // The tile on `target` slides into the blank's cell.
+        let tile = cells[target & 31];
+        cells[blank & 31] = tile;
+        cells[target & 31] = 0;
+        let words = &ZOBRIST[usize::from(tile) & 31];
+        key ^= words[target & 31] ^ words[blank & 31];
+        keys.push(key);
+        tiles.push(tile);
+        blank = target;
+    }
+    if cells != goal.padded() {
+        return None;
+    }
+    keys.sort_unstable();
+    if keys.windows(2).any(|pair| pair[0] == pair[1]) {
+        return None;
+    }
+    Some(tiles)
+}
+
+/// [`replay`] keeping every board it reached: exact, and says where a path comes back.
+fn replay_board_by_board(
+    start: &Board,
+    goal: &Board,
+    moves: &[Direction],
+) -> Result<Vec<u8>, ReplayError> {
     let mut board = *start;
     let mut tiles = Vec::with_capacity(moves.len());
     // Boards reached, each with the number of moves that reached it (0: the start).
@@ -248,5 +324,44 @@ mod tests {
         assert_eq!(replay(&start, &goal, &cut), Ok(vec![6]));
         // Off the board: the rest is kept for replay to refuse.
         assert_eq!(without_loops(&goal, &[Down, Up]), vec![Down, Up]);
+    }
+
+    proptest::proptest! {
+        /// The keyed replay accepts exactly the paths the board by board one accepts, with the
+        /// same tiles, on random paths that loop, leave the board or end elsewhere, on squares
+        /// and rectangles; and [`replay`] says what the board by board one says.
+        #[test]
+        fn keyed_replay_agrees_with_board_by_board(
+            shape in proptest::sample::select(vec![(3usize, 3usize), (4, 4), (5, 5), (3, 4), (2, 6), (4, 8)]),
+            letters in proptest::collection::vec(0usize..4, 0..400),
+            end_at_goal in proptest::bool::ANY,
+            no_reversals in proptest::bool::ANY,
+        ) {
+            let shape = Shape::new(shape.0, shape.1).unwrap();
+            let start = Board::blank_last_in(shape);
+            let mut moves: Vec<Direction> = Vec::new();
+            for direction in letters.iter().map(|&i| Direction::ALL[i]) {
+                // Without reversals, short paths rarely come back, so most are judged by keys.
+                if !(no_reversals && moves.last() == Some(&direction.opposite())) {
+                    moves.push(direction);
+                }
+            }
+            let mut goal = start;
+            for &direction in &moves {
+                match goal.apply(direction) {
+                    Some((next, _)) => goal = next,
+                    None => break,
+                }
+            }
+            if !end_at_goal {
+                goal = Board::blank_first_in(shape);
+            }
+            let exact = replay_board_by_board(&start, &goal, &moves);
+            match replay_by_keys(&start, &goal, &moves) {
+                Some(tiles) => proptest::prop_assert_eq!(Ok(tiles), exact.clone()),
+                None => proptest::prop_assert!(exact.is_err(), "declined a sound path"),
+            }
+            proptest::prop_assert_eq!(replay(&start, &goal, &moves), exact);
+        }
     }
 }

@@ -32,7 +32,8 @@ pub const PATH_BOARDS_MIN_NODES: u64 = 100_000;
 /// The live puzzles, ordered by (batch, index), so one batch's puzzles are a range.
 #[derive(Default)]
 pub(super) struct Puzzles {
-    map: BTreeMap<PuzzleId, Puzzle>,
+    /// Boxed: a B-tree shifts its values within a node on every insert and removal.
+    map: BTreeMap<PuzzleId, Box<Puzzle>>,
 }
 
 impl Puzzles {
@@ -65,7 +66,7 @@ impl Puzzles {
     pub(super) fn live(&self, batch: u64) -> impl Iterator<Item = &Puzzle> {
         self.map
             .range((batch, 0)..=(batch, u32::MAX))
-            .map(|(_, p)| p)
+            .map(|(_, p)| &**p)
     }
 
     /// Starts a batch's queued items whose solvers are ready; the batch waits for the rest,
@@ -86,6 +87,7 @@ impl Puzzles {
         let keys = solver_keys(items, heuristic);
         let sorted = parts.tables.sort(&keys)?;
         let mut waiting = 0;
+        parts.tasks.reserve(items.len());
         for (index, queued) in (first..).zip(items) {
             let puzzle = (batch, index);
             let Some((_, goal)) = queued.boards.filter(|_| queued.is_queued()) else {
@@ -133,7 +135,7 @@ impl Puzzles {
         let known = state
             .known_within(bound)
             .filter(|m| m.len() as u32 == bound);
-        self.map.insert(puzzle, state);
+        self.map.insert(puzzle, Box::new(state));
         if let Some(moves) = known {
             // As long as a proven lower bound: optimal without a search.
             return self.finish_solved(parts, audits, puzzle, moves);
@@ -530,7 +532,7 @@ impl Puzzles {
         parts: &mut Parts,
         audits: &mut Audits,
         puzzle_id: PuzzleId,
-    ) -> Option<Puzzle> {
+    ) -> Option<Box<Puzzle>> {
         let puzzle = self.map.remove(&puzzle_id);
         let mut ids: Vec<TaskId> = audits.forget(puzzle_id);
         ids.extend(puzzle.iter().flat_map(|p| p.outstanding.iter().copied()));

@@ -1,7 +1,7 @@
 //! The task table: every task not yet finished, its lease, its attempts, and the ready queue
 //! that decides which task goes out next. It knows puzzles only by id and workers only by id.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
 use super::holders::{Holders, TokenRoom};
@@ -150,7 +150,8 @@ pub(super) struct Expired {
 
 #[derive(Default)]
 pub(super) struct Tasks {
-    entries: HashMap<TaskId, TaskEntry>,
+    /// Keyed by the coordinator's own sequence numbers, never a caller's: no need of SipHash.
+    entries: FxHashMap<TaskId, TaskEntry>,
     ready: ReadyQueue<TaskId>,
     waves: u64,
     /// Leases each worker holds, so a poll can be capped by what the worker already has
@@ -202,6 +203,11 @@ impl Tasks {
             predicted,
             Some(audit),
         );
+    }
+
+    /// Room for a part's tasks at once (growing by doublings moved every entry again).
+    pub(super) fn reserve(&mut self, additional: usize) {
+        self.entries.reserve(additional);
     }
 
     fn insert(

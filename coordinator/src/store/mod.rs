@@ -52,7 +52,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use thiserror::Error;
@@ -156,6 +156,9 @@ pub struct Store {
     items: sled::Tree,
     item_parts: sled::Tree,
     search: sled::Tree,
+    /// `search` may hold an entry: false while it was empty at opening and nothing was put
+    /// since, so the start of each of a batch's puzzles skips a lookup that finds nothing.
+    search_kept: Arc<AtomicBool>,
     tasks: sled::Tree,
     meta: sled::Tree,
     history: sled::Tree,
@@ -294,6 +297,7 @@ impl Store {
             };
             let answers = answers.map_err(sled::Error::Io)?;
             let batch_log = batch_log.map_err(sled::Error::Io)?;
+            let search_tree = db.open_tree("search")?;
             Ok(Store {
                 answers: Arc::new(answers),
                 batch_log: Arc::new(batch_log),
@@ -302,7 +306,8 @@ impl Store {
                 finished: db.open_tree("finished")?,
                 items: db.open_tree("items")?,
                 item_parts: db.open_tree("item_parts")?,
-                search: db.open_tree("search")?,
+                search: search_tree.clone(),
+                search_kept: Arc::new(AtomicBool::new(!search_tree.is_empty())),
                 tasks: db.open_tree("tasks")?,
                 meta: db.open_tree("meta")?,
                 history: db.open_tree("history")?,

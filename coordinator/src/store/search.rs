@@ -1,6 +1,8 @@
 //! The `search` and `tasks` trees: a puzzle's proven bound while it is solved, and the tasks
 //! its search ran (what `tilesolve simulate` replays).
 
+use std::sync::atomic::Ordering;
+
 use serde::{Deserialize, Serialize};
 use tilesolve::Board;
 
@@ -74,6 +76,9 @@ impl Store {
         goal: &Board,
         board: &Board,
     ) -> Result<Option<SearchState>, StoreError> {
+        if !self.search_kept.load(Ordering::Acquire) {
+            return Ok(None);
+        }
         let state: Option<SearchState> = self
             .search
             .get(board_key(goal, board))?
@@ -93,6 +98,7 @@ impl Store {
         board: &Board,
         state: SearchState,
     ) -> Result<(), StoreError> {
+        self.search_kept.store(true, Ordering::Release);
         self.search.insert(board_key(goal, board), encode(&state))?;
         Ok(())
     }
