@@ -41,7 +41,7 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0.09)]
     coordinator_ms: f64,
     /// Milliseconds a worker thread spends per task outside the search (its poll's round
-    /// trip); by default the median measured in the recorded run.
+    /// trip); by default the mean measured in the recorded run.
     #[arg(long)]
     overhead_ms: Option<f64>,
     /// Tasks each worker prefetches beyond the one it runs, as `tilesolve worker --prefetch`.
@@ -51,9 +51,11 @@ pub struct SimulateArgs {
     /// 0 for `--verify off`).
     #[arg(long, default_value_t = DEFAULT_AUDIT_FRACTION)]
     audit_fraction: f64,
-    /// Milliseconds between a worker's heartbeats (a quarter of `serve --lease-timeout`): a
-    /// busy worker learns of a solved puzzle's cancelled tasks only then or when its task ends.
-    #[arg(long, default_value_t = 2500.0)]
+    /// Milliseconds between a busy worker's calls that can tell it of a solved puzzle's
+    /// cancelled tasks: 0, as `serve` holds each worker's heartbeat and answers it as soon as
+    /// it has something to tell; 2,500 (a quarter of `serve --lease-timeout`) for a coordinator
+    /// that answered heartbeats at once, so that a worker heard only at its next beat.
+    #[arg(long, default_value_t = 0.0)]
     heartbeat_ms: f64,
     /// First measure, here and once, the tasks the solution cancelled (stored for later
     /// replays), so nothing is predicted.
@@ -87,21 +89,13 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
             );
         }
     }
-    let measured_overhead = {
-        let mut medians: Vec<f64> = puzzles
-            .iter()
-            .filter_map(|p| p.median_overhead_seconds)
-            .collect();
-        medians.sort_by(f64::total_cmp);
-        medians.get(medians.len() / 2).copied()
-    };
     let overhead_seconds = match args.overhead_ms {
         Some(ms) if ms.is_finite() && ms >= 0.0 => ms / 1e3,
         Some(ms) => bail!("--overhead-ms must be a non-negative number, not {ms}"),
-        None => measured_overhead.unwrap_or(0.0),
+        None => measured_overhead(&puzzles).map_or(0.0, |(mean, _)| mean),
     };
     print_recording(args.batch, &puzzles, args.iterations);
-    let policy = policy(&args, overhead_seconds)?;
+    let policy = policy(&args, &puzzles, overhead_seconds)?;
     let sequential = match args.sequential_seconds {
         Some(seconds) if seconds.is_finite() && seconds > 0.0 => Some(seconds),
         Some(seconds) => bail!("--sequential-seconds must be a positive number, not {seconds}"),
@@ -235,7 +229,11 @@ fn print_recording(batch: u64, puzzles: &[RecordedPuzzle], iterations: bool) {
 }
 
 /// The scheduling policy to simulate, from the command line, printed.
-fn policy(args: &SimulateArgs, overhead_seconds: f64) -> anyhow::Result<SimulationPolicy> {
+fn policy(
+    args: &SimulateArgs,
+    puzzles: &[RecordedPuzzle],
+    overhead_seconds: f64,
+) -> anyhow::Result<SimulationPolicy> {
     if !(0.0..=1.0).contains(&args.audit_fraction) {
         bail!(
             "--audit-fraction must be between 0 and 1, not {}",
@@ -250,7 +248,7 @@ fn policy(args: &SimulateArgs, overhead_seconds: f64) -> anyhow::Result<Simulati
     }
     let config = args.policy.apply(SchedulerConfig::default());
     println!(
-        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker, {:.0}% of reports audited, heartbeats every {:.0} ms{}",
+        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker, {:.0}% of reports audited, {}{}",
         config.split_balance,
         config.min_split_nodes,
         config.min_split_nodes_per_thread,
@@ -259,14 +257,18 @@ fn policy(args: &SimulateArgs, overhead_seconds: f64) -> anyhow::Result<Simulati
         config.subtree_task_budget,
         args.coordinator_ms,
         overhead_seconds * 1e3,
-        if args.overhead_ms.is_none() {
-            " (median measured in the run)"
-        } else {
-            ""
+        match measured_overhead(puzzles) {
+            Some((_, median)) if args.overhead_ms.is_none() =>
+                format!(" (the mean measured in the run; median {:.3} ms)", median * 1e3),
+            _ => String::new(),
         },
         args.prefetch,
         100.0 * args.audit_fraction,
-        args.heartbeat_ms,
+        if args.heartbeat_ms > 0.0 {
+            format!("cancellations heard at heartbeats every {:.0} ms", args.heartbeat_ms)
+        } else {
+            "cancellations heard at once (held heartbeats)".to_string()
+        },
         if args.exhaustive {
             ", every iteration searched to its end"
         } else {
@@ -287,6 +289,22 @@ fn policy(args: &SimulateArgs, overhead_seconds: f64) -> anyhow::Result<Simulati
         audit_fraction: args.audit_fraction,
         heartbeat_seconds: args.heartbeat_ms / 1e3,
     })
+}
+
+/// The recorded tasks' mean overhead (over all of them) and the median of the puzzles' medians.
+fn measured_overhead(puzzles: &[RecordedPuzzle]) -> Option<(f64, f64)> {
+    let tasks: usize = puzzles.iter().map(|p| p.overhead_tasks).sum();
+    let total: f64 = puzzles
+        .iter()
+        .filter_map(|p| Some(p.mean_overhead_seconds? * p.overhead_tasks as f64))
+        .sum();
+    let mut medians: Vec<f64> = puzzles
+        .iter()
+        .filter_map(|p| p.median_overhead_seconds)
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    let median = medians.get(medians.len() / 2).copied()?;
+    Some((total / tasks.max(1) as f64, median))
 }
 
 /// The table's header; `sequential` adds the column against one thread.

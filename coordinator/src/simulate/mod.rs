@@ -12,12 +12,16 @@
 //!
 //! What is modelled and what is not:
 //! - A task costs its units' measured search time plus `overhead_seconds` (a poll's round trip:
-//!   a thread asks for its next task only after reporting the last).
+//!   a thread asks for its next task only after reporting the last). `tilesolve simulate` takes
+//!   the mean measured in the recording: the median left out the long waits of a few calls
+//!   (a dilated run's quota periods) and read its walls 22-30% short.
 //! - A share of the reports (`audit_fraction`, every k-th) is searched again as an audit, queued
 //!   in the turn it is reported in.
-//! - A solved puzzle's running tasks go on until they end or their worker's next heartbeat
-//!   (`heartbeat_seconds`, each worker's beats at its own phase): the work the coordinator
-//!   counts as withdrawn. Prefetched ones are dropped.
+//! - A solved puzzle's running tasks stop at once, as `serve` answers a worker's held heartbeat
+//!   as soon as it has a cancellation to tell; with `heartbeat_seconds` they go on until they
+//!   end or their worker's next heartbeat (each worker's beats at its own phase), as with a
+//!   coordinator that answered heartbeats at once. Either way the work the coordinator counts
+//!   as withdrawn. Prefetched ones are dropped.
 //! - The coordinator serves one call at a time: each task occupies it for
 //!   `coordinator_seconds_per_task`, and each split for as long as the split takes here; leases
 //!   wait for it.
@@ -79,9 +83,8 @@ pub struct SimulationPolicy {
     /// The share of task reports another worker audits (`serve --verify sample`'s
     /// [`crate::scheduler::DEFAULT_AUDIT_FRACTION`]; 0: none): each audit searches the task again.
     pub audit_fraction: f64,
-    /// Seconds between a worker's heartbeats (a quarter of the lease timeout): a worker whose
-    /// one thread is busy learns of a cancellation only on its next call, so a task of a solved
-    /// puzzle runs on until it ends or until then (0: cancelled at once).
+    /// Seconds between a busy worker's calls that can tell it of a cancellation (0: told at
+    /// once, as `serve` holds heartbeats); a task of a solved puzzle runs on until then.
     pub heartbeat_seconds: f64,
 }
 

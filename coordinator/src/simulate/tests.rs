@@ -1,5 +1,5 @@
 //! The simulator on hand-made units and on a recorded run.
-use super::model::{predict, Iteration, Unit};
+use super::model::{overhead_figures, predict, Iteration, Unit};
 use super::*;
 use crate::scheduler::{Owned, SchedulerConfig, TaskReport};
 use tilesolve::pdb::PdbStore;
@@ -30,6 +30,16 @@ fn cancelled_tasks_are_predicted_from_the_iteration_before_times_its_growth() {
         .map(|u| (u.path.clone(), u.nodes, u.predicted))
         .collect();
     assert_eq!(sizes, vec![(vec![0, 1], 20, true), (vec![0, 2], 60, true)]);
+}
+
+/// A dilated run's calls wait whole quota periods now and then: the mean, which the replay
+/// takes, counts those waits; the median does not.
+#[test]
+fn a_few_long_waits_raise_the_mean_overhead_and_not_the_median() {
+    let (count, mean, median) = overhead_figures(vec![0.1, 0.002, 0.001, 0.001, 0.001]);
+    assert_eq!((count, median), (5, Some(0.001)));
+    assert!((mean.unwrap() - 0.021).abs() < 1e-12, "{mean:?}");
+    assert_eq!(overhead_figures(Vec::new()), (0, None, None));
 }
 
 /// A split run recorded by the real scheduler (driven in process, the kernel measuring
