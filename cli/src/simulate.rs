@@ -57,6 +57,10 @@ pub struct SimulateArgs {
     /// that answered heartbeats at once, so that a worker heard only at its next beat.
     #[arg(long, default_value_t = 0.0)]
     heartbeat_ms: f64,
+    /// Leave tasks prefetched onto a busy worker where they are while threads idle, as a
+    /// coordinator before e85b59b did (it asks for them back since).
+    #[arg(long)]
+    no_returns: bool,
     /// First measure, here and once, the tasks the solution cancelled (stored for later
     /// replays), so nothing is predicted.
     #[arg(long)]
@@ -248,7 +252,7 @@ fn policy(
     }
     let config = args.policy.apply(SchedulerConfig::default());
     println!(
-        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker, {:.0}% of reports audited, {}{}",
+        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker ({}), {:.0}% of reports audited, {}{}",
         config.split_balance,
         config.min_split_nodes,
         config.min_split_nodes_per_thread,
@@ -263,6 +267,11 @@ fn policy(
             _ => String::new(),
         },
         args.prefetch,
+        if args.no_returns {
+            "kept while threads idle"
+        } else {
+            "returned to idle threads"
+        },
         100.0 * args.audit_fraction,
         if args.heartbeat_ms > 0.0 {
             format!("cancellations heard at heartbeats every {:.0} ms", args.heartbeat_ms)
@@ -287,6 +296,7 @@ fn policy(
         exhaustive: args.exhaustive,
         prefetch: args.prefetch as usize,
         audit_fraction: args.audit_fraction,
+        returns: !args.no_returns,
         heartbeat_seconds: args.heartbeat_ms / 1e3,
     })
 }

@@ -22,6 +22,10 @@
 //!   end or their worker's next heartbeat (each worker's beats at its own phase), as with a
 //!   coordinator that answered heartbeats at once. Either way the work the coordinator counts
 //!   as withdrawn. Prefetched ones are dropped.
+//! - Tasks prefetched onto a busy worker and not started go to an idle thread once nothing is
+//!   queued, two round trips later (`returns`: the coordinator asks their worker to return
+//!   them). Running tasks are not handed back in a replay, and a task a worker handed back is
+//!   recorded as split, so what it searched before is left out.
 //! - The coordinator serves one call at a time: each task occupies it for
 //!   `coordinator_seconds_per_task`, and each split for as long as the split takes here; leases
 //!   wait for it.
@@ -83,6 +87,9 @@ pub struct SimulationPolicy {
     /// The share of task reports another worker audits (`serve --verify sample`'s
     /// [`crate::scheduler::DEFAULT_AUDIT_FRACTION`]; 0: none): each audit searches the task again.
     pub audit_fraction: f64,
+    /// Tasks waiting unstarted on a busy worker go to an idle thread when nothing is queued,
+    /// as `serve` asks them back (`false`: a coordinator before it did).
+    pub returns: bool,
     /// Seconds between a busy worker's calls that can tell it of a cancellation (0: told at
     /// once, as `serve` holds heartbeats); a task of a solved puzzle runs on until then.
     pub heartbeat_seconds: f64,

@@ -143,6 +143,9 @@ impl Simulation<'_> {
                     threads.held[slot].push_back((task, arrives));
                 }
             }
+            if self.policy.returns {
+                self.return_held(&mut threads, now);
+            }
             let next_task = threads.next_end();
             if let Some(at) = next_split.filter(|&at| next_task.is_none_or(|task| at <= task)) {
                 now = at;
@@ -243,6 +246,26 @@ impl Simulation<'_> {
             order: task.order.clone(),
         };
         self.queue.push(&Lane::default(), 0, place, audit);
+    }
+
+    /// Idle threads, with nothing queued, take tasks waiting unstarted behind other threads'
+    /// (the newest first), as the coordinator asks their workers to return them: two round
+    /// trips later (the ask and the return, then the lease).
+    pub(super) fn return_held(&self, threads: &mut Threads, now: f64) {
+        while let Some(idle) = threads.running.iter().position(Option::is_none) {
+            let Some(holder) = threads.held.iter().position(|held| !held.is_empty()) else {
+                return;
+            };
+            let Some((task, arrives)) = threads.held[holder].pop_back() else {
+                return;
+            };
+            if self.states[task.puzzle].done && !task.audit {
+                continue;
+            }
+            let seconds = self.search_seconds(&task);
+            let at = now.max(arrives) + 2.0 * self.policy.overhead_seconds;
+            threads.start(idle, task, at, seconds);
+        }
     }
 
     /// A thread is free at `now`: it starts the first task it prefetched (once that arrives).

@@ -113,13 +113,19 @@ fn a_recorded_run_replays_with_more_workers() {
         exhaustive: false,
         prefetch: 1,
         audit_fraction: 0.25,
+        returns: true,
         heartbeat_seconds: 0.01,
     };
     let one = simulate(&puzzles, &pdbs, &policy, 1).unwrap();
     let four = simulate(&puzzles, &pdbs, &policy, 4).unwrap();
     assert!(one.tasks > 1 && four.tasks >= one.tasks);
     assert!(four.makespan_seconds <= one.makespan_seconds);
-    for result in [&one, &four] {
+    let hoarding = SimulationPolicy {
+        returns: false,
+        ..policy.clone()
+    };
+    let without_returns = simulate(&puzzles, &pdbs, &hoarding, 4).unwrap();
+    for result in [&one, &four, &without_returns] {
         // Audits and withdrawn tasks may run on past the last answer; the answers' work may not.
         let capacity = result.workers as f64 * result.makespan_seconds;
         let answers = result.busy_seconds - result.audit_seconds - result.withdrawn_seconds;

@@ -1,0 +1,31 @@
+#!/bin/bash
+# The cluster's CPU against one process's on the same boards, binaries side by side: each round
+# times `tilesolve bench --threads 2` (its CPU, from /usr/bin/time), then
+# scripts/cluster-batch.sh (serve + 2 one-thread workers) once per binary, and prints each
+# binary's coordinator CPU, the cluster's total and its ratio to the bench's. Rounds alternate
+# the binaries so a noisy host hits them alike (the 2-core bound of issue 64: 10,000 walks at
+# most 1.25x).
+#
+# usage: scripts/cpu-against-bench.sh TABLE_DIR FILE ROUNDS BIN [BIN ...]
+#   The bench runs target/release/tilesolve unless BENCH_BIN names one.
+set -euo pipefail
+tables=$1
+file=$2
+rounds=$3
+shift 3
+here=$(dirname "$0")
+bench_bin=${BENCH_BIN:-$(realpath "$here/../target/release/tilesolve")}
+for round in $(seq 1 "$rounds"); do
+    bench=$( { /usr/bin/time -f "%U %S" "$bench_bin" bench --threads 2 --data "$tables" "$file" > /dev/null; } 2>&1 \
+        | tail -1 | awk '{ printf "%.2f", $1 + $2 }')
+    line="round $round: bench $bench s"
+    for bin in "$@"; do
+        out=$(BIN=$bin "$here/cluster-batch.sh" "$tables" "$file" 2>&1)
+        coordinator=$(echo "$out" | grep -E "^coordinator:" | grep -oE "CPU [0-9.]+" | awk '{ print $2 }')
+        total=$(echo "$out" | grep -E "^coordinator \+ workers" | grep -oE "CPU [0-9.]+" | awk '{ print $2 }')
+        answers=$(echo "$out" | grep -E " answers$" | awk '{ print $1 }')
+        ratio=$(awk -v t="$total" -v b="$bench" 'BEGIN { printf "%.2fx", t / b }')
+        line="$line | $(basename "$bin"): coordinator $coordinator s, total $total s ($ratio), $answers answers"
+    done
+    echo "$line"
+done
