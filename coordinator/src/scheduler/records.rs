@@ -68,9 +68,10 @@ pub(super) fn finished(
         }
         TaskOutcome::Exceeded(next) => RecordedOutcome::Exceeded(*next),
         TaskOutcome::BudgetSpent(at) => RecordedOutcome::BudgetSpent(*at),
-        // Searched again as its descendants, which are recorded; what a handed back task did
-        // search before is left out of the record (the simulator does not hand back).
-        TaskOutcome::Split { .. } | TaskOutcome::HandedBack { .. } => RecordedOutcome::Split,
+        // Searched again as its descendants, which are recorded.
+        TaskOutcome::Split { .. } => RecordedOutcome::Split,
+        // What it searched, in its parts; the rest, as the descendants it handed back.
+        TaskOutcome::HandedBack { .. } => RecordedOutcome::HandedBack,
         TaskOutcome::Failed(_) | TaskOutcome::Weighted(_) | TaskOutcome::Returned => return None,
     };
     if matches!(recorded, RecordedOutcome::Found(_)) && entry.spec.iterate {

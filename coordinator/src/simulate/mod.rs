@@ -24,8 +24,9 @@
 //!   as withdrawn. Prefetched ones are dropped.
 //! - Tasks prefetched onto a busy worker and not started go to an idle thread once nothing is
 //!   queued, two round trips later (`returns`: the coordinator asks their worker to return
-//!   them). Running tasks are not handed back in a replay, and a task a worker handed back is
-//!   recorded as split, so what it searched before is left out.
+//!   them). Running tasks are not handed back in a replay; a task a worker handed back counts
+//!   with the parts it searched (and the time it spent above them), and its descendants with
+//!   their own records.
 //! - The coordinator serves one call at a time: each task occupies it for
 //!   `coordinator_seconds_per_task`, and each split for as long as the split takes here; leases
 //!   wait for it.

@@ -273,7 +273,8 @@ impl Iteration {
                 // Its subtree was searched again as its children, which are recorded.
                 RecordedOutcome::Split | RecordedOutcome::BudgetSpent(_) => continue,
                 RecordedOutcome::Exceeded(_) => finished.push((path.clone(), record.nodes)),
-                RecordedOutcome::Found(_) => {}
+                // Its parts are units; its size is not its subtree's, so it predicts nothing.
+                RecordedOutcome::Found(_) | RecordedOutcome::HandedBack => {}
             }
             // The unit that met the goal is keyed by the whole solution, which it leads to: so
             // it sorts where the search met it and lies below any frontier a replay splits at.

@@ -1,7 +1,10 @@
 //! The simulator on hand-made units and on a recorded run.
-use super::model::{overhead_figures, predict, Iteration, Unit};
+use std::collections::BTreeMap;
+
+use super::model::{overhead_figures, path_indices, predict, Iteration, Unit};
 use super::*;
 use crate::scheduler::{Owned, SchedulerConfig, TaskReport};
+use crate::store::{RecordedOutcome, TaskRecord};
 use tilesolve::pdb::PdbStore;
 use tilesolve::task::run_task;
 use tilesolve::{parse_board, Board, Solver};
@@ -30,6 +33,49 @@ fn cancelled_tasks_are_predicted_from_the_iteration_before_times_its_growth() {
         .map(|u| (u.path.clone(), u.nodes, u.predicted))
         .collect();
     assert_eq!(sizes, vec![(vec![0, 1], 20, true), (vec![0, 2], 60, true)]);
+}
+
+/// A task handed back counts with the parts it searched (and its nodes above them), and the
+/// descendant it handed back with its own record: every node of the subtree once.
+#[test]
+fn a_handed_back_task_counts_with_what_it_searched() {
+    let record = |path: &str, outcome, nodes, part: (&str, u64)| TaskRecord {
+        batch: 1,
+        index: 0,
+        bound: 50,
+        path: path.into(),
+        iterate: false,
+        outcome,
+        nodes,
+        seconds: nodes as f64 * 1e-5,
+        round_trip_seconds: nodes as f64 * 1e-5,
+        parts: vec![(part.0.into(), part.1, part.1 * 10)],
+        measured_after: false,
+    };
+    let handed_back = record("R", RecordedOutcome::HandedBack, 130, ("UL", 100));
+    let descendant = record("RD", RecordedOutcome::Exceeded(52), 40, ("L", 40));
+    let records: BTreeMap<Vec<u8>, &TaskRecord> = [
+        (path_indices("R").unwrap(), &handed_back),
+        (path_indices("RD").unwrap(), &descendant),
+    ]
+    .into_iter()
+    .collect();
+    let iteration = Iteration::from_records(50, &records, None, &[]).unwrap();
+    assert_eq!(iteration.units.iter().map(|u| u.nodes).sum::<u64>(), 170);
+    let mut searched: Vec<(Vec<u8>, u64)> = iteration
+        .units
+        .iter()
+        .filter(|u| !u.interior)
+        .map(|u| (u.path.clone(), u.nodes))
+        .collect();
+    searched.sort();
+    let mut expected = vec![
+        (path_indices("RUL").unwrap(), 100),
+        (path_indices("RDL").unwrap(), 40),
+    ];
+    expected.sort();
+    assert_eq!(searched, expected);
+    assert!(iteration.units.iter().all(|u| !u.predicted));
 }
 
 /// A dilated run's calls wait whole quota periods now and then: the mean, which the replay

@@ -68,6 +68,9 @@ pub enum RecordedOutcome {
     Split,
     /// Still queued or running when another task found the solution: its size is unknown.
     Cancelled,
+    /// Stopped between its parts for idle threads: its parts are what it searched, and the
+    /// descendants it handed back are recorded as tasks of their own.
+    HandedBack,
 }
 
 impl Store {
