@@ -93,13 +93,14 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
             );
         }
     }
+    let measured = measured_overhead(&puzzles);
     let overhead_seconds = match args.overhead_ms {
         Some(ms) if ms.is_finite() && ms >= 0.0 => ms / 1e3,
         Some(ms) => bail!("--overhead-ms must be a non-negative number, not {ms}"),
-        None => measured_overhead(&puzzles).map_or(0.0, |(mean, _)| mean),
+        None => measured.map_or(0.0, |(mean, _)| mean),
     };
     print_recording(args.batch, &puzzles, args.iterations);
-    let policy = policy(&args, &puzzles, overhead_seconds)?;
+    let policy = policy(&args, measured, overhead_seconds)?;
     let sequential = match args.sequential_seconds {
         Some(seconds) if seconds.is_finite() && seconds > 0.0 => Some(seconds),
         Some(seconds) => bail!("--sequential-seconds must be a positive number, not {seconds}"),
@@ -233,9 +234,10 @@ fn print_recording(batch: u64, puzzles: &[RecordedPuzzle], iterations: bool) {
 }
 
 /// The scheduling policy to simulate, from the command line, printed.
+/// `measured`: the recording's mean and median overhead a task, printed when it is used.
 fn policy(
     args: &SimulateArgs,
-    puzzles: &[RecordedPuzzle],
+    measured: Option<(f64, f64)>,
     overhead_seconds: f64,
 ) -> anyhow::Result<SimulationPolicy> {
     if !(0.0..=1.0).contains(&args.audit_fraction) {
@@ -261,7 +263,7 @@ fn policy(
         config.subtree_task_budget,
         args.coordinator_ms,
         overhead_seconds * 1e3,
-        match measured_overhead(puzzles) {
+        match measured {
             Some((_, median)) if args.overhead_ms.is_none() =>
                 format!(" (the mean measured in the run; median {:.3} ms)", median * 1e3),
             _ => String::new(),
