@@ -215,6 +215,10 @@ pub async fn run(
             Ok(())
         }
     };
+    if store_failed.is_some() {
+        // Before any handle is dropped: the tasks aborted below and `service` hold some.
+        service.store().never_close();
+    }
     sweeper.abort();
     for task in background {
         task.abort();
@@ -224,6 +228,7 @@ pub async fn run(
         return Err(ServeError::StoreFailed(error));
     }
     let Some(flushed) = flush_at_stop(&service).await else {
+        service.store().never_close();
         result?;
         return Err(ServeError::StoreFailed(stalled(STORE_STALL)));
     };

@@ -385,6 +385,15 @@ impl Store {
         Ok(next)
     }
 
+    /// Keeps this store open until the process ends, for a store that stopped taking writes:
+    /// sled flushes when the last handle on a tree is dropped, and after a failed write that
+    /// flush can wait for ever, so whichever thread dropped the last handle would hang (the
+    /// coordinator's restart in place once did). The process replaces itself or exits instead,
+    /// which closes every file; what was acknowledged is already on disk.
+    pub fn never_close(&self) {
+        std::mem::forget(self.clone());
+    }
+
     /// Whether the store still takes writes: once one write failed (a full disk), sled fails
     /// every later one, even after space returns, until the store is opened again. It writes
     /// (a key overwritten each time) and flushes: a flush with nothing to write says nothing.
