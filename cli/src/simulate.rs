@@ -61,6 +61,17 @@ pub struct SimulateArgs {
     /// coordinator before e85b59b did (it asks for them back since).
     #[arg(long)]
     no_returns: bool,
+    /// Nodes a puzzle's whole-puzzle task searches before it is split, whatever the idle
+    /// threads, as the scheduler before issue 64's changes did (c2d80a6: 20,000,000); by
+    /// default the whole tasks as recorded. With `--prefetch-before-idle --prefetch 4
+    /// --heartbeat-ms 2500 --no-returns` a replay models that scheduler.
+    #[arg(long, value_name = "NODES")]
+    whole_budget: Option<u64>,
+    /// Each worker takes all it may hold (its running task and `--prefetch` more) in turn,
+    /// while threads idle elsewhere, as before 719555e (the first worker to ask took five
+    /// whole puzzles); by default idle threads are served first, as `serve` leases.
+    #[arg(long)]
+    prefetch_before_idle: bool,
     /// First measure, here and once, the tasks the solution cancelled (stored for later
     /// replays), so nothing is predicted.
     #[arg(long)]
@@ -300,6 +311,8 @@ fn policy(
         audit_fraction: args.audit_fraction,
         returns: !args.no_returns,
         heartbeat_seconds: args.heartbeat_ms / 1e3,
+        whole_task_budget: args.whole_budget,
+        prefetch_before_idle: args.prefetch_before_idle,
     })
 }
 

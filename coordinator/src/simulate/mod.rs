@@ -30,6 +30,10 @@
 //! - The coordinator serves one call at a time: each task occupies it for
 //!   `coordinator_seconds_per_task`, and each split for as long as the split takes here; leases
 //!   wait for it.
+//! - A recording holds the policy it ran under; `whole_task_budget` and `prefetch_before_idle`
+//!   replay it under the scheduler before the change (c2d80a6): the whole-puzzle task runs on
+//!   through the recorded iterations until its budget is spent (the iteration it was in is then
+//!   split and searched again from its start), and workers hoard whole puzzles.
 //! - Interior nodes above the units (about one per unit) are counted only where a task contains
 //!   them whole; they are well under 1% of the nodes.
 //! - The last iteration was cut short by the solution: tasks cancelled then were never measured.
@@ -94,6 +98,14 @@ pub struct SimulationPolicy {
     /// Seconds between a busy worker's calls that can tell it of a cancellation (0: told at
     /// once, as `serve` holds heartbeats); a task of a solved puzzle runs on until then.
     pub heartbeat_seconds: f64,
+    /// Nodes a puzzle's whole-puzzle task searches before its search is split, whatever the
+    /// idle threads (c2d80a6's fixed `whole_task_budget`, 20 M). `None`: as the recording ran
+    /// (`serve` splits after 1 M nodes while fewer puzzles than threads are unfinished).
+    pub whole_task_budget: Option<u64>,
+    /// Each worker takes all it may hold (its running task and `prefetch` more) in turn,
+    /// whether threads idle elsewhere or not, as before 719555e: the first to ask took five
+    /// whole puzzles. `false`: idle threads first, then prefetch, as `serve` leases.
+    pub prefetch_before_idle: bool,
 }
 
 /// One split iteration of a recorded puzzle, summed up.

@@ -7,6 +7,7 @@ use std::time::Instant;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::moves_to_string;
 use tilesolve::pdb::{default_memory_budget, PdbStore};
+use tilesolve::search::child_order;
 use tilesolve::task::{run_task, TaskOutcome, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
@@ -32,6 +33,16 @@ pub(super) struct Iteration {
     pub(super) bound: u32,
     /// Sorted by path.
     pub(super) units: Vec<Unit>,
+}
+
+/// A replay's whole-puzzle task: its nodes and seconds, whether it meets the goal, and the
+/// first iteration split after it.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct WholeTask {
+    pub(super) nodes: u64,
+    pub(super) seconds: f64,
+    pub(super) found: bool,
+    pub(super) first_split: usize,
 }
 
 /// One solved puzzle of a recorded batch, ready to replay.
@@ -69,6 +80,30 @@ pub(super) fn path_indices(letters: &str) -> Option<Vec<u8>> {
                 .map(|i| i as u8)
         })
         .collect()
+}
+
+/// Where one thread's search under `bound` meets the subtree below `path` (moves from
+/// `root`): the place [`child_order`] gives, compared as bytes. (Paths sort in search order only
+/// where no parent takes its children best first.)
+pub(super) fn search_order(solver: &Solver, root: &Board, bound: u32, path: &[u8]) -> Vec<u8> {
+    let mut order = Vec::with_capacity(2 * path.len());
+    let mut board = *root;
+    for (g, &step) in (0u32..).zip(path) {
+        let direction = Direction::from_index(step);
+        let Some((child, _)) = board.apply(direction) else {
+            break;
+        };
+        let parent = (bound, g, solver.estimate(&board));
+        order = child_order(
+            solver.pruning(),
+            &order,
+            parent,
+            solver.estimate(&child),
+            direction,
+        );
+        board = child;
+    }
+    order
 }
 
 /// The count, mean and median of the overheads a task measured.
@@ -198,6 +233,58 @@ impl RecordedPuzzle {
         }
         puzzle.iterations.extend(previous);
         Ok(puzzle)
+    }
+
+    /// The whole-puzzle task: as recorded, or, under a fixed `budget` of nodes, run on through
+    /// the recorded iterations until the budget is spent; in the goal's iteration one thread
+    /// searches the units it meets before the goal ([`search_order`]) and the goal's. An
+    /// iteration the budget ran out in is split from its start: what the task had searched of
+    /// it is lost.
+    pub(super) fn whole_task(&self, budget: Option<u64>, solver: &Solver) -> WholeTask {
+        let mut whole = WholeTask {
+            nodes: self.prelude_nodes,
+            seconds: self.prelude_seconds,
+            found: self.iterations.is_empty(),
+            first_split: 0,
+        };
+        let Some(budget) = budget else {
+            return whole;
+        };
+        for (index, iteration) in self.iterations.iter().enumerate() {
+            let goal = iteration
+                .units
+                .iter()
+                .find(|unit| unit.found)
+                .map(|unit| search_order(solver, &self.board, iteration.bound, &unit.path));
+            let (mut nodes, mut seconds) = (0u64, 0.0);
+            for unit in &iteration.units {
+                let met = goal.as_ref().is_none_or(|goal| {
+                    unit.found
+                        || search_order(solver, &self.board, iteration.bound, &unit.path) < *goal
+                });
+                if met {
+                    nodes += unit.nodes;
+                    seconds += unit.seconds;
+                }
+            }
+            if whole.nodes + nodes > budget {
+                let spent = budget.saturating_sub(whole.nodes);
+                if nodes > 0 {
+                    whole.seconds += seconds * spent as f64 / nodes as f64;
+                }
+                whole.nodes += spent;
+                whole.first_split = index;
+                return whole;
+            }
+            whole.nodes += nodes;
+            whole.seconds += seconds;
+            if goal.is_some() {
+                whole.found = true;
+                break;
+            }
+        }
+        whole.first_split = self.iterations.len();
+        whole
     }
 
     /// Seconds of search the whole run holds, every iteration to its end: what one thread

@@ -21,6 +21,8 @@ pub(super) struct PuzzleState {
     pub(super) solver: Solver,
     /// The iteration in progress (`None`: the whole-puzzle task).
     pub(super) iteration: Option<usize>,
+    /// The iteration split when the whole-puzzle task ends.
+    pub(super) first_split: usize,
     pub(super) outstanding: usize,
     pub(super) done: bool,
     /// Sizes measured in the iteration in progress, as the tasks' reports would give them.
@@ -61,9 +63,12 @@ pub fn simulate(
         },
     };
     for (index, puzzle) in puzzles.iter().enumerate() {
+        let solver = puzzle.solver(pdbs)?;
+        let whole = puzzle.whole_task(policy.whole_task_budget, &solver);
         sim.states.push(PuzzleState {
-            solver: puzzle.solver(pdbs)?,
+            solver,
             iteration: None,
+            first_split: whole.first_split,
             outstanding: 1,
             done: false,
             history: SizeHistory::default(),
@@ -86,13 +91,13 @@ pub fn simulate(
                 path: Vec::new(),
                 order: Vec::new(),
                 units: 0..0,
-                nodes: puzzle.prelude_nodes,
-                seconds: puzzle.prelude_seconds,
+                nodes: whole.nodes,
+                seconds: whole.seconds,
                 predicted_seconds: 0.0,
-                found: puzzle.iterations.is_empty(),
+                found: whole.found,
                 turn: 0,
                 wave: 0,
-                predicted: puzzle.prelude_nodes,
+                predicted: whole.nodes,
                 audit: false,
             },
         );
@@ -124,7 +129,9 @@ impl Simulation<'_> {
         loop {
             let next_split = self.queue_split_tasks(now);
             // Idle threads first, then threads with room to prefetch.
-            while let Some((slot, runs_now)) = threads.wanting(self.policy.prefetch) {
+            while let Some((slot, runs_now)) =
+                threads.wanting(self.policy.prefetch, self.policy.prefetch_before_idle)
+            {
                 let Some(task) = self.queue.pop() else {
                     break;
                 };
@@ -313,7 +320,7 @@ impl Simulation<'_> {
             return;
         }
         let puzzles = self.puzzles;
-        let mut next = state.iteration.map_or(0, |i| i + 1);
+        let mut next = state.iteration.map_or(state.first_split, |i| i + 1);
         // Splits run one after another beside the coordinator's calls (outside its lock).
         let mut at = now;
         while let Some(iteration) = puzzles[puzzle].iterations.get(next) {

@@ -161,6 +161,8 @@ fn a_recorded_run_replays_with_more_workers() {
         audit_fraction: 0.25,
         returns: true,
         heartbeat_seconds: 0.01,
+        whole_task_budget: None,
+        prefetch_before_idle: false,
     };
     let one = simulate(&puzzles, &pdbs, &policy, 1).unwrap();
     let four = simulate(&puzzles, &pdbs, &policy, 4).unwrap();
@@ -187,4 +189,105 @@ fn a_recorded_run_replays_with_more_workers() {
     };
     let four = simulate(&puzzles, &pdbs, &strict, 4).unwrap();
     assert_eq!((four.audit_seconds, four.withdrawn_seconds), (0.0, 0.0));
+}
+
+/// A puzzle recorded as a 10-node whole task and two split iterations of 100 and 1,299 nodes
+/// (one thread meets the goal in the second's second unit), each node a microsecond. Bounds
+/// this low take no children best first: one thread meets the units in the order of their
+/// paths.
+fn recorded_in_two_iterations() -> RecordedPuzzle {
+    let root = parse_board("1,2,3,4,0,5,6,7,8").unwrap();
+    let mut puzzle = RecordedPuzzle::empty(0, root, Board::blank_last(3));
+    puzzle.heuristic = "linear-conflict".into();
+    (puzzle.prelude_nodes, puzzle.prelude_seconds) = (10, 10e-6);
+    let mut found = unit(&[1, 0], 200);
+    found.found = true;
+    puzzle.iterations = vec![
+        Iteration {
+            bound: 0,
+            units: vec![unit(&[0], 40), unit(&[1], 60)],
+        },
+        Iteration {
+            bound: 1,
+            units: vec![unit(&[0, 1], 100), found, unit(&[2], 999)],
+        },
+    ];
+    puzzle
+}
+
+/// c2d80a6's fixed budget: the whole task runs on through the iterations that fit, and the
+/// iteration it ran out in is split from its start (what it searched of it is lost).
+#[test]
+fn a_fixed_whole_budget_runs_whole_what_fits_and_splits_the_rest() {
+    let puzzle = recorded_in_two_iterations();
+    let solver = Solver::new(
+        Board::blank_last(3),
+        tilesolve::HeuristicKind::LinearConflict,
+    );
+    let as_recorded = puzzle.whole_task(None, &solver);
+    assert_eq!(
+        (
+            as_recorded.nodes,
+            as_recorded.found,
+            as_recorded.first_split
+        ),
+        (10, false, 0)
+    );
+    // 10 + 100 fit in 150; the second iteration runs out after 40 of its nodes.
+    let spent = puzzle.whole_task(Some(150), &solver);
+    assert_eq!(
+        (spent.nodes, spent.found, spent.first_split),
+        (150, false, 1)
+    );
+    assert!((spent.seconds - 150e-6).abs() < 1e-12, "{spent:?}");
+    // Everything fits: one task to the goal, which one thread meets before the last unit.
+    let whole = puzzle.whole_task(Some(20_000_000), &solver);
+    assert_eq!(
+        (whole.nodes, whole.found, whole.first_split),
+        (410, true, 2)
+    );
+}
+
+/// Before 719555e each worker took all it could hold: sixteen whole puzzles on fifteen workers
+/// prefetching four ran on four of them, five puzzles one after another on the busiest. Served
+/// idle threads first, fifteen workers run them two deep at most.
+#[test]
+fn workers_taking_all_they_may_hold_leave_the_rest_idle() {
+    let data = tempfile::tempdir().unwrap();
+    let pdbs = PdbStore::new(data.path().join("pdb"), 1);
+    // Each solved by its whole task, in a second.
+    let puzzles: Vec<RecordedPuzzle> = (0..16)
+        .map(|index| {
+            let mut puzzle =
+                RecordedPuzzle::empty(index, Board::blank_last(3), Board::blank_last(3));
+            puzzle.heuristic = "linear-conflict".into();
+            (puzzle.prelude_nodes, puzzle.prelude_seconds) = (1_000, 1.0);
+            puzzle
+        })
+        .collect();
+    let policy = SimulationPolicy {
+        tasks_per_thread: 4,
+        split_balance: 8,
+        min_split_nodes: 1_000,
+        min_split_nodes_per_thread: 0,
+        profile_depth: 2,
+        subtree_task_budget: 0,
+        overhead_seconds: 0.0,
+        coordinator_seconds_per_task: 0.0,
+        exhaustive: false,
+        prefetch: 4,
+        audit_fraction: 0.0,
+        returns: false,
+        heartbeat_seconds: 0.0,
+        whole_task_budget: Some(20_000_000),
+        prefetch_before_idle: true,
+    };
+    let hoarded = simulate(&puzzles, &pdbs, &policy, 15).unwrap();
+    assert!((hoarded.makespan_seconds - 5.0).abs() < 1e-9, "{hoarded:?}");
+    let spread = SimulationPolicy {
+        prefetch_before_idle: false,
+        ..policy
+    };
+    let spread = simulate(&puzzles, &pdbs, &spread, 15).unwrap();
+    assert!((spread.makespan_seconds - 2.0).abs() < 1e-9, "{spread:?}");
 }

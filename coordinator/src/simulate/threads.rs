@@ -77,8 +77,14 @@ impl Threads {
     }
 
     /// A thread that wants a task: an idle one (`true`: it runs the task), else one with room
-    /// to prefetch (`false`).
-    pub(super) fn wanting(&self, prefetch: usize) -> Option<(usize, bool)> {
+    /// to prefetch (`false`); with `before_idle`, the first with room of either kind.
+    pub(super) fn wanting(&self, prefetch: usize, before_idle: bool) -> Option<(usize, bool)> {
+        if before_idle {
+            // Each worker in turn takes all it may hold.
+            return (0..self.running.len())
+                .find(|&slot| self.running[slot].is_none() || self.held[slot].len() < prefetch)
+                .map(|slot| (slot, self.running[slot].is_none()));
+        }
         if let Some(slot) = self.running.iter().position(Option::is_none) {
             return Some((slot, true));
         }
