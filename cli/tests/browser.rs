@@ -460,10 +460,21 @@ fn the_dashboard_submits_opens_cancels_and_looks_up() {
     if let Ok(path) = std::env::var("TILESOLVE_RETRY_SCREENSHOT") {
         browser.screenshot(&path);
     }
-    browser.click("#batch-retry");
-    browser.wait_for_text("#batch-retry-of", "the retry's page", |t| {
-        t == format!("a retry of batch {hard_batch}")
+    // Enabled as the page shows the batch; a click on a disabled button does nothing.
+    wait_until("the retry button", Duration::from_secs(60), || {
+        (browser.script("return document.getElementById('batch-retry').disabled") == json!(false))
+            .then_some(())
     });
+    browser.click("#batch-retry");
+    let retry_of = format!("a retry of batch {hard_batch}");
+    let opened = common::within(Duration::from_secs(60), || {
+        (browser.text("#batch-retry-of") == retry_of).then_some(())
+    });
+    assert!(
+        opened.is_some(),
+        "the retry's page did not open; the batch page says: {}",
+        browser.text("#batch-state")
+    );
     let retry_title = browser.text("#batch-title");
     assert_ne!(retry_title, format!("Batch {hard_batch}"));
     browser.wait_for_text("#batch-state", "the retry running", |t| {

@@ -34,6 +34,8 @@
 //!   replay it under the scheduler before the change (c2d80a6): the whole-puzzle task runs on
 //!   through the recorded iterations until its budget is spent (the iteration it was in is then
 //!   split and searched again from its start), and workers hoard whole puzzles.
+//! - A task that meets the goal searches the units one thread meets before it (in the order
+//!   of `child_order`, best first near the root) and the goal's: the rest is never searched.
 //! - Interior nodes above the units (about one per unit) are counted only where a task contains
 //!   them whole; they are well under 1% of the nodes.
 //! - The last iteration was cut short by the solution: tasks cancelled then were never measured.

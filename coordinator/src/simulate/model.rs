@@ -18,7 +18,8 @@ use super::{IterationSummary, SimulateError};
 /// A measured (or predicted) piece of one iteration: the subtree below `path`.
 #[derive(Clone, Debug)]
 pub(super) struct Unit {
-    /// Moves from the puzzle's root (direction indices, so paths sort in search order).
+    /// Moves from the puzzle's root (direction indices: a subtree's units lie together when
+    /// sorted; one thread's order is [`search_order`]).
     pub(super) path: Vec<u8>,
     pub(super) nodes: u64,
     pub(super) seconds: f64,
@@ -104,6 +105,27 @@ pub(super) fn search_order(solver: &Solver, root: &Board, bound: u32, path: &[u8
         board = child;
     }
     order
+}
+
+/// The units of one subtree (in path order) that one thread searches under `bound`: all of
+/// them, or, when the goal is among them, those it meets before the goal, and the goal's.
+pub(super) fn searched_to_goal<'a>(
+    units: &'a [Unit],
+    solver: &Solver,
+    root: &Board,
+    bound: u32,
+) -> Vec<&'a Unit> {
+    let Some(goal) = units
+        .iter()
+        .find(|unit| unit.found)
+        .map(|unit| search_order(solver, root, bound, &unit.path))
+    else {
+        return units.iter().collect();
+    };
+    units
+        .iter()
+        .filter(|unit| unit.found || search_order(solver, root, bound, &unit.path) < goal)
+        .collect()
 }
 
 /// The count, mean and median of the overheads a task measured.
@@ -237,7 +259,7 @@ impl RecordedPuzzle {
 
     /// The whole-puzzle task: as recorded, or, under a fixed `budget` of nodes, run on through
     /// the recorded iterations until the budget is spent; in the goal's iteration one thread
-    /// searches the units it meets before the goal ([`search_order`]) and the goal's. An
+    /// searches the units it meets before the goal ([`searched_to_goal`]) and the goal's. An
     /// iteration the budget ran out in is split from its start: what the task had searched of
     /// it is lost.
     pub(super) fn whole_task(&self, budget: Option<u64>, solver: &Solver) -> WholeTask {
@@ -251,22 +273,10 @@ impl RecordedPuzzle {
             return whole;
         };
         for (index, iteration) in self.iterations.iter().enumerate() {
-            let goal = iteration
-                .units
-                .iter()
-                .find(|unit| unit.found)
-                .map(|unit| search_order(solver, &self.board, iteration.bound, &unit.path));
-            let (mut nodes, mut seconds) = (0u64, 0.0);
-            for unit in &iteration.units {
-                let met = goal.as_ref().is_none_or(|goal| {
-                    unit.found
-                        || search_order(solver, &self.board, iteration.bound, &unit.path) < *goal
-                });
-                if met {
-                    nodes += unit.nodes;
-                    seconds += unit.seconds;
-                }
-            }
+            let searched = searched_to_goal(&iteration.units, solver, &self.board, iteration.bound);
+            let found = searched.iter().any(|unit| unit.found);
+            let nodes: u64 = searched.iter().map(|unit| unit.nodes).sum();
+            let seconds: f64 = searched.iter().map(|unit| unit.seconds).sum();
             if whole.nodes + nodes > budget {
                 let spent = budget.saturating_sub(whole.nodes);
                 if nodes > 0 {
@@ -278,7 +288,7 @@ impl RecordedPuzzle {
             }
             whole.nodes += nodes;
             whole.seconds += seconds;
-            if goal.is_some() {
+            if found {
                 whole.found = true;
                 break;
             }

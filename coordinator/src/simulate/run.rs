@@ -483,19 +483,22 @@ impl Simulation<'_> {
             predicted: 0,
             audit: false,
         };
-        // Units are in search order; a task that meets the solution stops there.
-        for unit in &units[start..end] {
+        // A task that meets the solution stops there: it searches what one thread meets before.
+        let searched = if self.policy.exhaustive {
+            units[start..end].iter().collect()
+        } else {
+            let puzzle = &self.puzzles[puzzle];
+            let bound = puzzle.iterations[iteration].bound;
+            let solver = &self.states[task.puzzle].solver;
+            searched_to_goal(&units[start..end], solver, &puzzle.board, bound)
+        };
+        for unit in searched {
             task.nodes += unit.nodes;
             task.seconds += unit.seconds;
             if unit.predicted {
                 task.predicted_seconds += unit.seconds;
             }
-            if unit.found {
-                task.found = true;
-                if !self.policy.exhaustive {
-                    break;
-                }
-            }
+            task.found |= unit.found;
         }
         task
     }
