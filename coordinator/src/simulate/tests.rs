@@ -88,6 +88,27 @@ fn a_few_long_waits_raise_the_mean_overhead_and_not_the_median() {
     assert_eq!(overhead_figures(Vec::new()), (0, None, None));
 }
 
+/// A policy that splits small runs finely, free of overhead, audits and late cancellations.
+fn small_split_policy() -> SimulationPolicy {
+    SimulationPolicy {
+        tasks_per_thread: 4,
+        split_balance: 8,
+        min_split_nodes: 1_000,
+        min_split_nodes_per_thread: 0,
+        profile_depth: 2,
+        subtree_task_budget: 0,
+        overhead_seconds: 0.0,
+        coordinator_seconds_per_task: 0.0,
+        exhaustive: false,
+        prefetch: 1,
+        audit_fraction: 0.0,
+        returns: true,
+        heartbeat_seconds: 0.0,
+        whole_task_budget: None,
+        prefetch_before_idle: false,
+    }
+}
+
 /// A split run recorded by the real scheduler (driven in process, the kernel measuring
 /// parts) replays: every task is accounted for, more workers are not slower, and a worker
 /// is never busier than the time it had.
@@ -148,21 +169,11 @@ fn a_recorded_run_replays_with_more_workers() {
     assert_eq!(puzzles[0].length, 45);
     assert!(puzzles[0].measured_nodes > 0);
     let policy = SimulationPolicy {
-        tasks_per_thread: 4,
-        split_balance: 8,
-        min_split_nodes: 1_000,
-        min_split_nodes_per_thread: 0,
-        profile_depth: 2,
-        subtree_task_budget: 0,
         overhead_seconds: 1e-4,
         coordinator_seconds_per_task: 1e-5,
-        exhaustive: false,
-        prefetch: 1,
         audit_fraction: 0.25,
-        returns: true,
         heartbeat_seconds: 0.01,
-        whole_task_budget: None,
-        prefetch_before_idle: false,
+        ..small_split_policy()
     };
     let one = simulate(&puzzles, &pdbs, &policy, 1).unwrap();
     let four = simulate(&puzzles, &pdbs, &policy, 4).unwrap();
@@ -266,21 +277,11 @@ fn workers_taking_all_they_may_hold_leave_the_rest_idle() {
         })
         .collect();
     let policy = SimulationPolicy {
-        tasks_per_thread: 4,
-        split_balance: 8,
-        min_split_nodes: 1_000,
-        min_split_nodes_per_thread: 0,
-        profile_depth: 2,
-        subtree_task_budget: 0,
-        overhead_seconds: 0.0,
-        coordinator_seconds_per_task: 0.0,
-        exhaustive: false,
         prefetch: 4,
-        audit_fraction: 0.0,
         returns: false,
-        heartbeat_seconds: 0.0,
         whole_task_budget: Some(20_000_000),
         prefetch_before_idle: true,
+        ..small_split_policy()
     };
     let hoarded = simulate(&puzzles, &pdbs, &policy, 15).unwrap();
     assert!((hoarded.makespan_seconds - 5.0).abs() < 1e-9, "{hoarded:?}");
