@@ -128,7 +128,8 @@ impl Simulation<'_> {
         let mut threads = Threads::new(self.workers);
         loop {
             let next_split = self.queue_split_tasks(now);
-            // Idle threads first, then threads with room to prefetch.
+            // Idle threads first, then threads with room to prefetch (or, with
+            // `prefetch_before_idle`, each worker in turn takes all it may hold).
             while let Some((slot, runs_now)) =
                 threads.wanting(self.policy.prefetch, self.policy.prefetch_before_idle)
             {
@@ -487,10 +488,10 @@ impl Simulation<'_> {
         let searched = if self.policy.exhaustive {
             units[start..end].iter().collect()
         } else {
-            let puzzle = &self.puzzles[puzzle];
-            let bound = puzzle.iterations[iteration].bound;
-            let solver = &self.states[task.puzzle].solver;
-            searched_to_goal(&units[start..end], solver, &puzzle.board, bound)
+            let recorded = &self.puzzles[puzzle];
+            let bound = recorded.iterations[iteration].bound;
+            let solver = &self.states[puzzle].solver;
+            searched_to_goal(&units[start..end], solver, &recorded.board, bound)
         };
         for unit in searched {
             task.nodes += unit.nodes;
