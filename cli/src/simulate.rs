@@ -63,13 +63,13 @@ pub struct SimulateArgs {
     no_returns: bool,
     /// Nodes a puzzle's whole-puzzle task searches before it is split, whatever the idle
     /// threads, as the scheduler before issue 64's changes did (c2d80a6: 20,000,000); by
-    /// default the whole tasks as recorded. With `--prefetch-before-idle --prefetch 4
+    /// default the whole tasks as recorded. With `--prefetch-before-idle --prefetch 1
     /// --heartbeat-ms 2500 --no-returns` a replay models that scheduler.
     #[arg(long, value_name = "NODES")]
     whole_budget: Option<u64>,
     /// Each worker takes all it may hold (its running task and `--prefetch` more) in turn,
-    /// while threads idle elsewhere, as before 719555e (the first worker to ask took five
-    /// whole puzzles); by default idle threads are served first, as `serve` leases.
+    /// while threads idle elsewhere, as before 719555e (c2d80a6's worker, prefetching one,
+    /// took two whole puzzles); by default idle threads are served first, as `serve` leases.
     #[arg(long)]
     prefetch_before_idle: bool,
     /// First measure, here and once, the tasks the solution cancelled (stored for later

@@ -102,11 +102,12 @@ pub struct SimulationPolicy {
     pub heartbeat_seconds: f64,
     /// Nodes a puzzle's whole-puzzle task searches before its search is split, whatever the
     /// idle threads (c2d80a6's fixed `whole_task_budget`, 20 M). `None`: as the recording ran
-    /// (`serve` splits after 1 M nodes while fewer puzzles than threads are unfinished).
+    /// (`serve` splits after 1 M nodes while fewer than four puzzles a thread are unfinished).
     pub whole_task_budget: Option<u64>,
     /// Each worker takes all it may hold (its running task and `prefetch` more) in turn,
-    /// whether threads idle elsewhere or not, as before 719555e: the first to ask took five
-    /// whole puzzles. `false`: idle threads first, then prefetch, as `serve` leases.
+    /// whether threads idle elsewhere or not, as before 719555e (c2d80a6's worker, prefetching
+    /// one, took two whole puzzles). `false`: idle threads first, then prefetch, as `serve`
+    /// leases.
     pub prefetch_before_idle: bool,
 }
 
