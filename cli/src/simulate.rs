@@ -61,10 +61,14 @@ pub struct SimulateArgs {
     /// coordinator before e85b59b did (it asks for them back since).
     #[arg(long)]
     no_returns: bool,
+    /// Leave running subtree tasks alone while threads idle, as a coordinator before e85b59b
+    /// did (it asks the longest running to hand back what they have not searched since).
+    #[arg(long)]
+    no_hand_backs: bool,
     /// Nodes a puzzle's whole-puzzle task searches before it is split, whatever the idle
     /// threads, as the scheduler before issue 64's changes did (c2d80a6: 20,000,000); by
     /// default the whole tasks as recorded. With `--prefetch-before-idle --prefetch 1
-    /// --heartbeat-ms 2500 --no-returns` a replay models that scheduler.
+    /// --heartbeat-ms 2500 --no-returns --no-hand-backs` a replay models that scheduler.
     #[arg(long, value_name = "NODES")]
     whole_budget: Option<u64>,
     /// Each worker takes all it may hold (its running task and `--prefetch` more) in turn,
@@ -265,7 +269,7 @@ fn policy(
     }
     let config = args.policy.apply(SchedulerConfig::default());
     println!(
-        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker ({}), {:.0}% of reports audited, {}{}",
+        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker ({}), {}, {:.0}% of reports audited, {}{}",
         config.split_balance,
         config.min_split_nodes,
         config.min_split_nodes_per_thread,
@@ -284,6 +288,14 @@ fn policy(
             "kept while threads idle"
         } else {
             "returned to idle threads"
+        },
+        if args.no_hand_backs {
+            "running tasks left alone".to_string()
+        } else {
+            format!(
+                "running tasks asked to hand back after {} ms",
+                config.hand_back_after.as_millis()
+            )
         },
         100.0 * args.audit_fraction,
         if args.heartbeat_ms > 0.0 {
@@ -310,6 +322,8 @@ fn policy(
         prefetch: args.prefetch as usize,
         audit_fraction: args.audit_fraction,
         returns: !args.no_returns,
+        hand_backs: !args.no_hand_backs,
+        hand_back_after_seconds: config.hand_back_after.as_secs_f64(),
         heartbeat_seconds: args.heartbeat_ms / 1e3,
         whole_task_budget: args.whole_budget,
         prefetch_before_idle: args.prefetch_before_idle,

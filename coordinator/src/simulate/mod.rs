@@ -24,9 +24,11 @@
 //!   as withdrawn. Prefetched ones are dropped.
 //! - Tasks prefetched onto a busy worker and not started go to an idle thread once nothing is
 //!   queued, two round trips later (`returns`: the coordinator asks their worker to return
-//!   them). Running tasks are not handed back in a replay; a task a worker handed back counts
-//!   with the parts it searched (and the time it spent above them), and its descendants with
-//!   their own records.
+//!   them). Then the longest running subtree tasks are asked to hand back (`hand_backs`): each
+//!   stops a round trip later and hands back, at the recording's units, what it has not
+//!   searched ([`hand_backs`]). A task a worker handed back in the recorded run counts with the
+//!   parts it searched (and the time it spent above them), and its descendants with their own
+//!   records.
 //! - The coordinator serves one call at a time: each task occupies it for
 //!   `coordinator_seconds_per_task`, and each split for as long as the split takes here; leases
 //!   wait for it.
@@ -97,6 +99,12 @@ pub struct SimulationPolicy {
     /// Tasks waiting unstarted on a busy worker go to an idle thread when nothing is queued,
     /// as `serve` asks them back (`false`: a coordinator before it did).
     pub returns: bool,
+    /// Running subtree tasks hand back what they have not searched while threads idle with
+    /// nothing queued, as `serve` asks them (`false`: a coordinator before e85b59b).
+    pub hand_backs: bool,
+    /// Seconds a task must have run before it is asked to hand back (`serve`'s
+    /// [`crate::scheduler::SchedulerConfig::hand_back_after`]).
+    pub hand_back_after_seconds: f64,
     /// Seconds between a busy worker's calls that can tell it of a cancellation (0: told at
     /// once, as `serve` holds heartbeats); a task of a solved puzzle runs on until then.
     pub heartbeat_seconds: f64,
@@ -143,6 +151,7 @@ pub struct SimulationResult {
     pub puzzle_seconds: Vec<f64>,
 }
 
+mod hand_backs;
 mod model;
 mod run;
 #[cfg(test)]

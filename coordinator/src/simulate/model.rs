@@ -107,24 +107,27 @@ pub(super) fn search_order(solver: &Solver, root: &Board, bound: u32, path: &[u8
     order
 }
 
-/// The units of one subtree (in path order) that one thread searches under `bound`: all of
-/// them, or, when the goal is among them, those it meets before the goal, and the goal's.
-pub(super) fn searched_to_goal<'a>(
-    units: &'a [Unit],
+/// The units of one subtree (in path order) that one thread searches under `bound`, by their
+/// positions in `units`: all of them, or, when the goal is among them, those it meets before
+/// the goal, and the goal's.
+pub(super) fn searched_to_goal(
+    units: &[Unit],
     solver: &Solver,
     root: &Board,
     bound: u32,
-) -> Vec<&'a Unit> {
+) -> Vec<usize> {
     let Some(goal) = units
         .iter()
         .find(|unit| unit.found)
         .map(|unit| search_order(solver, root, bound, &unit.path))
     else {
-        return units.iter().collect();
+        return (0..units.len()).collect();
     };
-    units
-        .iter()
-        .filter(|unit| unit.found || search_order(solver, root, bound, &unit.path) < goal)
+    (0..units.len())
+        .filter(|&at| {
+            let unit = &units[at];
+            unit.found || search_order(solver, root, bound, &unit.path) < goal
+        })
         .collect()
 }
 
@@ -273,7 +276,11 @@ impl RecordedPuzzle {
             return whole;
         };
         for (index, iteration) in self.iterations.iter().enumerate() {
-            let searched = searched_to_goal(&iteration.units, solver, &self.board, iteration.bound);
+            let searched: Vec<&Unit> =
+                searched_to_goal(&iteration.units, solver, &self.board, iteration.bound)
+                    .into_iter()
+                    .map(|at| &iteration.units[at])
+                    .collect();
             let found = searched.iter().any(|unit| unit.found);
             let nodes: u64 = searched.iter().map(|unit| unit.nodes).sum();
             let seconds: f64 = searched.iter().map(|unit| unit.seconds).sum();

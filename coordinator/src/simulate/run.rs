@@ -14,6 +14,7 @@ use crate::scheduler::subtree_budget;
 
 use super::{SimulateError, SimulationPolicy, SimulationResult};
 
+use super::hand_backs::{board_at, plan, HandBack, IDLE_THREADS_PER_ASK, LONG_POLL_SECONDS};
 use super::model::*;
 use super::threads::*;
 
@@ -49,6 +50,7 @@ pub fn simulate(
         coordinator_free: 0.0,
         splits_done: Vec::new(),
         audits_owed: 0.0,
+        asked: HashSet::new(),
         result: SimulationResult {
             workers,
             makespan_seconds: 0.0,
@@ -119,6 +121,8 @@ pub(super) struct Simulation<'a> {
     pub(super) splits_done: Vec<(f64, Vec<SimTask>)>,
     /// Audits owed: a share of each report, one audit per whole unit.
     pub(super) audits_owed: f64,
+    /// The starts of running tasks asked to hand back.
+    pub(super) asked: HashSet<u64>,
     pub(super) result: SimulationResult,
 }
 
@@ -128,41 +132,33 @@ impl Simulation<'_> {
         let mut threads = Threads::new(self.workers);
         loop {
             let next_split = self.queue_split_tasks(now);
-            // Idle threads first, then threads with room to prefetch (or, with
-            // `prefetch_before_idle`, each worker in turn takes all it may hold).
-            while let Some((slot, runs_now)) =
-                threads.wanting(self.policy.prefetch, self.policy.prefetch_before_idle)
-            {
-                let Some(task) = self.queue.pop() else {
-                    break;
-                };
-                if self.states[task.puzzle].done && !task.audit {
-                    continue;
-                }
-                // The coordinator serves one call at a time: a lease waits for it.
-                let leased = now.max(self.coordinator_free);
-                self.coordinator_free = leased + self.policy.coordinator_seconds_per_task;
-                let arrives = leased + self.policy.overhead_seconds;
-                self.result.tasks += 1;
-                if runs_now {
-                    let seconds = self.search_seconds(&task);
-                    threads.start(slot, task, arrives, seconds);
-                } else {
-                    threads.held[slot].push_back((task, arrives));
-                }
-            }
+            self.lease_queued(&mut threads, now);
             if self.policy.returns {
                 self.return_held(&mut threads, now);
             }
+            let next_look = self.ask_hand_backs(&mut threads, now);
             let next_task = threads.next_end();
-            if let Some(at) = next_split.filter(|&at| next_task.is_none_or(|task| at <= task)) {
+            let wake = [next_split, next_look]
+                .into_iter()
+                .flatten()
+                .min_by(f64::total_cmp);
+            if let Some(at) = wake.filter(|&at| next_task.is_none_or(|task| at <= task)) {
                 now = at;
                 continue;
             }
-            let Some((slot, task, started, at)) = threads.next_finished() else {
+            let Some((slot, task, started, at, start)) = threads.next_finished() else {
                 break;
             };
             now = at;
+            let natural_end = started + self.search_seconds(&task);
+            let handing_back = self.asked.remove(&start)
+                && !self.states[task.puzzle].done
+                && now + 1e-9 < natural_end;
+            if handing_back && self.plan_for(&task, now - started).is_none() {
+                // Nothing to hand back after all: it runs on.
+                threads.start(slot, task, started, natural_end - started);
+                continue;
+            }
             self.start_held(&mut threads, slot, now);
             let searched = (now - started).max(0.0);
             self.result.busy_seconds += searched;
@@ -181,6 +177,9 @@ impl Simulation<'_> {
                 self.result.withdrawn_seconds += (now - started.max(solved)).max(0.0);
                 continue;
             }
+            if handing_back && self.hand_back(&task, now - started, now) {
+                continue;
+            }
             if self.over_budget(&task) {
                 if let Some(children) = self.children(&task) {
                     self.states[puzzle].outstanding += children.len();
@@ -188,12 +187,7 @@ impl Simulation<'_> {
                     for mut child in children {
                         child.predicted = predicted;
                         (child.turn, child.wave) = (task.turn, task.wave);
-                        let place = Place {
-                            turn: task.turn,
-                            wave: task.wave,
-                            order: child.order.clone(),
-                        };
-                        self.queue.push(&Lane::default(), 0, place, child);
+                        self.queue_in_place(child);
                     }
                     self.finish_task(puzzle, now);
                     continue;
@@ -221,6 +215,210 @@ impl Simulation<'_> {
             .iter()
             .copied()
             .fold(0.0, f64::max);
+    }
+
+    /// Leases queued tasks: to idle threads first, then to threads with room to prefetch (or,
+    /// with `prefetch_before_idle`, each worker in turn takes all it may hold).
+    pub(super) fn lease_queued(&mut self, threads: &mut Threads, now: f64) {
+        while let Some((slot, runs_now)) =
+            threads.wanting(self.policy.prefetch, self.policy.prefetch_before_idle)
+        {
+            let Some(task) = self.queue.pop() else {
+                break;
+            };
+            if self.states[task.puzzle].done && !task.audit {
+                continue;
+            }
+            // The coordinator serves one call at a time: a lease waits for it.
+            let leased = now.max(self.coordinator_free);
+            self.coordinator_free = leased + self.policy.coordinator_seconds_per_task;
+            let arrives = leased + self.policy.overhead_seconds;
+            self.result.tasks += 1;
+            if runs_now {
+                let seconds = self.search_seconds(&task);
+                threads.start(slot, task, arrives, seconds);
+            } else {
+                threads.held[slot].push_back((task, arrives));
+            }
+        }
+    }
+
+    /// With threads idle and nothing queued, asks the longest running subtree tasks that went
+    /// out at least the policy's `hand_back_after_seconds` ago to hand back, one for every
+    /// [`IDLE_THREADS_PER_ASK`] idle threads (those asked and still running count): each stops
+    /// a round trip from now. Returns when a starved worker looks again, while threads idle.
+    pub(super) fn ask_hand_backs(&mut self, threads: &mut Threads, now: f64) -> Option<f64> {
+        let idle = threads.running.iter().filter(|r| r.is_none()).count();
+        if !self.policy.hand_backs || idle == 0 || !self.queue.is_empty() {
+            return None;
+        }
+        let after = self.policy.hand_back_after_seconds;
+        // Tasks that may be asked, now or once they are old enough.
+        let mut running: Vec<(f64, usize, u64)> = threads
+            .running
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, running)| {
+                let (task, started, start) = running.as_ref()?;
+                let can = task.iteration.is_some()
+                    && !task.audit
+                    && !self.is_unit(task)
+                    && !self.over_budget(task)
+                    && !self.states[task.puzzle].done
+                    && !self.asked.contains(start);
+                can.then_some((*started, slot, *start))
+            })
+            .collect();
+        if running.is_empty() {
+            return None;
+        }
+        running.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let asked_running = threads
+            .running
+            .iter()
+            .flatten()
+            .filter(|(_, _, start)| self.asked.contains(start))
+            .count();
+        let mut room = idle
+            .div_ceil(IDLE_THREADS_PER_ASK)
+            .saturating_sub(asked_running);
+        let stops = now + self.policy.overhead_seconds;
+        for (started, slot, start) in running {
+            if room == 0 || now - started < after {
+                break;
+            }
+            let Some((task, _, _)) = &threads.running[slot] else {
+                continue;
+            };
+            if self.plan_for(task, stops - started).is_none() {
+                continue;
+            }
+            self.asked.insert(start);
+            threads.stop_at(slot, stops);
+            room -= 1;
+        }
+        // Starved workers poll again as their long polls end, one after another.
+        let look_every = (LONG_POLL_SECONDS / idle as f64).max(after / 20.0);
+        Some(now + look_every.max(1e-6))
+    }
+
+    /// The hand-back of `task` stopped `elapsed` seconds into its search.
+    pub(super) fn plan_for(&self, task: &SimTask, elapsed: f64) -> Option<HandBack> {
+        let iteration = task.iteration?;
+        let recorded = &self.puzzles[task.puzzle];
+        let (units, bound) = (
+            &recorded.iterations[iteration].units,
+            recorded.iterations[iteration].bound,
+        );
+        let solver = &self.states[task.puzzle].solver;
+        let order = |path: &[u8]| search_order(solver, &recorded.board, bound, path);
+        let mut searched: Vec<(usize, &Unit)> = self
+            .searched_units(task.puzzle, iteration, task.units.clone())
+            .into_iter()
+            .map(|at| (at, &units[at]))
+            .collect();
+        searched.sort_by_cached_key(|(_, unit)| order(&unit.path));
+        plan(
+            &searched,
+            &order,
+            task.path.len(),
+            self.policy.profile_depth,
+            elapsed,
+        )
+    }
+
+    /// `task`, asked to hand back, stopped at `now`: what it searched counts (its sizes
+    /// reported, a share audited), and what it did not is queued in its place. `false` when
+    /// there is nothing to hand back (it runs on).
+    pub(super) fn hand_back(&mut self, task: &SimTask, elapsed: f64, now: f64) -> bool {
+        let Some(handed) = self.plan_for(task, elapsed) else {
+            return false;
+        };
+        let (puzzle, iteration) = (task.puzzle, task.iteration.unwrap_or_default());
+        let recorded = &self.puzzles[puzzle];
+        let units = &recorded.iterations[iteration].units;
+        let (mut nodes, mut seconds) = (0, 0.0);
+        let depth = task.path.len() + self.policy.profile_depth as usize;
+        for &index in &handed.kept {
+            let unit = &units[index];
+            (nodes, seconds) = (nodes + unit.nodes, seconds + unit.seconds);
+            let cut = unit.path.len().min(depth);
+            self.states[puzzle]
+                .history
+                .add(unit.path[..cut].to_vec(), unit.nodes);
+        }
+        let mut queued = Vec::new();
+        if let Some((index, searched)) = handed.split_unit {
+            let unit = &units[index];
+            nodes += (unit.nodes as f64 * searched) as u64;
+            seconds += unit.seconds * searched;
+            queued.extend(self.rest_of_unit(task, index, 1.0 - searched));
+        }
+        self.states[puzzle].nodes += nodes;
+        // The claim is audited like any report's.
+        self.audit_share(&SimTask {
+            units: 0..0,
+            nodes,
+            seconds,
+            predicted_seconds: 0.0,
+            found: false,
+            ..task.clone()
+        });
+        for path in handed.paths {
+            if let Some(board) = board_at(recorded.board, &path) {
+                queued.push(self.task_below(puzzle, iteration, board, path));
+            }
+        }
+        let predicted = task.predicted / queued.len().max(1) as u64;
+        self.states[puzzle].outstanding += queued.len();
+        let bound = recorded.iterations[iteration].bound;
+        for child in queued {
+            let order = search_order(
+                &self.states[puzzle].solver,
+                &recorded.board,
+                bound,
+                &child.path,
+            );
+            self.queue_in_place(SimTask {
+                order,
+                predicted,
+                turn: task.turn,
+                wave: task.wave,
+                ..child
+            });
+        }
+        self.finish_task(puzzle, now);
+        true
+    }
+
+    /// The `left` share of unit `index` below `task`, as a task of its own (one unit: it is
+    /// not split or asked again).
+    pub(super) fn rest_of_unit(&self, task: &SimTask, index: usize, left: f64) -> Option<SimTask> {
+        let iteration = task.iteration?;
+        let recorded = &self.puzzles[task.puzzle];
+        let unit = &recorded.iterations[iteration].units[index];
+        let seconds = unit.seconds * left;
+        Some(SimTask {
+            board: board_at(recorded.board, &unit.path)?,
+            path: unit.path.clone(),
+            units: index..index + 1,
+            nodes: (unit.nodes as f64 * left) as u64,
+            seconds,
+            predicted_seconds: if unit.predicted { seconds } else { 0.0 },
+            found: unit.found,
+            audit: false,
+            ..task.clone()
+        })
+    }
+
+    /// Queues `task` at its turn, wave and order.
+    pub(super) fn queue_in_place(&mut self, task: SimTask) {
+        let place = Place {
+            turn: task.turn,
+            wave: task.wave,
+            order: task.order.clone(),
+        };
+        self.queue.push(&Lane::default(), 0, place, task);
     }
 
     /// When the worker of `slot` next calls the coordinator at the latest: its heartbeats
@@ -484,16 +682,8 @@ impl Simulation<'_> {
             predicted: 0,
             audit: false,
         };
-        // A task that meets the solution stops there: it searches what one thread meets before.
-        let searched = if self.policy.exhaustive {
-            units[start..end].iter().collect()
-        } else {
-            let recorded = &self.puzzles[puzzle];
-            let bound = recorded.iterations[iteration].bound;
-            let solver = &self.states[puzzle].solver;
-            searched_to_goal(&units[start..end], solver, &recorded.board, bound)
-        };
-        for unit in searched {
+        for unit in self.searched_units(puzzle, iteration, start..end) {
+            let unit = &units[unit];
             task.nodes += unit.nodes;
             task.seconds += unit.seconds;
             if unit.predicted {
@@ -502,6 +692,33 @@ impl Simulation<'_> {
             task.found |= unit.found;
         }
         task
+    }
+
+    /// The units of `range` (an iteration's units below a task's path) its task searches, by
+    /// their positions in the iteration: a task that meets the solution stops there, having
+    /// searched what one thread meets before it.
+    pub(super) fn searched_units(
+        &self,
+        puzzle: usize,
+        iteration: usize,
+        range: std::ops::Range<usize>,
+    ) -> Vec<usize> {
+        if self.policy.exhaustive {
+            return range.collect();
+        }
+        let recorded = &self.puzzles[puzzle];
+        let iteration = &recorded.iterations[iteration];
+        let solver = &self.states[puzzle].solver;
+        let first = range.start;
+        searched_to_goal(
+            &iteration.units[range],
+            solver,
+            &recorded.board,
+            iteration.bound,
+        )
+        .into_iter()
+        .map(|at| first + at)
+        .collect()
     }
 
     /// An over-budget task's children within the bound, as the scheduler queues them; `None`

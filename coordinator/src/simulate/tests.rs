@@ -103,6 +103,8 @@ fn small_split_policy() -> SimulationPolicy {
         prefetch: 1,
         audit_fraction: 0.0,
         returns: true,
+        hand_backs: false,
+        hand_back_after_seconds: 0.2,
         heartbeat_seconds: 0.0,
         whole_task_budget: None,
         prefetch_before_idle: false,
@@ -184,7 +186,13 @@ fn a_recorded_run_replays_with_more_workers() {
         ..policy.clone()
     };
     let without_returns = simulate(&puzzles, &pdbs, &hoarding, 4).unwrap();
-    for result in [&one, &four, &without_returns] {
+    let asking = SimulationPolicy {
+        hand_backs: true,
+        hand_back_after_seconds: 0.0,
+        ..policy.clone()
+    };
+    let handing_back = simulate(&puzzles, &pdbs, &asking, 4).unwrap();
+    for result in [&one, &four, &without_returns, &handing_back] {
         // Audits and withdrawn tasks may run on past the last answer; the answers' work may not.
         let capacity = result.workers as f64 * result.makespan_seconds;
         let answers = result.busy_seconds - result.audit_seconds - result.withdrawn_seconds;
@@ -291,4 +299,52 @@ fn workers_taking_all_they_may_hold_leave_the_rest_idle() {
     };
     let spread = simulate(&puzzles, &pdbs, &spread, 15).unwrap();
     assert!((spread.makespan_seconds - 2.0).abs() < 1e-9, "{spread:?}");
+}
+
+/// A task below [0] whose units lie two moves deeper, each a second, in the order of their
+/// paths, stopped 2.5 seconds in. With parts as deep as its units it keeps the two units it
+/// searched and gives up the one it was in, handing back with it that unit's later sibling and
+/// its parent's later sibling. With parts a move below it, it gives up the whole part [0, 2].
+/// With parts deeper than its units, it cuts the unit it was in where it stood.
+#[test]
+fn a_task_stopped_partway_hands_back_what_it_has_not_searched() {
+    let second = |path: &[u8]| Unit {
+        seconds: 1.0,
+        ..unit(path, 1_000)
+    };
+    let units = [
+        second(&[0, 1, 0]),
+        second(&[0, 1, 1]),
+        second(&[0, 2, 0]),
+        second(&[0, 2, 1]),
+        second(&[0, 3, 0]),
+    ];
+    let searched: Vec<(usize, &Unit)> = units.iter().enumerate().collect();
+    let order = |path: &[u8]| path.to_vec();
+    let plan =
+        |profile_depth, elapsed| hand_backs::plan(&searched, &order, 1, profile_depth, elapsed);
+    let parts_as_deep = plan(2, 2.5).unwrap();
+    assert_eq!(parts_as_deep.kept, vec![0, 1]);
+    assert_eq!(
+        parts_as_deep.paths,
+        vec![vec![0, 2, 0], vec![0, 2, 1], vec![0, 3]]
+    );
+    assert_eq!(parts_as_deep.split_unit, None);
+    let parts_above = plan(1, 2.5).unwrap();
+    assert_eq!(parts_above.kept, vec![0, 1]);
+    assert_eq!(parts_above.paths, vec![vec![0, 2], vec![0, 3]]);
+    let parts_below = plan(4, 2.5).unwrap();
+    assert_eq!(parts_below.kept, vec![0, 1]);
+    assert_eq!(parts_below.paths, vec![vec![0, 2, 1], vec![0, 3]]);
+    assert_eq!(parts_below.split_unit, Some((2, 0.5)));
+    // In its first unit it keeps nothing; once past its last it has nothing to hand back.
+    let first = plan(2, 0.5).unwrap();
+    assert!(first.kept.is_empty());
+    assert_eq!(
+        first.paths,
+        vec![vec![0, 1, 0], vec![0, 1, 1], vec![0, 2], vec![0, 3]]
+    );
+    assert_eq!(plan(2, 5.0), None);
+    // A task that is one subtree at its own depth has nothing below it to share.
+    assert_eq!(hand_backs::plan(&searched[..1], &order, 3, 4, 0.5), None);
 }

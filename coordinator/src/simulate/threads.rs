@@ -118,23 +118,29 @@ impl Threads {
         None
     }
 
-    /// The next task to end: its thread, the task, when it started and when it ended.
-    pub(super) fn next_finished(&mut self) -> Option<(usize, SimTask, f64, f64)> {
+    /// The next task to end: its thread, the task, when it started, when it ended, and which
+    /// start it was.
+    pub(super) fn next_finished(&mut self) -> Option<(usize, SimTask, f64, f64, u64)> {
         self.next_end()?;
         let Reverse(event) = self.events.pop()?;
-        let (task, started, _) = self.running[event.slot].take()?;
-        Some((event.slot, task, started, event.at))
+        let (task, started, start) = self.running[event.slot].take()?;
+        Some((event.slot, task, started, event.at, start))
     }
 
     /// Stops the thread's task at `at` if it is `puzzle`'s and would run on past it (its
     /// worker learns then that the puzzle is solved).
     pub(super) fn cancel_at(&mut self, slot: usize, puzzle: usize, at: f64) {
-        if let Some((task, _, start)) = &self.running[slot] {
-            if task.puzzle == puzzle {
-                // The earlier of a start's two events ends it; the later one is then stale.
-                let start = *start;
-                self.events.push(Reverse(Event { at, slot, start }));
-            }
+        if matches!(&self.running[slot], Some((task, _, _)) if task.puzzle == puzzle) {
+            self.stop_at(slot, at);
+        }
+    }
+
+    /// Stops the thread's task at `at`, if it would run on past it.
+    pub(super) fn stop_at(&mut self, slot: usize, at: f64) {
+        if let Some((_, _, start)) = &self.running[slot] {
+            // The earlier of a start's two events ends it; the later one is then stale.
+            let start = *start;
+            self.events.push(Reverse(Event { at, slot, start }));
         }
     }
 }
