@@ -176,7 +176,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         }
     }
     if limited {
-        println!("* the recording was too coarse for the policy's split at this size (record with a larger serve --record-depth)");
+        println!("* the recording was too coarse for the policy's split at this size (record with a larger serve --record-depth, and a smaller --split-after and --spread-after where a puzzle it solved whole ended last)");
     }
     Ok(true)
 }

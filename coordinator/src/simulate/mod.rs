@@ -45,7 +45,8 @@
 //!   iteration's growth over the tasks that did finish (the same prediction the scheduler's
 //!   split balances by), and the share of predicted work is reported.
 //! - A finer split than the recording cannot be simulated: the split depth stops at the
-//!   shallowest unit, and the report says when that limited the number of tasks.
+//!   shallowest unit, a puzzle the recording solved whole stays whole, and the report says
+//!   when either limited the run.
 //!
 //! Layout: `model` (the recorded run: units, iterations, predictions for cancelled tasks),
 //! `threads` (the virtual workers and their events), `run` (the event loop applying the
@@ -145,7 +146,8 @@ pub struct SimulationResult {
     pub audit_seconds: f64,
     /// ... and what tasks searched after their puzzle was solved (withdrawn).
     pub withdrawn_seconds: f64,
-    /// Some iteration wanted more tasks than the recording's granularity allowed.
+    /// Some iteration wanted more tasks than the recording's granularity allowed, or the
+    /// puzzle that ended last was solved whole in the recording (a replay cannot split it).
     pub granularity_limited: bool,
     /// When each puzzle finished, in the order given.
     pub puzzle_seconds: Vec<f64>,

@@ -105,6 +105,13 @@ pub fn simulate(
         );
     }
     sim.run();
+    // A puzzle the recording solved whole cannot be split here: when it ends last, the
+    // recording, not the policy, set the wall.
+    let result = &mut sim.result;
+    let last = (0..puzzles.len())
+        .max_by(|&a, &b| result.puzzle_seconds[a].total_cmp(&result.puzzle_seconds[b]));
+    result.granularity_limited |=
+        workers > 1 && last.is_some_and(|last| puzzles[last].iterations.is_empty());
     Ok(sim.result)
 }
 

@@ -269,7 +269,8 @@ fn a_fixed_whole_budget_runs_whole_what_fits_and_splits_the_rest() {
 
 /// Before 719555e each worker took all it could hold: sixteen whole puzzles on fifteen workers
 /// prefetching four ran on four of them, five puzzles one after another on the busiest. Served
-/// idle threads first, fifteen workers run them two deep at most.
+/// idle threads first, fifteen workers run them two deep at most, and the replay says that
+/// the recording (each puzzle solved whole) set that wall.
 #[test]
 fn workers_taking_all_they_may_hold_leave_the_rest_idle() {
     let data = tempfile::tempdir().unwrap();
@@ -299,6 +300,8 @@ fn workers_taking_all_they_may_hold_leave_the_rest_idle() {
     };
     let spread = simulate(&puzzles, &pdbs, &spread, 15).unwrap();
     assert!((spread.makespan_seconds - 2.0).abs() < 1e-9, "{spread:?}");
+    // Each was solved whole in the recording: the replay says it could not split them.
+    assert!(spread.granularity_limited);
 }
 
 /// A task below [0] whose units lie two moves deeper, each a second, in the order of their
