@@ -161,11 +161,17 @@ impl Simulation<'_> {
             let handing_back = self.asked.remove(&start)
                 && !self.states[task.puzzle].done
                 && now + 1e-9 < natural_end;
-            if handing_back && self.plan_for(&task, now - started).is_none() {
-                // Nothing to hand back after all: it runs on.
-                threads.start(slot, task, started, natural_end - started);
-                continue;
-            }
+            let handed = if handing_back {
+                let handed = self.plan_for(&task, now - started);
+                if handed.is_none() {
+                    // Nothing to hand back after all: it runs on.
+                    threads.start(slot, task, started, natural_end - started);
+                    continue;
+                }
+                handed
+            } else {
+                None
+            };
             self.start_held(&mut threads, slot, now);
             let searched = (now - started).max(0.0);
             self.result.busy_seconds += searched;
@@ -184,7 +190,8 @@ impl Simulation<'_> {
                 self.result.withdrawn_seconds += (now - started.max(solved)).max(0.0);
                 continue;
             }
-            if handing_back && self.hand_back(&task, now - started, now) {
+            if let Some(handed) = handed {
+                self.hand_back(&task, handed, now);
                 continue;
             }
             if self.over_budget(&task) {
@@ -334,13 +341,9 @@ impl Simulation<'_> {
         )
     }
 
-    /// `task`, asked to hand back, stopped at `now`: what it searched counts (its sizes
-    /// reported, a share audited), and what it did not is queued in its place. `false` when
-    /// there is nothing to hand back (it runs on).
-    pub(super) fn hand_back(&mut self, task: &SimTask, elapsed: f64, now: f64) -> bool {
-        let Some(handed) = self.plan_for(task, elapsed) else {
-            return false;
-        };
+    /// `task`, asked to hand back, stopped at `now` as `handed` says: what it searched counts
+    /// (its sizes reported, a share audited), and what it did not is queued in its place.
+    pub(super) fn hand_back(&mut self, task: &SimTask, handed: HandBack, now: f64) {
         let (puzzle, iteration) = (task.puzzle, task.iteration.unwrap_or_default());
         let recorded = &self.puzzles[puzzle];
         let units = &recorded.iterations[iteration].units;
@@ -395,7 +398,6 @@ impl Simulation<'_> {
             });
         }
         self.finish_task(puzzle, now);
-        true
     }
 
     /// The `left` share of unit `index` below `task`, as a task of its own (one unit: it is
