@@ -40,6 +40,11 @@ pub struct SimulateArgs {
     /// 1,024 workers, BENCHMARKS.md; splits run outside it).
     #[arg(long, default_value_t = 0.09)]
     coordinator_ms: f64,
+    /// Microseconds a split of an iteration takes per board it estimates; by default 0.6 on
+    /// boards of up to 16 cells and 2.5 on larger ones, as measured on the development machine
+    /// with the default tables (a model rather than a timing, so that two replays agree).
+    #[arg(long, value_name = "MICROSECONDS")]
+    split_us_per_estimate: Option<f64>,
     /// Milliseconds a worker thread spends per task outside the search (its poll's round
     /// trip); by default the mean measured in the recorded run.
     #[arg(long)]
@@ -261,6 +266,11 @@ fn policy(
             args.audit_fraction
         );
     }
+    if let Some(us) = args.split_us_per_estimate {
+        if !(us.is_finite() && us >= 0.0) {
+            bail!("--split-us-per-estimate must be a non-negative number, not {us}");
+        }
+    }
     if !(args.heartbeat_ms.is_finite() && args.heartbeat_ms >= 0.0) {
         bail!(
             "--heartbeat-ms must be a non-negative number, not {}",
@@ -269,7 +279,7 @@ fn policy(
     }
     let config = args.policy.apply(SchedulerConfig::default());
     println!(
-        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {:.3} ms per task outside the search{}, {} prefetched per worker ({}), {}, {:.0}% of reports audited, {}{}",
+        "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {} a board a split estimates, {:.3} ms per task outside the search{}, {} prefetched per worker ({}), {}, {:.0}% of reports audited, {}{}",
         config.split_balance,
         config.min_split_nodes,
         config.min_split_nodes_per_thread,
@@ -277,6 +287,10 @@ fn policy(
         config.profile_depth,
         config.subtree_task_budget,
         args.coordinator_ms,
+        match args.split_us_per_estimate {
+            Some(us) => format!("{us} us"),
+            None => "0.6 us (up to 16 cells) or 2.5 us".to_string(),
+        },
         overhead_seconds * 1e3,
         match measured {
             Some((_, median)) if args.overhead_ms.is_none() =>
@@ -318,6 +332,7 @@ fn policy(
         subtree_task_budget: config.subtree_task_budget,
         overhead_seconds,
         coordinator_seconds_per_task: args.coordinator_ms.max(0.0) / 1e3,
+        split_seconds_per_estimate: args.split_us_per_estimate.map(|us| us / 1e6),
         exhaustive: args.exhaustive,
         prefetch: args.prefetch as usize,
         audit_fraction: args.audit_fraction,

@@ -74,6 +74,9 @@ pub struct Frontier {
     pub duplicates: u64,
     /// The split wanted to go deeper than its `max_depth`.
     pub depth_limited: bool,
+    /// Boards the split estimated, over every depth it tried: what its time grows with (a
+    /// replay charges a split by it, so that two replays of one recording agree).
+    pub estimates: u64,
 }
 
 /// Splits the iteration with `bound` of the puzzle `root` into subtrees at `depth`.
@@ -84,6 +87,7 @@ pub fn split(root: &Board, solver: &Solver, bound: u32, depth: u32) -> Frontier 
         ..Frontier::default()
     };
     let root_h = solver.estimate(root);
+    frontier.estimates = 1;
     if root_h > bound {
         frontier.pruned_min_f = root_h;
         return frontier;
@@ -109,6 +113,7 @@ pub fn split(root: &Board, solver: &Solver, bound: u32, depth: u32) -> Frontier 
                     continue;
                 }
                 let h = solver.estimate(&child);
+                frontier.estimates += 1;
                 let f = g + 1 + h;
                 if f > bound {
                     frontier.pruned_min_f = frontier.pruned_min_f.min(f);
@@ -144,7 +149,9 @@ pub fn split_for(
 ) -> Frontier {
     let mut frontier = split(root, solver, bound, 0);
     for depth in (2..=bound.min(max_depth)).step_by(2) {
+        let estimates = frontier.estimates;
         frontier = split(root, solver, bound, depth);
+        frontier.estimates += estimates;
         if frontier.solution.is_some() || frontier.tasks.len() >= target {
             break;
         }
@@ -184,15 +191,33 @@ pub fn split_iteration(
             splittable,
         );
     }
-    let threads = params.threads.max(1);
     let estimate = nodes_so_far.saturating_mul(FIRST_SPLIT_GROWTH);
     let wanted = usize::try_from(estimate / smallest_split(params)).unwrap_or(usize::MAX);
-    let target = wanted.clamp(1, threads * params.tasks_per_thread.max(1));
+    let target = wanted.clamp(1, params.most_tasks(estimate as f64));
     let deepest = MAX_SPLIT_DEPTH.min(params.max_depth);
     let mut frontier = split_for(root, solver, bound, target, deepest);
     let depth = frontier.tasks.first().map_or(0, |t| t.g());
     frontier.depth_limited = frontier.tasks.len() < target && depth + 2 > deepest && depth < bound;
     frontier
+}
+
+/// The share of its time the coordinator may spend on one split puzzle's tasks: beyond about
+/// half, calls queue for it and threads wait on their leases.
+pub const COORDINATOR_LOAD: f64 = 0.5;
+
+/// The shortest mean task that keeps a coordinator taking `coordinator_seconds_per_task` a
+/// task within [`COORDINATOR_LOAD`] while `threads` threads search.
+pub fn min_mean_task_seconds(threads: usize, coordinator_seconds_per_task: f64) -> f64 {
+    threads as f64 * coordinator_seconds_per_task / COORDINATOR_LOAD
+}
+
+/// A puzzle's measured search time per expanded node (0: nothing measured yet).
+pub fn seconds_per_node(nodes: u64, seconds: f64) -> f64 {
+    if nodes == 0 || !seconds.is_finite() || seconds <= 0.0 {
+        0.0
+    } else {
+        seconds / nodes as f64
+    }
 }
 
 /// The smallest subtree (nodes) the policy splits: `min_split_nodes`, or more with many threads.
@@ -262,6 +287,24 @@ pub struct BalanceParams {
     /// Never split a uniform frontier below this depth (the simulator's limit: its recording
     /// is no finer).
     pub max_depth: u32,
+    /// Seconds a thread takes per expanded node on this puzzle, as measured (0: not known) ...
+    pub seconds_per_node: f64,
+    /// ... and the shortest mean task the coordinator keeps up with for these threads (0: no
+    /// limit): no more tasks than the iteration's predicted thread-seconds fill at it.
+    pub min_mean_task_seconds: f64,
+}
+
+impl BalanceParams {
+    /// Most tasks for an iteration predicted at `nodes`: `tasks_per_thread` a thread, and no
+    /// more than the coordinator serves in the time the threads take to search them.
+    fn most_tasks(&self, nodes: f64) -> usize {
+        let per_thread = self.threads.max(1) * self.tasks_per_thread.max(1);
+        if self.seconds_per_node <= 0.0 || self.min_mean_task_seconds <= 0.0 {
+            return per_thread;
+        }
+        let served = nodes * self.seconds_per_node / self.min_mean_task_seconds;
+        per_thread.min(served.max(1.0) as usize)
+    }
 }
 
 /// Whether the subtree at a path may be split into its children (the simulator cannot split
@@ -272,7 +315,8 @@ pub type Splittable<'a> = &'a dyn Fn(&[Direction]) -> bool;
 /// frontier of at most a task per thread (fewer for an iteration predicted small), then split
 /// the subtree predicted largest into its children, again and again, until none is predicted
 /// above the iteration's size / (threads x `balance`), none left to split is above the smallest
-/// split, or the task cap is reached. A subtree's prediction is its measured size one iteration
+/// split, or the task cap is reached (`tasks_per_thread` a thread, and no more than the
+/// coordinator serves while the threads search them: [`min_mean_task_seconds`]). A subtree's prediction is its measured size one iteration
 /// earlier (its parts', when finer than it; an equal share of its parent's when not measured at
 /// all); `nodes_so_far` (every node the puzzle took before this iteration) gives the growth from
 /// one iteration to the next. Tasks come out in search order.
@@ -295,7 +339,8 @@ pub fn split_balanced(
     // No more tasks to start from than the iteration fills at the smallest split: a small
     // iteration is a few tasks, not one per thread.
     let predicted_total = history.total() as f64 * growth;
-    let base = ((predicted_total / smallest as f64) as usize).clamp(1, threads);
+    let most_tasks = params.most_tasks(predicted_total);
+    let base = ((predicted_total / smallest as f64) as usize).clamp(1, threads.min(most_tasks));
     let mut frontier = split_for(
         root,
         solver,
@@ -328,7 +373,6 @@ pub fn split_balanced(
         .fold(0u64, |sum, (size, _)| sum.saturating_add(*size));
     let share = total / (threads * params.balance.max(1)) as u64;
     let largest_allowed = share.max((smallest as f64 / growth) as u64);
-    let most_tasks = threads * params.tasks_per_thread.max(1);
     while let Some(&(size, index)) = heap.peek() {
         if size <= largest_allowed || heap.len() + too_deep.len() >= most_tasks {
             break;
@@ -340,7 +384,7 @@ pub fn split_balanced(
             too_deep.push((size, index));
             continue;
         }
-        let children = match children_within(solver, &parent, bound, &mut frontier.pruned_min_f) {
+        let children = match children_within(solver, &parent, bound, &mut frontier) {
             Ok(children) => children,
             Err(solution) => {
                 frontier.solution = Some(solution);
@@ -375,19 +419,21 @@ pub fn split_balanced(
 }
 
 /// The children of `parent` that one thread's search follows within `bound`, in search order;
-/// the least f of those over it lowers `pruned_min_f`. `Err` is a path to the goal.
+/// the least f of those over it lowers the frontier's `pruned_min_f`, and each counts in its
+/// `estimates`. `Err` is a path to the goal.
 fn children_within(
     solver: &Solver,
     parent: &SubtreeTask,
     bound: u32,
-    pruned_min_f: &mut u32,
+    frontier: &mut Frontier,
 ) -> Result<Vec<SubtreeTask>, Vec<Direction>> {
     let mut children = Vec::with_capacity(3);
     for (direction, child) in followed_children(solver.pruning(), &parent.board, &parent.path) {
         let h = solver.estimate(&child);
+        frontier.estimates += 1;
         let f = parent.g() + 1 + h;
         if f > bound {
-            *pruned_min_f = (*pruned_min_f).min(f);
+            frontier.pruned_min_f = frontier.pruned_min_f.min(f);
             continue;
         }
         let child = parent.child(solver, bound, direction, child, h);
@@ -490,6 +536,8 @@ mod tests {
             min_split_nodes: 1,
             min_split_nodes_per_thread: 0,
             max_depth: MAX_SPLIT_DEPTH,
+            seconds_per_node: 0.0,
+            min_mean_task_seconds: 0.0,
         };
         distributed_ida(start, goal, |solver, bound, history, nodes_so_far| {
             split_balanced(start, solver, bound, history, nodes_so_far, params, &|_| {

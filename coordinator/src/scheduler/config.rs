@@ -122,6 +122,10 @@ pub struct SchedulerConfig {
     /// How long a subtree task must have run before it is asked to hand back its unsearched
     /// work while threads idle (see `hand_backs`).
     pub hand_back_after: Duration,
+    /// The coordinator's time a task (its lease, report and share of the calls that carry
+    /// them): a split makes no more tasks than it serves at
+    /// [`crate::frontier::COORDINATOR_LOAD`] while the threads search them.
+    pub coordinator_seconds_per_task: f64,
 }
 
 /// The default [`SchedulerConfig::max_pending_puzzles`]: an unfinished puzzle holds about 4 KB
@@ -137,6 +141,11 @@ pub const DEFAULT_AUDIT_FRACTION: f64 = 0.05;
 /// The default [`SchedulerConfig::hand_back_after`]: a younger task may be about to end, and
 /// asking costs its worker the part it is in and the coordinator a dozen tasks.
 pub const HAND_BACK_AFTER: Duration = Duration::from_millis(200);
+
+/// The default [`SchedulerConfig::coordinator_seconds_per_task`]: 82-93 us of its CPU a task
+/// measured over real gRPC by the coordinator's `swarm` example at 1,024 simulated workers
+/// (BENCHMARKS.md); `tilesolve simulate --coordinator-ms` models the same.
+pub const COORDINATOR_SECONDS_PER_TASK: f64 = 90e-6;
 
 /// Unfinished puzzles per connected worker thread below which a whole-puzzle task gets
 /// [`SchedulerConfig::spread_task_budget`]: with fewer, some threads would idle while others
@@ -157,8 +166,13 @@ impl SchedulerConfig {
         }
     }
 
-    /// How an iteration is split for `threads` worker threads (at least one).
-    pub(super) fn balance(&self, threads: usize) -> crate::frontier::BalanceParams {
+    /// How an iteration is split for `threads` worker threads (at least one), of a puzzle
+    /// searched at `seconds_per_node` so far (0: not measured).
+    pub(super) fn balance(
+        &self,
+        threads: usize,
+        seconds_per_node: f64,
+    ) -> crate::frontier::BalanceParams {
         crate::frontier::BalanceParams {
             threads: threads.max(1),
             tasks_per_thread: self.tasks_per_thread,
@@ -166,6 +180,11 @@ impl SchedulerConfig {
             min_split_nodes: self.min_split_nodes,
             min_split_nodes_per_thread: self.min_split_nodes_per_thread,
             max_depth: u32::MAX,
+            seconds_per_node,
+            min_mean_task_seconds: crate::frontier::min_mean_task_seconds(
+                threads.max(1),
+                self.coordinator_seconds_per_task,
+            ),
         }
     }
 }
@@ -188,6 +207,7 @@ impl Default for SchedulerConfig {
             verify: Verify::default(),
             build_tables: true,
             hand_back_after: HAND_BACK_AFTER,
+            coordinator_seconds_per_task: COORDINATOR_SECONDS_PER_TASK,
         }
     }
 }

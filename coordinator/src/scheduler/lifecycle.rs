@@ -148,8 +148,7 @@ impl Puzzles {
             puzzle,
             board,
             goal,
-            // As the batch asked for it, so each worker resolves `default` within its own
-            // memory budget.
+            // As the batch asked for it: each worker resolves `default` within its memory.
             heuristic,
             path: Vec::new(),
             bound,
@@ -423,7 +422,8 @@ impl Puzzles {
             .store
             .put_search_state(&puzzle.goal, &puzzle.board, state)?;
         puzzle.bound_stored = true;
-        let params = parts.config.balance(parts.workers.threads());
+        let threads = parts.workers.threads();
+        let params = parts.config.balance(threads, puzzle.seconds_per_node());
         let solver = parts.solver(&(puzzle.goal, puzzle.heuristic))?.clone();
         puzzle.splitting = Some(bound);
         parts.out.deferred.push(Deferred::Split(PendingSplit {

@@ -200,6 +200,11 @@ impl Puzzle {
             .cloned()
     }
 
+    /// Its tasks' search time per expanded node so far (0: nothing measured yet).
+    pub(super) fn seconds_per_node(&self) -> f64 {
+        crate::frontier::seconds_per_node(self.nodes, self.seconds)
+    }
+
     /// Counts `worker`'s plausible `report` of `entry` (outcome `outcome`, its claims left
     /// unaudited `unaudited`), and says what follows for the puzzle. `unproven`: whether the
     /// worker has yet to report anything true (its failures do not count against the task).

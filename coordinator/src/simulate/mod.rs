@@ -30,8 +30,10 @@
 //!   parts it searched (and the time it spent above them), and its descendants with their own
 //!   records.
 //! - The coordinator serves one call at a time: each task occupies it for
-//!   `coordinator_seconds_per_task`, and each split for as long as the split takes here; leases
-//!   wait for it.
+//!   `coordinator_seconds_per_task`, and each split for the boards it estimates times
+//!   `split_seconds_per_estimate` (a model, not a timing here, so that two replays of one
+//!   recording agree); leases wait for it. A split makes no more tasks than the coordinator
+//!   serves at that time a task while the threads search them, as `serve` splits.
 //! - A recording holds the policy it ran under; `whole_task_budget` and `prefetch_before_idle`
 //!   replay it under the scheduler before the change (c2d80a6): the whole-puzzle task runs on
 //!   through the recorded iterations until its budget is spent (the iteration it was in is then
@@ -88,6 +90,10 @@ pub struct SimulationPolicy {
     pub overhead_seconds: f64,
     /// Seconds the coordinator is busy per task (one call at a time: its capacity).
     pub coordinator_seconds_per_task: f64,
+    /// Seconds a split takes per board it estimates; `None`:
+    /// [`SPLIT_SECONDS_PER_ESTIMATE_SMALL`] or [`SPLIT_SECONDS_PER_ESTIMATE_LARGE`] by the
+    /// puzzle's size.
+    pub split_seconds_per_estimate: Option<f64>,
     /// Search the last iteration to its end instead of stopping at the solution: the figure
     /// for load balance alone, free of how early a parallel search happens to meet the goal.
     pub exhaustive: bool,
@@ -120,6 +126,18 @@ pub struct SimulationPolicy {
     pub prefetch_before_idle: bool,
 }
 
+/// A split's time per board it estimates on boards of at most 16 cells, and ...
+///
+/// Measured on M1 (2 cores) by timing every split of three replays at 15 and 256 workers: 0.6
+/// us a board on hard80 with the 7-8 tables (the middle 80% of its large splits within
+/// 0.34-0.66 us), 2.2 and 2.8 us on two Korf-24 recordings with the default 6-6-6-6 tables
+/// (1.4-4.4 us). Timed in each replay instead, two runs of one command differed by up to 12%
+/// at 1,024 workers.
+pub const SPLIT_SECONDS_PER_ESTIMATE_SMALL: f64 = 0.6e-6;
+
+/// ... on larger boards.
+pub const SPLIT_SECONDS_PER_ESTIMATE_LARGE: f64 = 2.5e-6;
+
 /// One split iteration of a recorded puzzle, summed up.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IterationSummary {
@@ -142,6 +160,8 @@ pub struct SimulationResult {
     pub predicted_seconds: f64,
     /// Seconds the coordinator spent splitting iterations.
     pub split_seconds: f64,
+    /// Boards those splits estimated.
+    pub split_estimates: u64,
     /// Of `busy_seconds`, the audits' ...
     pub audit_seconds: f64,
     /// ... and what tasks searched after their puzzle was solved (withdrawn).

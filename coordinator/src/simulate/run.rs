@@ -2,17 +2,21 @@
 //! workers.
 
 use std::collections::HashSet;
-use std::time::Instant;
 
 use tilesolve::pdb::PdbStore;
 use tilesolve::search::child_order;
 use tilesolve::{Board, Direction, Solver};
 
-use crate::frontier::{split_iteration, BalanceParams, SizeHistory};
+use crate::frontier::{
+    min_mean_task_seconds, seconds_per_node, split_iteration, BalanceParams, SizeHistory,
+};
 use crate::queue::{Lane, Place, ReadyQueue};
 use crate::scheduler::subtree_budget;
 
-use super::{SimulateError, SimulationPolicy, SimulationResult};
+use super::{
+    SimulateError, SimulationPolicy, SimulationResult, SPLIT_SECONDS_PER_ESTIMATE_LARGE,
+    SPLIT_SECONDS_PER_ESTIMATE_SMALL,
+};
 
 use super::hand_backs::{board_at, plan, HandBack, IDLE_THREADS_PER_ASK, LONG_POLL_SECONDS};
 use super::model::*;
@@ -28,8 +32,10 @@ pub(super) struct PuzzleState {
     pub(super) done: bool,
     /// Sizes measured in the iteration in progress, as the tasks' reports would give them.
     pub(super) history: SizeHistory,
-    /// Nodes searched so far.
+    /// Nodes searched so far, and the threads' seconds they took (the rate a split sizes
+    /// tasks by).
     pub(super) nodes: u64,
+    pub(super) seconds: f64,
 }
 
 /// Replays `puzzles` (submitted together, as one batch) with `workers` one-thread workers.
@@ -58,6 +64,7 @@ pub fn simulate(
             busy_seconds: 0.0,
             predicted_seconds: 0.0,
             split_seconds: 0.0,
+            split_estimates: 0,
             audit_seconds: 0.0,
             withdrawn_seconds: 0.0,
             granularity_limited: false,
@@ -75,6 +82,7 @@ pub fn simulate(
             done: false,
             history: SizeHistory::default(),
             nodes: 0,
+            seconds: 0.0,
         });
         sim.waves += 1;
         let place = Place {
@@ -603,13 +611,20 @@ impl Simulation<'_> {
             min_split_nodes: self.policy.min_split_nodes,
             min_split_nodes_per_thread: self.policy.min_split_nodes_per_thread,
             max_depth: deepest,
+            seconds_per_node: seconds_per_node(
+                self.states[puzzle].nodes,
+                self.states[puzzle].seconds,
+            ),
+            min_mean_task_seconds: min_mean_task_seconds(
+                self.workers,
+                self.policy.coordinator_seconds_per_task,
+            ),
         };
         // A subtree can be split only if it lies above the units it holds, not inside one.
         let splittable = |path: &[Direction]| {
             let path: Vec<u8> = path.iter().map(|&d| d as u8).collect();
             !inside_unit(&iteration.units, &path)
         };
-        let started = Instant::now();
         let state = &mut self.states[puzzle];
         let root = self.puzzles[puzzle].board;
         let history = std::mem::take(&mut state.history);
@@ -622,8 +637,9 @@ impl Simulation<'_> {
             params,
             &splittable,
         );
-        let seconds = started.elapsed().as_secs_f64();
+        let seconds = frontier.estimates as f64 * self.split_seconds_per_estimate(puzzle);
         self.result.split_seconds += seconds;
+        self.result.split_estimates += frontier.estimates;
         if frontier.solution.is_some() {
             return (None, seconds);
         }
@@ -649,11 +665,24 @@ impl Simulation<'_> {
         (tasks, seconds)
     }
 
+    /// What a split of `puzzle`'s iterations costs the coordinator a board it estimates: the
+    /// policy's, or the default for its board's size.
+    fn split_seconds_per_estimate(&self, puzzle: usize) -> f64 {
+        self.policy.split_seconds_per_estimate.unwrap_or_else(|| {
+            if self.puzzles[puzzle].board.shape().cells() <= 16 {
+                SPLIT_SECONDS_PER_ESTIMATE_SMALL
+            } else {
+                SPLIT_SECONDS_PER_ESTIMATE_LARGE
+            }
+        })
+    }
+
     /// What a finished task's report adds to its puzzle's history: its units, no finer than
     /// the parts a worker reports.
     pub(super) fn report_sizes(&mut self, task: &SimTask) {
         let state = &mut self.states[task.puzzle];
         state.nodes += task.nodes;
+        state.seconds += task.seconds;
         let Some(iteration) = task.iteration else {
             return;
         };

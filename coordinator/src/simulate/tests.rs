@@ -99,6 +99,7 @@ fn small_split_policy() -> SimulationPolicy {
         subtree_task_budget: 0,
         overhead_seconds: 0.0,
         coordinator_seconds_per_task: 0.0,
+        split_seconds_per_estimate: None,
         exhaustive: false,
         prefetch: 1,
         audit_fraction: 0.0,
@@ -173,6 +174,7 @@ fn a_recorded_run_replays_with_more_workers() {
     let policy = SimulationPolicy {
         overhead_seconds: 1e-4,
         coordinator_seconds_per_task: 1e-5,
+        split_seconds_per_estimate: None,
         audit_fraction: 0.25,
         heartbeat_seconds: 0.01,
         ..small_split_policy()
@@ -180,6 +182,13 @@ fn a_recorded_run_replays_with_more_workers() {
     let one = simulate(&puzzles, &pdbs, &policy, 1).unwrap();
     let four = simulate(&puzzles, &pdbs, &policy, 4).unwrap();
     assert!(one.tasks > 1 && four.tasks >= one.tasks);
+    // Splits are charged by the boards they estimate, not timed: a replay repeats exactly.
+    assert!(four.split_estimates > 0);
+    assert_eq!(
+        four.split_seconds,
+        four.split_estimates as f64 * SPLIT_SECONDS_PER_ESTIMATE_SMALL
+    );
+    assert_eq!(simulate(&puzzles, &pdbs, &policy, 4).unwrap(), four);
     assert!(four.makespan_seconds <= one.makespan_seconds);
     let hoarding = SimulationPolicy {
         returns: false,

@@ -340,3 +340,61 @@ fn reported_node_counts_and_reasons_are_bounded() {
     };
     assert!(reason.len() < MAX_REPORTED_REASON + 100, "{}", reason.len());
 }
+
+/// A split makes no more tasks than the coordinator serves while the threads search them: the
+/// puzzle's measured time a node and the coordinator's time a task set how many.
+#[test]
+fn a_split_makes_no_more_tasks_than_the_coordinator_keeps_up_with() {
+    // Tasks of the first split, with 16 one-thread workers, when the whole task's report says
+    // it took a microsecond a node and the coordinator takes `coordinator_seconds_per_task`.
+    let first_split = |coordinator_seconds_per_task: f64| -> (usize, u64) {
+        let data = tempfile::tempdir().unwrap();
+        let mut scheduler = scheduler_in(
+            data.path(),
+            SchedulerConfig {
+                whole_task_budget: 200_000,
+                spread_task_budget: 200_000,
+                min_split_nodes: 1,
+                min_split_nodes_per_thread: 0,
+                verify: Verify::Off,
+                coordinator_seconds_per_task,
+                ..SchedulerConfig::default()
+            },
+        );
+        let (board, _) = examples()[5].clone();
+        scheduler.submit(&[board], "linear-conflict", "").unwrap();
+        let workers: Vec<WorkerId> = (0..16)
+            .map(|_| scheduler.register(1, "test", None).unwrap())
+            .collect();
+        let (whole, _) = scheduler.poll(workers[0], 1, Vec::new()).unwrap();
+        assert!(whole.len() == 1 && whole[0].iterate);
+        let report = truthful(&whole[0]);
+        let nodes = report.nodes;
+        let report = TaskReport {
+            seconds: nodes as f64 * 1e-6,
+            ..report
+        };
+        let (mut tasks, _) = scheduler.poll(workers[0], 0, vec![report]).unwrap();
+        scheduler.run_deferred().unwrap();
+        for &worker in &workers {
+            tasks.extend(scheduler.poll(worker, 1_000, Vec::new()).unwrap().0);
+        }
+        assert!(tasks.iter().all(|t| !t.iterate && t.profile_depth > 0));
+        (tasks.len(), nodes)
+    };
+    let (free, _) = first_split(0.0);
+    // At 4 ms a task, 16 threads keep the coordinator within its load with tasks of at least
+    // 16 x 4 / COORDINATOR_LOAD ms on average: the first split's estimate (four times the
+    // nodes so far, at a microsecond each) fills only a few.
+    let per_task = 4e-3;
+    let (capped, nodes) = first_split(per_task);
+    let most =
+        (4.0 * nodes as f64 * 1e-6 / crate::frontier::min_mean_task_seconds(16, per_task)) as usize;
+    assert!(most < 16, "{most}");
+    assert!(free > 16 * 4, "{free}");
+    // The smallest even depth with at least that many boards: a few moves down, not hundreds.
+    assert!(
+        capped >= most.max(1) && capped <= 4 * most.max(3),
+        "{capped} for {most}"
+    );
+}
