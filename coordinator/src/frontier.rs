@@ -201,9 +201,11 @@ pub fn split_iteration(
     frontier
 }
 
-/// The share of its time the coordinator may spend on one split puzzle's tasks: beyond about
-/// half, calls queue for it and threads wait on their leases.
-pub const COORDINATOR_LOAD: f64 = 0.5;
+/// The share of its time the coordinator may spend serving split puzzles' tasks: all of it.
+/// Replayed at 128 to 1,024 workers, a cap at half its time left more threads idle than the
+/// calls it kept from queueing cost (at worst 13% slower than no cap; at its full time, 7%),
+/// for the same mean gain (docs/benchmarks/history.md, forty-eighth session).
+pub const COORDINATOR_LOAD: f64 = 1.0;
 
 /// The shortest mean task that keeps a coordinator taking `coordinator_seconds_per_task` a
 /// task within [`COORDINATOR_LOAD`] while `threads` threads search.
