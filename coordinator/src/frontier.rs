@@ -318,10 +318,11 @@ pub type Splittable<'a> = &'a dyn Fn(&[Direction]) -> bool;
 /// the subtree predicted largest into its children, again and again, until none is predicted
 /// above the iteration's size / (threads x `balance`), none left to split is above the smallest
 /// split, or the task cap is reached (`tasks_per_thread` a thread, and no more than the
-/// coordinator serves while the threads search them: [`min_mean_task_seconds`]). A subtree's prediction is its measured size one iteration
-/// earlier (its parts', when finer than it; an equal share of its parent's when not measured at
-/// all); `nodes_so_far` (every node the puzzle took before this iteration) gives the growth from
-/// one iteration to the next. Tasks come out in search order.
+/// coordinator serves while the threads search them: [`min_mean_task_seconds`]). A subtree's
+/// prediction is its measured size one iteration earlier (its parts', when finer than it; an
+/// equal share of its parent's when not measured at all); `nodes_so_far` (every node the
+/// puzzle took before this iteration) gives the growth from one iteration to the next. Tasks
+/// come out in search order.
 pub fn split_balanced(
     root: &Board,
     solver: &Solver,
