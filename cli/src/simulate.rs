@@ -9,6 +9,7 @@ use tilesolve::pdb::PdbStore;
 use tilesolve_coordinator::scheduler::{SchedulerConfig, DEFAULT_AUDIT_FRACTION, MAX_PREFETCH};
 use tilesolve_coordinator::simulate::{
     load_run, measure_cancelled, simulate, RecordedPuzzle, SimulationPolicy,
+    SPLIT_SECONDS_PER_ESTIMATE_LARGE, SPLIT_SECONDS_PER_ESTIMATE_SMALL,
 };
 use tilesolve_coordinator::store::Store;
 
@@ -289,7 +290,11 @@ fn policy(
         args.coordinator_ms,
         match args.split_us_per_estimate {
             Some(us) => format!("{us} us"),
-            None => "0.6 us (up to 16 cells) or 2.5 us".to_string(),
+            None => format!(
+                "{} us (up to 16 cells) or {} us",
+                SPLIT_SECONDS_PER_ESTIMATE_SMALL * 1e6,
+                SPLIT_SECONDS_PER_ESTIMATE_LARGE * 1e6
+            ),
         },
         overhead_seconds * 1e3,
         match measured {
