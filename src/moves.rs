@@ -15,8 +15,15 @@ pub fn moves_to_string(moves: &[Direction]) -> String {
 
 /// The moves of a string of letters U, L, R, D; `None` if any other character is in it.
 pub fn moves_from_string(text: &str) -> Option<Vec<Direction>> {
-    text.chars()
-        .map(|c| Direction::ALL.into_iter().find(|d| d.letter() == c))
+    // By bytes: every answer a worker reports is read here, and a letter is one byte.
+    text.bytes()
+        .map(|byte| match byte {
+            b'U' => Some(Direction::Up),
+            b'L' => Some(Direction::Left),
+            b'R' => Some(Direction::Right),
+            b'D' => Some(Direction::Down),
+            _ => None,
+        })
         .collect()
 }
 
@@ -113,8 +120,8 @@ type BoardsSeen = HashMap<Board, usize, BuildHasherDefault<PathHasher>>;
 ///
 /// Every answer is replayed when it is judged and again when it is stored, so on a batch of
 /// easy boards this is a visible share of the coordinator's time: the boards are told apart by
-/// their Zobrist keys, kept in one vector and sorted, and only a path that fails (a loop, a move
-/// off the board, another end; or two keys colliding) is replayed again board by board.
+/// their Zobrist keys, kept in a small table, and only a path that fails (a loop, a move off
+/// the board, another end; or two keys colliding) is replayed again board by board.
 pub fn replay(start: &Board, goal: &Board, moves: &[Direction]) -> Result<Vec<u8>, ReplayError> {
     match replay_by_keys(start, goal, moves) {
         Some(tiles) => Ok(tiles),
@@ -156,8 +163,10 @@ fn replay_by_keys(start: &Board, goal: &Board, moves: &[Direction]) -> Option<Ve
     let mut key = cells.iter().enumerate().fold(0, |key, (cell, &tile)| {
         key ^ ZOBRIST[usize::from(tile) & 31][cell]
     });
-    let mut keys = Vec::with_capacity(moves.len() + 1);
-    keys.push(key);
+    let mut stack_table = [0u64; KEYS_ON_STACK];
+    let mut heap_table = Vec::new();
+    let mut seen = KeysSeen::new(moves.len() + 1, &mut stack_table, &mut heap_table);
+    seen.insert(key)?;
     let mut tiles = Vec::with_capacity(moves.len());
     for &direction in moves {
         let target = direction.step_within(blank, rows, cols)?;
@@ -167,18 +176,55 @@ fn replay_by_keys(start: &Board, goal: &Board, moves: &[Direction]) -> Option<Ve
         cells[target & 31] = 0;
         let words = &ZOBRIST[usize::from(tile) & 31];
         key ^= words[target & 31] ^ words[blank & 31];
-        keys.push(key);
+        seen.insert(key)?;
         tiles.push(tile);
         blank = target;
     }
     if cells != goal.padded() {
         return None;
     }
-    keys.sort_unstable();
-    if keys.windows(2).any(|pair| pair[0] == pair[1]) {
-        return None;
-    }
     Some(tiles)
+}
+
+/// Slots of a [`KeysSeen`] table kept on the stack: paths of up to 255 moves.
+const KEYS_ON_STACK: usize = 512;
+
+/// The keys of a path's boards, in an open-addressing table at most half full (inserting and
+/// probing a few words beat sorting the keys, which was most of a replay). A key is kept with
+/// its lowest bit set, so that 0 marks an empty slot: two keys differing only there count as
+/// one, and the path is replayed board by board.
+struct KeysSeen<'a> {
+    slots: &'a mut [u64],
+}
+
+impl<'a> KeysSeen<'a> {
+    fn new(keys: usize, stack: &'a mut [u64; KEYS_ON_STACK], heap: &'a mut Vec<u64>) -> Self {
+        let size = (2 * keys).next_power_of_two();
+        let slots = if size <= KEYS_ON_STACK {
+            &mut stack[..size]
+        } else {
+            heap.resize(size, 0);
+            heap.as_mut_slice()
+        };
+        KeysSeen { slots }
+    }
+
+    /// Adds `key`; `None` if it was there.
+    fn insert(&mut self, key: u64) -> Option<()> {
+        let stored = key | 1;
+        let mask = self.slots.len() - 1;
+        let mut slot = (key >> 40) as usize & mask;
+        loop {
+            match self.slots[slot] {
+                0 => {
+                    self.slots[slot] = stored;
+                    return Some(());
+                }
+                old if old == stored => return None,
+                _ => slot = (slot + 1) & mask,
+            }
+        }
+    }
 }
 
 /// [`replay`] keeping every board it reached: exact, and says where a path comes back.

@@ -679,9 +679,11 @@ impl Puzzles {
         puzzle_id: PuzzleId,
         status: ItemStatus,
     ) -> Result<(), SchedulerError> {
-        let puzzle = self.remove(parts, audits, puzzle_id);
-        let item = puzzle.map(|puzzle| puzzle.into_item(status.clone()));
-        parts.end_item(puzzle_id, item, status)
+        let ended = match self.remove(parts, audits, puzzle_id) {
+            Some(puzzle) => Ok(puzzle.into_item(status)),
+            None => Err(status),
+        };
+        parts.end_item(puzzle_id, ended)
     }
 
     /// Withdraws every live puzzle of a batch whose intake failed (it was never acknowledged).

@@ -15,6 +15,8 @@ use crate::owners::OwnerName;
 /// its own items, and the intake's part ([`crate::scheduler`] takes batches in a thousand
 /// lines at a time).
 pub const ITEMS_PER_PART: usize = 1_000;
+/// Most items a page read reserves room for at once.
+const PAGE_RESERVE_MAX: usize = 16_384;
 
 /// Batches of at most this many items keep their items in their own record, and have no part
 /// in sled: sled keeps state in memory for every page it has written (a fragment list, some
@@ -694,7 +696,8 @@ impl Store {
             })
             .filter(|entry| entry.as_ref().map_or(true, |(index, _)| *index >= start))
             .peekable();
-        let mut page = Vec::new();
+        // Grown once, not by doubling: items are a few hundred bytes each to move.
+        let mut page = Vec::with_capacity(limit.min(PAGE_RESERVE_MAX));
         while page.len() < limit {
             // An unreadable entry ends the page with its error.
             if matches!(ended.peek(), Some(Err(_))) {

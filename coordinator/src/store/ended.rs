@@ -23,10 +23,11 @@
 //!   for good). An item of it that must be written now ([`Store::put_item`]) ends that: its
 //!   kept items are held as any others from then on.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::RangeInclusive;
 
-use super::batches::StoredItem;
-use super::format::{decode, encode_compact, item_index, item_key};
+use super::batches::{StoredItem, ITEMS_PER_PART};
+use super::format::{compact_len, decode, encode_compact, item_index, item_key};
 use super::{Store, StoreError};
 
 /// Held items that start a write of them all: a bound on the memory they take (about 300
@@ -37,6 +38,11 @@ const WRITE_AT: usize = 4_000;
 #[derive(Default)]
 pub(super) struct EndedItems {
     held: BTreeMap<(u64, u32), StoredItem>,
+    /// Held items by (batch, first index of their part): a part all of whose items are held
+    /// is written alone at once, so that items ending in order cost one write of each part.
+    held_by_part: HashMap<(u64, u32), u32>,
+    /// Batches seen to have no `items` entry, whose ended items need no look there.
+    without_entries: HashSet<u64>,
     /// Ended items of the batches in `small`, never written on their own.
     kept: BTreeMap<(u64, u32), StoredItem>,
     /// Small batches whose record holds their items and whose ended items are kept.
@@ -60,24 +66,53 @@ impl Store {
             ended.kept.insert((batch, index), item);
             return Ok(());
         }
-        if self.items.contains_key(item_key(batch, index))? {
+        if self.has_own_entry(&mut ended, batch, index)? {
             self.items
                 .insert(item_key(batch, index), encode_compact(&item))?;
             return Ok(());
         }
-        ended.held.insert((batch, index), item);
+        if ended.held.insert((batch, index), item).is_none() {
+            let first = part_first(index);
+            let count = ended.held_by_part.entry((batch, first)).or_default();
+            *count += 1;
+            if *count as usize == ITEMS_PER_PART {
+                return self.write_whole_part(&mut ended, batch, first);
+            }
+        }
         if ended.held.len() >= WRITE_AT {
             self.write_held(&mut ended)?;
         }
         Ok(())
     }
 
+    /// Whether item `index` of `batch` has an `items` entry of its own (looked up only while
+    /// its batch may have one: a batch seen with none is remembered until one is written).
+    fn has_own_entry(
+        &self,
+        ended: &mut EndedItems,
+        batch: u64,
+        index: u32,
+    ) -> Result<bool, StoreError> {
+        if ended.without_entries.contains(&batch) {
+            return Ok(false);
+        }
+        let mut entries = self
+            .items
+            .range(item_key(batch, 0)..=item_key(batch, u32::MAX));
+        if entries.next().transpose()?.is_none() {
+            ended.without_entries.insert(batch);
+            return Ok(false);
+        }
+        Ok(self.items.contains_key(item_key(batch, index))?)
+    }
+
     /// Records how an item ended, now.
     pub fn put_item(&self, batch: u64, index: u32, item: &StoredItem) -> Result<(), StoreError> {
         let mut ended = self.lock_ended();
+        ended.without_entries.remove(&batch);
         self.items
             .insert(item_key(batch, index), encode_compact(item))?;
-        ended.held.remove(&(batch, index));
+        ended.unhold(batch, index);
         ended.kept.remove(&(batch, index));
         if ended.small.remove(&batch) {
             let kept = ended.take_kept(batch);
@@ -101,6 +136,10 @@ impl Store {
     pub(super) fn forget_ended(&self, batch: u64) {
         let mut ended = self.lock_ended();
         ended.held.retain(|&(held_batch, _), _| held_batch != batch);
+        ended
+            .held_by_part
+            .retain(|&(held_batch, _), _| held_batch != batch);
+        ended.without_entries.remove(&batch);
         ended.take_kept(batch);
         ended.small.remove(&batch);
         ended.written += 1;
@@ -156,32 +195,105 @@ impl Store {
         if ended.held.is_empty() {
             return Ok(());
         }
+        self.write_range(ended, (0, 0)..=(u64::MAX, u32::MAX))
+    }
+
+    /// Writes the held items within `range` as [`Store::write_held`] does. Each item moves
+    /// into its part; one whose part cannot be written goes back to the held items, so none
+    /// is lost from both places.
+    fn write_range(
+        &self,
+        ended: &mut EndedItems,
+        range: RangeInclusive<(u64, u32)>,
+    ) -> Result<(), StoreError> {
+        let keys: Vec<(u64, u32)> = ended.held.range(range).map(|(&key, _)| key).collect();
         let mut part: Option<Part> = None;
-        for (&(batch, index), item) in &ended.held {
+        for (batch, index) in keys {
             if !part.as_ref().is_some_and(|part| part.holds(batch, index)) {
                 if let Some(done) = part.take() {
-                    self.item_parts
-                        .insert(done.key, encode_compact(&done.items))?;
+                    self.write_part(ended, done)?;
                 }
                 part = self.part_holding(batch, index)?;
             }
             match &mut part {
                 Some(part) if part.holds(batch, index) => {
-                    part.items[(index - part.first) as usize] = item.clone()
+                    if let Some(item) = ended.unhold(batch, index) {
+                        part.items[(index - part.first) as usize] = item;
+                        part.moved.push(index);
+                    }
                 }
                 _ => {
-                    self.items
-                        .insert(item_key(batch, index), encode_compact(item))?;
+                    ended.without_entries.remove(&batch);
+                    if let Some(item) = ended.held.get(&(batch, index)) {
+                        self.items
+                            .insert(item_key(batch, index), encode_compact(item))?;
+                        ended.unhold(batch, index);
+                    }
                 }
             }
         }
         if let Some(done) = part {
-            self.item_parts
-                .insert(done.key, encode_compact(&done.items))?;
+            self.write_part(ended, done)?;
         }
-        ended.held.clear();
         ended.written += 1;
         Ok(())
+    }
+
+    /// Writes the part of `batch` from item `first`, all of whose items are held: made of them
+    /// alone when the stored part holds exactly these items (its length is read from its first
+    /// bytes), so the part is not read and decoded first.
+    fn write_whole_part(
+        &self,
+        ended: &mut EndedItems,
+        batch: u64,
+        first: u32,
+    ) -> Result<(), StoreError> {
+        let range = (batch, first)..=(batch, first + (ITEMS_PER_PART as u32 - 1));
+        let whole = match self.item_parts.get(item_key(batch, first))? {
+            Some(bytes) => compact_len(&bytes) == Some(ITEMS_PER_PART),
+            None => false,
+        };
+        if !whole || ended.held.range(range.clone()).count() != ITEMS_PER_PART {
+            return self.write_range(ended, range);
+        }
+        let mut part = Part {
+            batch,
+            key: item_key(batch, first),
+            first,
+            items: Vec::with_capacity(ITEMS_PER_PART),
+            moved: Vec::with_capacity(ITEMS_PER_PART),
+        };
+        for index in first..first + ITEMS_PER_PART as u32 {
+            if let Some(item) = ended.unhold(batch, index) {
+                part.items.push(item);
+                part.moved.push(index);
+            }
+        }
+        self.write_part(ended, part)?;
+        ended.written += 1;
+        Ok(())
+    }
+
+    /// Writes `part` with the held items moved into it; if it cannot be written, they are held
+    /// again.
+    fn write_part(&self, ended: &mut EndedItems, part: Part) -> Result<(), StoreError> {
+        match self
+            .item_parts
+            .insert(part.key.as_slice(), encode_compact(&part.items))
+        {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let first = part.first;
+                let mut items: Vec<Option<StoredItem>> = part.items.into_iter().map(Some).collect();
+                let moved = part
+                    .moved
+                    .iter()
+                    .filter_map(|&index| Some((index, items[(index - first) as usize].take()?)))
+                    .collect();
+                ended.hold(part.batch, moved);
+                Err(error.into())
+            }
+        }
     }
 
     /// The part of `batch` that holds item `index`, if it has one.
@@ -199,6 +311,7 @@ impl Store {
             key: key.to_vec(),
             first: item_index(&key),
             items: decode("item_parts", &bytes)?,
+            moved: Vec::new(),
         };
         Ok(part.holds(batch, index).then_some(part))
     }
@@ -207,11 +320,27 @@ impl Store {
 impl EndedItems {
     /// Holds `items` of `batch` to be written into their part as any others.
     pub(super) fn hold(&mut self, batch: u64, items: BTreeMap<u32, StoredItem>) {
-        self.held.extend(
-            items
-                .into_iter()
-                .map(|(index, item)| ((batch, index), item)),
-        );
+        for (index, item) in items {
+            if self.held.insert((batch, index), item).is_none() {
+                *self
+                    .held_by_part
+                    .entry((batch, part_first(index)))
+                    .or_default() += 1;
+            }
+        }
+    }
+
+    /// Takes held item `index` of `batch` out, if it is held.
+    fn unhold(&mut self, batch: u64, index: u32) -> Option<StoredItem> {
+        let item = self.held.remove(&(batch, index))?;
+        let key = (batch, part_first(index));
+        if let Some(count) = self.held_by_part.get_mut(&key) {
+            *count -= 1;
+            if *count == 0 {
+                self.held_by_part.remove(&key);
+            }
+        }
+        Some(item)
     }
 
     /// Takes the kept items of `batch`, by index.
@@ -233,6 +362,14 @@ struct Part {
     key: Vec<u8>,
     first: u32,
     items: Vec<StoredItem>,
+    /// The indices of the held items moved into `items`.
+    moved: Vec<u32>,
+}
+
+/// The first index of the part that holds item `index` when a batch's parts are
+/// [`ITEMS_PER_PART`] items each (a guess: a part found otherwise is written all the same).
+fn part_first(index: u32) -> u32 {
+    index - index % ITEMS_PER_PART as u32
 }
 
 impl Part {

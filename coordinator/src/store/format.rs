@@ -124,6 +124,17 @@ pub(super) fn encode_compact<T: Serialize>(value: &T) -> Vec<u8> {
     postcard::to_extend(value, bytes).unwrap_or_default()
 }
 
+/// The length of a sequence written by [`encode_compact`], read from its first bytes alone;
+/// `None` for a value in another form.
+pub(super) fn compact_len(bytes: &[u8]) -> Option<usize> {
+    match bytes.split_first() {
+        Some((&COMPACT, compact)) => postcard::take_from_bytes::<usize>(compact)
+            .ok()
+            .map(|(len, _)| len),
+        _ => None,
+    }
+}
+
 /// Reads a value in either form.
 pub(super) fn decode<T: for<'de> Deserialize<'de>>(
     tree: &'static str,

@@ -1,5 +1,5 @@
 //! The store on real sled files in temporary directories.
-use super::format::{board_key, item_key, meta_key, COMPACT};
+use super::format::{self, board_key, item_key, meta_key, COMPACT};
 use super::*;
 use tilesolve::heuristic::HeuristicKind;
 use tilesolve::{Board, Direction, Shape, Solution};
@@ -278,6 +278,63 @@ fn items_held_for_later_read_as_ended_and_reach_their_parts_at_a_flush() {
     store.flush().unwrap();
     assert!(store.items(id).unwrap().is_empty());
     assert_eq!((store.items.len(), store.item_parts.len()), (0, 0));
+}
+
+/// A part is written once every item of it ended (made of them alone: its stored copy is not
+/// read), and not before; one whose items did not all end through the hold waits for a flush.
+#[test]
+fn a_part_is_written_once_all_its_items_ended_and_not_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let total = 2 * ITEMS_PER_PART + 5;
+    let items: Vec<StoredItem> = (0..total).map(|i| item(&format!("line {i}"))).collect();
+    let id = create_batch(&store, "blank-last", &items, 1);
+    let failed = |i: usize| StoredItem {
+        status: ItemStatus::Failed(format!("reason {i}")),
+        ..items[i].clone()
+    };
+    let stored_part = |first: usize| -> Vec<StoredItem> {
+        let bytes = store.item_parts.get(item_key(id, first as u32)).unwrap();
+        assert_eq!(
+            format::compact_len(bytes.as_ref().unwrap()),
+            Some(ITEMS_PER_PART)
+        );
+        format::decode("item_parts", &bytes.unwrap()).unwrap()
+    };
+    let (part_1, part_2) = (
+        ITEMS_PER_PART..2 * ITEMS_PER_PART,
+        2 * ITEMS_PER_PART..total,
+    );
+    for i in part_1.clone().skip(1).rev() {
+        store.put_item_later(id, i as u32, failed(i)).unwrap();
+    }
+    assert_eq!(stored_part(ITEMS_PER_PART), items[part_1.clone()].to_vec());
+    store
+        .put_item_later(id, ITEMS_PER_PART as u32, failed(ITEMS_PER_PART))
+        .unwrap();
+    let ended: Vec<StoredItem> = part_1.clone().map(failed).collect();
+    assert_eq!(
+        stored_part(ITEMS_PER_PART),
+        ended,
+        "written at its last end"
+    );
+    // Item 0 ended on its own: the rest of its part is held until a flush.
+    store.put_item(id, 0, &failed(0)).unwrap();
+    for i in 1..ITEMS_PER_PART {
+        store.put_item_later(id, i as u32, failed(i)).unwrap();
+    }
+    assert_eq!(stored_part(0), items[..ITEMS_PER_PART].to_vec());
+    store.flush().unwrap();
+    assert_eq!(
+        stored_part(0)[1..],
+        (1..ITEMS_PER_PART).map(failed).collect::<Vec<_>>()
+    );
+    let expected: Vec<StoredItem> = (0..2 * ITEMS_PER_PART)
+        .map(failed)
+        .chain(items[part_2].iter().cloned())
+        .collect();
+    assert_eq!(store.items(id).unwrap(), expected);
+    assert_eq!(format::compact_len(b"[1,2]"), None);
 }
 
 /// A 31-move 8-puzzle, its goal and its solution.
