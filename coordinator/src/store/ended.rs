@@ -23,11 +23,12 @@
 //!   for good). An item of it that must be written now ([`Store::put_item`]) ends that: its
 //!   kept items are held as any others from then on.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::ops::RangeInclusive;
 
 use super::batches::{StoredItem, ITEMS_PER_PART};
 use super::format::{compact_len, decode, encode_compact, item_index, item_key};
+use super::held::{part_first, HeldItems};
 use super::{Store, StoreError};
 
 /// Held items that start a write of them all: a bound on the memory they take (about 300
@@ -37,10 +38,9 @@ const WRITE_AT: usize = 4_000;
 /// Items ended and not yet written, by (batch, index).
 #[derive(Default)]
 pub(super) struct EndedItems {
-    held: BTreeMap<(u64, u32), StoredItem>,
-    /// Held items by (batch, first index of their part): a part all of whose items are held
-    /// is written alone at once, so that items ending in order cost one write of each part.
-    held_by_part: HashMap<(u64, u32), u32>,
+    /// A part all of whose items are held is written alone at once, so that items ending in
+    /// order cost one write of each part.
+    held: HeldItems,
     /// Batches seen to have no `items` entry, whose ended items need no look there.
     without_entries: HashSet<u64>,
     /// Ended items of the batches in `small`, never written on their own.
@@ -71,13 +71,8 @@ impl Store {
                 .insert(item_key(batch, index), encode_compact(&item))?;
             return Ok(());
         }
-        if ended.held.insert((batch, index), item).is_none() {
-            let first = part_first(index);
-            let count = ended.held_by_part.entry((batch, first)).or_default();
-            *count += 1;
-            if *count as usize == ITEMS_PER_PART {
-                return self.write_whole_part(&mut ended, batch, first);
-            }
+        if ended.held.insert(batch, index, item) == ITEMS_PER_PART {
+            return self.write_whole_part(&mut ended, batch, part_first(index));
         }
         if ended.held.len() >= WRITE_AT {
             self.write_held(&mut ended)?;
@@ -112,7 +107,7 @@ impl Store {
         ended.without_entries.remove(&batch);
         self.items
             .insert(item_key(batch, index), encode_compact(item))?;
-        ended.unhold(batch, index);
+        ended.held.remove(batch, index);
         ended.kept.remove(&(batch, index));
         if ended.small.remove(&batch) {
             let kept = ended.take_kept(batch);
@@ -135,10 +130,7 @@ impl Store {
     /// Forgets the held items of `batch` (being removed).
     pub(super) fn forget_ended(&self, batch: u64) {
         let mut ended = self.lock_ended();
-        ended.held.retain(|&(held_batch, _), _| held_batch != batch);
-        ended
-            .held_by_part
-            .retain(|&(held_batch, _), _| held_batch != batch);
+        ended.held.forget(batch);
         ended.without_entries.remove(&batch);
         ended.take_kept(batch);
         ended.small.remove(&batch);
@@ -152,7 +144,7 @@ impl Store {
         ended
             .kept
             .get(&key)
-            .or_else(|| ended.held.get(&key))
+            .or_else(|| ended.held.get(batch, index))
             .cloned()
     }
 
@@ -163,9 +155,14 @@ impl Store {
         let range = (batch, start)..=(batch, u32::MAX);
         let held = ended
             .held
-            .range(range.clone())
-            .chain(ended.kept.range(range))
-            .map(|(&(_, index), item)| (index, item.clone()))
+            .from(batch, start)
+            .chain(
+                ended
+                    .kept
+                    .range(range)
+                    .map(|(&(_, index), item)| (index, item)),
+            )
+            .map(|(index, item)| (index, item.clone()))
             .collect();
         (ended.written, held)
     }
@@ -206,7 +203,7 @@ impl Store {
         ended: &mut EndedItems,
         range: RangeInclusive<(u64, u32)>,
     ) -> Result<(), StoreError> {
-        let keys: Vec<(u64, u32)> = ended.held.range(range).map(|(&key, _)| key).collect();
+        let keys = ended.held.keys(range);
         let mut part: Option<Part> = None;
         for (batch, index) in keys {
             if !part.as_ref().is_some_and(|part| part.holds(batch, index)) {
@@ -217,17 +214,17 @@ impl Store {
             }
             match &mut part {
                 Some(part) if part.holds(batch, index) => {
-                    if let Some(item) = ended.unhold(batch, index) {
+                    if let Some(item) = ended.held.remove(batch, index) {
                         part.items[(index - part.first) as usize] = item;
                         part.moved.push(index);
                     }
                 }
                 _ => {
                     ended.without_entries.remove(&batch);
-                    if let Some(item) = ended.held.get(&(batch, index)) {
+                    if let Some(item) = ended.held.get(batch, index) {
                         self.items
                             .insert(item_key(batch, index), encode_compact(item))?;
-                        ended.unhold(batch, index);
+                        ended.held.remove(batch, index);
                     }
                 }
             }
@@ -248,27 +245,25 @@ impl Store {
         batch: u64,
         first: u32,
     ) -> Result<(), StoreError> {
-        let range = (batch, first)..=(batch, first + (ITEMS_PER_PART as u32 - 1));
         let whole = match self.item_parts.get(item_key(batch, first))? {
             Some(bytes) => compact_len(&bytes) == Some(ITEMS_PER_PART),
             None => false,
         };
-        if !whole || ended.held.range(range.clone()).count() != ITEMS_PER_PART {
-            return self.write_range(ended, range);
-        }
-        let mut part = Part {
+        let taken = match whole {
+            true => ended.held.take_whole(batch, first),
+            false => None,
+        };
+        let Some(items) = taken else {
+            let last = first + (ITEMS_PER_PART as u32 - 1);
+            return self.write_range(ended, (batch, first)..=(batch, last));
+        };
+        let part = Part {
             batch,
             key: item_key(batch, first),
             first,
-            items: Vec::with_capacity(ITEMS_PER_PART),
-            moved: Vec::with_capacity(ITEMS_PER_PART),
+            items,
+            moved: (first..first + ITEMS_PER_PART as u32).collect(),
         };
-        for index in first..first + ITEMS_PER_PART as u32 {
-            if let Some(item) = ended.unhold(batch, index) {
-                part.items.push(item);
-                part.moved.push(index);
-            }
-        }
         self.write_part(ended, part)?;
         ended.written += 1;
         Ok(())
@@ -321,26 +316,8 @@ impl EndedItems {
     /// Holds `items` of `batch` to be written into their part as any others.
     pub(super) fn hold(&mut self, batch: u64, items: BTreeMap<u32, StoredItem>) {
         for (index, item) in items {
-            if self.held.insert((batch, index), item).is_none() {
-                *self
-                    .held_by_part
-                    .entry((batch, part_first(index)))
-                    .or_default() += 1;
-            }
+            self.held.insert(batch, index, item);
         }
-    }
-
-    /// Takes held item `index` of `batch` out, if it is held.
-    fn unhold(&mut self, batch: u64, index: u32) -> Option<StoredItem> {
-        let item = self.held.remove(&(batch, index))?;
-        let key = (batch, part_first(index));
-        if let Some(count) = self.held_by_part.get_mut(&key) {
-            *count -= 1;
-            if *count == 0 {
-                self.held_by_part.remove(&key);
-            }
-        }
-        Some(item)
     }
 
     /// Takes the kept items of `batch`, by index.
@@ -364,12 +341,6 @@ struct Part {
     items: Vec<StoredItem>,
     /// The indices of the held items moved into `items`.
     moved: Vec<u32>,
-}
-
-/// The first index of the part that holds item `index` when a batch's parts are
-/// [`ITEMS_PER_PART`] items each (a guess: a part found otherwise is written all the same).
-fn part_first(index: u32) -> u32 {
-    index - index % ITEMS_PER_PART as u32
 }
 
 impl Part {

@@ -63,6 +63,7 @@ mod batch_log;
 mod batches;
 mod ended;
 mod format;
+mod held;
 mod history;
 mod log_file;
 mod notices;
