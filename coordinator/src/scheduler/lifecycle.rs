@@ -679,11 +679,8 @@ impl Puzzles {
         puzzle_id: PuzzleId,
         status: ItemStatus,
     ) -> Result<(), SchedulerError> {
-        let ended = match self.remove(parts, audits, puzzle_id) {
-            Some(puzzle) => Ok(puzzle.into_item(status)),
-            None => Err(status),
-        };
-        parts.end_item(puzzle_id, ended)
+        let puzzle = self.remove(parts, audits, puzzle_id);
+        parts.end_item(puzzle_id, puzzle, status)
     }
 
     /// Withdraws every live puzzle of a batch whose intake failed (it was never acknowledged).

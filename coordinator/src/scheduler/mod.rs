@@ -742,20 +742,17 @@ impl Parts {
         self.totals.workers_quarantined += 1;
     }
 
-    /// Counts and writes an item that ended (`Ok`: as its live puzzle had it, with how it ended;
-    /// `Err`: how one that never started ended, whose tables cannot be had), and closes its
+    /// Counts and writes an item that ended with `status` (as its live `puzzle` had it; None
+    /// for one that never started, whose tables cannot be had: as stored), and closes its
     /// batch when it was the last. Each answer is not flushed on its own (sled writes it out
     /// within half a second, and a lost answer is recomputed from the flushed batch); a
     /// finished batch is flushed after the lock cycle, outside the lock ([`AfterCycle`]).
     fn end_item(
         &mut self,
         (batch, index): PuzzleId,
-        ended: Result<StoredItem, ItemStatus>,
+        puzzle: Option<Box<Puzzle>>,
+        status: ItemStatus,
     ) -> Result<(), SchedulerError> {
-        let status = match &ended {
-            Ok(item) => &item.status,
-            Err(status) => status,
-        };
         match status {
             ItemStatus::Solved(_) => self.totals.puzzles_solved += 1,
             ItemStatus::Failed(_) => self.totals.puzzles_failed += 1,
@@ -763,10 +760,10 @@ impl Parts {
             ItemStatus::Cancelled => self.totals.puzzles_cancelled += 1,
             ItemStatus::Queued => {}
         }
-        let batch_done = self.batches.item_finished(batch, status);
-        let item = match ended {
-            Ok(item) => Some(item),
-            Err(status) => self
+        let batch_done = self.batches.item_finished(batch, &status);
+        let item = match puzzle {
+            Some(puzzle) => Some(puzzle.into_item(status)),
+            None => self
                 .store
                 .item(batch, index)?
                 .map(|item| StoredItem { status, ..item }),

@@ -4,7 +4,10 @@
 //! An `items` entry per answer cost a coordinator more CPU than the search that found an easy
 //! answer (sled splits a leaf every 16 keys and clones nodes as it goes): on 10,000 random
 //! walks, writing each ended item took a fifth of the coordinator's time. Here a part of a
-//! thousand items is rewritten once for all of its items that ended since the last write.
+//! thousand items is rewritten once for all of its items that ended since the last write, and
+//! at once when all of them are held: then it is made of them alone, not read back and decoded
+//! first (items end in about the order they were taken in, so most parts are written so, once).
+//! A batch seen with no `items` entry is remembered, so an answer costs no look there.
 //!
 //! Invariants:
 //! - Reads see held items over both trees: [`Store::item`] looks here first, and
@@ -12,8 +15,9 @@
 //!   again if a write moved items from here into the parts meanwhile (the `written` count).
 //! - An item with an `items` entry of its own is never held: that entry stands over its part,
 //!   so a later end written into the part would be hidden. It is written there instead.
-//! - Held items are removed only after their part is written, under the same lock, so an item
-//!   is always in one of the two places a reader looks.
+//! - Held items leave only as their part is written, under the same lock (those of a part
+//!   whose write failed are held again), so an item is always in one of the two places a
+//!   reader looks.
 //! - Only answers whose loss costs less than their write are held: a crash forgets them and
 //!   their boards are searched again (the scheduler holds back only cheap answers).
 //! - A small batch taken in with its items in its record ([`Store::put_small_batch`]) has no
