@@ -186,8 +186,9 @@ fn replay_by_keys(start: &Board, goal: &Board, moves: &[Direction]) -> Option<Ve
     Some(tiles)
 }
 
-/// Slots of a [`KeysSeen`] table kept on the stack: paths of up to 255 moves.
-const KEYS_ON_STACK: usize = 512;
+/// Slots of a [`KeysSeen`] table kept on the stack (zeroed for every replay, so no more than
+/// an easy board's path needs): paths of up to 63 moves.
+const KEYS_ON_STACK: usize = 128;
 
 /// The keys of a path's boards, in an open-addressing table at most half full (inserting and
 /// probing a few words beat sorting the keys, which was most of a replay). A key is kept with

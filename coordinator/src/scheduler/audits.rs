@@ -39,7 +39,7 @@
 //! [`PROBATION_AUDITS`]: super::config::PROBATION_AUDITS
 //! [`Lineage`]: super::workers::Lineage
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use tilesolve::{Board, Direction};
 
@@ -135,14 +135,14 @@ pub(super) struct Audits {
     seed: u64,
     /// The audits of each live puzzle that its answer waits for (an entry from its first
     /// audit until the puzzle ends or starts again: [`Audits::forget`]).
-    waiting: HashMap<PuzzleId, HashSet<TaskId>>,
+    waiting: FxHashMap<PuzzleId, FxHashSet<TaskId>>,
 }
 
 impl Audits {
     pub(super) fn new(seed: u64) -> Audits {
         Audits {
             seed,
-            waiting: HashMap::new(),
+            waiting: FxHashMap::default(),
         }
     }
 

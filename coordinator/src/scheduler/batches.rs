@@ -3,7 +3,9 @@
 //! as it opens), and the items of batches being taken in. The items themselves live in the
 //! store. A leaf: it calls no other part (it writes a closed batch's figures to the store).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::time::Instant;
 
 use tilesolve::heuristic_choice::HeuristicChoice;
@@ -129,24 +131,24 @@ pub(super) fn counts(items: &[StoredItem]) -> ItemCounts {
 
 #[derive(Default)]
 pub(super) struct Batches {
-    started: HashMap<u64, Instant>,
+    started: FxHashMap<u64, Instant>,
     /// Seconds a batch took, once it is done (so its figures stop drifting).
-    seconds: HashMap<u64, f64>,
+    seconds: FxHashMap<u64, f64>,
     /// The item counts of batches this process has seen.
-    counts: HashMap<u64, ItemCounts>,
-    nodes: HashMap<u64, u64>,
+    counts: FxHashMap<u64, ItemCounts>,
+    nodes: FxHashMap<u64, u64>,
     /// Each open batch's nodes/s.
-    rates: HashMap<u64, WindowRate>,
+    rates: FxHashMap<u64, WindowRate>,
     /// What each open batch's finished puzzles cost (the ETA's prior for the rest).
-    finished_costs: HashMap<u64, FinishedCosts>,
+    finished_costs: FxHashMap<u64, FinishedCosts>,
     /// The limits of open batches that set any.
-    limits: HashMap<u64, ItemLimits>,
+    limits: FxHashMap<u64, ItemLimits>,
     /// The priorities of open batches other than the default.
-    priorities: HashMap<u64, Priority>,
+    priorities: FxHashMap<u64, Priority>,
     /// The heuristic each open batch named.
-    heuristics: HashMap<u64, HeuristicChoice>,
+    heuristics: FxHashMap<u64, HeuristicChoice>,
     /// The owners of open batches that have one.
-    owners: HashMap<u64, OwnerName>,
+    owners: FxHashMap<u64, OwnerName>,
     /// The nodes each owner's batches searched today.
     owner_nodes: OwnerNodes,
     /// Queued items of batches being taken in, not started yet (they count against the

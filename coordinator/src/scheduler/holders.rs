@@ -13,7 +13,7 @@
 //! least its capacity); each token's `idle` and `unearned` are the sums of its holders' `idle`
 //! and `held - earned`; every change goes through [`Holders::change`], which keeps them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::types::WorkerId;
 
@@ -72,10 +72,10 @@ impl TokenRoom {
 
 #[derive(Debug, Default)]
 pub(super) struct Holders {
-    holders: HashMap<WorkerId, Holder>,
+    holders: FxHashMap<WorkerId, Holder>,
     /// Threads with nothing to do over every holder.
     idle: usize,
-    tokens: HashMap<usize, TokenLeases>,
+    tokens: FxHashMap<usize, TokenLeases>,
     /// A token's pool grew after it refused a lease: the waiting pollers should ask again.
     freed: bool,
 }

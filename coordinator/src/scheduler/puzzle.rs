@@ -1,7 +1,9 @@
 //! One puzzle's state while it is searched, and what a report means for it ([`Next`]). Pure:
 //! it calls no part of the scheduler; `lifecycle` acts on what it returns.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashSet;
 use std::time::Instant;
 
 use tilesolve::heuristic::Weight;
@@ -29,7 +31,7 @@ pub(super) struct Puzzle {
     pub(super) heuristic: HeuristicChoice,
     pub(super) bound: u32,
     pub(super) next_bound: u32,
-    pub(super) outstanding: HashSet<TaskId>,
+    pub(super) outstanding: FxHashSet<TaskId>,
     pub(super) nodes: u64,
     /// Seconds its tasks searched, summed over the workers' threads (what a time limit counts).
     pub(super) seconds: f64,
@@ -147,7 +149,7 @@ impl Puzzle {
             heuristic,
             bound,
             next_bound: u32::MAX,
-            outstanding: HashSet::new(),
+            outstanding: FxHashSet::default(),
             nodes: 0,
             seconds: 0.0,
             started: Instant::now(),

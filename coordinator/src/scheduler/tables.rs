@@ -7,6 +7,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use rustc_hash::FxHashMap;
+
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::file::PatternSpec;
 use tilesolve::pdb::{PdbEvent, PdbStore};
@@ -47,7 +49,7 @@ pub struct Tables {
     budget: u64,
     /// Whether the coordinator may build the tables nobody can send it.
     may_build: bool,
-    solvers: HashMap<SolverKey, Solver>,
+    solvers: FxHashMap<SolverKey, Solver>,
     /// Batches stored and acknowledged whose tables are still being obtained.
     waiting: BTreeMap<u64, WaitingBatch>,
     /// What the table supply is doing for each solver waiting batches need.
@@ -60,7 +62,7 @@ impl Tables {
             pdbs,
             budget,
             may_build,
-            solvers: HashMap::new(),
+            solvers: FxHashMap::default(),
             waiting: BTreeMap::new(),
             preparing: HashMap::new(),
         }

@@ -2,7 +2,9 @@
 //! the cancellations not yet told to them. Leases live with the tasks (`tasks`); this module
 //! only knows workers.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
 use tilesolve::task::TaskTimes;
@@ -136,16 +138,16 @@ const MAX_GONE: usize = 64;
 
 #[derive(Default)]
 pub(super) struct Workers {
-    workers: HashMap<WorkerId, WorkerInfo>,
+    workers: FxHashMap<WorkerId, WorkerInfo>,
     /// Search threads over `workers`, kept as they come and go: every poll asks for it.
     threads: usize,
     /// What the workers holding tasks have not yet been told of them.
-    told: HashMap<WorkerId, Told>,
+    told: FxHashMap<WorkerId, Told>,
     /// Workers given something to tell since [`Workers::take_newly_told`]: a held heartbeat of
     /// theirs is answered at once.
     newly_told: Vec<WorkerId>,
     /// Workers caught lying or faulty, with why: every call of theirs is refused.
-    quarantined: HashMap<WorkerId, String>,
+    quarantined: FxHashMap<WorkerId, String>,
     /// Workers gone lately, as they last were, with why and when (newest last).
     gone: VecDeque<(WorkerView, String, Instant)>,
     /// Thread-seconds the connected workers' threads held no task.

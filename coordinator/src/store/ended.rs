@@ -27,8 +27,10 @@
 //!   for good). An item of it that must be written now ([`Store::put_item`]) ends that: its
 //!   kept items are held as any others from then on.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
+
+use rustc_hash::FxHashSet;
 
 use super::batches::{StoredItem, ITEMS_PER_PART};
 use super::format::{compact_len, decode, encode_compact, item_index, item_key};
@@ -46,11 +48,11 @@ pub(super) struct EndedItems {
     /// order cost one write of each part.
     held: HeldItems,
     /// Batches seen to have no `items` entry, whose ended items need no look there.
-    without_entries: HashSet<u64>,
+    without_entries: FxHashSet<u64>,
     /// Ended items of the batches in `small`, never written on their own.
     kept: BTreeMap<(u64, u32), StoredItem>,
     /// Small batches whose record holds their items and whose ended items are kept.
-    pub(super) small: HashSet<u64>,
+    pub(super) small: FxHashSet<u64>,
     /// Writes of held items into parts so far (and moves of parts into their records).
     pub(super) written: u64,
 }
@@ -207,28 +209,37 @@ impl Store {
         ended: &mut EndedItems,
         range: RangeInclusive<(u64, u32)>,
     ) -> Result<(), StoreError> {
-        let keys = ended.held.keys(range);
         let mut part: Option<Part> = None;
-        for (batch, index) in keys {
+        let mut held = ended.held.take_range(range).into_iter();
+        while let Some(((batch, index), item)) = held.next() {
             if !part.as_ref().is_some_and(|part| part.holds(batch, index)) {
                 if let Some(done) = part.take() {
-                    self.write_part(ended, done)?;
+                    if let Err(error) = self.write_part(ended, done) {
+                        ended.hold_again(std::iter::once(((batch, index), item)).chain(held));
+                        return Err(error);
+                    }
                 }
-                part = self.part_holding(batch, index)?;
+                part = match self.part_holding(batch, index) {
+                    Ok(found) => found,
+                    Err(error) => {
+                        ended.hold_again(std::iter::once(((batch, index), item)).chain(held));
+                        return Err(error);
+                    }
+                };
             }
             match &mut part {
                 Some(part) if part.holds(batch, index) => {
-                    if let Some(item) = ended.held.remove(batch, index) {
-                        part.items[(index - part.first) as usize] = item;
-                        part.moved.push(index);
-                    }
+                    part.items[(index - part.first) as usize] = item;
+                    part.moved.push(index);
                 }
                 _ => {
                     ended.without_entries.remove(&batch);
-                    if let Some(item) = ended.held.get(batch, index) {
-                        self.items
-                            .insert(item_key(batch, index), encode_compact(item))?;
-                        ended.held.remove(batch, index);
+                    let written = self
+                        .items
+                        .insert(item_key(batch, index), encode_compact(&item));
+                    if let Err(error) = written {
+                        ended.hold_again(std::iter::once(((batch, index), item)).chain(held));
+                        return Err(error.into());
                     }
                 }
             }
@@ -320,6 +331,13 @@ impl EndedItems {
     /// Holds `items` of `batch` to be written into their part as any others.
     pub(super) fn hold(&mut self, batch: u64, items: BTreeMap<u32, StoredItem>) {
         for (index, item) in items {
+            self.held.insert(batch, index, item);
+        }
+    }
+
+    /// Holds again items taken out for a write that failed.
+    fn hold_again(&mut self, items: impl IntoIterator<Item = ((u64, u32), StoredItem)>) {
+        for ((batch, index), item) in items {
             self.held.insert(batch, index, item);
         }
     }

@@ -15,8 +15,40 @@ use super::batches::{StoredItem, ITEMS_PER_PART};
 /// The held items of each part, by (batch, first index of the part).
 #[derive(Default)]
 pub(super) struct HeldItems {
-    parts: BTreeMap<(u64, u32), Vec<(u32, StoredItem)>>,
+    parts: BTreeMap<(u64, u32), HeldPart>,
     len: usize,
+}
+
+/// One part's held items, in the order they ended, and which of its indices they are (so that
+/// holding one more asks no search of the list).
+struct HeldPart {
+    items: Vec<(u32, StoredItem)>,
+    present: [u64; ITEMS_PER_PART.div_ceil(64)],
+}
+
+impl Default for HeldPart {
+    fn default() -> Self {
+        HeldPart {
+            items: Vec::new(),
+            present: [0; ITEMS_PER_PART.div_ceil(64)],
+        }
+    }
+}
+
+impl HeldPart {
+    /// The word and bit of `index` in `present`.
+    fn bit(index: u32) -> (usize, u64) {
+        let offset = (index - part_first(index)) as usize;
+        (offset / 64, 1 << (offset % 64))
+    }
+
+    fn position(&self, index: u32) -> Option<usize> {
+        let (word, bit) = HeldPart::bit(index);
+        match self.present[word] & bit != 0 {
+            true => self.items.iter().position(|(held, _)| *held == index),
+            false => None,
+        }
+    }
 }
 
 /// The first index of the part that holds item `index` when a batch's parts are
@@ -39,30 +71,32 @@ impl HeldItems {
     /// items of its part are held now.
     pub(super) fn insert(&mut self, batch: u64, index: u32, item: StoredItem) -> usize {
         let part = self.parts.entry((batch, part_first(index))).or_default();
-        match part.iter_mut().find(|(held, _)| *held == index) {
-            Some(slot) => slot.1 = item,
+        match part.position(index) {
+            Some(at) => part.items[at].1 = item,
             None => {
-                part.push((index, item));
+                let (word, bit) = HeldPart::bit(index);
+                part.present[word] |= bit;
+                part.items.push((index, item));
                 self.len += 1;
             }
         }
-        part.len()
+        part.items.len()
     }
 
     pub(super) fn get(&self, batch: u64, index: u32) -> Option<&StoredItem> {
         let part = self.parts.get(&(batch, part_first(index)))?;
-        part.iter()
-            .find(|(held, _)| *held == index)
-            .map(|(_, item)| item)
+        part.position(index).map(|at| &part.items[at].1)
     }
 
     /// Takes item `index` of `batch` out, if it is held.
     pub(super) fn remove(&mut self, batch: u64, index: u32) -> Option<StoredItem> {
         let key = (batch, part_first(index));
         let part = self.parts.get_mut(&key)?;
-        let at = part.iter().position(|(held, _)| *held == index)?;
-        let (_, item) = part.swap_remove(at);
-        if part.is_empty() {
+        let at = part.position(index)?;
+        let (_, item) = part.items.swap_remove(at);
+        let (word, bit) = HeldPart::bit(index);
+        part.present[word] &= !bit;
+        if part.items.is_empty() {
             self.parts.remove(&key);
         }
         self.len -= 1;
@@ -73,34 +107,54 @@ impl HeldItems {
     /// [`ITEMS_PER_PART`] of them are held, in order of index; `None` (taking nothing) when not.
     pub(super) fn take_whole(&mut self, batch: u64, first: u32) -> Option<Vec<StoredItem>> {
         let key = (batch, first);
-        if self.parts.get(&key)?.len() != ITEMS_PER_PART {
+        if self.parts.get(&key)?.items.len() != ITEMS_PER_PART {
             return None;
         }
-        let mut part = self.parts.remove(&key)?;
-        self.len -= part.len();
-        part.sort_unstable_by_key(|(index, _)| *index);
-        Some(part.into_iter().map(|(_, item)| item).collect())
+        let items = self.take_part(key);
+        Some(items.into_iter().map(|(_, item)| item).collect())
     }
 
-    /// The (batch, index) of every held item within `range`, in order.
-    pub(super) fn keys(&self, range: RangeInclusive<(u64, u32)>) -> Vec<(u64, u32)> {
+    /// Takes out every held item within `range`, by (batch, index) in order.
+    pub(super) fn take_range(
+        &mut self,
+        range: RangeInclusive<(u64, u32)>,
+    ) -> Vec<((u64, u32), StoredItem)> {
         let (&(low_batch, low), &(high_batch, high)) = (range.start(), range.end());
-        let parts = (low_batch, part_first(low))..=(high_batch, high);
-        let mut keys: Vec<(u64, u32)> = self
+        let keys: Vec<(u64, u32)> = self
             .parts
-            .range(parts)
-            .flat_map(|(&(batch, _), part)| part.iter().map(move |(index, _)| (batch, *index)))
-            .filter(|key| range.contains(key))
+            .range((low_batch, part_first(low))..=(high_batch, high))
+            .map(|(&key, _)| key)
             .collect();
-        keys.sort_unstable();
-        keys
+        let mut taken = Vec::new();
+        for key in keys {
+            for (index, item) in self.take_part(key) {
+                match range.contains(&(key.0, index)) {
+                    true => taken.push(((key.0, index), item)),
+                    false => {
+                        self.insert(key.0, index, item);
+                    }
+                }
+            }
+        }
+        taken
+    }
+
+    /// Takes out the held items of one part, in order of index.
+    fn take_part(&mut self, key: (u64, u32)) -> Vec<(u32, StoredItem)> {
+        let Some(part) = self.parts.remove(&key) else {
+            return Vec::new();
+        };
+        let mut items = part.items;
+        self.len -= items.len();
+        items.sort_unstable_by_key(|(index, _)| *index);
+        items
     }
 
     /// The held items of `batch` from index `start` on.
     pub(super) fn from(&self, batch: u64, start: u32) -> impl Iterator<Item = (u32, &StoredItem)> {
         self.parts
             .range((batch, part_first(start))..=(batch, u32::MAX))
-            .flat_map(|(_, part)| part.iter().map(|(index, item)| (*index, item)))
+            .flat_map(|(_, part)| part.items.iter().map(|(index, item)| (*index, item)))
             .filter(move |(index, _)| *index >= start)
     }
 
@@ -112,9 +166,7 @@ impl HeldItems {
             .map(|(&key, _)| key)
             .collect();
         for key in keys {
-            if let Some(part) = self.parts.remove(&key) {
-                self.len -= part.len();
-            }
+            self.take_part(key);
         }
     }
 }
@@ -153,15 +205,24 @@ mod tests {
         assert_eq!(held.insert(7, size - 1, item(size - 1)), ITEMS_PER_PART);
         let from: Vec<u32> = held.from(7, size - 2).map(|(index, _)| index).collect();
         assert_eq!(from, [size - 2, size - 1, size + 3]);
-        assert_eq!(
-            held.keys((7, size - 1)..=(8, 0)),
-            [(7, size - 1), (7, size + 3), (8, 0)]
-        );
         let whole = held.take_whole(7, 0).expect("whole");
         assert_eq!(whole, (0..size).map(item).collect::<Vec<_>>());
+        held.insert(7, size + 1, item(size + 1));
         assert_eq!(held.remove(7, size + 3), Some(item(size + 3)));
         assert_eq!(held.remove(7, size + 3), None);
-        held.forget(8);
+        held.insert(7, size + 3, item(size + 3));
+        let taken: Vec<(u64, u32)> = held
+            .take_range((7, size + 2)..=(8, 0))
+            .into_iter()
+            .map(|(key, _)| key)
+            .collect();
+        assert_eq!(taken, [(7, size + 3), (8, 0)]);
+        assert_eq!(
+            held.get(7, size + 1),
+            Some(&item(size + 1)),
+            "left out of the range"
+        );
+        held.forget(7);
         assert!(held.is_empty());
     }
 }

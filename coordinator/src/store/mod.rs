@@ -50,7 +50,7 @@
 //!
 //! Writes that acknowledge something to a client (a new batch) are flushed before returning.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -166,10 +166,10 @@ pub struct Store {
     notices: sled::Tree,
     /// Keys of goals whose own entry (length 0) is known to be stored: every answer would
     /// otherwise look it up again.
-    goals_stored: Arc<Mutex<HashSet<Vec<u8>>>>,
+    goals_stored: Arc<Mutex<FxHashSet<Vec<u8>>>>,
     /// Quarantined workers: no answer or bound resting on one is read, from the moment it is
     /// quarantined, while the pass that removes them runs ([`Store::withdraw_from_reads`]).
-    withdrawn_workers: Arc<std::sync::RwLock<HashSet<u64>>>,
+    withdrawn_workers: Arc<std::sync::RwLock<FxHashSet<u64>>>,
     /// The flush count (`meta` `flushed`) and the guard file beside the store.
     flushes: Arc<FlushGuard>,
     /// Cheap answers' items not yet written into their parts ([`Store::put_item_later`]).
