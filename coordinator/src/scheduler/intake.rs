@@ -536,6 +536,8 @@ pub(super) fn read_items(
         invalid: 0,
         from_store: 0,
     };
+    // Most lines share one goal: its text is written once.
+    let mut goal_text: Option<(Board, String)> = None;
     for (number, raw) in lines.iter().enumerate() {
         let Some(line) = BatchLine::read(number + 1, raw) else {
             continue;
@@ -553,7 +555,14 @@ pub(super) fn read_items(
         match boards {
             Ok((board, goal)) => {
                 item.board = Some(board.to_string());
-                item.goal = Some(goal.to_string());
+                item.goal = match &goal_text {
+                    Some((last, text)) if *last == goal => Some(text.clone()),
+                    _ => {
+                        let text = goal.to_string();
+                        goal_text = Some((goal, text.clone()));
+                        Some(text)
+                    }
+                };
                 if let Some(text) = line.fact("moves") {
                     match claimed_moves(&board, &goal, text) {
                         Ok(moves) => item.claimed = Some(moves_to_string(&moves)),

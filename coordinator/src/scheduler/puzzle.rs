@@ -75,10 +75,14 @@ pub(super) struct Puzzle {
     pub(super) item: ItemText,
 }
 
-/// What a puzzle's stored item holds besides its board, goal, claim and status.
+/// What a puzzle's stored item holds besides its claim and status: kept as text, so that the
+/// item it ends with is not written out again (six boards written as text an easy answer cost
+/// 7% of a coordinator's instructions).
 pub(super) struct ItemText {
     pub(super) text: String,
     pub(super) line: Option<u32>,
+    board: Option<String>,
+    goal: Option<String>,
 }
 
 impl ItemText {
@@ -86,6 +90,8 @@ impl ItemText {
         ItemText {
             text: item.text.clone(),
             line: item.line,
+            board: item.board.clone(),
+            goal: item.goal.clone(),
         }
     }
 }
@@ -344,8 +350,8 @@ impl Puzzle {
         StoredItem {
             text: self.item.text,
             line: self.item.line,
-            board: Some(self.board.to_string()),
-            goal: Some(self.goal.to_string()),
+            board: self.item.board.or_else(|| Some(self.board.to_string())),
+            goal: self.item.goal.or_else(|| Some(self.goal.to_string())),
             status,
             claimed: self.claimed.as_deref().map(moves_to_string),
         }
