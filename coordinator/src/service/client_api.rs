@@ -27,11 +27,11 @@ use crate::store::{ItemStatus, PendingNotice, StoredBatch, StoredItem};
 /// Items in a `GetBatch` page when the client asks for no size, and the most in one page: a
 /// 5x5 solution is about 1 KB in a message, so 10,000 stay well inside the 16 MiB limit.
 const DEFAULT_PAGE_SIZE: u32 = 1_000;
+const MAX_PAGE_SIZE: u32 = 10_000;
 /// How often a watched batch's progress is sent while it runs (its end is sent at once). Each
 /// look walks the batch's live puzzles under the lock: at 50 ms, watching a batch of 40,000
 /// easy boards took 4% of the coordinator's time.
 const WATCH_INTERVAL: Duration = Duration::from_millis(200);
-const MAX_PAGE_SIZE: u32 = 10_000;
 type StatusStream = Pin<Box<dyn Stream<Item = Result<pb::BatchStatus, Status>> + Send>>;
 /// Batches in a ListBatches answer unless asked otherwise, and at most.
 const DEFAULT_BATCHES_PAGE: usize = 1_000;

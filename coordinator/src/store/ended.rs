@@ -293,14 +293,11 @@ impl Store {
         {
             Ok(_) => Ok(()),
             Err(error) => {
-                let first = part.first;
+                let (batch, first) = (part.batch, part.first);
                 let mut items: Vec<Option<StoredItem>> = part.items.into_iter().map(Some).collect();
-                let moved = part
-                    .moved
-                    .iter()
-                    .filter_map(|&index| Some((index, items[(index - first) as usize].take()?)))
-                    .collect();
-                ended.hold(part.batch, moved);
+                ended.hold_again(part.moved.iter().filter_map(|&index| {
+                    Some(((batch, index), items[(index - first) as usize].take()?))
+                }));
                 Err(error.into())
             }
         }
@@ -330,12 +327,14 @@ impl Store {
 impl EndedItems {
     /// Holds `items` of `batch` to be written into their part as any others.
     pub(super) fn hold(&mut self, batch: u64, items: BTreeMap<u32, StoredItem>) {
-        for (index, item) in items {
-            self.held.insert(batch, index, item);
-        }
+        self.hold_again(
+            items
+                .into_iter()
+                .map(|(index, item)| ((batch, index), item)),
+        );
     }
 
-    /// Holds again items taken out for a write that failed.
+    /// Holds items again (taken out for a write that failed, or kept for a small batch).
     fn hold_again(&mut self, items: impl IntoIterator<Item = ((u64, u32), StoredItem)>) {
         for ((batch, index), item) in items {
             self.held.insert(batch, index, item);
