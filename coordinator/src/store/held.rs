@@ -21,18 +21,10 @@ pub(super) struct HeldItems {
 
 /// One part's held items, in the order they ended, and which of its indices they are (so that
 /// holding one more asks no search of the list).
+#[derive(Default)]
 struct HeldPart {
     items: Vec<(u32, StoredItem)>,
     present: [u64; ITEMS_PER_PART.div_ceil(64)],
-}
-
-impl Default for HeldPart {
-    fn default() -> Self {
-        HeldPart {
-            items: Vec::new(),
-            present: [0; ITEMS_PER_PART.div_ceil(64)],
-        }
-    }
 }
 
 impl HeldPart {
