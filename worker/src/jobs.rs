@@ -42,6 +42,10 @@ struct Waiting {
     heap: BinaryHeap<Job>,
     arrivals: u64,
     closed: bool,
+    /// Threads waiting in [`Jobs::take`]: a push wakes one only when there is one, since a
+    /// condition variable's notify is a system call even with nobody waiting (one for every
+    /// task of a batch of easy boards).
+    sleeping: usize,
 }
 
 /// The queue between the session (which pushes what the coordinator leases) and the threads
@@ -66,8 +70,11 @@ impl Jobs {
         waiting.arrivals += 1;
         let key = (task.priority, Reverse(waiting.arrivals));
         waiting.heap.push(Job { key, task, arrived });
+        let sleeping = waiting.sleeping > 0;
         drop(waiting);
-        self.ready.notify_one();
+        if sleeping {
+            self.ready.notify_one();
+        }
         Ok(())
     }
 
@@ -90,7 +97,9 @@ impl Jobs {
             if let Some(job) = waiting.heap.pop() {
                 return Some((job.task, job.arrived));
             }
+            waiting.sleeping += 1;
             waiting = self.ready.wait(waiting).unwrap_or_else(|p| p.into_inner());
+            waiting.sleeping -= 1;
         }
     }
 
@@ -125,6 +134,21 @@ mod tests {
         }
         let order: Vec<u64> = (0..5).map(|_| jobs.take().unwrap().0.task_id).collect();
         assert_eq!(order, [3, 5, 1, 2, 4]);
+    }
+
+    #[test]
+    fn a_push_wakes_a_waiting_thread() {
+        let jobs = std::sync::Arc::new(Jobs::default());
+        let taker = {
+            let jobs = jobs.clone();
+            std::thread::spawn(move || jobs.take().map(|(task, _)| task.task_id))
+        };
+        // Pushed once the thread waits, so that the push is what wakes it.
+        while jobs.waiting.lock().unwrap().sleeping == 0 {
+            std::thread::yield_now();
+        }
+        jobs.push(task(7, 3), Instant::now()).unwrap();
+        assert_eq!(taker.join().unwrap(), Some(7));
     }
 
     #[test]

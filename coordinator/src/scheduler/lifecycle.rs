@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use tilesolve::moves::moves_to_string;
 use tilesolve::Direction;
 
 use super::audits::{AuditEvent, Audits};
@@ -642,21 +641,16 @@ impl Puzzles {
         } else {
             PathBoards::Skipped
         };
-        parts
-            .store
-            .put_solution(&solution, &name, &workers, path_boards)?;
+        // The item keeps the record as stored, with the nodes its search counted.
+        let stored = StoredSolution {
+            nodes: solution.counters.expanded,
+            ..parts
+                .store
+                .put_solution(&solution, &name, &workers, path_boards)?
+        };
         if puzzle.bound_stored {
             parts.store.remove_search_state(&goal, &board)?;
         }
-        let stored = StoredSolution {
-            length: solution.len() as u32,
-            moves: moves_to_string(&solution.moves),
-            tiles: solution.tiles.clone(),
-            nodes: solution.counters.expanded,
-            seconds: solution.seconds,
-            heuristic: name,
-            workers,
-        };
         self.finish(parts, audits, puzzle_id, ItemStatus::Solved(stored))
     }
 

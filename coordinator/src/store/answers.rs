@@ -116,53 +116,44 @@ impl Store {
 
     /// Stores a replayed optimal solution, marked with the `workers` whose reports it rests on;
     /// with [`PathBoards::Stored`] also every board on its path with its exact distance (each
-    /// suffix of an optimal path is optimal).
+    /// suffix of an optimal path is optimal). Returns the board's own record, as stored.
     pub fn put_solution(
         &self,
         solution: &Solution,
         heuristic: &str,
         workers: &[u64],
         path_boards: PathBoards,
-    ) -> Result<(), StoreError> {
+    ) -> Result<StoredSolution, StoreError> {
         // Plain inserts, not a sled batch: every entry is a whole answer on its own, so a crash
         // between them loses nothing that matters, and sled writes its log out twice for every
         // batch (that was most of the coordinator's time on a batch of easy boards).
-        let mut board = solution.board;
-        let stored_steps = match path_boards {
-            PathBoards::Stored => solution.moves.len(),
-            PathBoards::Skipped => 1,
+        let own = StoredSolution {
+            length: solution.moves.len() as u32,
+            moves: moves_to_string(&solution.moves),
+            tiles: solution.tiles.clone(),
+            // At least 1 for the board searched (its root was looked at, even when an exact
+            // table or a claim proven at its bound took no expansion): 0 marks the boards
+            // stored only as part of its path, which an export leaves out.
+            nodes: solution.counters.expanded.max(1),
+            seconds: solution.seconds,
+            heuristic: heuristic.to_string(),
+            workers: workers.to_vec(),
         };
-        for (step, &direction) in solution.moves.iter().enumerate().take(stored_steps) {
-            let stored = StoredSolution {
-                length: (solution.moves.len() - step) as u32,
-                moves: moves_to_string(&solution.moves[step..]),
-                tiles: solution.tiles[step..].to_vec(),
-                // At least 1 for the board searched (its root was looked at, even when an
-                // exact table or a claim proven at its bound took no expansion): 0 marks the
-                // boards stored only as part of its path, which an export leaves out.
-                nodes: if step == 0 {
-                    solution.counters.expanded.max(1)
-                } else {
-                    0
-                },
-                seconds: if step == 0 { solution.seconds } else { 0.0 },
-                heuristic: heuristic.to_string(),
-                workers: workers.to_vec(),
-            };
-            let key = board_key(&solution.goal, &board);
-            // A board on the path keeps an answer it already has: that answer rests on its own
-            // workers, and items answered with it say so; overwritten with this path's, a
-            // quarantine of one of these workers withdrew it while those items stayed solved
-            // (found by the colluders' test: answered, then "not in the store" for good).
-            if step == 0 || self.answers.get(&key)?.is_none() {
-                self.answers.put(&key, &encode_compact(&stored))?;
-            }
-            board = board.apply(direction).map_or(board, |(next, _)| next);
+        // A board that is its goal has the goal's own record (below), which an export leaves
+        // out.
+        if !solution.moves.is_empty() {
+            self.answers.put(
+                &board_key(&solution.goal, &solution.board),
+                &encode_compact(&own),
+            )?;
+        }
+        if path_boards == PathBoards::Stored {
+            self.put_path_boards(solution, &own)?;
         }
         let goal_key = board_key(&solution.goal, &solution.goal);
         let mut goals_stored = self.goals_stored.lock().unwrap_or_else(|p| p.into_inner());
         if goals_stored.contains(&goal_key) {
-            return Ok(());
+            return Ok(own);
         }
         if self.answers.get(&goal_key)?.is_none() {
             self.answers.put(
@@ -179,6 +170,38 @@ impl Store {
             )?;
         }
         goals_stored.insert(goal_key);
+        Ok(own)
+    }
+
+    /// Stores each board after the first on `solution`'s path with the rest of the path, as
+    /// part of `own`'s answer (nodes 0).
+    fn put_path_boards(&self, solution: &Solution, own: &StoredSolution) -> Result<(), StoreError> {
+        let mut board = solution.board;
+        for (step, &direction) in solution.moves.iter().enumerate() {
+            board = board.apply(direction).map_or(board, |(next, _)| next);
+            let step = step + 1;
+            if step == solution.moves.len() {
+                break;
+            }
+            let key = board_key(&solution.goal, &board);
+            // A board on the path keeps an answer it already has: that answer rests on its own
+            // workers, and items answered with it say so; overwritten with this path's, a
+            // quarantine of one of these workers withdrew it while those items stayed solved
+            // (found by the colluders' test: answered, then "not in the store" for good).
+            if self.answers.get(&key)?.is_some() {
+                continue;
+            }
+            let stored = StoredSolution {
+                length: (solution.moves.len() - step) as u32,
+                moves: own.moves[step..].to_string(),
+                tiles: solution.tiles[step..].to_vec(),
+                nodes: 0,
+                seconds: 0.0,
+                heuristic: own.heuristic.clone(),
+                workers: own.workers.clone(),
+            };
+            self.answers.put(&key, &encode_compact(&stored))?;
+        }
         Ok(())
     }
 
