@@ -5,7 +5,12 @@
 # time on 10,000 easy boards varied by a quarter between runs of one binary). System calls
 # and cache misses are not in it; the CPU seconds (scripts/cpu-against-bench.sh) are.
 #
-# usage: scripts/coordinator-instructions.sh TABLE_DIR FILE BIN [BIN ...]
+# With ALL=1 the two workers run under callgrind too, and `bench --threads 2` on the same boards
+# (the whole process, as scripts/cpu-against-bench.sh times it): the cluster's instructions
+# against the bench's, the 2-core bound of issue 64 without the contention of three processes
+# on two cores, which moves the CPU seconds but not this.
+#
+# usage: [ALL=1] scripts/coordinator-instructions.sh TABLE_DIR FILE BIN [BIN ...]
 #   KEEP=DIR keeps each binary's callgrind profile as DIR/NAME.callgrind (for callgrind_annotate).
 set -euo pipefail
 tables=$(realpath "$1")
@@ -26,18 +31,41 @@ for bin in "$@"; do
     trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
     for _ in $(seq 1 240); do curl -s -o /dev/null "$url/metrics" && break; sleep 0.5; done
     for i in 1 2; do
-        "$bin" worker --coordinator "$url" --threads 1 --data "$work/w$i" > "$work/w$i.log" 2>&1 &
+        if [ -n "${ALL:-}" ]; then
+            valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/w$i.out" \
+                "$bin" worker --coordinator "$url" --threads 1 --data "$work/w$i" > "$work/w$i.log" 2>&1 &
+        else
+            "$bin" worker --coordinator "$url" --threads 1 --data "$work/w$i" > "$work/w$i.log" 2>&1 &
+        fi
         pids+=($!)
     done
+    # Registered and their tables loaded (under valgrind a worker takes its time).
+    for _ in $(seq 1 240); do
+        [ "$(curl -s "$url/metrics" | awk '/^tilesolve_workers_connected/ { print $2 }')" = "2" ] && break
+        sleep 0.5
+    done
     sleep 3
-    callgrind_control -i on "${pids[0]}" > /dev/null
+    counted=("${pids[0]}")
+    if [ -n "${ALL:-}" ]; then counted=("${pids[@]}"); fi
+    for pid in "${counted[@]}"; do callgrind_control -i on "$pid" > /dev/null; done
     "$bin" submit --coordinator "$url" --wait "$batch" > "$work/answers.txt" 2> /dev/null
-    callgrind_control -i off "${pids[0]}" > /dev/null
-    callgrind_control -d "${pids[0]}" > /dev/null
+    for pid in "${counted[@]}"; do
+        callgrind_control -i off "$pid" > /dev/null
+        callgrind_control -d "$pid" > /dev/null
+    done
     sleep 1
-    instructions=$(cat "$work"/callgrind.out.* | awk '/^totals:/ { n += $2 } END { print n }')
-    echo "$(basename "$bin"): $(grep -c " moves " "$work/answers.txt") answers, coordinator \
-$(awk -v n="$instructions" 'BEGIN { printf "%.1f", n / 1e6 }') M instructions"
+    millions() { cat "$@" | awk '/^totals:/ { n += $2 } END { printf "%.1f", n / 1e6 }'; }
+    coordinator=$(millions "$work"/callgrind.out.*)
+    line="$(basename "$bin"): $(grep -c " moves " "$work/answers.txt") answers, coordinator $coordinator M instructions"
+    if [ -n "${ALL:-}" ]; then
+        workers=$(millions "$work"/w1.out.* "$work"/w2.out.*)
+        valgrind --tool=callgrind --callgrind-out-file="$work/bench.out" \
+            "$bin" bench --threads 2 --data "$tables" "$batch" > /dev/null 2>&1
+        bench=$(millions "$work/bench.out")
+        line="$line, workers $workers M; bench --threads 2 $bench M; cluster \
+$(awk -v c="$coordinator" -v w="$workers" -v b="$bench" 'BEGIN { printf "%.3fx", (c + w) / b }') the bench's"
+    fi
+    echo "$line"
     if [ -n "${KEEP:-}" ]; then
         mkdir -p "$KEEP" && cp "$work"/callgrind.out.1 "$KEEP/$(basename "$bin").callgrind"
     fi
