@@ -24,7 +24,9 @@ use tilesolve::proto::MAX_BATCH_LINES;
 use tilesolve::{parse_board, Board, Shape};
 
 use crate::calls::{connect, CallError, Client, Coordinator};
-use crate::client::{progress_bar, read_pages, submit_lines, wait_noting, ConnectArgs, Patience};
+use crate::client::{
+    progress_bar, read_pages, submit_lines, wait_noting, ConnectArgs, Pages, Patience,
+};
 use crate::process::runtime;
 use crate::results::{printable, FormatArgs};
 
@@ -214,6 +216,8 @@ async fn export_batch(client: &mut Client, id: u64, out: &mut dyn Write) -> anyh
                 page_size: 0,
                 page_token: token.clone(),
                 item_state: String::new(),
+                // An export writes each answer's moves; its tiles follow from them.
+                without_tiles: true,
             })
             .await
             .map_err(CallError::from)?
@@ -558,7 +562,11 @@ pub fn import(args: ImportArgs) -> anyhow::Result<bool> {
                     let mut note = |status: &pb::BatchStatus| notes.note(&bar, status);
                     wait_noting(&mut coordinator, batch, &bar, &mut note).await?;
                 }
-                let all = (batch, None);
+                let all = Pages {
+                    batch,
+                    state: None,
+                    tiles: false,
+                };
                 read_pages(&mut coordinator, all, Patience::UntilAnswered, |items| {
                     for item in items {
                         let Some(line) = chunk.get((item.line as usize).wrapping_sub(1)) else {

@@ -317,15 +317,15 @@ pub(crate) async fn submit_lines(
     // Page by page, printing as they come, so memory holds one page however large the batch.
     let mut output = ResultsOutput::new(format);
     let mut facts = FactCheck::default();
-    let status = read_pages(
-        coordinator,
-        (batch, None),
-        Patience::UntilAnswered,
-        |items| {
-            facts.add(&lines, items);
-            output.items(items)
-        },
-    )
+    let pages = Pages {
+        batch,
+        state: None,
+        tiles: output.prints_tiles(),
+    };
+    let status = read_pages(coordinator, pages, Patience::UntilAnswered, |items| {
+        facts.add(&lines, items);
+        output.items(items)
+    })
     .await?;
     output.finish(status.as_ref())?;
     facts.report();
@@ -384,22 +384,32 @@ pub(crate) enum Patience {
     UntilAnswered,
 }
 
+/// Which of a batch's results to read.
+pub(crate) struct Pages {
+    pub(crate) batch: u64,
+    /// Only the items in this state.
+    pub(crate) state: Option<ItemState>,
+    /// Whether each answer's tiles are wanted: the coordinator leaves them out otherwise.
+    pub(crate) tiles: bool,
+}
+
 /// Reads a batch's result pages, handing each page's items to `each`. A page that fails on a
 /// transport fault is asked for again, so nothing is skipped or printed twice. Returns the
 /// batch's status from the last page.
 pub(crate) async fn read_pages(
     coordinator: &mut Coordinator,
-    (batch, item_state): (u64, Option<ItemState>),
+    pages: Pages,
     patience: Patience,
     mut each: impl FnMut(&[pb::ItemResult]) -> anyhow::Result<()>,
 ) -> anyhow::Result<Option<pb::BatchStatus>> {
     let mut token = String::new();
     loop {
         let request = pb::GetBatchRequest {
-            batch_id: batch,
+            batch_id: pages.batch,
             page_size: RESULTS_PAGE,
             page_token: token.clone(),
-            item_state: item_state.map_or("", ItemState::name).to_string(),
+            item_state: pages.state.map_or("", ItemState::name).to_string(),
+            without_tiles: !pages.tiles,
         };
         let get = |mut client: Client| {
             let request = request.clone();
@@ -675,6 +685,7 @@ pub fn status(args: StatusArgs) -> anyhow::Result<bool> {
             page_size: 1,
             page_token: String::new(),
             item_state: String::new(),
+            without_tiles: true,
         };
         let page = coordinator
             .call(|mut client| {
@@ -713,8 +724,12 @@ pub fn results(args: ResultsArgs) -> anyhow::Result<bool> {
             (_, true) => Some(ItemState::Cancelled),
             _ => args.state,
         };
-        let batch = (args.batch, state);
-        let status = read_pages(&mut coordinator, batch, Patience::OneShot, |items| {
+        let pages = Pages {
+            batch: args.batch,
+            state,
+            tiles: output.prints_tiles(),
+        };
+        let status = read_pages(&mut coordinator, pages, Patience::OneShot, |items| {
             output.items(items)
         })
         .await?;

@@ -197,6 +197,7 @@ async fn one_client(args: &LoadArgs, index: usize, deadline: Instant) -> ClientL
                     page_size: 1,
                     page_token: String::new(),
                     item_state: String::new(),
+                    without_tiles: false,
                 })
                 .await;
             log.latencies.push((Operation::Status, started.elapsed()));
@@ -270,6 +271,7 @@ async fn check_answers(args: &LoadArgs, batches: &[(u64, Vec<String>)]) -> anyho
                     page_size: 10_000,
                     page_token: String::new(),
                     item_state: String::new(),
+                    without_tiles: false,
                 })
                 .await
             {

@@ -175,6 +175,11 @@ impl ResultsOutput {
         }
     }
 
+    /// Whether the answers' tiles are printed (JSON lines only), so worth asking for.
+    pub fn prints_tiles(&self) -> bool {
+        self.format == Format::Json
+    }
+
     /// Prints `items`; a write that fails (the reader went away: `| head`) is an error, never a
     /// panic.
     pub fn items(&mut self, items: &[pb::ItemResult]) -> anyhow::Result<()> {

@@ -5,7 +5,7 @@ use clap::Args;
 use tilesolve::proto::v1 as pb;
 
 use crate::calls::Coordinator;
-use crate::client::{progress_bar, read_pages, wait_until_done, ConnectArgs, Patience};
+use crate::client::{progress_bar, read_pages, wait_until_done, ConnectArgs, Pages, Patience};
 use crate::process::runtime;
 use crate::results::{FormatArgs, ResultsOutput};
 
@@ -59,12 +59,14 @@ pub fn retry(args: RetryArgs) -> anyhow::Result<bool> {
         }
         wait_until_done(&mut coordinator, batch, &progress_bar()).await?;
         let mut output = ResultsOutput::new(args.output.format());
-        let status = read_pages(
-            &mut coordinator,
-            (batch, None),
-            Patience::UntilAnswered,
-            |items| output.items(items),
-        )
+        let pages = Pages {
+            batch,
+            state: None,
+            tiles: output.prints_tiles(),
+        };
+        let status = read_pages(&mut coordinator, pages, Patience::UntilAnswered, |items| {
+            output.items(items)
+        })
         .await?;
         output.finish(status.as_ref())?;
         Ok(output.all_solved)

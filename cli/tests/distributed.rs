@@ -11,6 +11,7 @@ use common::{
     assert_optimal, known_boards, lengths, run, stored_length, worker, write_batch, Coordinator,
     BIN,
 };
+use tilesolve::proto::v1 as pb;
 
 #[test]
 fn coordinator_and_two_workers_solve_optimally_and_survive_a_restart() {
@@ -250,6 +251,12 @@ fn a_batch_of_many_pages_comes_back_whole() {
         )),
         "{stderr}"
     );
+    // JSON lines print the tiles, so they were asked for: one a move.
+    for line in stdout.lines().take(100) {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let tiles = record["tiles"].as_array().map_or(0, Vec::len) as u64;
+        assert_eq!(Some(tiles), record["length"].as_u64(), "{line}");
+    }
     let (ok, stdout, stderr) = run(&["results", "--coordinator", &url, "--csv", "1"]);
     assert!(ok, "{stderr}");
     assert_eq!(
@@ -257,6 +264,48 @@ fn a_batch_of_many_pages_comes_back_whole() {
         BOARDS + 1,
         "a header and every item"
     );
+    a_page_leaves_out_tiles_only_when_asked(&url);
+}
+
+/// A results page with `without_tiles` carries the same answers with no tiles; without it, the
+/// tiles the moves slide.
+fn a_page_leaves_out_tiles_only_when_asked(url: &str) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let page = |without_tiles: bool| {
+        runtime.block_on(async {
+            let mut client = pb::tilesolve_client::TilesolveClient::connect(url.to_string())
+                .await
+                .unwrap();
+            let request = pb::GetBatchRequest {
+                batch_id: 1,
+                page_size: 200,
+                without_tiles,
+                ..Default::default()
+            };
+            client.get_batch(request).await.unwrap().into_inner().items
+        })
+    };
+    let solutions = |items: Vec<pb::ItemResult>| -> Vec<(String, pb::SolutionRecord)> {
+        items
+            .into_iter()
+            .filter_map(|item| match item.outcome {
+                Some(pb::item_result::Outcome::Solution(solution)) => Some((item.board, solution)),
+                _ => None,
+            })
+            .collect()
+    };
+    let (with, without) = (solutions(page(false)), solutions(page(true)));
+    assert_eq!(with.len(), 200);
+    assert_eq!(with.len(), without.len());
+    for ((board, full), (_, bare)) in with.iter().zip(&without) {
+        assert!(bare.tiles.is_empty());
+        assert_eq!((&bare.moves, bare.length), (&full.moves, full.length));
+        let start = tilesolve::parse_board(board).unwrap();
+        let moves = tilesolve::moves::moves_from_string(&full.moves).unwrap();
+        let slid = tilesolve::moves::replay(&start, &tilesolve::Board::blank_last(3), &moves);
+        let slid: Vec<u32> = slid.unwrap().into_iter().map(u32::from).collect();
+        assert_eq!(full.tiles, slid, "{board}");
+    }
 }
 
 /// Every 3x3 board solvable towards the blank-last goal, with its distance, in BFS order.

@@ -256,7 +256,7 @@ fn malformed_rpcs_are_refused_without_harm() {
                 batch_id: 0,
                 page_size: 10,
                 page_token: token.into(),
-                item_state: String::new(),
+                ..Default::default()
             };
             assert_eq!(
                 code(client.get_batch(request).await),

@@ -10,7 +10,8 @@ use tonic::{Request, Response, Status};
 
 use super::admission::require_role;
 use super::convert::{
-    bounded_message, first_submitted, item_limits, priority, solution_message, status_message,
+    bounded_message, first_submitted, item_limits, item_message, priority, solution_message,
+    status_message, Tiles,
 };
 use super::{permit, Service};
 use crate::owners::{Caller, OwnerLimits, OwnerName, Role};
@@ -22,7 +23,7 @@ use crate::scheduler::{
     parse_goal, parse_heuristic, read_batch, reads, take_in, BatchProgress, BatchTerms,
     SchedulerError, Submitted,
 };
-use crate::store::{ItemStatus, PendingNotice, StoredBatch, StoredItem};
+use crate::store::{PendingNotice, StoredBatch, StoredItem};
 
 /// Items in a `GetBatch` page when the client asks for no size, and the most in one page: a
 /// 5x5 solution is about 1 KB in a message, so 10,000 stay well inside the 16 MiB limit.
@@ -342,26 +343,13 @@ impl pb::tilesolve_server::Tilesolve for Service {
         if let Some(state) = state {
             page.retain(|(_, item)| ItemState::of(&item.status) == state);
         }
+        let tiles = match request.without_tiles {
+            true => Tiles::Left,
+            false => Tiles::Sent,
+        };
         let items = page
             .into_iter()
-            .map(|(index, item)| pb::ItemResult {
-                index,
-                line: item.line.unwrap_or(0),
-                text: item.text,
-                board: item.board.unwrap_or_default(),
-                goal: item.goal.unwrap_or_default(),
-                outcome: match item.status {
-                    ItemStatus::Queued => None,
-                    ItemStatus::Solved(stored) => {
-                        Some(pb::item_result::Outcome::Solution(solution_message(stored)))
-                    }
-                    ItemStatus::Failed(reason) => Some(pb::item_result::Outcome::Error(reason)),
-                    ItemStatus::Cancelled => Some(pb::item_result::Outcome::Cancelled(true)),
-                    ItemStatus::Bounded(stored) => {
-                        Some(pb::item_result::Outcome::Bounded(bounded_message(stored)))
-                    }
-                },
-            })
+            .map(|(index, item)| item_message(index, item, tiles))
             .collect();
         Ok(Response::new(pb::BatchResults {
             status: Some(status),

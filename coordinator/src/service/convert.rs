@@ -9,7 +9,9 @@ use tilesolve::Direction;
 use tonic::Status;
 
 use crate::scheduler::{BatchProgress, SchedulerError, TaskOutcome, TaskReport, TaskSpec};
-use crate::store::{ItemLimits, Priority, Store, StoredBounded, StoredSolution};
+use crate::store::{
+    ItemLimits, ItemStatus, Priority, Store, StoredBounded, StoredItem, StoredSolution,
+};
 
 /// The one conversion from scheduler errors to gRPC statuses.
 impl From<SchedulerError> for Status {
@@ -62,6 +64,42 @@ pub(super) fn status_message(progress: BatchProgress) -> pb::BatchStatus {
         items_cancelled: progress.items_cancelled,
         retry_of: progress.retry_of.unwrap_or(0),
         owner: progress.owner.map(String::from).unwrap_or_default(),
+    }
+}
+
+/// Whether a results page carries each answer's tiles (`GetBatchRequest.without_tiles`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tiles {
+    Sent,
+    Left,
+}
+
+/// An item of a results page.
+pub(super) fn item_message(index: u32, item: StoredItem, tiles: Tiles) -> pb::ItemResult {
+    let outcome = match item.status {
+        ItemStatus::Queued => None,
+        ItemStatus::Solved(mut stored) => {
+            if tiles == Tiles::Left {
+                stored.tiles = Vec::new();
+            }
+            Some(pb::item_result::Outcome::Solution(solution_message(stored)))
+        }
+        ItemStatus::Failed(reason) => Some(pb::item_result::Outcome::Error(reason)),
+        ItemStatus::Cancelled => Some(pb::item_result::Outcome::Cancelled(true)),
+        ItemStatus::Bounded(mut stored) => {
+            if tiles == Tiles::Left {
+                stored.tiles = Vec::new();
+            }
+            Some(pb::item_result::Outcome::Bounded(bounded_message(stored)))
+        }
+    };
+    pb::ItemResult {
+        index,
+        line: item.line.unwrap_or(0),
+        text: item.text,
+        board: item.board.unwrap_or_default(),
+        goal: item.goal.unwrap_or_default(),
+        outcome,
     }
 }
 
