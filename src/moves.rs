@@ -15,16 +15,19 @@ pub fn moves_to_string(moves: &[Direction]) -> String {
 
 /// The moves of a string of letters U, L, R, D; `None` if any other character is in it.
 pub fn moves_from_string(text: &str) -> Option<Vec<Direction>> {
-    // By bytes: every answer a worker reports is read here, and a letter is one byte.
-    text.bytes()
-        .map(|byte| match byte {
-            b'U' => Some(Direction::Up),
-            b'L' => Some(Direction::Left),
-            b'R' => Some(Direction::Right),
-            b'D' => Some(Direction::Down),
-            _ => None,
-        })
-        .collect()
+    // By bytes, into a list sized once: every answer a worker reports is read here, and a
+    // letter is one byte (collected through `Option`, the list grew by doubling).
+    let mut moves = Vec::with_capacity(text.len());
+    for byte in text.bytes() {
+        moves.push(match byte {
+            b'U' => Direction::Up,
+            b'L' => Direction::Left,
+            b'R' => Direction::Right,
+            b'D' => Direction::Down,
+            _ => return None,
+        });
+    }
+    Some(moves)
 }
 
 /// Marks a missing neighbour in [`Neighbors`].
