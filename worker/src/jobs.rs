@@ -115,6 +115,8 @@ impl Jobs {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     fn task(id: u64, priority: u32) -> pb::Task {
@@ -136,13 +138,16 @@ mod tests {
         assert_eq!(order, [3, 5, 1, 2, 4]);
     }
 
+    /// A thread taking the next task of `jobs`: its id, or None once the queue closed.
+    fn taker(jobs: &Arc<Jobs>) -> std::thread::JoinHandle<Option<u64>> {
+        let jobs = jobs.clone();
+        std::thread::spawn(move || jobs.take().map(|(task, _)| task.task_id))
+    }
+
     #[test]
     fn a_push_wakes_a_waiting_thread() {
-        let jobs = std::sync::Arc::new(Jobs::default());
-        let taker = {
-            let jobs = jobs.clone();
-            std::thread::spawn(move || jobs.take().map(|(task, _)| task.task_id))
-        };
+        let jobs = Arc::new(Jobs::default());
+        let taker = taker(&jobs);
         // Pushed once the thread waits, so that the push is what wakes it.
         while jobs.waiting.lock().unwrap().sleeping == 0 {
             std::thread::yield_now();
@@ -153,11 +158,8 @@ mod tests {
 
     #[test]
     fn closing_wakes_a_waiting_thread_and_refuses_more() {
-        let jobs = std::sync::Arc::new(Jobs::default());
-        let taker = {
-            let jobs = jobs.clone();
-            std::thread::spawn(move || jobs.take().map(|(task, _)| task.task_id))
-        };
+        let jobs = Arc::new(Jobs::default());
+        let taker = taker(&jobs);
         jobs.close();
         assert_eq!(taker.join().unwrap(), None);
         assert!(jobs.push(task(1, 3), Instant::now()).is_err());
