@@ -12,6 +12,7 @@ use common::{
     assert_optimal, known_boards, lengths, port_outside_the_ephemeral_range, run, status,
     wait_until, worker, write_batch, Coordinator, Process, WatchedBatch,
 };
+use tilesolve::proto::v1 as pb;
 
 /// Small budgets, so puzzles are split into many subtree tasks and a worker always holds some;
 /// an hour's lease timeout, so only a hand-back brings them back in time.
@@ -105,12 +106,80 @@ fn a_coordinator_sent_sigterm_flushes_exits_and_resumes() {
         text.contains("coordinator stopped: store flushed"),
         "{text}"
     );
+    // The watch stream was ended by the stop (the client watches again), not held open to the
+    // end of the grace period.
+    assert!(
+        !text.contains("calls still open after the grace period"),
+        "{text}"
+    );
 
     let server = Coordinator::start(&data, &address, &SERVE, &[]);
     let results = common::watched_answers(client);
     assert_eq!(results.len(), boards.len());
     assert_optimal(&results, &boards);
     assert_eq!(server.log_text().matches("coordinator serving").count(), 2);
+}
+
+/// A worker's heartbeat held by the coordinator (nothing to tell it yet: held up to the
+/// heartbeat interval, here 15 minutes) is answered when the coordinator stops, not cut off at
+/// the end of the stop's grace period: the stop waits for every call in flight, and a held one
+/// kept the embedded `batch` a heartbeat interval past its last answer.
+#[test]
+fn a_stopping_coordinator_answers_a_held_heartbeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let Coordinator { process, log, .. } =
+        Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &SERVE, &[]);
+    let text = || std::fs::read_to_string(&log).unwrap();
+    let address = text()
+        .lines()
+        .find_map(|line| line.strip_prefix("tilesolve coordinator on "))
+        .map(|a| a.trim().to_string())
+        .expect("the coordinator's address");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let answered = runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut workers = pb::workers_client::WorkersClient::new(channel);
+        let registered = workers
+            .register(pb::RegisterRequest {
+                threads: 1,
+                protocol_version: tilesolve::proto::PROTOCOL_VERSION,
+                host: "test".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let beat = pb::HeartbeatRequest {
+            worker_id: registered.worker_id,
+            worker_secret: registered.worker_secret,
+            running: Vec::new(),
+            hold_ms: u32::MAX,
+        };
+        let held = tokio::spawn(async move { workers.heartbeat(beat).await });
+        // Long enough for the call to reach the coordinator; held there, with nothing to tell.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(!held.is_finished(), "the heartbeat was not held");
+        sigterm(&process);
+        held.await.unwrap()
+    });
+    assert!(answered.is_ok(), "{answered:?}");
+    assert!(exit_status(
+        process,
+        "the coordinator to exit after SIGTERM"
+    ));
+    let text = text();
+    assert!(
+        text.contains("coordinator stopped: store flushed"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("calls still open after the grace period"),
+        "{text}"
+    );
 }
 
 fn health(address: &str, service: &str) -> (bool, String) {

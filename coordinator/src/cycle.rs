@@ -6,9 +6,10 @@
 //! them forgets a step; reads go through [`Coordinator::read`].
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{watch, Notify, Semaphore};
 
 use crate::scheduler::{
     AfterCycle, Deferred, DeferredDone, Flusher, Scheduler, SchedulerAccess, SchedulerError,
@@ -38,6 +39,10 @@ pub(crate) struct Coordinator {
     pub(crate) audit_threads: Arc<Semaphore>,
     /// For each worker whose heartbeat is held: woken when it has something to be told.
     told: Arc<Mutex<HashMap<WorkerId, Arc<Notify>>>>,
+    /// True once the coordinator is stopping: a held heartbeat or long poll then answers at
+    /// once, since the stop waits for every call in flight (the embedded `batch` ended a
+    /// heartbeat interval late, held by its own worker's heartbeat).
+    stopping: Arc<watch::Sender<bool>>,
 }
 
 impl Coordinator {
@@ -50,6 +55,22 @@ impl Coordinator {
             batch_ended: Arc::default(),
             audit_threads: Arc::new(Semaphore::new(audit_threads.max(1))),
             told: Arc::default(),
+            stopping: Arc::new(watch::Sender::new(false)),
+        }
+    }
+
+    /// From now on no call is held waiting for something to say: the coordinator is stopping.
+    pub(crate) fn stop_holding(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// `wait`'s output, or `None` once the coordinator is stopping (at once if it already is).
+    pub(crate) async fn unless_stopping<F: Future>(&self, wait: F) -> Option<F::Output> {
+        let mut stopping = self.stopping.subscribe();
+        tokio::select! {
+            output = wait => Some(output),
+            // The sender lives as long as `self`; an error cannot come while it does.
+            _ = stopping.wait_for(|stopping| *stopping) => None,
         }
     }
 

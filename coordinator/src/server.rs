@@ -34,9 +34,10 @@ use tilesolve::proto::MAX_MESSAGE_BYTES;
 /// Concurrent calls one connection may have open; more wait for a slot.
 const MAX_STREAMS_PER_CONNECTION: u32 = 256;
 
-/// How long calls in flight at shutdown may go on (a worker's long poll, a batch's last
-/// report) before the coordinator stops anyway: open watch streams would otherwise hold it
-/// for ever. Well inside an orchestrator's usual 30 s grace before SIGKILL.
+/// How long calls in flight at shutdown may go on (a batch's last report, an export or a
+/// table transfer streaming) before the coordinator stops anyway. Calls held for want of news
+/// (heartbeats, long polls, watch streams) are answered as the stop begins
+/// ([`Service::stop_holding`]). Well inside an orchestrator's usual 30 s grace before SIGKILL.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// The coordinator's certificate chain and private key, PEM.
@@ -190,6 +191,7 @@ pub async fn run(
         STORE_STALL,
         health.clone(),
     );
+    let holding = service.clone();
     let serving = builder
         .accept_http1(true)
         .add_routes(tonic::service::Routes::from(router))
@@ -199,6 +201,7 @@ pub async fn run(
                 error = failure => store_failed = Some(error),
             }
             tracing::info!(grace = ?SHUTDOWN_GRACE, "coordinator stopping: no new connections, calls in flight may finish");
+            holding.stop_holding();
             let _ = stopping.send(());
         });
     let grace_over = async {
@@ -211,7 +214,7 @@ pub async fn run(
     let result = tokio::select! {
         result = serving => result,
         _ = grace_over => {
-            tracing::warn!("calls still open after the grace period (watch streams): closing them");
+            tracing::warn!("calls still open after the grace period (exports, table transfers): closing them");
             Ok(())
         }
     };

@@ -296,9 +296,20 @@ impl pb::tilesolve_server::Tilesolve for Service {
                 let ended = service.core.batch_ended.notified();
                 tokio::pin!(ended);
                 ended.as_mut().enable();
-                tokio::select! {
-                    () = tokio::time::sleep(WATCH_INTERVAL) => {}
-                    () = ended => {}
+                let next_look = async {
+                    tokio::select! {
+                        () = tokio::time::sleep(WATCH_INTERVAL) => {}
+                        () = ended => {}
+                    }
+                };
+                // A stop waits for every call in flight: the stream ends now, with a code a
+                // client takes as "try again", rather than being cut at the grace period's end.
+                if service.core.unless_stopping(next_look).await.is_none() {
+                    let stopping = Status::unavailable(
+                        "the coordinator is stopping: watch the batch again once it is back",
+                    );
+                    let _ = sender.send(Err(stopping)).await;
+                    return;
                 }
                 progress = service.read(|s| s.progress(batch));
             }

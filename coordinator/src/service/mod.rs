@@ -185,6 +185,12 @@ impl Service {
         self.update(|scheduler| scheduler.cancel(batch))
     }
 
+    /// From now on heartbeats and long polls are answered at once, not held: the coordinator is
+    /// stopping, and its stop waits for every call in flight.
+    pub fn stop_holding(&self) {
+        self.core.stop_holding();
+    }
+
     /// Writes everything the store holds in memory to disk (at shutdown).
     pub fn flush_store(&self) -> Result<(), SchedulerError> {
         self.core.flusher.close()

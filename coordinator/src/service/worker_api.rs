@@ -146,7 +146,11 @@ impl pb::workers_server::Workers for Service {
         // Long poll: a worker with every thread idle waits here (briefly) for the next tasks
         // rather than asking again on its own schedule, so an iteration's tasks reach idle
         // workers as soon as its split is done.
-        if tasks.is_empty() && idle && tokio::time::timeout(LONG_POLL, woken).await.is_ok() {
+        let long_poll = tokio::time::timeout(LONG_POLL, woken);
+        if tasks.is_empty()
+            && idle
+            && matches!(self.core.unless_stopping(long_poll).await, Some(Ok(())))
+        {
             let (more, more_told) =
                 self.update(|scheduler| scheduler.poll(worker, free_slots, Vec::new()))?;
             tasks = more;
@@ -210,7 +214,7 @@ impl pb::workers_server::Workers for Service {
 impl Service {
     /// A heartbeat with nothing to tell (`told`) waits up to `hold_ms` (at most the heartbeat
     /// interval) for something: a task to stop or to hand back reaches a busy worker at once,
-    /// not at its next beat.
+    /// not at its next beat. It is answered at once when the coordinator stops.
     async fn held_until_told(
         &self,
         worker: WorkerId,
@@ -221,10 +225,8 @@ impl Service {
         let hold = Duration::from_millis(u64::from(hold_ms)).min(self.heartbeat_interval);
         let until = tokio::time::Instant::now() + hold;
         while told.is_empty() {
-            if tokio::time::timeout_at(until, signal.notified())
-                .await
-                .is_err()
-            {
+            let wait = tokio::time::timeout_at(until, signal.notified());
+            if !matches!(self.core.unless_stopping(wait).await, Some(Ok(()))) {
                 break;
             }
             told = self.update(|scheduler| Ok(scheduler.take_told(worker)))?;
