@@ -123,6 +123,17 @@ fn ended(status: tonic::Status) -> SessionEnd {
     }
 }
 
+/// A session's heartbeat task, stopped when the session ends however it ends: a session
+/// dropped at shutdown, as the worker leaves, must not leave a heartbeat beating for a
+/// registration that is gone (held at the coordinator, it kept the embedded `batch` waiting).
+struct Beating(tokio::task::JoinHandle<SessionEnd>);
+
+impl Drop for Beating {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// One registration's life: register, then poll until the connection fails or the coordinator
 /// no longer knows this worker.
 pub(crate) struct Session<'a> {
@@ -175,25 +186,23 @@ impl Session<'_> {
             worker_secret.clone(),
             self.config.data.clone(),
         );
-        let mut heartbeat = tokio::spawn(heartbeats(
+        let mut heartbeat = Beating(tokio::spawn(heartbeats(
             WorkersClient::new(channel),
             worker_id,
             worker_secret,
             Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(100))),
             self.held.clone(),
             uploader.clone(),
-        ));
+        )));
         // While every thread is busy only heartbeats talk to the coordinator, so they too may
         // end the session.
-        let outcome = tokio::select! {
+        tokio::select! {
             outcome = self.poll(registration, uploader) => outcome,
-            ended = &mut heartbeat => match ended {
+            ended = &mut heartbeat.0 => match ended {
                 Ok(end) => Err(end),
                 Err(panic) => Err(SessionEnd::Lost(format!("heartbeat task: {panic}"))),
             },
-        };
-        heartbeat.abort();
-        outcome
+        }
     }
 
     /// Connects and registers: the channel, and the coordinator's answer.
