@@ -296,17 +296,17 @@ impl Scheduler {
             .config
             .whole_task_budget_now(unfinished, parts.workers.threads());
         if parts.config.verify == Verify::Sample
-            && parts.workers.on_probation(worker)
             && holding.whole_task_budget > parts.config.spread_task_budget
         {
-            // A worker on probation runs no long whole task: its reports are then cheap
-            // enough to be drawn for probation and audited at once, and it passes before an
-            // answer rests on its kept claims. With whole 80-move boards on two fresh workers,
-            // no report was cheap, and the coordinator audited every answer's claims (12 CPU-s
-            // against the workers' 14). (Puzzles already spread over every thread are split
-            // after a short whole task anyway; shortening it more cost the coordinator more
-            // splits.)
-            holding.whole_task_budget = holding.whole_task_budget.min(PROBATION_SAMPLE_NODES);
+            // A worker on probation runs its first few whole tasks short: their reports are
+            // cheap enough to be drawn for probation and audited at once, and it passes before
+            // an answer rests on the claims it keeps meanwhile. With whole 80-move boards on
+            // two fresh workers, no report was cheap, and the coordinator audited every
+            // answer's claims (12 CPU-s against the workers' 14). (Puzzles already spread over
+            // every thread are split after a short whole task anyway; shortening it more cost
+            // the coordinator more splits.)
+            holding.short_whole_tasks = parts.workers.probation_short_left(worker);
+            holding.short_whole_budget = PROBATION_SAMPLE_NODES;
         }
         let leased = parts.tasks.lease(
             worker,
@@ -315,6 +315,7 @@ impl Scheduler {
             now,
             parts.config.lease_timeout,
         );
+        parts.workers.took_short_whole(worker, &leased, &holding);
         parts.workers.note_idle(now, parts.tasks.idle_threads());
         let starved = leased.len() < free_slots as usize;
         hand_backs::ask_work_back(parts, worker, starved, now);

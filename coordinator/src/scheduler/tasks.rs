@@ -103,6 +103,10 @@ pub(super) struct Holding {
     pub(super) idle_elsewhere: usize,
     /// Most a whole-puzzle task leased now may spend (`SchedulerConfig::whole_task_budget_now`).
     pub(super) whole_task_budget: u64,
+    /// The first this many whole-puzzle tasks leased now may spend only `short_whole_budget`
+    /// (a worker on probation: `Workers::probation_short_left`).
+    pub(super) short_whole_tasks: usize,
+    pub(super) short_whole_budget: u64,
     /// What its worker token's pool of unearned leases leaves it (filled in by the scheduler).
     pub(super) token_room: TokenRoom,
 }
@@ -255,7 +259,7 @@ impl Tasks {
         &mut self,
         worker: WorkerId,
         count: usize,
-        holding: Holding,
+        mut holding: Holding,
         now: Instant,
         timeout: Duration,
     ) -> Vec<TaskSpec> {
@@ -311,7 +315,12 @@ impl Tasks {
             from_pool += usize::from(on_pool);
             self.ready.taken(&queued);
             if entry.spec.iterate && entry.spec.weighted.is_none() && entry.audit.is_none() {
-                entry.spec.node_budget = entry.spec.node_budget.min(holding.whole_task_budget);
+                let mut budget = holding.whole_task_budget;
+                if holding.short_whole_tasks > 0 {
+                    holding.short_whole_tasks -= 1;
+                    budget = budget.min(holding.short_whole_budget);
+                }
+                entry.spec.node_budget = entry.spec.node_budget.min(budget);
             }
             entry.lease = Some(Lease {
                 worker,
@@ -696,6 +705,8 @@ mod tests {
             long_above_nodes,
             idle_elsewhere: 0,
             whole_task_budget: u64::MAX,
+            short_whole_tasks: 0,
+            short_whole_budget: u64::MAX,
             earned: usize::MAX,
             token_room: TokenRoom::UNLIMITED,
         }

@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 
 use tilesolve::task::TaskTimes;
 
-use super::config::{PROBATION_ANY_SIZE_AFTER, PROBATION_AUDITS};
+use super::config::{PROBATION_ANY_SIZE_AFTER, PROBATION_AUDITS, PROBATION_SHORT_WHOLE_TASKS};
 use super::holders::TokenRoom;
 use super::rate::WindowRate;
 use super::tasks::{Audit, Holding};
 use super::types::{
-    Lineage, SchedulerError, TaskId, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH, MAX_WORKER_THREADS,
-    PREFETCH_MOST_SECONDS,
+    Lineage, SchedulerError, TaskId, TaskSpec, WorkerId, MAX_PACKED_HELD, MAX_PREFETCH,
+    MAX_WORKER_THREADS, PREFETCH_MOST_SECONDS,
 };
 
 /// Impossible reports (moves off the board, bounds that cannot be) after which a worker is
@@ -78,6 +78,8 @@ struct WorkerInfo {
     probation_draws: u32,
     /// Reports with claims it made on probation, drawn or not.
     probation_reports: u32,
+    /// Whole tasks it took on probation cut short (see [`PROBATION_SHORT_WHOLE_TASKS`]).
+    probation_short_tasks: u32,
     /// Reports that could not be right for their task (see [`MAX_STRIKES`]).
     strikes: u32,
     /// Its reports that were failures since its last one that was not (see
@@ -232,6 +234,7 @@ impl Workers {
                 audits_passed: 0,
                 probation_draws: 0,
                 probation_reports: 0,
+                probation_short_tasks: 0,
                 strikes: 0,
                 failures_in_a_row: 0,
                 succeeded_once: false,
@@ -325,6 +328,36 @@ impl Workers {
         self.workers
             .get(&worker)
             .is_some_and(|info| info.audits_passed < PROBATION_AUDITS)
+    }
+
+    /// How many of the whole tasks `worker` takes now are cut short: those of its
+    /// [`PROBATION_SHORT_WHOLE_TASKS`] it has not taken yet while it is on probation, none after.
+    pub(super) fn probation_short_left(&self, worker: WorkerId) -> usize {
+        self.workers
+            .get(&worker)
+            .filter(|info| info.audits_passed < PROBATION_AUDITS)
+            .map_or(0, |info| {
+                PROBATION_SHORT_WHOLE_TASKS.saturating_sub(info.probation_short_tasks) as usize
+            })
+    }
+
+    /// `worker` took `leased` under `holding`: counts the whole tasks cut short among them.
+    pub(super) fn took_short_whole(
+        &mut self,
+        worker: WorkerId,
+        leased: &[TaskSpec],
+        holding: &Holding,
+    ) {
+        let short = leased
+            .iter()
+            .filter(|task| task.iterate && task.weighted.is_none())
+            .filter(|task| task.node_budget <= holding.short_whole_budget)
+            .count()
+            .min(holding.short_whole_tasks);
+        if let Some(info) = self.workers.get_mut(&worker).filter(|_| short > 0) {
+            let short = u32::try_from(short).unwrap_or(u32::MAX);
+            info.probation_short_tasks = info.probation_short_tasks.saturating_add(short);
+        }
     }
 
     /// Whether a report of `worker` is audited for probation under `sample`: its first
@@ -492,6 +525,8 @@ impl Workers {
             // Known only with the tasks' leases and the puzzles: the scheduler fills them in.
             idle_elsewhere: 0,
             whole_task_budget: u64::MAX,
+            short_whole_tasks: 0,
+            short_whole_budget: u64::MAX,
             earned: usize::try_from(info.tasks_done)
                 .unwrap_or(usize::MAX)
                 .saturating_mul(LEASES_EARNED_PER_TASK),

@@ -113,6 +113,36 @@ fn few_puzzles_per_thread_are_split_early_and_many_run_whole() {
 }
 
 #[test]
+fn a_worker_on_probation_runs_only_its_first_few_whole_tasks_short() {
+    use crate::scheduler::config::PROBATION_SHORT_WHOLE_TASKS;
+    let data = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig::default();
+    assert_eq!(config.verify, Verify::Sample);
+    let mut scheduler = scheduler_in(data.path(), config.clone());
+    let worker = scheduler.register(1, "fresh", None).unwrap();
+    scheduler
+        .submit(&distinct_eight_puzzles(32, 11), "manhattan", "")
+        .unwrap();
+    // Asked for two at a time: the count of short ones carries from one poll to the next.
+    let mut budgets = Vec::new();
+    for _ in 0..2 {
+        let (tasks, _) = scheduler.poll(worker, 2, Vec::new()).unwrap();
+        assert!(tasks.iter().all(|task| task.iterate));
+        budgets.extend(tasks.iter().map(|task| task.node_budget));
+    }
+    let short = PROBATION_SHORT_WHOLE_TASKS as usize;
+    assert_eq!(budgets.len(), 4);
+    assert!(short < budgets.len());
+    assert_eq!(budgets[..short], vec![PROBATION_SAMPLE_NODES; short]);
+    assert!(
+        budgets[short..]
+            .iter()
+            .all(|&budget| budget == config.whole_task_budget),
+        "{budgets:?}"
+    );
+}
+
+#[test]
 fn a_worker_whose_tasks_are_short_holds_many_unless_its_times_are_impossible() {
     let data = tempfile::tempdir().unwrap();
     let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
