@@ -7,6 +7,8 @@
 # usage: [WORKERS=2] [HEURISTIC=default] [SERVE_ARGS="--audit-fraction 0"] \
 #            scripts/cluster-batch.sh TABLE_DIR BATCH_FILE
 #   KEEP=DIR copies the processes' logs there.
+#   LATENCY_MS=D puts the workers D ms from the coordinator each way (scripts/latency-proxy.py
+#   between them): workers on other hosts, where a round trip is not loopback's.
 #   TABLE_DIR holds the pattern table files (linked into each process's data directory, so
 #   nothing is built or fetched); the binary is target/release/tilesolve unless BIN names one.
 set -euo pipefail
@@ -22,7 +24,6 @@ pids=()
 keep() { if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.log "$work/answers.txt" "$KEEP/"; fi; }
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; keep; rm -rf "$work"' EXIT
 names=(coordinator)
-for i in $(seq 1 "$workers"); do names+=("worker $i"); done
 for dir in coordinator $(seq -f "w%g" 1 "$workers"); do
     mkdir -p "$work/$dir"
     ln -s "$tables"/*.pdb "$work/$dir/"
@@ -31,9 +32,19 @@ done
 "$bin" serve --listen "127.0.0.1:$port" --data "$work/coordinator" ${SERVE_ARGS:-} > "$work/serve.log" 2>&1 &
 pids+=($!)
 sleep 0.7
-for i in $(seq 1 "$workers"); do
-    "$bin" worker --coordinator "$url" --threads 1 --data "$work/w$i" > "$work/w$i.log" 2>&1 &
+worker_url=$url
+if [ -n "${LATENCY_MS:-}" ]; then
+    proxy_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    python3 "$(dirname "$0")/latency-proxy.py" "$proxy_port" "$port" "$LATENCY_MS" &
     pids+=($!)
+    names+=("latency proxy")
+    worker_url="http://127.0.0.1:$proxy_port"
+    sleep 0.3
+fi
+for i in $(seq 1 "$workers"); do
+    "$bin" worker --coordinator "$worker_url" --threads 1 --data "$work/w$i" > "$work/w$i.log" 2>&1 &
+    pids+=($!)
+    names+=("worker $i")
 done
 # Both sides load the tables present at start; let them finish before the clock starts.
 sleep 1.5
@@ -50,6 +61,8 @@ total=0
 for i in "${!pids[@]}"; do
     spent=$(awk -v now="$(cpu "${pids[$i]}")" -v then="${before[$i]}" 'BEGIN { printf "%.2f", now - then }')
     echo "${names[$i]}: CPU $spent s in the batch, $(( $(switches "${pids[$i]}") - ${switches_before[$i]} )) context switches"
+    # The proxy stands for the network, not for the cluster's work.
+    [ "${names[$i]}" = "latency proxy" ] && continue
     total=$(awk -v a="$total" -v b="$spent" 'BEGIN { printf "%.2f", a + b }')
 done
 echo "coordinator + workers: CPU $total s"

@@ -10,8 +10,12 @@
 # stretch, so it reads a little high at many workers). Needs root and a quiet machine; keep
 # (N + 1) / K under the core count. Without DILATE every process runs unconstrained.
 #
+# LATENCY_MS=D puts serve's workers D ms from it each way (scripts/latency-proxy.py, outside
+# any quota: it stands for the network), as on other hosts; under DILATE=K it stands for D/K ms
+# on the host emulated.
+#
 # usage: [DILATE=10] [BIN=...] [SERVE_ARGS=...] [ONE_THREAD=S] [SERVE_ONLY=1] [KEEP=DIR]
-#        scripts/scaling.sh TABLE_DIR FILE "1 2 4 8 15"
+#        [LATENCY_MS=D] scripts/scaling.sh TABLE_DIR FILE "1 2 4 8 15"
 #   TABLE_DIR holds the table files (linked into each process's data directory, so nothing is
 #   built or fetched). ONE_THREAD=S takes S seconds, a one-thread wall measured on this host
 #   before, instead of running `bench --threads 1` (a batch of an hour's work, say); SERVE_ONLY=1
@@ -27,8 +31,10 @@ dilate=${DILATE:-}
 root=/sys/fs/cgroup/cpu/tilesolve-scaling.$$
 pids=()
 work=$(mktemp -d)
+proxy=
 cleanup() {
-    kill "${pids[@]}" 2>/dev/null || true
+    # shellcheck disable=SC2086 # empty without LATENCY_MS
+    kill "${pids[@]}" $proxy 2>/dev/null || true
     wait 2>/dev/null || true
     if [ -n "$dilate" ]; then
         for group in "$root"/*/; do rmdir "$group" 2>/dev/null || true; done
@@ -119,9 +125,17 @@ for n in $counts; do
         > "$work/c$n.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 200); do (exec 3<> "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+    worker_url=$url
+    if [ -n "${LATENCY_MS:-}" ]; then
+        proxy_port=$(free_port)
+        python3 "$(dirname "$0")/latency-proxy.py" "$proxy_port" "$port" "$LATENCY_MS" &
+        proxy=$!
+        worker_url="http://127.0.0.1:$proxy_port"
+        for _ in $(seq 200); do (exec 3<> "/dev/tcp/127.0.0.1/$proxy_port") 2>/dev/null && break; sleep 0.1; done
+    fi
     for i in $(seq 1 "$n"); do
         mkdata "$work/w$n.$i"
-        (confined "w$n.$i" 1 "$bin" worker --coordinator "$url" --threads 1 --data "$work/w$n.$i") \
+        (confined "w$n.$i" 1 "$bin" worker --coordinator "$worker_url" --threads 1 --data "$work/w$n.$i") \
             > "$work/w$n.$i.log" 2>&1 &
         pids+=($!)
     done
@@ -157,9 +171,11 @@ for n in $counts; do
     workers_cpu=$(printf "%s " "${spent[@]:1}")
     printf "%-28s %9s %16s %12s %s\n" "serve + $n workers" "$wall" "$(ratio "$one" "$wall" "$n")" "$total" \
         "coordinator ${spent[0]}, workers ${workers_cpu% }; threads idle $idle; $nodes; $(grep -oE 'lengths matching[^;]*' "$work/answers$n.txt" | head -1)"
-    kill "${pids[@]}" 2>/dev/null || true
+    # shellcheck disable=SC2086 # empty without LATENCY_MS
+    kill "${pids[@]}" $proxy 2>/dev/null || true
     wait 2>/dev/null || true
     pids=()
+    proxy=
     # The coordinator's store, for `tilesolve simulate --data KEEP/cN` (tables linked beside it).
     if [ -n "${KEEP:-}" ]; then
         mkdir -p "$KEEP/c$n" && cp -r "$work/c$n/store" "$KEEP/c$n/" && ln -sf "$tables"/*.pdb "$KEEP/c$n/"
