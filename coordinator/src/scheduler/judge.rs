@@ -6,12 +6,15 @@ use tilesolve::heuristic::Weight;
 use tilesolve::moves::{replay, without_loops, ReplayError};
 use tilesolve::{Board, Direction};
 
+use super::answer::Replayed;
 use super::handed_back;
 use super::types::{TaskOutcome, TaskSpec};
 
 /// What a worker's report is worth for its task.
 pub(super) enum Verdict {
     Plausible,
+    /// Plausible, and a path: the path from the puzzle's board the worker found, replayed.
+    Reaches(Replayed),
     /// It cannot be right for the task (a subtree task searches exactly at its bound; a
     /// whole-puzzle task starts at a proven lower bound); it comes from a faulty or lying
     /// worker, and taking it could store a path that is not optimal.
@@ -50,7 +53,7 @@ pub(super) fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {
         TaskOutcome::Found(suffix) => {
             // Moves that leave the board or end elsewhere are a failed attempt (retried on the
             // next lease), never a puzzle failure: the puzzle is still solvable.
-            let (length, shortest) = match path_lengths(spec, suffix) {
+            let (length, shortest, replayed) = match replay_report(spec, suffix) {
                 Ok(lengths) => lengths,
                 Err(error) => {
                     return Verdict::Impossible(format!(
@@ -78,7 +81,7 @@ pub(super) fn judge(spec: &TaskSpec, outcome: &TaskOutcome) -> Verdict {
                     "a worker reported a {length}-move answer at bound {bound}"
                 ))
             } else {
-                Verdict::Plausible
+                replayed.map_or(Verdict::Plausible, Verdict::Reaches)
             }
         }
         TaskOutcome::Exceeded(next) if *next <= bound => Verdict::Impossible(format!(
@@ -145,18 +148,26 @@ pub(super) fn path_lengths(
     spec: &TaskSpec,
     suffix: &[Direction],
 ) -> Result<(u32, u32), ReplayError> {
+    replay_report(spec, suffix).map(|(reported, shortest, _)| (reported, shortest))
+}
+
+/// [`path_lengths`], with the path as reported replayed when it visits no board twice.
+fn replay_report(
+    spec: &TaskSpec,
+    suffix: &[Direction],
+) -> Result<(u32, u32, Option<Replayed>), ReplayError> {
     let (start, whole) = match start_of(spec) {
         Some(start) => (start, [spec.path.as_slice(), suffix].concat()),
         None => (spec.board, suffix.to_vec()),
     };
     let reported = (spec.path.len() + suffix.len()) as u32;
     let prefix = reported - whole.len() as u32;
-    match replay(&start, &spec.goal, &whole) {
-        Ok(_) => Ok((reported, reported)),
+    match Replayed::new(start, spec.goal, &whole) {
+        Ok(path) => Ok((reported, reported, Some(path))),
         Err(ReplayError::Revisits { .. }) => {
             let cut = without_loops(&start, &whole);
             replay(&start, &spec.goal, &cut)?;
-            Ok((reported, prefix + cut.len() as u32))
+            Ok((reported, prefix + cut.len() as u32, None))
         }
         Err(error) => Err(error),
     }

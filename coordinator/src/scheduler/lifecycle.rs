@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use tilesolve::Direction;
 
+use super::answer::{Answer, Replayed};
 use super::audits::{AuditEvent, Audits};
 use super::bounded::{self, whole_budget_within, WeightedEnd};
 use super::deferred::{Deferred, FinishedSplit, PendingSplit};
@@ -225,8 +226,9 @@ impl Puzzles {
             outcome = report.outcome.kind(),
             "task reported"
         );
-        let outcome = match judge(&entry.spec, &report.outcome) {
-            Verdict::Plausible => report.outcome.clone(),
+        let (outcome, replayed) = match judge(&entry.spec, &report.outcome) {
+            Verdict::Plausible => (report.outcome.clone(), None),
+            Verdict::Reaches(path) => (report.outcome.clone(), Some(path)),
             verdict => return self.refuse(parts, audits, worker, entry, verdict),
         };
         if let TaskOutcome::Failed(reason) = &outcome {
@@ -263,7 +265,7 @@ impl Puzzles {
             return Ok(());
         };
         let next = puzzle.take_report(worker, &entry, &report, outcome, unaudited, unproven);
-        self.follow(parts, audits, entry, worker, next)?;
+        self.follow(parts, audits, (entry, worker), next, replayed)?;
         self.check_limits(parts, puzzle_id)
     }
 
@@ -278,8 +280,8 @@ impl Puzzles {
             match event {
                 AuditEvent::Resolved(puzzle) => {
                     let held = self.map.get_mut(&puzzle).and_then(|p| p.held.take());
-                    if let Some(moves) = held {
-                        self.finish_solved(parts, audits, puzzle, moves)?;
+                    if let Some(answer) = held {
+                        self.finish_solved(parts, audits, puzzle, answer)?;
                     }
                 }
                 AuditEvent::Quarantine(worker, reason) => {
@@ -304,7 +306,7 @@ impl Puzzles {
         let (batch, puzzle, task) = (entry.puzzle.0, entry.puzzle.1 + 1, entry.spec.id);
         let puzzle_id = entry.puzzle;
         match verdict {
-            Verdict::Plausible => Ok(()),
+            Verdict::Plausible | Verdict::Reaches(_) => Ok(()),
             Verdict::Impossible(reason) => {
                 tracing::warn!(batch, puzzle, task, worker, %reason, "impossible report: the task goes back to the queue");
                 let struck_out = parts.workers.strike(worker);
@@ -330,14 +332,15 @@ impl Puzzles {
     }
 
     /// Does what an applied report leaves to do for its puzzle: wait, queue the children of a
-    /// split subtree, store the answer, start the next iteration, retry or fail.
+    /// split subtree, store the answer, start the next iteration, retry or fail (`replayed`:
+    /// the path the report found, as its judge replayed it).
     fn follow(
         &mut self,
         parts: &mut Parts,
         audits: &mut Audits,
-        entry: TaskEntry,
-        worker: WorkerId,
+        (entry, worker): (TaskEntry, WorkerId),
         next: Next,
+        replayed: Option<Replayed>,
     ) -> Result<(), SchedulerError> {
         let puzzle_id = entry.puzzle;
         if let (Next::Solved(_) | Next::Iterate(_), Some(puzzle)) =
@@ -349,7 +352,10 @@ impl Puzzles {
         match next {
             Next::Wait => Ok(()),
             Next::Split(children) => self.queue_children(parts, audits, entry, children),
-            Next::Solved(moves) => self.finish_solved(parts, audits, puzzle_id, moves),
+            Next::Solved(moves) => {
+                let answer = Answer::of(moves, replayed);
+                self.finish_solved(parts, audits, puzzle_id, answer)
+            }
             Next::Iterate(bound) => self.next_iteration(parts, audits, puzzle_id, bound),
             Next::Retry => {
                 parts.tasks.retry_failed(entry, worker);
@@ -603,9 +609,9 @@ impl Puzzles {
         parts: &mut Parts,
         audits: &mut Audits,
         puzzle_id: PuzzleId,
-        moves: Vec<Direction>,
+        answer: impl Into<Answer>,
     ) -> Result<(), SchedulerError> {
-        let Some(puzzle) = self.map.get_mut(&puzzle_id) else {
+        let (Some(puzzle), answer) = (self.map.get_mut(&puzzle_id), answer.into()) else {
             return Ok(());
         };
         let proof = std::mem::take(&mut puzzle.proof);
@@ -614,7 +620,7 @@ impl Puzzles {
             // The answer waits for the audits of the reports it rests on; the search is over.
             self.stop_search(parts, puzzle_id);
             if let Some(puzzle) = self.map.get_mut(&puzzle_id) {
-                puzzle.held = Some(moves);
+                puzzle.held = Some(answer);
             }
             return Ok(());
         }
@@ -624,7 +630,7 @@ impl Puzzles {
         let workers: Vec<u64> = puzzle.workers.iter().copied().collect();
         let (board, goal, nodes) = (puzzle.board, puzzle.goal, puzzle.nodes);
         // Replayed before it is stored or reported: a wrong answer is a failure, never a result.
-        let solution = match puzzle.solution(moves) {
+        let solution = match puzzle.solution(answer) {
             Ok(solution) => solution,
             Err(reason) => return self.finish_failed(parts, audits, puzzle_id, reason),
         };

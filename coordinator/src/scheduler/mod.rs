@@ -35,6 +35,7 @@ use tilesolve::Solver;
 use crate::owners::OwnerName;
 use crate::store::{ItemStatus, OwnerNodes, Store, StoredBatch, StoredItem, StoredSolution};
 
+mod answer;
 mod audits;
 mod batches;
 mod bounded;

@@ -10,6 +10,7 @@ use tilesolve::heuristic::Weight;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::{Board, Direction};
 
+use super::answer::Answer;
 use super::deferred::UnauditedClaim;
 use super::eta::{IterationWork, PuzzleLeft};
 use super::tasks::TaskEntry;
@@ -48,7 +49,7 @@ pub(super) struct Puzzle {
     /// Workers whose reports were applied: the answer rests on them.
     pub(super) workers: BTreeSet<WorkerId>,
     /// An answer found while audits were still running.
-    pub(super) held: Option<Vec<Direction>>,
+    pub(super) held: Option<Answer>,
     /// Unaudited claims of the iteration (or whole task) that set `bound`: an answer found at
     /// it rests on them, so they are audited before it is stored.
     pub(super) proof: Vec<UnauditedClaim>,
@@ -177,11 +178,14 @@ impl Puzzle {
         }
     }
 
-    /// `moves` as its answer, replayed (a path that does not replay is an internal error).
-    pub(super) fn solution(&self, moves: Vec<Direction>) -> Result<Solution, String> {
-        let tiles = replay(&self.board, &self.goal, &moves).map_err(|error| {
-            format!("internal error: a reported solution failed replay: {error}")
-        })?;
+    /// `answer` as its answer, replayed from its board to its goal (by the report's judge, or
+    /// now): a path that does not replay is an internal error.
+    pub(super) fn solution(&self, answer: Answer) -> Result<Solution, String> {
+        let (moves, tiles) = answer
+            .replayed_from(&self.board, &self.goal)
+            .map_err(|error| {
+                format!("internal error: a reported solution failed replay: {error}")
+            })?;
         Ok(Solution {
             board: self.board,
             goal: self.goal,
