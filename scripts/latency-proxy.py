@@ -43,8 +43,7 @@ async def pipe(reader, writer, delay):
         pass
 
 
-async def main():
-    listen, target, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000
+async def main(listen, target, delay):
 
     async def handle(client_reader, client_writer):
         try:
@@ -63,4 +62,10 @@ async def main():
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        listen_port, target_port, delay_ms = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+        if len(sys.argv) != 4 or delay_ms < 0:
+            raise ValueError
+    except (IndexError, ValueError):
+        sys.exit("usage: latency-proxy.py LISTEN_PORT TARGET_PORT DELAY_MS (ports as numbers, DELAY_MS >= 0)")
+    asyncio.run(main(listen_port, target_port, delay_ms / 1000))
