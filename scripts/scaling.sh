@@ -6,15 +6,18 @@
 #
 # DILATE=K runs every process in a cgroup (v1) CPU quota of 1/K of a core (a process of N
 # threads, the embedded batch, gets N/K), so N + 1 processes fit on a 2-core machine and every
-# wall time stretches by K alike: a many-core host emulated (timers in the code do not
-# stretch, so it reads a little high at many workers). Needs root and a quiet machine; keep
-# (N + 1) / K under the core count. Without DILATE every process runs unconstrained.
+# wall time stretches by K alike: a many-core host emulated. Needs root and a quiet machine;
+# keep (N + 1) / K under the core count. Without DILATE every process runs unconstrained.
+# The scheduling policy's times (prefetch and packing limits, report and poll waits, leases)
+# do not stretch by themselves, so against the slowed work the policy is not the host's;
+# STRETCH=1 gives serve and its workers `--time-scale K` (TILESOLVE_TIME_SCALE), which
+# stretches them alike.
 #
 # LATENCY_MS=D puts serve's workers D ms from it each way (scripts/latency-proxy.py, outside
 # any quota: it stands for the network), as on other hosts; under DILATE=K it stands for D/K ms
 # on the host emulated.
 #
-# usage: [DILATE=10] [BIN=...] [SERVE_ARGS=...] [ONE_THREAD=S] [SERVE_ONLY=1] [KEEP=DIR]
+# usage: [DILATE=10 [STRETCH=1]] [BIN=...] [SERVE_ARGS=...] [ONE_THREAD=S] [SERVE_ONLY=1] [KEEP=DIR]
 #        [LATENCY_MS=D] scripts/scaling.sh TABLE_DIR FILE "1 2 4 8 15"
 #   TABLE_DIR holds the table files (linked into each process's data directory, so nothing is
 #   built or fetched). ONE_THREAD=S takes S seconds, a one-thread wall measured on this host
@@ -28,6 +31,9 @@ file=$(realpath "$2")
 counts=$3
 bin=${BIN:-$(realpath "$(dirname "$0")/../target/release/tilesolve")}
 dilate=${DILATE:-}
+# serve's and the workers' policy times stretched by DILATE (see above), or nothing.
+stretched=()
+if [ -n "$dilate" ] && [ -n "${STRETCH:-}" ]; then stretched=(env "TILESOLVE_TIME_SCALE=$dilate"); fi
 root=/sys/fs/cgroup/cpu/tilesolve-scaling.$$
 pids=()
 work=$(mktemp -d)
@@ -88,7 +94,7 @@ idle_seconds() { metrics "$1" | awk '/^tilesolve_idle_thread_seconds_total/ { pr
 ratio() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { s = a / b; printf "%.2fx, %.0f%%", s, 100 * s / n }'; }
 mkdata() { mkdir -p "$1"; ln -sf "$tables"/*.pdb "$1/"; }
 
-echo "binary $bin; file $file; ${dilate:+every process at 1/$dilate of a core per thread}"
+echo "binary $bin; file $file; ${dilate:+every process at 1/$dilate of a core per thread}${stretched[*]:+, policy times stretched $dilate times}"
 if [ -n "${ONE_THREAD:-}" ]; then
     one=$ONE_THREAD
     echo "one thread: wall $one s (measured before: ONE_THREAD)"
@@ -121,7 +127,7 @@ for n in $counts; do
     pids=()
     mkdata "$work/c$n"
     # shellcheck disable=SC2086 # SERVE_ARGS is a list of arguments
-    (confined "c$n" 1 "$bin" serve --listen "127.0.0.1:$port" --data "$work/c$n" ${SERVE_ARGS:-}) \
+    (confined "c$n" 1 "${stretched[@]}" "$bin" serve --listen "127.0.0.1:$port" --data "$work/c$n" ${SERVE_ARGS:-}) \
         > "$work/c$n.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 200); do (exec 3<> "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
@@ -135,7 +141,7 @@ for n in $counts; do
     fi
     for i in $(seq 1 "$n"); do
         mkdata "$work/w$n.$i"
-        (confined "w$n.$i" 1 "$bin" worker --coordinator "$worker_url" --threads 1 --data "$work/w$n.$i") \
+        (confined "w$n.$i" 1 "${stretched[@]}" "$bin" worker --coordinator "$worker_url" --threads 1 --data "$work/w$n.$i") \
             > "$work/w$n.$i.log" 2>&1 &
         pids+=($!)
     done

@@ -17,6 +17,8 @@
 //! - [`search`]: the bounded depth-first kernel, IDA* around it, and A* with a memory budget.
 //! - [`solver`]: one board in, one replayed optimal solution (or a clear error) out.
 //! - [`task`]: the unit of distributed work (one subtree under one bound) and how to run it.
+//! - [`time_scale`]: the policy's times stretched for a process held to a fraction of a core,
+//!   emulating a many-core host on a few cores.
 //! - [`proto`]: generated `tilesolve.v1` gRPC types, for the service layer only.
 //! - [`connect`]: reaching a coordinator: address, bearer token, TLS, and the trace context.
 //! - [`trace_context`]: the W3C `traceparent` carried with calls and tasks, when the binary
@@ -41,6 +43,7 @@ pub mod proto;
 pub mod search;
 pub mod solver;
 pub mod task;
+pub mod time_scale;
 pub mod trace_context;
 
 pub use board::{Board, BoardError, Goal, Shape};

@@ -12,6 +12,7 @@ use crate::search::pruning::DEAD;
 use crate::search::MovePruning;
 use crate::search::{Abort, Bounded, IdaStop, Limits, PartSize};
 use crate::solver::Solver;
+use crate::time_scale::TimeScale;
 
 /// What running a task found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,11 +98,12 @@ impl TaskTimes {
         self.finished = self.finished.saturating_add(count);
     }
 
-    /// How many tasks to hold per search thread.
-    pub fn tasks_per_thread(&self, floor: u32) -> u32 {
+    /// How many tasks to hold per search thread, with the policy's times under `scale`.
+    pub fn tasks_per_thread(&self, floor: u32, scale: TimeScale) -> u32 {
         match self.average {
             Some(mean) if self.finished >= PACK_AFTER_TASKS => {
-                let packed = (PACKED_WORK_SECONDS / mean.max(1e-6)).min(f64::from(MAX_PACKED));
+                let work = scale.stretch_seconds(PACKED_WORK_SECONDS);
+                let packed = (work / mean.max(1e-6)).min(f64::from(MAX_PACKED));
                 (packed as u32).max(floor)
             }
             _ => floor,
@@ -375,30 +377,49 @@ mod tests {
 
     #[test]
     fn short_tasks_are_packed_once_enough_have_finished_and_long_ones_never() {
+        let real = TimeScale::REAL;
         let mut times = TaskTimes::default();
-        assert_eq!(times.tasks_per_thread(2), 2, "nothing known yet");
+        assert_eq!(times.tasks_per_thread(2, real), 2, "nothing known yet");
         times.add(PACK_AFTER_TASKS - 1, 0.001 * (PACK_AFTER_TASKS - 1) as f64);
-        assert_eq!(times.tasks_per_thread(2), 2, "too few to go on");
+        assert_eq!(times.tasks_per_thread(2, real), 2, "too few to go on");
         times.add(1, 0.001);
-        assert_eq!(times.tasks_per_thread(2), 50);
-        assert_eq!(times.tasks_per_thread(64), 64);
+        assert_eq!(times.tasks_per_thread(2, real), 50);
+        assert_eq!(times.tasks_per_thread(64, real), 64);
         times.add(1, f64::NAN);
         assert_eq!(
-            times.tasks_per_thread(2),
+            times.tasks_per_thread(2, real),
             50,
             "a nonsense time changes nothing"
         );
         times.add(1, 0.004);
         assert_eq!(
-            times.tasks_per_thread(2),
+            times.tasks_per_thread(2, real),
             25,
             "a third of the way to 4 ms: 2 ms"
         );
         times.add(100, 100.0);
-        assert_eq!(times.tasks_per_thread(2), 2, "long tasks are not packed");
+        assert_eq!(
+            times.tasks_per_thread(2, real),
+            2,
+            "long tasks are not packed"
+        );
         let mut instant = TaskTimes::default();
         instant.add(PACK_AFTER_TASKS, 0.0);
-        assert_eq!(instant.tasks_per_thread(2), MAX_PACKED);
+        assert_eq!(instant.tasks_per_thread(2, real), MAX_PACKED);
+    }
+
+    /// A process held to a tenth of a core takes ten times as long over each task: at ten times
+    /// the policy's packing time it holds what the host's would.
+    #[test]
+    fn under_a_time_scale_tasks_ten_times_as_long_are_packed_as_the_host_packs() {
+        let mut host = TaskTimes::default();
+        host.add(PACK_AFTER_TASKS, 0.001 * PACK_AFTER_TASKS as f64);
+        let mut emulated = TaskTimes::default();
+        emulated.add(PACK_AFTER_TASKS, 0.01 * PACK_AFTER_TASKS as f64);
+        let ten = TimeScale::new(10.0).unwrap();
+        assert_eq!(host.tasks_per_thread(2, TimeScale::REAL), 50);
+        assert_eq!(emulated.tasks_per_thread(2, ten), 50);
+        assert_eq!(emulated.tasks_per_thread(2, TimeScale::REAL), 5);
     }
 
     /// A whole task stops between iterations rather than in one it would not finish: it spends

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use crate::options::MemoryArgs;
 use clap::Args;
 use tilesolve::connect::ConnectOptions;
+use tilesolve::time_scale::TimeScale;
 use tilesolve_coordinator::owners::Owners;
 use tilesolve_coordinator::scheduler::{SchedulerConfig, Tables, Verify};
 use tilesolve_coordinator::server::{self, ServeConfig, DEFAULT_IDLE_TIMEOUT};
@@ -85,6 +86,7 @@ pub fn batch(args: BatchArgs) -> anyhow::Result<bool> {
             readiness: Readiness::default(),
             metrics: Metrics::default(),
             name: Some("embedded".into()),
+            time_scale: TimeScale::REAL,
         };
         let worker = tokio::spawn(tilesolve_worker::run(worker_config, async {
             let _ = worker_stop.await;

@@ -8,6 +8,7 @@ use clap::Args;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::{default_memory_budget, PdbError, PdbStore};
 use tilesolve::search::Pruning;
+use tilesolve::time_scale::TimeScale;
 use tilesolve::{Algorithm, Board, Goal, Shape, SolveOptions, Solver};
 
 use tilesolve_coordinator::scheduler::SchedulerConfig;
@@ -53,6 +54,24 @@ impl PolicyArgs {
             ..config
         }
     }
+}
+
+/// The scheduling policy's times stretched for a process held to a fraction of a core: shared
+/// by `serve` and `worker`, which must be given the same.
+#[derive(Args, Clone, Copy, Debug)]
+pub struct TimeScaleArgs {
+    /// For emulating a host K times faster on this one (each process held to 1/K of a core, as
+    /// `scripts/scaling.sh` does with DILATE=K): every scheduling time (how long a task may be
+    /// and still be prefetched, packing, report and poll waits, leases, hand-backs) is
+    /// stretched K times, so the policy decides as it would on that host. Give coordinator and
+    /// workers the same K; leave it at 1 on a real host.
+    #[arg(
+        long = "time-scale",
+        env = "TILESOLVE_TIME_SCALE",
+        default_value = "1",
+        value_name = "K"
+    )]
+    pub scale: TimeScale,
 }
 
 /// Where pattern databases live.

@@ -7,7 +7,7 @@ use crate::restart;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::options::{MemoryArgs, PolicyArgs};
+use crate::options::{MemoryArgs, PolicyArgs, TimeScaleArgs};
 use anyhow::{bail, Context};
 use clap::Args;
 use tilesolve::proto::MAX_MESSAGE_BYTES;
@@ -42,6 +42,8 @@ pub struct ServeArgs {
     spread_after: u64,
     #[command(flatten)]
     policy: PolicyArgs,
+    #[command(flatten)]
+    time_scale: TimeScaleArgs,
     #[command(flatten)]
     memory: MemoryArgs,
     /// Unfinished puzzles held at most (about 4 KB of memory each); batches past it are refused
@@ -180,7 +182,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             verify: args.verify.parse().map_err(anyhow::Error::msg)?,
             build_tables: !args.no_table_builds,
             ..args.policy.apply(SchedulerConfig::default())
-        };
+        }
+        .stretched(args.time_scale.scale);
         let tls = match (&args.tls_cert, &args.tls_key) {
             (Some(cert), Some(key)) => Some(TlsIdentity {
                 cert_pem: read_file(cert, "TLS certificate")?,

@@ -4,7 +4,7 @@ use crate::client::ConnectArgs;
 use crate::process::{default_threads, runtime, stop_signal};
 use std::path::PathBuf;
 
-use crate::options::MemoryArgs;
+use crate::options::{MemoryArgs, TimeScaleArgs};
 use anyhow::Context;
 use clap::Args;
 use tilesolve_coordinator::scheduler::MAX_PREFETCH;
@@ -43,6 +43,8 @@ pub struct WorkerArgs {
     /// What the dashboard calls this worker (default: its host and process id).
     #[arg(long, env = "TILESOLVE_WORKER_NAME")]
     name: Option<String>,
+    #[command(flatten)]
+    time_scale: TimeScaleArgs,
 }
 
 pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
@@ -78,6 +80,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
             readiness,
             metrics,
             name: args.name,
+            time_scale: args.time_scale.scale,
         };
         tilesolve_worker::run(config, stop_signal()).await?;
         anyhow::Ok(())

@@ -158,10 +158,17 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let lease_timeout = config.scheduler.lease_timeout;
+    let time_scale = config.scheduler.time_scale;
     let (scheduler, pdbs) = open_scheduler(&config).await?;
 
-    let service = Service::new(scheduler, pdbs, lease_timeout / 4, config.limits)
-        .with_notify_default(config.notify_url.as_deref());
+    let service = Service::new(
+        scheduler,
+        pdbs,
+        lease_timeout / 4,
+        time_scale,
+        config.limits,
+    )
+    .with_notify_default(config.notify_url.as_deref());
     let sweeper = spawn_sweeper(service.clone(), lease_timeout);
     let history = History::open(service.store().clone())?;
     let notice_counts = Arc::new(NoticeCounts::default());

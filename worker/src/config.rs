@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 use tilesolve::connect::ConnectOptions;
+use tilesolve::time_scale::TimeScale;
 
 use crate::{Metrics, Readiness};
 
@@ -26,6 +27,8 @@ pub struct WorkerConfig {
     pub metrics: Metrics,
     /// What the dashboard calls it (default: its host and process id).
     pub name: Option<String>,
+    /// Its policy times stretched for a process held to a fraction of a core (1 on a real host).
+    pub time_scale: TimeScale,
 }
 
 #[derive(Debug, Error)]

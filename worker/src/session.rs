@@ -244,6 +244,20 @@ impl Session<'_> {
         }
     }
 
+    /// How long the finished results may still wait for others (None: there are none): while
+    /// short tasks are packed and some are held, until the oldest has waited `REPORT_AFTER`
+    /// (stretched by the time scale); otherwise not at all.
+    fn report_in(&self, packing: bool, held: usize) -> Option<Duration> {
+        self.held.results.since().map(|since| {
+            if packing && held > 0 {
+                let after = self.config.time_scale.stretch(REPORT_AFTER);
+                after.saturating_sub(since.elapsed())
+            } else {
+                Duration::ZERO
+            }
+        })
+    }
+
     /// Polls for tasks with the results finished since the last poll, hands the tasks to the
     /// threads, and waits while every thread is busy, until a call fails.
     async fn poll(
@@ -253,7 +267,8 @@ impl Session<'_> {
     ) -> Result<Infallible, SessionEnd> {
         let mut task_times = TaskTimes::default();
         loop {
-            let per_thread = task_times.tasks_per_thread(self.holds_unpacked);
+            let per_thread =
+                task_times.tasks_per_thread(self.holds_unpacked, self.config.time_scale);
             let holds = self.threads * per_thread as usize;
             // Short tasks are packed: the worker asks again once half its tasks are done, and
             // sends results at most REPORT_AFTER late, so that a poll carries many each way.
@@ -271,13 +286,7 @@ impl Session<'_> {
                 .unwrap_or_else(|p| p.into_inner())
                 .len();
             let ask = held <= ask_at_held;
-            let report_in = self.held.results.since().map(|since| {
-                if packing && held > 0 {
-                    REPORT_AFTER.saturating_sub(since.elapsed())
-                } else {
-                    Duration::ZERO
-                }
-            });
+            let report_in = self.report_in(packing, held);
             if !ask && report_in.is_none_or(|wait| !wait.is_zero()) {
                 // Every thread is busy and the waiting tasks are enough: wait for a task to end
                 // that calls for asking, or for the results to be due (heartbeats keep the
@@ -339,8 +348,8 @@ impl Session<'_> {
                 self.held.results.woken().await;
             } else if refused && holding > 0 {
                 // Some threads idle: ask again soon, or when a task ends.
-                let _ =
-                    tokio::time::timeout(IDLE_THREADS_ASK_AGAIN, self.held.results.woken()).await;
+                let again = self.config.time_scale.stretch(IDLE_THREADS_ASK_AGAIN);
+                let _ = tokio::time::timeout(again, self.held.results.woken()).await;
             }
             // A worker with nothing at all asks again at once: the coordinator holds that call
             // until tasks are queued (its long poll), so the next wave reaches it without delay.

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use tilesolve::pdb::default_memory_budget;
+use tilesolve::time_scale::TimeScale;
 
 /// How far the coordinator checks what workers report (`serve --verify`; the threat model of
 /// each is in RELIABILITY.md).
@@ -134,6 +135,10 @@ pub struct SchedulerConfig {
     /// them): a split makes no more tasks than it serves at
     /// [`crate::frontier::COORDINATOR_LOAD`] while the threads search them.
     pub coordinator_seconds_per_task: f64,
+    /// How many times slower than the host it stands for this coordinator and its workers run
+    /// (see [`SchedulerConfig::stretched`]): the policy times the scheduler keeps as constants
+    /// (prefetching, packing, the long poll) are stretched by it where they are compared.
+    pub time_scale: TimeScale,
 }
 
 /// The default [`SchedulerConfig::max_pending_puzzles`]: an unfinished puzzle holds about 4 KB
@@ -164,6 +169,20 @@ pub const COORDINATOR_SECONDS_PER_TASK: f64 = 90e-6;
 pub const SPREAD_PUZZLES_PER_THREAD: usize = 4;
 
 impl SchedulerConfig {
+    /// This policy for processes held to 1/`scale` of a core each, emulating a host `scale`
+    /// times faster: every policy time stretched alike, the lease timeout (and so the
+    /// heartbeats), the hand-back wait and the coordinator's modelled time a task here, the
+    /// scheduler's constants where they are compared (`time_scale`).
+    pub fn stretched(self, scale: TimeScale) -> SchedulerConfig {
+        SchedulerConfig {
+            lease_timeout: scale.stretch(self.lease_timeout),
+            hand_back_after: scale.stretch(self.hand_back_after),
+            coordinator_seconds_per_task: scale.stretch_seconds(self.coordinator_seconds_per_task),
+            time_scale: scale,
+            ..self
+        }
+    }
+
     /// What a whole-puzzle task leased now may spend (on top of its own budget), with
     /// `unfinished` puzzles left for `threads` connected worker threads.
     pub(super) fn whole_task_budget_now(&self, unfinished: usize, threads: usize) -> u64 {
@@ -216,6 +235,7 @@ impl Default for SchedulerConfig {
             build_tables: true,
             hand_back_after: HAND_BACK_AFTER,
             coordinator_seconds_per_task: COORDINATOR_SECONDS_PER_TASK,
+            time_scale: TimeScale::REAL,
         }
     }
 }

@@ -264,10 +264,9 @@ impl Scheduler {
                 (count + 1, sum + report.seconds)
             });
         let parts = &mut self.parts;
-        let mut holding =
-            parts
-                .workers
-                .reported(worker, now, (results.len() as u64, nodes), timed)?;
+        let scale = parts.config.time_scale;
+        let done = (results.len() as u64, nodes);
+        let mut holding = parts.workers.reported(worker, now, done, timed, scale)?;
         for report in results {
             if hand_backs::take_returned(parts, worker, &report) {
                 continue;

@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 use std::time::{Duration, Instant};
 
 use tilesolve::task::TaskTimes;
+use tilesolve::time_scale::TimeScale;
 
 use super::config::{PROBATION_ANY_SIZE_AFTER, PROBATION_AUDITS, PROBATION_SHORT_WHOLE_TASKS};
 use super::holders::TokenRoom;
@@ -504,6 +505,7 @@ impl Workers {
         now: Instant,
         (tasks, nodes): (u64, u64),
         (timed, seconds): (u64, f64),
+        scale: TimeScale,
     ) -> Result<Holding, SchedulerError> {
         let info = self.info_mut(worker)?;
         info.last_seen = now;
@@ -512,7 +514,7 @@ impl Workers {
         info.task_times.add(timed, seconds);
         info.record(now);
         let unpacked = info.threads as usize * (1 + MAX_PREFETCH) as usize;
-        let per_thread = info.task_times.tasks_per_thread(1 + MAX_PREFETCH);
+        let per_thread = info.task_times.tasks_per_thread(1 + MAX_PREFETCH, scale);
         let packed = (info.threads as usize * per_thread as usize).min(MAX_PACKED_HELD);
         let earned = info.earned();
         Ok(Holding {
@@ -521,7 +523,9 @@ impl Workers {
             most: packed.max(unpacked).min(earned),
             threads: (info.threads as usize).min(earned),
             // Unmeasured (0): every task with a predicted size counts as long.
-            long_above_nodes: (info.nodes_per_second(now) * PREFETCH_MOST_SECONDS) as u64,
+            long_above_nodes: (info.nodes_per_second(now)
+                * scale.stretch_seconds(PREFETCH_MOST_SECONDS))
+                as u64,
             // Known only with the tasks' leases and the puzzles: the scheduler fills them in.
             idle_elsewhere: 0,
             whole_task_budget: u64::MAX,

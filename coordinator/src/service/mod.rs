@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tilesolve::pdb::PdbStore;
+use tilesolve::time_scale::TimeScale;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::compressed_tables::CompressedTables;
@@ -67,6 +68,8 @@ pub struct Service {
     /// Obtains the tables waiting batches need; receives the files workers upload.
     supply: TableSupply,
     heartbeat_interval: Duration,
+    /// How long a poll from a worker with every thread idle waits for work (see `worker_api`).
+    long_poll: Duration,
     /// For what needs no lock: a batch's lines read, and its items stored.
     store: Store,
     submissions: Arc<Semaphore>,
@@ -117,6 +120,7 @@ impl Service {
         scheduler: Arc<Mutex<Scheduler>>,
         pdbs: PdbStore,
         heartbeat_interval: Duration,
+        time_scale: TimeScale,
         limits: Limits,
     ) -> Service {
         let core = Coordinator::new(scheduler, limits.audit_threads);
@@ -129,6 +133,7 @@ impl Service {
             compressed: Arc::new(CompressedTables::new(pdbs.dir())),
             pdbs,
             heartbeat_interval,
+            long_poll: time_scale.stretch(worker_api::LONG_POLL),
             submissions: Arc::new(Semaphore::new(limits.concurrent_submissions)),
             watchers: Arc::new(Semaphore::new(limits.watchers)),
             traces: BatchTraces::default(),

@@ -15,7 +15,7 @@ use crate::scheduler::{Told, WorkerDescription, WorkerId};
 
 /// Longest a poll from an idle worker waits for work (well under the lease timeout and any
 /// client deadline; a worker that gets nothing asks again).
-const LONG_POLL: Duration = Duration::from_secs(1);
+pub(super) const LONG_POLL: Duration = Duration::from_secs(1);
 
 #[tonic::async_trait]
 impl pb::workers_server::Workers for Service {
@@ -146,7 +146,7 @@ impl pb::workers_server::Workers for Service {
         // Long poll: a worker with every thread idle waits here (briefly) for the next tasks
         // rather than asking again on its own schedule, so an iteration's tasks reach idle
         // workers as soon as its split is done.
-        let long_poll = tokio::time::timeout(LONG_POLL, woken);
+        let long_poll = tokio::time::timeout(self.long_poll, woken);
         if tasks.is_empty()
             && idle
             && matches!(self.core.unless_stopping(long_poll).await, Some(Ok(())))
