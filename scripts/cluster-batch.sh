@@ -49,18 +49,32 @@ done
 # Both sides load the tables present at start; let them finish before the clock starts.
 sleep 1.5
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
+# Its system time and minor page faults: on a VM guest with free page reporting (the
+# development machines: Firecracker, `page_reporting` in dmesg) a page the host took back costs
+# tens of microseconds to fault in again, so a process's system time moves with the fresh
+# memory it touches, not only with its work (docs/benchmarks/history.md, fifty-third session).
+system() { awk '{print $15 / 100}' "/proc/$1/stat"; }
+faults() { awk '{print $10}' "/proc/$1/stat"; }
 # Context switches of all of a process's threads: each costs a wake-up on another core.
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n }'; }
 before=()
+system_before=()
+faults_before=()
 switches_before=()
-for pid in "${pids[@]}"; do before+=("$(cpu "$pid")"); switches_before+=("$(switches "$pid")"); done
+for pid in "${pids[@]}"; do
+    before+=("$(cpu "$pid")")
+    system_before+=("$(system "$pid")")
+    faults_before+=("$(faults "$pid")")
+    switches_before+=("$(switches "$pid")")
+done
 /usr/bin/time -f "submit --wait: %e s wall, client CPU %U s user + %S s system" \
     "$bin" submit --coordinator "$url" --heuristic "$heuristic" --wait "$batch" > "$work/answers.txt"
 echo "$(grep -c " moves " "$work/answers.txt") answers"
 total=0
 for i in "${!pids[@]}"; do
     spent=$(awk -v now="$(cpu "${pids[$i]}")" -v then="${before[$i]}" 'BEGIN { printf "%.2f", now - then }')
-    echo "${names[$i]}: CPU $spent s in the batch, $(( $(switches "${pids[$i]}") - ${switches_before[$i]} )) context switches"
+    spent_system=$(awk -v now="$(system "${pids[$i]}")" -v then="${system_before[$i]}" 'BEGIN { printf "%.2f", now - then }')
+    echo "${names[$i]}: CPU $spent s in the batch (system $spent_system s, $(( $(faults "${pids[$i]}") - ${faults_before[$i]} )) minor faults), $(( $(switches "${pids[$i]}") - ${switches_before[$i]} )) context switches"
     # The proxy stands for the network, not for the cluster's work.
     [ "${names[$i]}" = "latency proxy" ] && continue
     total=$(awk -v a="$total" -v b="$spent" 'BEGIN { printf "%.2f", a + b }')
