@@ -8,6 +8,7 @@ use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::pdb::PdbEvent;
 use tilesolve::proto::MAX_BATCH_LINES;
 use tilesolve::task::run_task;
+use tilesolve::time_scale::TimeScale;
 use tilesolve::Direction;
 use tilesolve::{parse_board, Board};
 

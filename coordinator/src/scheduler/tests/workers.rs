@@ -149,29 +149,7 @@ fn a_worker_whose_tasks_are_short_holds_many_unless_its_times_are_impossible() {
     let lines = distinct_eight_puzzles(3000, 11);
     scheduler.submit(&lines, "manhattan", "").unwrap();
     let unpacked = 1 + MAX_PREFETCH as usize;
-    // Each worker runs what it is given and reports it with the time it claims, asking for all
-    // it may hold; returns the most it ever held.
-    let mut run = |name: &str, seconds: f64| {
-        let worker = scheduler.register(1, name, None).unwrap();
-        let (mut held, mut most, mut results) = (Vec::new(), 0, Vec::new());
-        for _ in 0..80 {
-            let (tasks, _) = scheduler.poll(worker, u32::MAX, results).unwrap();
-            held.extend(tasks);
-            most = most.max(held.len());
-            results = held
-                .drain(..)
-                .map(|task: TaskSpec| {
-                    let solver = Solver::new(task.goal, tilesolve::HeuristicKind::Manhattan);
-                    let run = run_task(&solver, task.work(), None);
-                    TaskReport {
-                        seconds,
-                        ..TaskReport::new(task.id, run.outcome, run.nodes.max(1))
-                    }
-                })
-                .collect();
-        }
-        most
-    };
+    let mut run = |name: &str, seconds: f64| most_held(&mut scheduler, name, seconds);
     assert_eq!(
         run("instant", 0.0),
         unpacked,
@@ -188,6 +166,82 @@ fn a_worker_whose_tasks_are_short_holds_many_unless_its_times_are_impossible() {
         packed > unpacked && packed <= MAX_PACKED_HELD,
         "0.05 s of 1 ms tasks: {packed}"
     );
+}
+
+/// A one-thread worker registered as `name` runs what it is given and reports each task with
+/// the `seconds` it claims, asking for all it may hold, 80 times; the most it ever held.
+fn most_held(scheduler: &mut Owned, name: &str, seconds: f64) -> usize {
+    let worker = scheduler.register(1, name, None).unwrap();
+    let (mut held, mut most, mut results) = (Vec::new(), 0, Vec::new());
+    for _ in 0..80 {
+        let (tasks, _) = scheduler.poll(worker, u32::MAX, results).unwrap();
+        held.extend(tasks);
+        most = most.max(held.len());
+        results = held
+            .drain(..)
+            .map(|task: TaskSpec| {
+                let solver = Solver::new(task.goal, tilesolve::HeuristicKind::Manhattan);
+                let run = run_task(&solver, task.work(), None);
+                TaskReport {
+                    seconds,
+                    ..TaskReport::new(task.id, run.outcome, run.nodes.max(1))
+                }
+            })
+            .collect();
+    }
+    most
+}
+
+/// Held to a tenth of a core, a worker takes ten times as long over each task; with the
+/// policy's times stretched ten times it holds what it would at the host's pace.
+#[test]
+fn under_a_tenfold_time_scale_a_worker_ten_times_slower_holds_what_the_host_would() {
+    let held_with = |config: SchedulerConfig, seconds: f64| {
+        let data = tempfile::tempdir().unwrap();
+        let mut scheduler = scheduler_in(data.path(), config);
+        let lines = distinct_eight_puzzles(3000, 11);
+        scheduler.submit(&lines, "manhattan", "").unwrap();
+        most_held(&mut scheduler, "timed", seconds)
+    };
+    let host = held_with(SchedulerConfig::default(), 0.001);
+    let ten = TimeScale::new(10.0).unwrap();
+    let emulated = held_with(SchedulerConfig::default().stretched(ten), 0.01);
+    assert!(
+        host > 1 + MAX_PREFETCH as usize,
+        "1 ms tasks are packed: {host}"
+    );
+    assert_eq!(emulated, host);
+    assert_eq!(
+        held_with(SchedulerConfig::default(), 0.01),
+        1 + MAX_PREFETCH as usize,
+        "unstretched, 10 ms tasks are not packed"
+    );
+}
+
+#[test]
+fn a_stretched_policy_has_its_times_stretched_and_its_other_knobs_as_they_were() {
+    let host = SchedulerConfig::default();
+    let ten = host.clone().stretched(TimeScale::new(10.0).unwrap());
+    assert_eq!(ten.lease_timeout, host.lease_timeout * 10);
+    assert_eq!(ten.hand_back_after, host.hand_back_after * 10);
+    assert!(
+        (ten.coordinator_seconds_per_task / host.coordinator_seconds_per_task - 10.0).abs() < 1e-9
+    );
+    assert_eq!(ten.time_scale.factor(), 10.0);
+    assert_eq!(
+        (
+            ten.whole_task_budget,
+            ten.spread_task_budget,
+            ten.tasks_per_thread
+        ),
+        (
+            host.whole_task_budget,
+            host.spread_task_budget,
+            host.tasks_per_thread
+        ),
+        "work is counted in nodes, which no time scale changes"
+    );
+    assert_eq!(host.time_scale, TimeScale::REAL);
 }
 
 #[test]
