@@ -10,7 +10,6 @@
 //! and then decides as the host would: its measured rates and durations, and the policy's times
 //! it compares them with, are both K times the host's.
 
-use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -70,12 +69,6 @@ impl FromStr for TimeScale {
             .parse()
             .map_err(|_| TimeScaleError(crate::excerpt::excerpt(text)))?;
         TimeScale::new(factor)
-    }
-}
-
-impl fmt::Display for TimeScale {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
     }
 }
 
