@@ -141,9 +141,10 @@ pub struct SchedulerConfig {
     pub time_scale: TimeScale,
 }
 
-/// The default [`SchedulerConfig::max_pending_puzzles`]: an unfinished puzzle holds about 4 KB
-/// of the coordinator's memory (its state and its queued task: 295 MB for 70,147 of them,
-/// measured), so this caps that at about 1 GB, and still takes two full 100,000-line batches.
+/// The default [`SchedulerConfig::max_pending_puzzles`]: two full 100,000-line batches and
+/// more. A live puzzle holds about 4 KB of the coordinator's memory (its state and its queued
+/// task: 295 MB for 70,147 of them, measured), but a batch keeps only a window of its puzzles
+/// live and the rest in the store (`starting`), so this bounds the work queued, not memory.
 pub const DEFAULT_MAX_PENDING: usize = 250_000;
 
 /// The default [`SchedulerConfig::audit_fraction`]: about 5% more work; a worker whose reports

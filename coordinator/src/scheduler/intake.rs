@@ -69,7 +69,8 @@ impl ReadBatch {
 
 /// A batch being taken in: its id handed out and its counts open, its items stored
 /// ([`Intake::store_part`], no lock held) and started ([`Scheduler::start_part`]) a part at a
-/// time. Nothing is acknowledged until every part has started and the store is flushed.
+/// time (or held in its backlog). Nothing is acknowledged until every part is in and the store
+/// is flushed.
 pub struct Intake {
     batch: u64,
     heuristic: HeuristicChoice,
@@ -295,7 +296,7 @@ impl Intake {
         (part.start as u32, self.items.queued(part))
     }
 
-    /// Whether every item has started.
+    /// Whether every item has been handed to the scheduler (started, waiting or held back).
     pub(super) fn all_started(&self) -> bool {
         self.started == self.items.items.len()
     }

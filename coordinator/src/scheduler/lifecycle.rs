@@ -5,6 +5,8 @@
 //! rules of limits and of undoing a liar's work, as functions this module calls.
 
 use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::time::Instant;
 
 use tilesolve::Direction;
@@ -13,7 +15,7 @@ use super::answer::{Answer, Replayed};
 use super::audits::{AuditEvent, Audits};
 use super::bounded::{self, whole_budget_within, WeightedEnd};
 use super::deferred::{Deferred, FinishedSplit, PendingSplit};
-use super::intake::{solver_keys, QueuedItem};
+use super::intake::QueuedItem;
 use super::judge::{judge, Verdict};
 use super::puzzle::{iteration_tasks, Next, Puzzle};
 use super::quarantine;
@@ -23,7 +25,7 @@ use super::types::{PuzzleId, SchedulerError, TaskId, TaskOutcome, TaskReport, Ta
 use super::workers::{MAX_FAILURES_IN_A_ROW, MAX_STRIKES};
 use super::Parts;
 use crate::queue::Place;
-use crate::store::{ItemStatus, PathBoards, Priority, StoreError, StoredSolution};
+use crate::store::{ItemStatus, PathBoards, Priority, StoreError, StoredItem, StoredSolution};
 
 /// Answers whose search expanded at least this many nodes (a few hundredths of a second of one
 /// thread) have every board on their path stored too.
@@ -34,6 +36,8 @@ pub const PATH_BOARDS_MIN_NODES: u64 = 100_000;
 pub(super) struct Puzzles {
     /// Boxed: a B-tree shifts its values within a node on every insert and removal.
     map: BTreeMap<PuzzleId, Box<Puzzle>>,
+    /// How many of each batch's puzzles are live (a batch with none has no entry).
+    live_in: FxHashMap<u64, usize>,
 }
 
 impl Puzzles {
@@ -43,6 +47,11 @@ impl Puzzles {
 
     pub(super) fn contains(&self, puzzle: PuzzleId) -> bool {
         self.map.contains_key(&puzzle)
+    }
+
+    /// How many of `batch`'s puzzles are live.
+    pub(super) fn live_in(&self, batch: u64) -> usize {
+        self.live_in.get(&batch).copied().unwrap_or(0)
     }
 
     /// The ids of `batch`'s live puzzles.
@@ -69,48 +78,6 @@ impl Puzzles {
             .map(|(_, p)| &**p)
     }
 
-    /// Starts a batch's queued items whose solvers are ready; the batch waits for the rest,
-    /// and items whose solver cannot be made fail. `items` are the batch's items from index
-    /// `first` on, each with its board and goal (parsed once, by intake or as it was read from
-    /// the store).
-    pub(super) fn start_or_wait(
-        &mut self,
-        parts: &mut Parts,
-        audits: &mut Audits,
-        batch: u64,
-        first: u32,
-        items: &[QueuedItem],
-    ) -> Result<(), SchedulerError> {
-        let heuristic = parts.batches.heuristic(batch).ok_or_else(|| {
-            SchedulerError::Internal(format!("batch {batch} started without its heuristic"))
-        })?;
-        let keys = solver_keys(items, heuristic);
-        let sorted = parts.tables.sort(&keys)?;
-        let mut waiting = 0;
-        parts.tasks.reserve(items.len());
-        for (index, queued) in (first..).zip(items) {
-            let puzzle = (batch, index);
-            let Some((_, goal)) = queued.boards.filter(|_| queued.is_queued()) else {
-                continue;
-            };
-            if self.map.contains_key(&puzzle) {
-                continue;
-            }
-            let key = (goal, heuristic);
-            if let Some(reason) = sorted.unusable.get(&key) {
-                self.finish_failed(parts, audits, puzzle, reason.clone())?;
-            } else if sorted.missing.contains(&key) {
-                waiting += 1;
-            } else {
-                self.start_item(parts, audits, puzzle, queued)?;
-            }
-        }
-        if waiting > 0 {
-            parts.tables.wait(batch, sorted.missing, waiting);
-        }
-        Ok(())
-    }
-
     /// Queues the whole-puzzle task of a stored, queued item.
     pub(super) fn start_item(
         &mut self,
@@ -135,7 +102,9 @@ impl Puzzles {
         let known = state
             .known_within(bound)
             .filter(|m| m.len() as u32 == bound);
-        self.map.insert(puzzle, Box::new(state));
+        if self.map.insert(puzzle, Box::new(state)).is_none() {
+            *self.live_in.entry(batch).or_default() += 1;
+        }
         if let Some(moves) = known {
             // As long as a proven lower bound: optimal without a search.
             return self.finish_solved(parts, audits, puzzle, moves);
@@ -531,6 +500,16 @@ impl Puzzles {
         Puzzles::withdraw(parts, ids);
     }
 
+    /// One of `batch`'s live puzzles is gone.
+    fn count_ended(&mut self, batch: u64) {
+        if let Some(live) = self.live_in.get_mut(&batch) {
+            *live -= 1;
+            if *live == 0 {
+                self.live_in.remove(&batch);
+            }
+        }
+    }
+
     /// Removes a live puzzle: its tasks and audits withdrawn, workers told.
     fn remove(
         &mut self,
@@ -539,6 +518,9 @@ impl Puzzles {
         puzzle_id: PuzzleId,
     ) -> Option<Box<Puzzle>> {
         let puzzle = self.map.remove(&puzzle_id);
+        if puzzle.is_some() {
+            self.count_ended(puzzle_id.0);
+        }
         let mut ids: Vec<TaskId> = audits.forget(puzzle_id);
         ids.extend(puzzle.iter().flat_map(|p| p.outstanding.iter().copied()));
         Puzzles::withdraw(parts, ids);
@@ -679,8 +661,17 @@ impl Puzzles {
         puzzle_id: PuzzleId,
         status: ItemStatus,
     ) -> Result<(), SchedulerError> {
-        let puzzle = self.remove(parts, audits, puzzle_id);
-        parts.end_item(puzzle_id, puzzle, status)
+        let item = match self.remove(parts, audits, puzzle_id) {
+            Some(puzzle) => Some(puzzle.into_item(status.clone())),
+            None => parts
+                .store
+                .item(puzzle_id.0, puzzle_id.1)?
+                .map(|item| StoredItem {
+                    status: status.clone(),
+                    ..item
+                }),
+        };
+        parts.end_item(puzzle_id, item, status)
     }
 
     /// Withdraws every live puzzle of a batch whose intake failed (it was never acknowledged).
@@ -690,9 +681,8 @@ impl Puzzles {
         }
     }
 
-    /// Ends every unfinished item of `batch` with `status` (failed with a reason, or
-    /// cancelled): its live puzzles and the items waiting for tables.
-    pub(super) fn end_batch(
+    /// Ends every live puzzle of `batch` with `status` (cancelled, with its batch).
+    pub(super) fn end_live(
         &mut self,
         parts: &mut Parts,
         audits: &mut Audits,
@@ -701,28 +691,6 @@ impl Puzzles {
     ) -> Result<(), SchedulerError> {
         for puzzle in self.of_batch(batch) {
             self.finish(parts, audits, puzzle, status.clone())?;
-        }
-        self.end_waiting_batch(parts, audits, batch, status)
-    }
-
-    /// Ends every item of `batch` that waits for tables with `status` (a cancel, or tables
-    /// that cannot be had).
-    pub(super) fn end_waiting_batch(
-        &mut self,
-        parts: &mut Parts,
-        audits: &mut Audits,
-        batch: u64,
-        status: ItemStatus,
-    ) -> Result<(), SchedulerError> {
-        if !parts.tables.stop_waiting(batch) {
-            return Ok(());
-        }
-        let items = parts.store.items(batch)?;
-        for (index, item) in (0..).zip(items) {
-            let puzzle = (batch, index);
-            if item.status == ItemStatus::Queued && !self.map.contains_key(&puzzle) {
-                self.finish(parts, audits, puzzle, status.clone())?;
-            }
         }
         Ok(())
     }

@@ -37,6 +37,7 @@ use crate::store::{ItemStatus, OwnerNodes, Store, StoredBatch, StoredItem, Store
 
 mod answer;
 mod audits;
+mod backlog;
 mod batches;
 mod bounded;
 mod config;
@@ -54,6 +55,7 @@ mod quarantine;
 mod rate;
 pub mod reads;
 mod records;
+mod starting;
 mod tables;
 mod tasks;
 #[cfg(test)]
@@ -79,6 +81,7 @@ pub use types::*;
 pub use workers::{Told, WorkerDescription, WorkerView};
 
 use audits::Audits;
+use backlog::Backlog;
 use batches::{Batches, ItemCounts};
 use deferred::CycleOut;
 use eta::EtaRange;
@@ -129,6 +132,7 @@ struct Parts {
     tasks: Tasks,
     workers: Workers,
     batches: Batches,
+    backlog: Backlog,
     out: CycleOut,
     totals: SchedulerTotals,
     hand_backs: HandBacks,
@@ -162,6 +166,7 @@ impl Scheduler {
                 tasks: Tasks::default(),
                 workers: Workers::default(),
                 batches: Batches::default(),
+                backlog: Backlog::default(),
                 out: CycleOut::default(),
                 totals: SchedulerTotals::default(),
                 hand_backs: HandBacks::default(),
@@ -192,13 +197,13 @@ impl Scheduler {
             parts.batches.set_limits(batch.id, batch.limits);
             parts.batches.set_priority(batch.id, batch.priority);
             parts.batches.set_owner(batch.id, batch.owner.clone());
-            let (puzzles, audits) = (&mut scheduler.puzzles, &mut scheduler.audits);
-            let queued = QueuedItem::stored_all(batch.id, 0, &items)?;
-            puzzles.start_or_wait(parts, audits, batch.id, 0, &queued)?;
             if counts.done() {
                 // Finished before its figures were stored (a store from an older version).
                 parts.batches.close_stored(&parts.store, batch.id)?;
+                continue;
             }
+            let queued = QueuedItem::stored_all(batch.id, 0, &items)?;
+            scheduler.start_items(batch.id, 0, &queued)?;
         }
         Ok(scheduler)
     }
@@ -280,6 +285,9 @@ impl Scheduler {
                 return Ok((Vec::new(), Told::default()));
             }
         }
+        // Puzzles its reports ended make room for a batch's next ones, leased in this call.
+        self.start_backlog();
+        let parts = &mut self.parts;
         // A worker holds at most one running and MAX_PREFETCH waiting tasks per thread (more
         // only while its tasks are short), however often it asks: one that asks for everything
         // and never reports cannot starve the rest; and it prefetches only what the idle
@@ -291,7 +299,8 @@ impl Scheduler {
         holding.token_room = parts.tasks.token_room(worker, FIRST_LEASES);
         holding.idle_elsewhere = parts.tasks.idle_threads_except(worker);
         // With few puzzles left per thread, whole puzzles are split early to use every thread.
-        let unfinished = self.puzzles.len() + parts.batches.intake_pending();
+        let unfinished =
+            self.puzzles.len() + parts.batches.intake_pending() + parts.backlog.queued();
         holding.whole_task_budget = parts
             .config
             .whole_task_budget_now(unfinished, parts.workers.threads());
@@ -403,6 +412,7 @@ impl Scheduler {
         }
         events.extend(self.audits.run_stranded_here(parts));
         self.puzzles.take_events(parts, &mut self.audits, events)?;
+        self.start_backlog();
         Ok(swept)
     }
 
@@ -424,8 +434,10 @@ impl Scheduler {
     /// the batch is stored.
     fn check_capacity(&self, puzzles: usize) -> Result<(), SchedulerError> {
         let parts = &self.parts;
-        let pending =
-            self.puzzles.len() + parts.tables.waiting_items() + parts.batches.intake_pending();
+        let pending = self.puzzles.len()
+            + parts.tables.waiting_items()
+            + parts.batches.intake_pending()
+            + parts.backlog.queued();
         if pending + puzzles > parts.config.max_pending_puzzles {
             return Err(SchedulerError::ResourceExhausted(format!(
                 "the coordinator holds {pending} unfinished puzzles; {puzzles} more would pass its limit of {}: \
@@ -436,22 +448,6 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Starts the items of `intake` stored since the last call (those whose tables are missing
-    /// wait for them). Returns whether every item has started.
-    pub fn start_part(&mut self, intake: &mut Intake) -> Result<bool, SchedulerError> {
-        let parts = &mut self.parts;
-        let batch = intake.batch();
-        let (first, items) = intake.next_part(&mut parts.batches);
-        self.puzzles
-            .start_or_wait(parts, &mut self.audits, batch, first, &items)?;
-        let done = intake.all_started();
-        if done && !intake.has_queued() {
-            // Every line answered from the store or invalid: done as it is acknowledged.
-            parts.batches.close_stored(&parts.store, intake.batch())?;
-        }
-        Ok(done)
-    }
-
     /// Forgets a batch whose intake failed part way: it was never acknowledged, so its
     /// started puzzles are withdrawn and its counts dropped.
     pub fn abandon(&mut self, intake: &Intake) {
@@ -459,6 +455,7 @@ impl Scheduler {
         let parts = &mut self.parts;
         self.puzzles.withdraw_batch(parts, &mut self.audits, batch);
         parts.tables.stop_waiting(batch);
+        parts.backlog.remove(batch);
         parts.batches.close(batch);
         parts.batches.intake_done(intake.queued_left());
     }
@@ -581,7 +578,9 @@ impl Scheduler {
             tasks_queued: queued,
             tasks_running: running,
             tasks_prefetched: leased - running,
-            puzzles_pending: (self.puzzles.len() + parts.tables.waiting_items()) as u64,
+            puzzles_pending: (self.puzzles.len()
+                + parts.tables.waiting_items()
+                + parts.backlog.queued()) as u64,
             workers: workers.len() as u64,
             worker_threads: workers.iter().map(|w| u64::from(w.threads)).sum(),
             nodes_per_second,
@@ -620,8 +619,14 @@ impl Scheduler {
         stored.cancelled = true;
         let parts = &mut self.parts;
         parts.store.put_batch(&stored)?;
-        self.puzzles
-            .end_batch(parts, &mut self.audits, batch, ItemStatus::Cancelled)?;
+        let cancelled = ItemStatus::Cancelled;
+        (self.puzzles).end_live(parts, &mut self.audits, batch, cancelled.clone())?;
+        // Then the items waiting for tables and those not started yet.
+        let waited = parts.tables.stop_waiting(batch);
+        if parts.backlog.remove(batch).is_some() || waited {
+            self.puzzles
+                .end_unstarted(parts, batch, cancelled, u32::MAX)?;
+        }
         parts.out.flush_due = true;
         self.progress(batch).map(|progress| BatchProgress {
             cancelled: true,
@@ -699,10 +704,9 @@ impl Scheduler {
         }
         let ready = parts.tables.take_ready();
         for &batch in &ready {
-            let items = parts.store.items(batch)?;
+            let items = self.parts.store.items(batch)?;
             let queued = QueuedItem::stored_all(batch, 0, &items)?;
-            self.puzzles
-                .start_or_wait(parts, &mut self.audits, batch, 0, &queued)?;
+            self.start_items(batch, 0, &queued)?;
         }
         Ok(ready)
     }
@@ -717,9 +721,11 @@ impl Scheduler {
         let parts = &mut self.parts;
         let batches = parts.tables.waiting_on(key);
         for &batch in &batches {
+            parts.tables.stop_waiting(batch);
+            // Those waiting: every queued item not live before the backlog, if any.
+            let below = parts.backlog.get(batch).map_or(u32::MAX, |held| held.next);
             let failed = ItemStatus::Failed(reason.to_string());
-            self.puzzles
-                .end_waiting_batch(parts, &mut self.audits, batch, failed)?;
+            self.puzzles.end_unstarted(parts, batch, failed, below)?;
         }
         parts.out.flush_due = true;
         Ok(batches)
@@ -743,15 +749,15 @@ impl Parts {
         self.totals.workers_quarantined += 1;
     }
 
-    /// Counts and writes an item that ended with `status` (as its live `puzzle` had it; None
-    /// for one that never started, whose tables cannot be had: as stored), and closes its
+    /// Counts and writes an item that ended with `status` (`item`: as its live puzzle had it,
+    /// or as stored for one that never started; None when its record is gone), and closes its
     /// batch when it was the last. Each answer is not flushed on its own (sled writes it out
     /// within half a second, and a lost answer is recomputed from the flushed batch); a
     /// finished batch is flushed after the lock cycle, outside the lock ([`AfterCycle`]).
     fn end_item(
         &mut self,
         (batch, index): PuzzleId,
-        puzzle: Option<Box<Puzzle>>,
+        item: Option<StoredItem>,
         status: ItemStatus,
     ) -> Result<(), SchedulerError> {
         match status {
@@ -762,13 +768,6 @@ impl Parts {
             ItemStatus::Queued => {}
         }
         let batch_done = self.batches.item_finished(batch, &status);
-        let item = match puzzle {
-            Some(puzzle) => Some(puzzle.into_item(status)),
-            None => self
-                .store
-                .item(batch, index)?
-                .map(|item| StoredItem { status, ..item }),
-        };
         match item {
             // An answer this cheap is found again faster than its own entry is written: held
             // and written into its part with others (a crash forgets it; see `store::ended`).

@@ -65,6 +65,7 @@ impl Drive for Owned {
 }
 
 mod audits;
+mod backlog;
 mod batches;
 mod bounded;
 mod hand_backs;
