@@ -46,8 +46,8 @@ pub struct ServeArgs {
     time_scale: TimeScaleArgs,
     #[command(flatten)]
     memory: MemoryArgs,
-    /// Unfinished puzzles held at most (about 4 KB of memory each); batches past it are refused
-    /// until some finish.
+    /// Unfinished puzzles held at most (live or waiting in the store to start); batches past it
+    /// are refused until some finish.
     #[arg(long, env = "TILESOLVE_MAX_PENDING", default_value_t = SchedulerConfig::default().max_pending_puzzles)]
     max_pending: usize,
     /// Refuse every call (but health checks) without this bearer token. Prefer the

@@ -49,7 +49,7 @@ impl Scheduler {
         // The backlog's queued items past these (when these are only a part of it).
         let beyond = match held {
             Some(held) if end < held.stored => {
-                let from = held.next.max(first);
+                let from = held.next.clamp(first, end);
                 let here = unstarted(
                     &self.puzzles,
                     batch,
