@@ -67,8 +67,26 @@ for pid in "${pids[@]}"; do
     faults_before+=("$(faults "$pid")")
     switches_before+=("$(switches "$pid")")
 done
+# The coordinator's anonymous memory (its tables are file pages, not counted), before the
+# batch and at its peak, sampled every 50 ms: what its live puzzles and intake hold.
+rss_anon() { awk '/^RssAnon/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+anon_before=$(rss_anon "${pids[0]}")
+echo "$anon_before" > "$work/anon-peak"
+(
+    peak=$anon_before
+    while anon=$(rss_anon "${pids[0]}") && [ -n "$anon" ]; do
+        if [ "$anon" -gt "$peak" ]; then
+            peak=$anon
+            echo "$peak" > "$work/anon-peak"
+        fi
+        sleep 0.05
+    done
+) &
+sampler=$!
 /usr/bin/time -f "submit --wait: %e s wall, client CPU %U s user + %S s system" \
     "$bin" submit --coordinator "$url" --heuristic "$heuristic" --wait "$batch" > "$work/answers.txt"
+kill "$sampler" 2>/dev/null || true
+echo "coordinator: anonymous memory $((anon_before / 1024)) MiB before the batch, $(($(cat "$work/anon-peak") / 1024)) MiB at its peak"
 echo "$(grep -c " moves " "$work/answers.txt") answers"
 total=0
 for i in "${!pids[@]}"; do
