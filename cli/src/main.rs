@@ -147,6 +147,18 @@ fn main() -> ExitCode {
         Err(error) => error.exit(),
     };
     let name = matches.subcommand_name().unwrap_or("tilesolve");
+    // Huge pages only where pattern tables are looked up at random (see `small_pages_only`).
+    let searches = matches!(
+        cli.command,
+        Command::Solve(_)
+            | Command::Bench(_)
+            | Command::Pdb(_)
+            | Command::Batch(_)
+            | Command::Worker(_)
+    );
+    if !searches {
+        process::small_pages_only();
+    }
     let server = matches!(cli.command, Command::Serve(_) | Command::Worker(_));
     let service = match &cli.command {
         Command::Serve(_) => "tilesolve-coordinator".to_string(),

@@ -2,7 +2,7 @@
 //! a stop signal; started again in place, on the same socket, once a full disk has room again.
 
 use crate::client::read_file;
-use crate::process::{default_threads, runtime, small_pages_only, stop_signal};
+use crate::process::{default_threads, runtime, stop_signal};
 use crate::restart;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -162,7 +162,6 @@ fn audit_fraction(text: &str) -> Result<f64, String> {
 }
 
 pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
-    small_pages_only();
     let inherited = restart::inherited_listener()?;
     let runtime = runtime()?;
     let served = runtime.block_on(async {
