@@ -267,6 +267,80 @@ fn a_batch_of_many_pages_comes_back_whole() {
     a_page_leaves_out_tiles_only_when_asked(&url);
 }
 
+#[test]
+fn a_large_batch_is_held_in_the_store_but_a_window_and_survives_a_crash_there() {
+    const BOARDS: usize = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let distances = eight_puzzle_distances();
+    let step = distances.len() / BOARDS;
+    let boards: Vec<(String, usize)> = distances.into_iter().step_by(step).take(BOARDS).collect();
+    let text: String = boards
+        .iter()
+        .map(|(board, _)| format!("{board}\n"))
+        .collect();
+    let path = dir.path().join("large.txt");
+    std::fs::write(&path, text).unwrap();
+    let data = dir.path().join("coordinator");
+    let server = Coordinator::start(&data, "127.0.0.1:0", &[], &[]);
+    let (address, url) = (server.address.clone(), server.url());
+    // Linear conflict: no tables to wait for, so its puzzles start as it is taken in.
+    let submit = [
+        "submit",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "linear-conflict",
+        path.to_str().unwrap(),
+    ];
+    let (ok, stdout, stderr) = run(&submit);
+    assert!(ok, "{stderr}");
+    let batch = stdout.trim().to_string();
+    // No worker yet: the window of a coordinator feeding no thread, 2,000 live puzzles; the
+    // other 18,000 items wait in the store, pending all the same.
+    assert_eq!(gauges(&url), (2_000, BOARDS as u64));
+    server.process.kill();
+    let server = Coordinator::start(&data, &address, &[], &[]);
+    assert_eq!(gauges(&url), (2_000, BOARDS as u64), "resumed the same way");
+    let _workers = [
+        worker(&url, &dir.path().join("w1"), &[]),
+        worker(&url, &dir.path().join("w2"), &[]),
+    ];
+    common::wait_until("the batch to finish", Duration::from_secs(300), || {
+        (common::status(&url, &batch, &[])?["done"] == true).then_some(())
+    });
+    let (ok, stdout, stderr) = run(&["results", "--coordinator", &url, "--json", &batch]);
+    assert!(ok, "{stderr}");
+    let answers = lengths(&stdout);
+    assert_eq!(answers.len(), BOARDS);
+    for ((board, length), (expected, distance)) in answers.iter().zip(&boards) {
+        assert_eq!(board, expected);
+        assert_eq!(*length, Some(*distance as u64), "{board}");
+    }
+    assert_eq!(gauges(&url), (0, 0));
+    assert_eq!(server.log_text().matches("coordinator serving").count(), 2);
+}
+
+/// The coordinator's `tilesolve_puzzles_live` and `tilesolve_puzzles_pending`.
+fn gauges(url: &str) -> (u64, u64) {
+    let metrics = ureq::get(&format!("{url}/metrics")).call().unwrap();
+    let metrics = metrics.into_string().unwrap();
+    let gauge = |name: &str| -> u64 {
+        let line = metrics
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name}: {metrics}"));
+        line.split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<f64>()
+            .unwrap() as u64
+    };
+    (
+        gauge("tilesolve_puzzles_live"),
+        gauge("tilesolve_puzzles_pending"),
+    )
+}
+
 /// A results page with `without_tiles` carries the same answers with no tiles; without it, the
 /// tiles the moves slide.
 fn a_page_leaves_out_tiles_only_when_asked(url: &str) {

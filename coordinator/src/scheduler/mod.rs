@@ -581,6 +581,7 @@ impl Scheduler {
             puzzles_pending: (self.puzzles.len()
                 + parts.tables.waiting_items()
                 + parts.backlog.queued()) as u64,
+            puzzles_live: self.puzzles.len() as u64,
             workers: workers.len() as u64,
             worker_threads: workers.iter().map(|w| u64::from(w.threads)).sum(),
             nodes_per_second,

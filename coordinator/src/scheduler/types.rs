@@ -206,7 +206,11 @@ pub struct SchedulerTotals {
     pub tasks_running: u64,
     /// Leased tasks waiting in a worker's own queue behind the ones its threads run.
     pub tasks_prefetched: u64,
+    /// Items not finished: live, waiting for tables, or waiting in the store to start.
     pub puzzles_pending: u64,
+    /// Puzzles started and not finished: what the coordinator holds in memory for them (a
+    /// batch keeps a window of its items live; see `starting`).
+    pub puzzles_live: u64,
     pub workers: u64,
     pub worker_threads: u64,
     /// Expanded nodes per second over every connected worker.

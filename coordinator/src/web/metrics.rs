@@ -176,6 +176,11 @@ fn register_gauges(
             totals.puzzles_pending as f64,
         ),
         (
+            "puzzles_live",
+            "Puzzles started and not finished (the rest of the pending ones wait in the store)",
+            totals.puzzles_live as f64,
+        ),
+        (
             "workers_connected",
             "Workers heard from within the lease timeout",
             totals.workers as f64,
