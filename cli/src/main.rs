@@ -148,15 +148,14 @@ fn main() -> ExitCode {
     };
     let name = matches.subcommand_name().unwrap_or("tilesolve");
     // Huge pages only where pattern tables are looked up at random (see `small_pages_only`).
-    let searches = matches!(
+    if !matches!(
         cli.command,
         Command::Solve(_)
             | Command::Bench(_)
             | Command::Pdb(_)
             | Command::Batch(_)
             | Command::Worker(_)
-    );
-    if !searches {
+    ) {
         process::small_pages_only();
     }
     let server = matches!(cli.command, Command::Serve(_) | Command::Worker(_));
@@ -182,7 +181,28 @@ fn main() -> ExitCode {
     let root =
         (telemetry.is_some() && !server).then(|| tracing::info_span!("tilesolve", command = name));
     let entered = root.as_ref().map(tracing::Span::enter);
-    let outcome = match cli.command {
+    let outcome = run(cli.command);
+    drop(entered);
+    drop(root);
+    drop(telemetry);
+    let status = match outcome {
+        Ok(true) => ExitStatus::Done,
+        Ok(false) => ExitStatus::Unsolved,
+        // The reader of our output stopped reading (`tilesolve results 1 | head`): nothing
+        // went wrong here, and there is nobody left to tell.
+        Err(error) if reader_went_away(&error) => ExitStatus::Done,
+        Err(error) => {
+            // The message may quote a submitted line: no control characters reach the terminal.
+            eprintln!("error: {}", results::printable(&format!("{error:#}")));
+            exit_status(&error)
+        }
+    };
+    ExitCode::from(status as u8)
+}
+
+/// Runs the command: Ok(false) when it ended without every board solved.
+fn run(command: Command) -> anyhow::Result<bool> {
+    match command {
         Command::Solve(args) => solve::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Pdb(command) => pdb::run(command),
@@ -221,23 +241,7 @@ fn main() -> ExitCode {
                 .map_err(anyhow::Error::from)
         }
         Command::Man { dir: Some(dir) } => write_man_pages(&dir),
-    };
-    drop(entered);
-    drop(root);
-    drop(telemetry);
-    let status = match outcome {
-        Ok(true) => ExitStatus::Done,
-        Ok(false) => ExitStatus::Unsolved,
-        // The reader of our output stopped reading (`tilesolve results 1 | head`): nothing
-        // went wrong here, and there is nobody left to tell.
-        Err(error) if reader_went_away(&error) => ExitStatus::Done,
-        Err(error) => {
-            // The message may quote a submitted line: no control characters reach the terminal.
-            eprintln!("error: {}", results::printable(&format!("{error:#}")));
-            exit_status(&error)
-        }
-    };
-    ExitCode::from(status as u8)
+    }
 }
 
 /// Writes the manual page and one per subcommand (the pages the first one names) into `dir`.
