@@ -88,12 +88,13 @@ impl Scheduler {
     }
 
     /// Starts more of each backlog whose batch has fewer than [`backlog::live_low`] puzzles
-    /// live (and waits for no tables), a part at a time, until its window is full again.
+    /// live, a part at a time, until its window is full again. A batch waiting for some of its
+    /// tables starts the items it has solvers for meanwhile; the rest wait with the others.
     pub(super) fn start_backlog(&mut self) {
         let threads = self.parts.workers.threads();
         let (low, cap) = (backlog::live_low(threads), backlog::live_cap(threads));
         for batch in self.parts.backlog.batches() {
-            if self.puzzles.live_in(batch) >= low || self.parts.tables.is_waiting(batch) {
+            if self.puzzles.live_in(batch) >= low {
                 continue;
             }
             // A backlog the store cannot give back stops there, not every worker's poll.
