@@ -9,6 +9,20 @@ fn beyond_the_window() -> Vec<String> {
     walked_boards(live_cap(0) + 3 * intake::INTAKE_PART / 2)
 }
 
+/// A scheduler (default policy, its store in a fresh directory) that took in a batch of
+/// [`beyond_the_window`] boards (linear conflict): the directory, the scheduler, the lines and
+/// the batch.
+fn holding_a_large_batch() -> (tempfile::TempDir, Owned, Vec<String>, u64) {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let lines = beyond_the_window();
+    let batch = scheduler
+        .submit(&lines, "linear-conflict", "")
+        .unwrap()
+        .batch;
+    (data, scheduler, lines, batch)
+}
+
 /// Has a one-thread worker solve `batch` (a few tasks a poll), checking after every poll that
 /// the batch never has more than its window live; returns the most it had live.
 fn solve_within_the_window(scheduler: &mut Owned, batch: u64) -> usize {
@@ -74,13 +88,7 @@ fn assert_solved_optimally(scheduler: &Owned, batch: u64, lines: &[String]) {
 
 #[test]
 fn a_large_batch_starts_a_window_and_the_rest_as_its_puzzles_end() {
-    let data = tempfile::tempdir().unwrap();
-    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
-    let lines = beyond_the_window();
-    let batch = scheduler
-        .submit(&lines, "linear-conflict", "")
-        .unwrap()
-        .batch;
+    let (_data, mut scheduler, lines, batch) = holding_a_large_batch();
     assert_eq!(scheduler.puzzles.live_in(batch), live_cap(0));
     let left = lines.len() - live_cap(0);
     assert_eq!(scheduler.parts.backlog.queued(), left);
@@ -98,13 +106,7 @@ fn a_large_batch_starts_a_window_and_the_rest_as_its_puzzles_end() {
 
 #[test]
 fn cancelling_a_batch_ends_the_items_it_never_started() {
-    let data = tempfile::tempdir().unwrap();
-    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
-    let lines = beyond_the_window();
-    let batch = scheduler
-        .submit(&lines, "linear-conflict", "")
-        .unwrap()
-        .batch;
+    let (_data, mut scheduler, lines, batch) = holding_a_large_batch();
     let progress = scheduler.cancel(batch).unwrap();
     assert!(progress.done && progress.cancelled, "{progress:?}");
     assert_eq!(progress.items_cancelled, lines.len() as u32);
@@ -143,13 +145,7 @@ fn items_not_started_count_against_the_pending_limit() {
 
 #[test]
 fn a_restarted_coordinator_starts_a_window_of_a_batch_it_resumes_and_finishes_it() {
-    let data = tempfile::tempdir().unwrap();
-    let lines = beyond_the_window();
-    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
-    let batch = scheduler
-        .submit(&lines, "linear-conflict", "")
-        .unwrap()
-        .batch;
+    let (data, mut scheduler, lines, batch) = holding_a_large_batch();
     // Part of it solved before the restart.
     let worker = scheduler.register(1, "test", None).unwrap();
     let (tasks, _) = scheduler.poll(worker, 8, Vec::new()).unwrap();
