@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::scheduler::backlog::{live_cap, live_low};
+use tilesolve::pdb::Preset;
 
 /// The 8-puzzles of a batch larger than the window a coordinator with no workers starts.
 fn beyond_the_window() -> Vec<String> {
@@ -165,4 +166,67 @@ fn a_restarted_coordinator_starts_a_window_of_a_batch_it_resumes_and_finishes_it
     );
     solve_within_the_window(&mut scheduler, batch);
     assert_solved_optimally(&scheduler, batch, &lines);
+}
+
+#[test]
+fn a_batch_waiting_for_some_tables_starts_what_it_has_solvers_for_past_its_window() {
+    // A table budget that holds a 4x4 preset and no 3x3 one: under `default`, the 15-puzzle
+    // waits for its tables (nobody builds them here) and the 8-puzzles search with linear
+    // conflict at once.
+    let (eight, fifteen) = (Board::blank_last(3), Board::blank_last(4));
+    let sizes = |goal: Board| {
+        let side = goal.shape().square_side().unwrap();
+        Preset::by_strength(side)
+            .into_iter()
+            .map(move |preset| preset.table_bytes(&goal))
+    };
+    let budget = sizes(fifteen).min().unwrap();
+    assert!(sizes(eight).all(|bytes| bytes > budget));
+    let data = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig {
+        table_budget: budget,
+        build_tables: false,
+        ..SchedulerConfig::default()
+    };
+    let mut scheduler = scheduler_in(data.path(), config);
+    let mut near: Vec<(Board, u32)> = eight_puzzle_distances().into_iter().collect();
+    near.sort_by_key(|(board, distance)| (*distance, board.to_string()));
+    let near: Vec<(Board, u32)> = near.into_iter().skip(1).step_by(60).collect();
+    assert!(near.len() > live_cap(1));
+    let mut lines = vec!["1,2,3,4,5,6,7,8,9,10,11,12,13,14,0,15".to_string()];
+    lines.extend(near.iter().map(|(board, _)| board.to_string()));
+    let worker = scheduler.register(1, "holder", None).unwrap();
+    let key = (fifteen, HeuristicChoice::Default);
+    let files: Vec<(String, u64)> = (scheduler.tables().missing_tables(&key).unwrap())
+        .iter()
+        .map(|spec| (spec.file_name(), 7))
+        .collect();
+    scheduler.set_worker_tables(worker, &files);
+    let batch = scheduler.submit(&lines, "default", "").unwrap().batch;
+    assert!(scheduler.tables().is_waiting(batch));
+    assert_eq!(scheduler.puzzles.live_in(batch), live_cap(1));
+
+    // Every 8-puzzle is solved, past the window, while the 15-puzzle still waits.
+    let mut results = Vec::new();
+    for _ in 0..100_000 {
+        if scheduler.progress(batch).unwrap().solved == near.len() as u32 {
+            break;
+        }
+        let (tasks, _) = scheduler
+            .poll(worker, 8, std::mem::take(&mut results))
+            .unwrap();
+        scheduler.run_deferred().unwrap();
+        results.extend(tasks.iter().map(truthful));
+    }
+    let progress = scheduler.progress(batch).unwrap();
+    assert_eq!(progress.solved, near.len() as u32, "{progress:?}");
+    assert!(!progress.done && scheduler.tables().is_waiting(batch));
+    let items = scheduler.items(batch).unwrap();
+    assert_eq!(items[0].status, ItemStatus::Queued);
+    for (item, (board, distance)) in items[1..].iter().zip(&near) {
+        let ItemStatus::Solved(solution) = &item.status else {
+            panic!("{board}: {:?}", item.status);
+        };
+        assert_eq!(solution.length, *distance, "{board}");
+    }
 }
