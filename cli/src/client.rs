@@ -702,9 +702,9 @@ pub fn status(args: StatusArgs) -> anyhow::Result<bool> {
             println!("{}", status_text(&status));
         } else {
             println!(
-                "{}; running bounds {:?}; {} workers",
+                "{}; {}; {} workers",
                 status_text(&status),
-                status.bounds,
+                crate::report::running_bounds(&status.bounds),
                 status.workers
             );
             if !status.preparing.is_empty() {

@@ -174,3 +174,30 @@ impl Reporter {
         self.failed(text, origin, error, error.lower_bound());
     }
 }
+
+/// The bounds of a batch's running puzzles, for people: each one while few run, else their
+/// count and range (a batch keeps up to 20 live puzzles a search thread).
+pub(crate) fn running_bounds(bounds: &[u32]) -> String {
+    match (bounds.iter().min(), bounds.iter().max()) {
+        (Some(low), Some(high)) if bounds.len() > RUNNING_BOUNDS_LISTED => {
+            format!("{} running, bounds {low} to {high}", bounds.len())
+        }
+        _ => format!("running bounds {bounds:?}"),
+    }
+}
+
+/// Running puzzles whose bounds `status` lists one by one.
+const RUNNING_BOUNDS_LISTED: usize = 16;
+
+#[cfg(test)]
+mod running_bounds_tests {
+    use super::running_bounds;
+
+    #[test]
+    fn a_few_bounds_are_listed_and_many_are_summed_up() {
+        assert_eq!(running_bounds(&[]), "running bounds []");
+        assert_eq!(running_bounds(&[78, 80]), "running bounds [78, 80]");
+        let many: Vec<u32> = (0..2_000).map(|i| 13 + i % 35).collect();
+        assert_eq!(running_bounds(&many), "2000 running, bounds 13 to 47");
+    }
+}
