@@ -15,6 +15,7 @@ use tilesolve::search::{Counters, Pruning};
 use tilesolve::{Algorithm, HeuristicKind, Shape};
 
 use crate::options::{SearchArgs, Solvers};
+use crate::output::outln;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -139,7 +140,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
     if args.json {
         eprintln!("{header}");
     } else {
-        println!("{header}");
+        outln!("{header}")?;
     }
     let korf_comparable = args.search.heuristic
         == HeuristicChoice::Classic(HeuristicKind::Manhattan)
@@ -152,9 +153,41 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
             let _ = solvers.for_board(&board);
         }
     }
+    let started = Instant::now();
+    let rows = bench_all(
+        &lines,
+        threads,
+        &solvers,
+        size,
+        &options,
+        korf_comparable,
+        args.json,
+    )?;
+    let wall = started.elapsed().as_secs_f64();
+    let summary = Summary::of(&rows, wall);
+    if args.json {
+        outln!("{}", summary.json())?;
+    } else {
+        summary.print()?;
+    }
+    Ok(summary.wrong.is_empty())
+}
+
+/// Benches `lines` on `threads` threads, each printing a board's row as it ends: the rows in
+/// the file's order, or the error of a row that could not be printed (the reader went away),
+/// which stops every thread.
+fn bench_all(
+    lines: &[BatchLine<'_>],
+    threads: usize,
+    solvers: &Solvers,
+    size: Option<Shape>,
+    options: &tilesolve::SolveOptions,
+    korf_comparable: bool,
+    json: bool,
+) -> std::io::Result<Vec<Row>> {
     let next = AtomicUsize::new(0);
     let rows: Mutex<Vec<(usize, Row)>> = Mutex::new(Vec::new());
-    let started = Instant::now();
+    let unprinted: Mutex<Option<std::io::Error>> = Mutex::new(None);
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
@@ -162,11 +195,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     let Some(line) = lines.get(index) else { break };
-                    let row = bench_one(line, size, &mut solvers, &options, korf_comparable);
-                    if args.json {
-                        println!("{}", row.json());
-                    } else {
-                        println!("{}", row.line());
+                    let row = bench_one(line, size, &mut solvers, options, korf_comparable);
+                    let printed = match json {
+                        true => outln!("{}", row.json()),
+                        false => outln!("{}", row.line()),
+                    };
+                    if let Err(error) = printed {
+                        next.store(lines.len(), Ordering::Relaxed);
+                        *unprinted.lock().unwrap_or_else(|p| p.into_inner()) = Some(error);
+                        break;
                     }
                     rows.lock()
                         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -175,19 +212,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
             });
         }
     });
-    let wall = started.elapsed().as_secs_f64();
+    if let Some(error) = unprinted.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(error);
+    }
     let mut rows = rows
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     rows.sort_by_key(|(index, _)| *index);
-    let rows: Vec<Row> = rows.into_iter().map(|(_, row)| row).collect();
-    let summary = Summary::of(&rows, wall);
-    if args.json {
-        println!("{}", summary.json());
-    } else {
-        summary.print();
-    }
-    Ok(summary.wrong.is_empty())
+    Ok(rows.into_iter().map(|(_, row)| row).collect())
 }
 
 /// Korf's 1985 counts are for Manhattan IDA*; with anything else they are not comparable.
@@ -294,40 +326,40 @@ impl<'a> Summary<'a> {
         })
     }
 
-    fn print(&self) {
+    fn print(&self) -> std::io::Result<()> {
         let (rows, wrong, total) = (self.boards, &self.wrong, self.total);
-        println!("---");
-        println!("boards            {rows}");
-        println!(
+        outln!("---")?;
+        outln!("boards            {rows}")?;
+        outln!(
             "lengths optimal   {} of {rows}{}",
             rows - wrong.len(),
             list(" mismatched: ", wrong)
-        );
+        )?;
         if self.korf_checked > 0 {
-            println!(
+            outln!(
                 "korf1985 counts   {} of {} equal{}",
                 self.korf_checked - self.korf_different.len(),
                 self.korf_checked,
                 list(" different: ", &self.korf_different)
-            );
+            )?;
         }
-        println!(
+        outln!(
             "expanded          {}  ({:.1} M/s per thread, {} per board)",
             total.expanded,
             self.rate(total.expanded),
             self.per_board(total.expanded)
-        );
-        println!(
+        )?;
+        outln!(
             "generated         {}  ({:.1} M/s per thread, {} per board)",
             total.generated,
             self.rate(total.generated),
             self.per_board(total.generated)
-        );
-        println!(
+        )?;
+        outln!(
             "solve seconds     {:.3} (sum over boards)",
             self.solve_seconds
-        );
-        println!("wall seconds      {:.3}", self.wall);
+        )?;
+        outln!("wall seconds      {:.3}", self.wall)
     }
 }
 

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::calls::{backoff, CallError, Client, Coordinator};
-use crate::results::{
-    printable, status_json, utc_time, Format, FormatArgs, ItemState, ResultsOutput,
-};
+use crate::output::outln;
+use crate::report::{print_status_line, status_text};
+use crate::results::{status_json, Format, FormatArgs, ItemState, ResultsOutput};
 use anyhow::{bail, Context};
 use backon::BackoffBuilder;
 use clap::Args;
@@ -306,7 +306,7 @@ pub(crate) async fn submit_lines(
     );
     let batch = submitted.batch_id;
     if !wait {
-        println!("{batch}");
+        outln!("{batch}")?;
         return Ok(Submitted {
             batch,
             all_solved: submitted.invalid == 0,
@@ -568,58 +568,6 @@ pub struct CancelArgs {
     batch: u64,
 }
 
-fn print_status_line(status: &pb::BatchStatus, json: bool) {
-    if json {
-        println!("{}", status_json(status));
-    } else {
-        println!("{}", status_text(status));
-    }
-}
-
-/// A batch's status for people: `batch 3: 7 of 10 solved, 0 failed, running (4 to 40 s to
-/// go); submitted 2026-11-25T20:14:03Z, pdb:7-8`.
-fn status_text(status: &pb::BatchStatus) -> String {
-    let state = if status.state.is_empty() {
-        if status.done {
-            "done"
-        } else {
-            "running"
-        }
-    } else {
-        status.state.as_str()
-    };
-    let eta = match (status.eta_low_seconds, status.eta_high_seconds) {
-        (Some(low), Some(high)) if low >= 1.0 => format!(" ({low:.0} to {high:.0} s to go)"),
-        (_, Some(high)) => format!(" (up to {high:.0} s to go)"),
-        _ => String::new(),
-    };
-    let cancelled = match status.items_cancelled {
-        0 => String::new(),
-        items => format!(", {items} cancelled"),
-    };
-    let mut line = format!(
-        "batch {}: {} of {} solved, {} failed{cancelled}, {state}{eta}",
-        status.batch_id, status.solved, status.total, status.failed
-    );
-    if status.submitted_unix_ms > 0 {
-        line.push_str(&format!(
-            "; submitted {}, {}",
-            utc_time(status.submitted_unix_ms),
-            printable(&status.heuristic)
-        ));
-    }
-    if status.priority > 0 && status.priority != 3 {
-        line.push_str(&format!(", priority {}", status.priority));
-    }
-    if status.retry_of > 0 {
-        line.push_str(&format!(", retry of batch {}", status.retry_of));
-    }
-    if !status.owner.is_empty() {
-        line.push_str(&format!(", owner {}", printable(&status.owner)));
-    }
-    line
-}
-
 pub fn list(args: ListArgs) -> anyhow::Result<bool> {
     runtime()?.block_on(async {
         let mut coordinator = Coordinator::new(args.connect.options()?);
@@ -641,7 +589,7 @@ pub fn list(args: ListArgs) -> anyhow::Result<bool> {
                 })
                 .await?;
             for status in &page.batches {
-                print_status_line(status, args.json);
+                print_status_line(status, args.json)?;
             }
             left = left.saturating_sub(page.batches.len());
             if page.next_page_token.is_empty() {
@@ -665,12 +613,15 @@ pub fn cancel(args: CancelArgs) -> anyhow::Result<bool> {
             .await?;
         if !status.cancelled && !args.json {
             // A finished batch is history: the coordinator left it as it was.
-            println!(
+            outln!(
                 "batch {} had already finished ({} of {} solved, {} failed): nothing changed",
-                status.batch_id, status.solved, status.total, status.failed
-            );
+                status.batch_id,
+                status.solved,
+                status.total,
+                status.failed
+            )?;
         } else {
-            print_status_line(&status, args.json);
+            print_status_line(&status, args.json)?;
         }
         Ok(true)
     })
@@ -697,18 +648,18 @@ pub fn status(args: StatusArgs) -> anyhow::Result<bool> {
             bail!("the coordinator sent no status")
         };
         if args.json {
-            println!("{}", status_json(&status));
+            outln!("{}", status_json(&status))?;
         } else if status.done {
-            println!("{}", status_text(&status));
+            outln!("{}", status_text(&status))?;
         } else {
-            println!(
+            outln!(
                 "{}; {}; {} workers",
                 status_text(&status),
                 crate::report::running_bounds(&status.bounds),
                 status.workers
-            );
+            )?;
             if !status.preparing.is_empty() {
-                println!("preparing tables: {}", status.preparing);
+                outln!("preparing tables: {}", status.preparing)?;
             }
         }
         Ok(true)
@@ -761,35 +712,35 @@ pub fn query(args: QueryArgs) -> anyhow::Result<bool> {
         match (response.found, response.solution, response.bounded) {
             (true, Some(s), _) => {
                 if args.json {
-                    println!(
+                    outln!(
                         "{}",
                         serde_json::json!({"board": request.board, "status": "solved", "length": s.length, "moves": s.moves, "tiles": s.tiles, "heuristic": s.heuristic})
-                    );
+                    )?;
                 } else {
-                    println!("{}  {} moves  {}", request.board, s.length, s.moves);
+                    outln!("{}  {} moves  {}", request.board, s.length, s.moves)?;
                 }
                 Ok(true)
             }
             (_, None, Some(b)) => {
                 if args.json {
-                    println!(
+                    outln!(
                         "{}",
                         serde_json::json!({"board": request.board, "status": "bounded", "length": b.length, "lower_bound": b.lower_bound, "weight": b.weight, "moves": b.moves, "tiles": b.tiles})
-                    );
+                    )?;
                 } else {
-                    println!(
+                    outln!(
                         "{}  {} moves, NOT proven optimal (no solution is shorter than {})  {}",
                         request.board, b.length, b.lower_bound, b.moves
-                    );
+                    )?;
                 }
                 Ok(false)
             }
             _ => {
                 if args.json {
-                    println!(
+                    outln!(
                         "{}",
                         serde_json::json!({"board": request.board, "error": "not in the store"})
-                    );
+                    )?;
                 } else {
                     eprintln!("{}: not in the store", request.board);
                 }

@@ -3,6 +3,7 @@
 
 use std::io::BufRead;
 
+use crate::output::outln;
 use anyhow::{bail, Context};
 use clap::Args;
 use tilesolve_coordinator::owners::{new_token, token_sha256_hex};
@@ -18,8 +19,8 @@ pub struct HashTokenArgs {
 pub fn run(args: HashTokenArgs) -> anyhow::Result<bool> {
     if args.new {
         let token = new_token().map_err(|_| anyhow::anyhow!("no randomness for a new token"))?;
-        println!("token = \"{token}\"");
-        println!("token_sha256 = \"{}\"", token_sha256_hex(&token));
+        outln!("token = \"{token}\"")?;
+        outln!("token_sha256 = \"{}\"", token_sha256_hex(&token))?;
         return Ok(true);
     }
     let mut line = String::new();
@@ -31,6 +32,6 @@ pub fn run(args: HashTokenArgs) -> anyhow::Result<bool> {
     if token.is_empty() {
         bail!("no token on standard input: `tilesolve hash-token < FILE`, or --new for a new one");
     }
-    println!("{}", token_sha256_hex(token));
+    outln!("{}", token_sha256_hex(token))?;
     Ok(true)
 }

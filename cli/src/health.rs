@@ -8,6 +8,7 @@ use clap::Args;
 use tilesolve::connect::ConnectOptions;
 
 use crate::calls::CallError;
+use crate::output::outln;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 use tonic_health::pb::HealthCheckRequest;
@@ -58,7 +59,7 @@ pub fn run(args: HealthArgs) -> anyhow::Result<bool> {
                 args.address
             ))
         })??;
-        println!("{}", status.as_str_name());
+        outln!("{}", status.as_str_name())?;
         Ok(status == ServingStatus::Serving)
     })
 }

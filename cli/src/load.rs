@@ -12,6 +12,7 @@ use tilesolve::{parse_board, Board, Direction, HeuristicKind, SolveOptions, Solv
 
 use crate::calls::connect;
 use crate::client::ConnectArgs;
+use crate::output::outln;
 use crate::process::runtime;
 
 #[derive(Args)]
@@ -217,9 +218,9 @@ fn percentile(sorted: &[Duration], fraction: f64) -> f64 {
     sorted[index].as_secs_f64() * 1e3
 }
 
-fn latency_row(name: &str, mut latencies: Vec<Duration>, seconds: f64) {
+fn latency_row(name: &str, mut latencies: Vec<Duration>, seconds: f64) -> std::io::Result<()> {
     latencies.sort_unstable();
-    println!(
+    outln!(
         "{name:<8} {:>9} {:>9.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
         latencies.len(),
         latencies.len() as f64 / seconds,
@@ -227,7 +228,7 @@ fn latency_row(name: &str, mut latencies: Vec<Duration>, seconds: f64) {
         percentile(&latencies, 0.95),
         percentile(&latencies, 0.99),
         latencies.last().map_or(0.0, |d| d.as_secs_f64() * 1e3),
-    );
+    )
 }
 
 /// What the check after the run found.
@@ -331,10 +332,13 @@ pub fn run(args: LoadArgs) -> anyhow::Result<bool> {
         bail!("--rate must be a number of batches per second, 0 or more");
     }
     runtime()?.block_on(async {
-        println!(
+        outln!(
             "load test: {} clients for {} s against {}, batches of {} boards",
-            args.clients, args.seconds, args.connect.coordinator, args.batch_size
-        );
+            args.clients,
+            args.seconds,
+            args.connect.coordinator,
+            args.batch_size
+        )?;
         let started = Instant::now();
         let deadline = started + Duration::from_secs_f64(args.seconds);
         let args = std::sync::Arc::new(args);
@@ -349,10 +353,16 @@ pub fn run(args: LoadArgs) -> anyhow::Result<bool> {
             logs.push(client.await?);
         }
         let seconds = started.elapsed().as_secs_f64();
-        println!(
+        outln!(
             "{:<8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}",
-            "call", "count", "per s", "p50 ms", "p95 ms", "p99 ms", "max ms"
-        );
+            "call",
+            "count",
+            "per s",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms"
+        )?;
         for (operation, name) in OPERATIONS {
             let latencies: Vec<Duration> = logs
                 .iter()
@@ -360,7 +370,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<bool> {
                 .filter(|(o, _)| *o == operation)
                 .map(|(_, d)| *d)
                 .collect();
-            latency_row(name, latencies, seconds);
+            latency_row(name, latencies, seconds)?;
         }
         latency_row(
             "all",
@@ -368,16 +378,16 @@ pub fn run(args: LoadArgs) -> anyhow::Result<bool> {
                 .flat_map(|log| log.latencies.iter().map(|(_, d)| *d))
                 .collect(),
             seconds,
-        );
+        )?;
         let errors: Vec<String> = logs.iter().flat_map(|log| log.errors.clone()).collect();
-        println!("errors: {}", errors.len());
+        outln!("errors: {}", errors.len())?;
         for error in errors.iter().take(10) {
-            println!("  {error}");
+            outln!("  {error}")?;
         }
         let batches: Vec<(u64, Vec<String>)> =
             logs.into_iter().flat_map(|log| log.batches).collect();
         let checked = check_answers(&args, &batches).await?;
-        println!(
+        outln!(
             "batches: {} submitted, {} finished within {} s after the run ({} of them already \
              pruned, checked by query); answers: {}, lengths disagreeing with an in-process \
              solve: {}",
@@ -387,9 +397,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<bool> {
             checked.pruned,
             checked.answers,
             checked.wrong.len()
-        );
+        )?;
         for line in checked.wrong.iter().take(10) {
-            println!("  {line}");
+            outln!("  {line}")?;
         }
         Ok(errors.is_empty() && checked.wrong.is_empty() && checked.finished == batches.len())
     })

@@ -1,6 +1,8 @@
 //! `tilesolve`: the one user-facing binary. Each subcommand lives in its own module; this file
 //! only parses arguments and turns errors into exit codes.
 
+#![deny(clippy::print_stdout)]
+
 mod backup;
 mod batch;
 mod bench;
@@ -11,6 +13,7 @@ mod hash_token;
 mod health;
 mod load;
 mod options;
+mod output;
 mod pdb;
 mod process;
 mod progress;
@@ -224,13 +227,11 @@ fn run(command: Command) -> anyhow::Result<bool> {
         Command::Simulate(args) => simulate::run(args),
         Command::Health(args) => health::run(args),
         Command::HashToken(args) => hash_token::run(args),
+        // Into memory first: the generator panics on a write that fails.
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "tilesolve",
-                &mut std::io::stdout(),
-            );
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "tilesolve", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script)?;
             Ok(true)
         }
         // Without the `help` subcommand, which has no page of its own.

@@ -8,6 +8,7 @@ use tilesolve::pdb::{file, PdbStore, Preset};
 use tilesolve::{Goal, Shape};
 
 use crate::options::DataArgs;
+use crate::output::outln;
 use crate::progress;
 
 #[derive(Subcommand)]
@@ -90,19 +91,19 @@ fn build(args: BuildArgs) -> anyhow::Result<bool> {
             store.table(&spec, &progress::pdb_events)?
         };
         bytes += table.len();
-        println!(
+        outln!(
             "{}  {} bytes of entries  checksum {:016x}",
             store.path_of(&spec).display(),
             table.len(),
             table.checksum
-        );
+        )?;
     }
-    println!(
+    outln!(
         "pdb {} for goal {goal}: {:.1} MB in {:.1} s",
         args.preset,
         bytes as f64 / 1e6,
         started.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(true)
 }
 
@@ -119,7 +120,7 @@ fn list(data: &DataArgs, verify: bool) -> anyhow::Result<bool> {
     };
     paths.sort();
     if paths.is_empty() {
-        println!("no pattern databases in {}", dir.display());
+        outln!("no pattern databases in {}", dir.display())?;
     }
     let mut all_good = true;
     for path in paths {
@@ -131,7 +132,7 @@ fn list(data: &DataArgs, verify: bool) -> anyhow::Result<bool> {
                 } else {
                     String::new()
                 };
-                println!(
+                outln!(
                     "{}  {} goal {}  tiles {:?}  {} entries{}  checksum {:016x}{verdict}",
                     path.display(),
                     header.spec.goal.shape(),
@@ -145,11 +146,11 @@ fn list(data: &DataArgs, verify: bool) -> anyhow::Result<bool> {
                         (false, false) => "",
                     },
                     header.checksum
-                );
+                )?;
             }
             Err(error) => {
                 all_good = false;
-                println!("{}  BAD: {error}", path.display());
+                outln!("{}  BAD: {error}", path.display())?;
             }
         }
     }

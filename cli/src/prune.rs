@@ -7,6 +7,7 @@ use tilesolve::proto::v1 as pb;
 
 use crate::calls::Coordinator;
 use crate::client::ConnectArgs;
+use crate::output::outln;
 use crate::process::runtime;
 
 #[derive(Args)]
@@ -56,10 +57,10 @@ pub fn prune(args: PruneArgs) -> anyhow::Result<bool> {
         async move { client.preview_prune(request).await }
     }))?;
     if args.dry_run {
-        println!(
+        outln!(
             "would prune {} batches ({} items) of the {} finished batches the coordinator holds; nothing removed",
             preview.batches, preview.items, preview.finished_batches
-        );
+        )?;
         return Ok(true);
     }
     if preview.batches > 0 && preview.batches >= preview.finished_batches && !args.yes {
@@ -75,13 +76,13 @@ pub fn prune(args: PruneArgs) -> anyhow::Result<bool> {
         async move { client.prune_batches(request).await }
     }))?;
     let mb = |bytes: u64| bytes as f64 / 1e6;
-    println!(
+    outln!(
         "pruned {} batches ({} items, {} stored boards); store {:.1} MB -> {:.1} MB",
         pruned.batches,
         pruned.items,
         pruned.boards,
         mb(pruned.store_bytes_before),
         mb(pruned.store_bytes_after)
-    );
+    )?;
     Ok(true)
 }

@@ -1,8 +1,11 @@
 //! How results are shown: a short block per board for people, one JSON object per line for
 //! programs. Failures use the same shapes so a batch's output stays one stream.
 
+use crate::output::outln;
+use crate::results::{printable, status_json, utc_time};
 use serde::Serialize;
 use tilesolve::moves::moves_to_string;
+use tilesolve::proto::v1 as pb;
 use tilesolve::solver::{BoundedSolution, Solution};
 use tilesolve::SolveError;
 
@@ -71,7 +74,7 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    pub fn solved(&self, solution: &Solution, heuristic: &str) {
+    pub fn solved(&self, solution: &Solution, heuristic: &str) -> std::io::Result<()> {
         if self.json {
             let json = SolvedJson {
                 board: solution.board.to_string(),
@@ -87,23 +90,26 @@ impl Reporter {
                 heuristic,
                 algorithm: &self.algorithm,
             };
-            println!("{}", serde_json::to_string(&json).unwrap_or_default());
+            outln!("{}", serde_json::to_string(&json).unwrap_or_default())?;
         } else {
             let tiles: Vec<String> = solution.tiles.iter().map(u8::to_string).collect();
-            println!("board    {}", solution.board);
-            println!("length   {} moves (optimal)", solution.len());
-            println!("moves    {}", moves_to_string(&solution.moves));
-            println!("tiles    {}", tiles.join(" "));
-            println!(
+            outln!("board    {}", solution.board)?;
+            outln!("length   {} moves (optimal)", solution.len())?;
+            outln!("moves    {}", moves_to_string(&solution.moves))?;
+            outln!("tiles    {}", tiles.join(" "))?;
+            outln!(
                 "nodes    {} expanded, {} generated, {} iterations",
-                solution.counters.expanded, solution.counters.generated, solution.iterations
-            );
-            println!("seconds  {:.6} ({heuristic})", solution.seconds);
-            println!();
+                solution.counters.expanded,
+                solution.counters.generated,
+                solution.iterations
+            )?;
+            outln!("seconds  {:.6} ({heuristic})", solution.seconds)?;
+            outln!()?;
         }
+        Ok(())
     }
 
-    pub fn bounded(&self, answer: &BoundedSolution, heuristic: &str) {
+    pub fn bounded(&self, answer: &BoundedSolution, heuristic: &str) -> std::io::Result<()> {
         if self.json {
             let json = BoundedJson {
                 board: answer.board.to_string(),
@@ -120,27 +126,28 @@ impl Reporter {
                 heuristic,
                 error: answer.stopped.to_string(),
             };
-            println!("{}", serde_json::to_string(&json).unwrap_or_default());
+            outln!("{}", serde_json::to_string(&json).unwrap_or_default())?;
         } else {
             let tiles: Vec<String> = answer.tiles.iter().map(u8::to_string).collect();
-            println!("board    {}", answer.board);
-            println!(
+            outln!("board    {}", answer.board)?;
+            outln!(
                 "length   {} moves (NOT proven optimal: no solution shorter than {} moves \
                  exists; found by a search weighted {})",
                 answer.len(),
                 answer.lower_bound,
                 answer.weight
-            );
-            println!("moves    {}", moves_to_string(&answer.moves));
-            println!("tiles    {}", tiles.join(" "));
-            println!("stopped  {}", answer.stopped);
-            println!(
+            )?;
+            outln!("moves    {}", moves_to_string(&answer.moves))?;
+            outln!("tiles    {}", tiles.join(" "))?;
+            outln!("stopped  {}", answer.stopped)?;
+            outln!(
                 "nodes    {} expanded in both searches",
                 answer.counters.expanded
-            );
-            println!("seconds  {:.6} ({heuristic})", answer.seconds);
-            println!();
+            )?;
+            outln!("seconds  {:.6} ({heuristic})", answer.seconds)?;
+            outln!()?;
         }
+        Ok(())
     }
 
     pub fn failed(
@@ -149,7 +156,7 @@ impl Reporter {
         origin: Origin,
         error: &dyn std::fmt::Display,
         bound: Option<u32>,
-    ) {
+    ) -> std::io::Result<()> {
         if self.json {
             let line = match origin {
                 Origin::Line(line) => Some(line),
@@ -161,17 +168,23 @@ impl Reporter {
                 line,
                 bound,
             };
-            println!("{}", serde_json::to_string(&json).unwrap_or_default());
+            outln!("{}", serde_json::to_string(&json).unwrap_or_default())?;
         } else {
             match origin {
                 Origin::Line(line) => eprintln!("error: line {line}: '{text}': {error}"),
                 Origin::Argument(n) => eprintln!("error: board {n} '{text}': {error}"),
             }
         }
+        Ok(())
     }
 
-    pub fn solve_failed(&self, text: &str, origin: Origin, error: &SolveError) {
-        self.failed(text, origin, error, error.lower_bound());
+    pub fn solve_failed(
+        &self,
+        text: &str,
+        origin: Origin,
+        error: &SolveError,
+    ) -> std::io::Result<()> {
+        self.failed(text, origin, error, error.lower_bound())
     }
 }
 
@@ -188,6 +201,59 @@ pub(crate) fn running_bounds(bounds: &[u32]) -> String {
 
 /// Running puzzles whose bounds `status` lists one by one.
 const RUNNING_BOUNDS_LISTED: usize = 16;
+
+/// One batch's status line: for people, or as one JSON object.
+pub(crate) fn print_status_line(status: &pb::BatchStatus, json: bool) -> std::io::Result<()> {
+    if json {
+        outln!("{}", status_json(status))
+    } else {
+        outln!("{}", status_text(status))
+    }
+}
+
+/// A batch's status for people: `batch 3: 7 of 10 solved, 0 failed, running (4 to 40 s to
+/// go); submitted 2026-11-25T20:14:03Z, pdb:7-8`.
+pub(crate) fn status_text(status: &pb::BatchStatus) -> String {
+    let state = if status.state.is_empty() {
+        if status.done {
+            "done"
+        } else {
+            "running"
+        }
+    } else {
+        status.state.as_str()
+    };
+    let eta = match (status.eta_low_seconds, status.eta_high_seconds) {
+        (Some(low), Some(high)) if low >= 1.0 => format!(" ({low:.0} to {high:.0} s to go)"),
+        (_, Some(high)) => format!(" (up to {high:.0} s to go)"),
+        _ => String::new(),
+    };
+    let cancelled = match status.items_cancelled {
+        0 => String::new(),
+        items => format!(", {items} cancelled"),
+    };
+    let mut line = format!(
+        "batch {}: {} of {} solved, {} failed{cancelled}, {state}{eta}",
+        status.batch_id, status.solved, status.total, status.failed
+    );
+    if status.submitted_unix_ms > 0 {
+        line.push_str(&format!(
+            "; submitted {}, {}",
+            utc_time(status.submitted_unix_ms),
+            printable(&status.heuristic)
+        ));
+    }
+    if status.priority > 0 && status.priority != 3 {
+        line.push_str(&format!(", priority {}", status.priority));
+    }
+    if status.retry_of > 0 {
+        line.push_str(&format!(", retry of batch {}", status.retry_of));
+    }
+    if !status.owner.is_empty() {
+        line.push_str(&format!(", owner {}", printable(&status.owner)));
+    }
+    line
+}
 
 #[cfg(test)]
 mod running_bounds_tests {

@@ -6,6 +6,7 @@ use tilesolve::proto::v1 as pb;
 
 use crate::calls::Coordinator;
 use crate::client::{progress_bar, read_pages, wait_until_done, ConnectArgs, Pages, Patience};
+use crate::output::outln;
 use crate::process::runtime;
 use crate::results::{FormatArgs, ResultsOutput};
 
@@ -54,7 +55,7 @@ pub fn retry(args: RetryArgs) -> anyhow::Result<bool> {
             submitted.items, args.batch, submitted.from_store
         );
         if !args.wait {
-            println!("{batch}");
+            outln!("{batch}")?;
             return Ok(submitted.invalid == 0);
         }
         wait_until_done(&mut coordinator, batch, &progress_bar()).await?;

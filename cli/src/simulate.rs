@@ -14,6 +14,7 @@ use tilesolve_coordinator::simulate::{
 use tilesolve_coordinator::store::Store;
 
 use crate::options::PolicyArgs;
+use crate::output::outln;
 
 #[derive(Args)]
 pub struct SimulateArgs {
@@ -120,21 +121,21 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         Some(ms) => bail!("--overhead-ms must be a non-negative number, not {ms}"),
         None => measured.map_or(0.0, |(mean, _)| mean),
     };
-    print_recording(args.batch, &puzzles, args.iterations);
+    print_recording(args.batch, &puzzles, args.iterations)?;
     let policy = policy(&args, measured, overhead_seconds)?;
     let sequential = match args.sequential_seconds {
         Some(seconds) if seconds.is_finite() && seconds > 0.0 => Some(seconds),
         Some(seconds) => bail!("--sequential-seconds must be a positive number, not {seconds}"),
         None => None,
     };
-    print_header(sequential.is_some());
+    print_header(sequential.is_some())?;
     // Exhaustive runs do the same search at every size: measured against that work itself
     // (no policy's one-worker run, whose overheads and budget splits would flatter the rest).
     let mut single = args
         .exhaustive
         .then(|| puzzles.iter().map(|p| p.search_seconds()).sum::<f64>());
     if let Some(work) = single {
-        println!("speedup and efficiency against the recorded search work: {work:.3} s on one thread, no overhead");
+        outln!("speedup and efficiency against the recorded search work: {work:.3} s on one thread, no overhead")?;
     }
     let mut limited = false;
     for &workers in &args.workers {
@@ -146,7 +147,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
         });
         let speedup = t1 / result.makespan_seconds.max(1e-12);
         limited |= result.granularity_limited;
-        println!(
+        outln!(
             "{:>7} {:>12.3} {:>9.1} {:>9.1}% {:>9} {:>10.0} {:>7.1}% {:>9.1}% {:>6.1}% {:>9.1}% {:>9.3}{}{}",
             workers,
             result.makespan_seconds,
@@ -171,18 +172,18 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<bool> {
             } else {
                 ""
             }
-        );
+        )?;
         if args.iterations {
             let finished: Vec<String> = puzzles
                 .iter()
                 .zip(&result.puzzle_seconds)
                 .map(|(p, s)| format!("item {} at {s:.3} s", p.index + 1))
                 .collect();
-            println!("        finished: {}", finished.join(", "));
+            outln!("        finished: {}", finished.join(", "))?;
         }
     }
     if limited {
-        println!("* the recording was too coarse for the policy's split at this size (record with a larger serve --record-depth, and a smaller --split-after and --spread-after where a puzzle it solved whole ended last)");
+        outln!("* the recording was too coarse for the policy's split at this size (record with a larger serve --record-depth, and a smaller --split-after and --spread-after where a puzzle it solved whole ended last)")?;
     }
     Ok(true)
 }
@@ -204,21 +205,25 @@ fn open_recording(args: &SimulateArgs) -> anyhow::Result<(Store, PdbStore)> {
         let threads = std::thread::available_parallelism().map_or(1, usize::from);
         let started = std::time::Instant::now();
         let measured = measure_cancelled(&store, args.batch, &pdbs, threads)?;
-        println!(
+        outln!(
             "measured {measured} cancelled tasks in {:.1} s on {threads} threads",
             started.elapsed().as_secs_f64()
-        );
+        )?;
     }
     Ok((store, pdbs))
 }
 
 /// What the recording holds: each puzzle's nodes and split iterations (and, with
 /// `iterations`, each iteration's measured pieces).
-fn print_recording(batch: u64, puzzles: &[RecordedPuzzle], iterations: bool) {
-    println!("batch {}: {} puzzles", batch, puzzles.len());
+fn print_recording(
+    batch: u64,
+    puzzles: &[RecordedPuzzle],
+    iterations: bool,
+) -> std::io::Result<()> {
+    outln!("batch {}: {} puzzles", batch, puzzles.len())?;
     for puzzle in puzzles {
         let total = puzzle.prelude_nodes + puzzle.measured_nodes + puzzle.predicted_nodes;
-        println!(
+        outln!(
             "  item {:>3}: {} moves, {} nodes ({} whole-puzzle, {:.1}% predicted), split iterations at {}",
             puzzle.index + 1,
             puzzle.length,
@@ -235,12 +240,12 @@ fn print_recording(batch: u64, puzzles: &[RecordedPuzzle], iterations: bool) {
                     .collect::<Vec<_>>()
                     .join(" ")
             }
-        );
+        )?;
     }
     if iterations {
         for puzzle in puzzles {
             for it in puzzle.iteration_summaries() {
-                println!(
+                outln!(
                     "  item {:>3} bound {:>3}: {:>7} pieces, {:>12} nodes, {:>8.3} s, largest piece {:.4} s",
                     puzzle.index + 1,
                     it.bound,
@@ -248,10 +253,11 @@ fn print_recording(batch: u64, puzzles: &[RecordedPuzzle], iterations: bool) {
                     it.nodes,
                     it.seconds,
                     it.largest_unit_seconds
-                );
+                )?;
             }
         }
     }
+    Ok(())
 }
 
 /// The scheduling policy to simulate, from the command line, printed.
@@ -279,7 +285,7 @@ fn policy(
         );
     }
     let config = args.policy.apply(SchedulerConfig::default());
-    println!(
+    outln!(
         "policy: balance {}, splits above {} nodes and {} per thread, at most {} tasks per thread, parts {} deep, subtree budget {};\n  {:.3} ms of the coordinator per task, {} a board a split estimates, {:.3} ms per task outside the search{}, {} prefetched per worker ({}), {}, {:.0}% of reports audited, {}{}",
         config.split_balance,
         config.min_split_nodes,
@@ -327,7 +333,7 @@ fn policy(
         } else {
             ""
         }
-    );
+    )?;
     Ok(SimulationPolicy {
         tasks_per_thread: config.tasks_per_thread,
         split_balance: config.split_balance,
@@ -367,8 +373,8 @@ fn measured_overhead(puzzles: &[RecordedPuzzle]) -> Option<(f64, f64)> {
 }
 
 /// The table's header; `sequential` adds the column against one thread.
-fn print_header(sequential: bool) {
-    println!(
+fn print_header(sequential: bool) -> std::io::Result<()> {
+    outln!(
         "{:>7} {:>12} {:>9} {:>10} {:>9} {:>10} {:>8} {:>10} {:>7} {:>10} {:>9}{}",
         "workers",
         "makespan s",
@@ -386,5 +392,5 @@ fn print_header(sequential: bool) {
         } else {
             ""
         }
-    );
+    )
 }

@@ -46,48 +46,50 @@ pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
         algorithm: args.search.algorithm.to_string(),
     };
     let mut all_solved = true;
-    // Returns whether the board was solved; a failure is reported and the rest go on.
+    // Returns whether the board was solved; a failure is reported and the rest go on (only a
+    // failed write of the report stops them).
     let size = args.search.size;
-    let mut solve_one = |text: &str, board: Result<Board, BoardError>, origin: Origin| -> bool {
-        let board = match board {
-            Ok(board) => board,
-            Err(error) => {
-                reporter.failed(text, origin, &error, None);
-                return false;
+    let mut solve_one =
+        |text: &str, board: Result<Board, BoardError>, origin: Origin| -> std::io::Result<bool> {
+            let board = match board {
+                Ok(board) => board,
+                Err(error) => {
+                    reporter.failed(text, origin, &error, None)?;
+                    return Ok(false);
+                }
+            };
+            let solver = match solvers.for_board(&board) {
+                Ok(solver) => solver,
+                Err(error) => {
+                    reporter.failed(text, origin, &error, None)?;
+                    return Ok(false);
+                }
+            };
+            // A board stopped by a limit still comes back with the best path found in it; it is
+            // not counted as solved.
+            let answer = match weight {
+                Some(weight) => solver.solve_weighted(&board, weight, &options, None),
+                None => solver.solve_or_bound(&board, &options, None),
+            };
+            match answer {
+                Ok(Answer::Optimal(solution)) => {
+                    reporter.solved(&solution, solver.heuristic())?;
+                    Ok(true)
+                }
+                Ok(Answer::Bounded(answer)) => {
+                    reporter.bounded(&answer, solver.heuristic())?;
+                    Ok(false)
+                }
+                Err(error) => {
+                    reporter.solve_failed(text, origin, &error)?;
+                    Ok(false)
+                }
             }
         };
-        let solver = match solvers.for_board(&board) {
-            Ok(solver) => solver,
-            Err(error) => {
-                reporter.failed(text, origin, &error, None);
-                return false;
-            }
-        };
-        // A board stopped by a limit still comes back with the best path found in it; it is
-        // not counted as solved.
-        let answer = match weight {
-            Some(weight) => solver.solve_weighted(&board, weight, &options, None),
-            None => solver.solve_or_bound(&board, &options, None),
-        };
-        match answer {
-            Ok(Answer::Optimal(solution)) => {
-                reporter.solved(&solution, solver.heuristic());
-                true
-            }
-            Ok(Answer::Bounded(answer)) => {
-                reporter.bounded(&answer, solver.heuristic());
-                false
-            }
-            Err(error) => {
-                reporter.solve_failed(text, origin, &error);
-                false
-            }
-        }
-    };
     for (index, arg) in args.boards.iter().enumerate() {
         if arg != "-" {
             let board = parse_board_in(arg, size);
-            all_solved &= solve_one(arg, board, Origin::Argument(index + 1));
+            all_solved &= solve_one(arg, board, Origin::Argument(index + 1))?;
             continue;
         }
         let mut stdin = std::io::stdin().lock();
@@ -101,7 +103,7 @@ pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
                 Ok(line) => {
                     if let Some(entry) = BatchLine::read(number, line) {
                         let board = entry.read_board(size);
-                        all_solved &= solve_one(entry.board, board, Origin::Line(entry.number));
+                        all_solved &= solve_one(entry.board, board, Origin::Line(entry.number))?;
                     }
                 }
                 Err(_) => {
@@ -110,7 +112,7 @@ pub fn run(args: SolveArgs) -> anyhow::Result<bool> {
                         Origin::Line(number),
                         &"the line is not valid UTF-8 text",
                         None,
-                    );
+                    )?;
                     all_solved = false;
                 }
             }

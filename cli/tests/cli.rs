@@ -439,6 +439,20 @@ fn completions_and_the_man_page_come_from_the_command_definitions() {
     assert!(!ok && stderr.contains("tcsh"), "{stderr}");
 }
 
+/// Runs the binary with its standard output a pipe whose reader is already gone, as
+/// `tilesolve ... | head -0` leaves it: every write there fails.
+fn without_a_reader(data: &std::path::Path, args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_tilesolve"))
+        .env("TILESOLVE_DATA", data)
+        .args(args)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run tilesolve")
+}
+
 #[test]
 fn a_reader_that_stops_reading_is_no_error() {
     let data = tempfile::tempdir().expect("temporary data directory");
@@ -450,20 +464,25 @@ fn a_reader_that_stops_reading_is_no_error() {
     ];
     let lines: Vec<&str> = boards.iter().cycle().take(300).copied().collect();
     std::fs::write(&batch, lines.join("\n")).expect("batch file");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tilesolve"))
-        .env("TILESOLVE_DATA", data.path())
-        .args(["batch", "--heuristic", "manhattan"])
-        .arg(&batch)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start tilesolve");
-    // As `tilesolve batch ... | head -0` would: the reader is gone before the first answer.
-    drop(child.stdout.take());
-    let output = child.wait_with_output().expect("run tilesolve");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    let batch = batch.to_str().expect("UTF-8 path");
+    let commands: [&[&str]; 6] = [
+        &["batch", "--heuristic", "manhattan", batch],
+        &["bench", "--heuristic", "manhattan", "--threads", "2", batch],
+        &["bench", "--heuristic", "manhattan", "--json", batch],
+        &["solve", "--heuristic", "manhattan", boards[0], boards[1]],
+        &["solve", "--heuristic", "manhattan", "--json", boards[0]],
+        &["completions", "bash"],
+    ];
+    for args in commands {
+        let output = without_a_reader(data.path(), args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            output.status.success(),
+            "{args:?}: {:?}: {stderr}",
+            output.status
+        );
+    }
 }
 
 #[test]

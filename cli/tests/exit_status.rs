@@ -224,6 +224,41 @@ fn json_and_csv_print_what_they_say() {
     assert_eq!(answer["length"], *optimal);
 }
 
+/// Each client command whose standard output's reader is gone (`tilesolve status 1 | head -0`)
+/// ends with exit status 0 and no panic: nothing went wrong that anybody is left to hear of.
+#[test]
+fn a_client_whose_reader_went_away_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    let path = dir.path().join("examples.txt");
+    write_batch(&path, &known_boards(0), false);
+    let path = path.to_str().unwrap();
+    let commands: [&[&str]; 8] = [
+        &["submit", path],
+        &["status", "1"],
+        &["status", "--json", "1"],
+        &["batches"],
+        &["results", "1"],
+        &["results", "--csv", "1"],
+        &["query", "--json", "1,2,3,4,5,6,7,8,0"],
+        &["cancel", "1"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let output = Command::new(BIN)
+            .args(args)
+            .env("TILESOLVE_COORDINATOR", &url)
+            .stdout(writer)
+            .output()
+            .expect("run tilesolve");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn garbage_is_refused_before_it_is_stored_and_never_reaches_the_terminal_raw() {
     let dir = tempfile::tempdir().unwrap();
