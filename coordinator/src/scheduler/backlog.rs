@@ -19,8 +19,9 @@ pub(super) fn live_low(threads: usize) -> usize {
     LIVE_LOW_MIN.max(threads.saturating_mul(2 * (1 + MAX_PREFETCH as usize)))
 }
 
-/// Starting stops once a batch has this many live puzzles: twice [`live_low`], so a batch
-/// starts a window at a time, not one puzzle as each one ends.
+/// Starting stops once a batch has this many live puzzles (or at the end of the part it came
+/// to, when its items are read back from the store): twice [`live_low`], so a batch starts a
+/// window at a time, not one puzzle as each one ends.
 pub(super) fn live_cap(threads: usize) -> usize {
     live_low(threads).saturating_mul(2)
 }

@@ -378,20 +378,37 @@ impl<'a> QueuedItem<'a> {
         index: u32,
         item: &'a StoredItem,
     ) -> Result<QueuedItem<'a>, SchedulerError> {
-        let boards = match (&item.board, &item.goal) {
-            (Some(board), Some(goal)) => match (parse_board(board), parse_board(goal)) {
-                (Ok(board), Ok(goal)) => Some((board, goal)),
-                _ => {
-                    return Err(StoreError::Corrupt {
-                        tree: "items",
-                        reason: format!("batch {batch} item {index}"),
-                    }
-                    .into())
-                }
-            },
-            _ => None,
+        QueuedItem::stored_after(batch, index, item, &mut None)
+    }
+
+    /// [`QueuedItem::stored`], its goal taken from `last_goal` (the goal text parsed last, and
+    /// the board it gave) when it is the same text.
+    fn stored_after(
+        batch: u64,
+        index: u32,
+        item: &'a StoredItem,
+        last_goal: &mut Option<(&'a str, Board)>,
+    ) -> Result<QueuedItem<'a>, SchedulerError> {
+        let corrupt = || StoreError::Corrupt {
+            tree: "items",
+            reason: format!("batch {batch} item {index}"),
         };
-        Ok(QueuedItem { item, boards })
+        let (Some(board), Some(goal)) = (&item.board, &item.goal) else {
+            return Ok(QueuedItem { item, boards: None });
+        };
+        let board = parse_board(board).map_err(|_| corrupt())?;
+        let goal = match *last_goal {
+            Some((text, goal_board)) if text == goal.as_str() => goal_board,
+            _ => {
+                let goal_board = parse_board(goal).map_err(|_| corrupt())?;
+                *last_goal = Some((goal.as_str(), goal_board));
+                goal_board
+            }
+        };
+        Ok(QueuedItem {
+            item,
+            boards: Some((board, goal)),
+        })
     }
 
     /// The queued ones of a stored batch's `items` (from index `first` on), parsed; the others
@@ -401,10 +418,13 @@ impl<'a> QueuedItem<'a> {
         first: u32,
         items: &'a [StoredItem],
     ) -> Result<Vec<QueuedItem<'a>>, SchedulerError> {
+        // A batch's items nearly always share one goal: its text is parsed once, not once an
+        // item (a parse is thousands of instructions).
+        let mut last_goal = None;
         (first..)
             .zip(items)
             .map(|(index, item)| match item.status {
-                ItemStatus::Queued => QueuedItem::stored(batch, index, item),
+                ItemStatus::Queued => QueuedItem::stored_after(batch, index, item, &mut last_goal),
                 _ => Ok(QueuedItem { item, boards: None }),
             })
             .collect()

@@ -2,14 +2,21 @@
 //! live, the rest held in its [`Backlog`] (stored, not started) and started a part at a time,
 //! read back from the store, once fewer than [`backlog::live_low`] are live. Intake, a resumed
 //! batch and a batch whose tables arrived all start their items here.
+//!
+//! A part read back is started whole, even past the cap: the store decodes a part whole, so a
+//! page running into the next part, or one stopped short of its end, decoded parts twice (a
+//! sixth of an easy batch's coordinator instructions, parsing the boards again included).
 
 use super::audits::Audits;
 use super::backlog::{self, Unstarted};
-use super::intake::{solver_keys, Intake, QueuedItem, INTAKE_PART};
+use super::intake::{solver_keys, Intake, QueuedItem};
 use super::lifecycle::Puzzles;
 use super::types::{PuzzleId, SchedulerError};
 use super::{Parts, Scheduler};
-use crate::store::{ItemStatus, StoreError, StoredItem};
+use crate::store::{ItemStatus, StoreError, StoredItem, ITEMS_PER_PART};
+
+/// The store's part, as an item index.
+const PART: u32 = ITEMS_PER_PART as u32;
 
 impl Scheduler {
     /// Starts the items of `intake` stored since the last call, as far as the batch's window
@@ -42,6 +49,18 @@ impl Scheduler {
         first: u32,
         items: &[QueuedItem],
     ) -> Result<(), SchedulerError> {
+        let cap = backlog::live_cap(self.parts.workers.threads());
+        self.start_up_to(batch, first, items, cap)
+    }
+
+    /// [`Scheduler::start_items`] until `cap` of the batch's puzzles are live.
+    fn start_up_to(
+        &mut self,
+        batch: u64,
+        first: u32,
+        items: &[QueuedItem],
+        cap: usize,
+    ) -> Result<(), SchedulerError> {
         let parts = &mut self.parts;
         let end = first + items.len() as u32;
         let held = parts.backlog.get(batch);
@@ -60,7 +79,6 @@ impl Scheduler {
             }
             _ => 0,
         };
-        let cap = backlog::live_cap(parts.workers.threads());
         let stopped =
             self.puzzles
                 .start_or_wait(parts, &mut self.audits, (batch, first), items, cap)?;
@@ -109,17 +127,19 @@ impl Scheduler {
         }
     }
 
-    /// Starts `batch`'s backlog a part at a time until `cap` of its puzzles are live.
+    /// Starts `batch`'s backlog a part at a time until `cap` of its puzzles are live: each
+    /// read runs to the end of the stored part it starts in, and all of it starts.
     fn start_more(&mut self, batch: u64, cap: usize) -> Result<(), SchedulerError> {
         while let Some(held) = self.parts.backlog.get(batch) {
             if self.puzzles.live_in(batch) >= cap {
                 break;
             }
-            let count = INTAKE_PART.min((held.stored - held.next) as usize);
+            let part_end = (held.next / PART + 1) * PART;
+            let count = (part_end.min(held.stored) - held.next) as usize;
             let page = self.parts.store.items_page(batch, held.next, count)?;
             let items = in_order(batch, held.next, page)?;
             let queued = QueuedItem::stored_all(batch, held.next, &items)?;
-            self.start_items(batch, held.next, &queued)?;
+            self.start_up_to(batch, held.next, &queued, usize::MAX)?;
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::scheduler::backlog::{live_cap, live_low};
+use crate::store::ITEMS_PER_PART;
 use tilesolve::pdb::Preset;
 
 /// The 8-puzzles of a batch larger than the window a coordinator with no workers starts.
@@ -25,11 +26,17 @@ fn holding_a_large_batch() -> (tempfile::TempDir, Owned, Vec<String>, u64) {
 }
 
 /// Has a one-thread worker solve `batch` (a few tasks a poll), checking after every poll that
-/// the batch never has more than its window live; returns the most it had live.
+/// the batch never has more than its window live, and the rest of the last part it started
+/// (a part read back starts whole); returns the most it had live.
 fn solve_within_the_window(scheduler: &mut Owned, batch: u64) -> usize {
     let worker = scheduler.register(1, "test", None).unwrap();
     let mut results = Vec::new();
     let mut most = 0;
+    let window_end = scheduler
+        .parts
+        .backlog
+        .get(batch)
+        .map_or(0, |held| held.next);
     for _ in 0..100_000 {
         if scheduler.progress(batch).unwrap().done {
             return most;
@@ -39,7 +46,16 @@ fn solve_within_the_window(scheduler: &mut Owned, batch: u64) -> usize {
             .unwrap();
         scheduler.run_deferred().unwrap();
         let live = scheduler.puzzles.live_in(batch);
-        assert!(live <= live_cap(1), "{live} live");
+        assert!(live < live_cap(1) + ITEMS_PER_PART, "{live} live");
+        // Each part read back starts whole: past the window's first stop, the next item to
+        // start is a part's first.
+        let next = scheduler.parts.backlog.get(batch).map(|held| held.next);
+        assert!(
+            next.is_none_or(
+                |next| next == window_end || (next as usize).is_multiple_of(ITEMS_PER_PART)
+            ),
+            "{next:?}"
+        );
         most = most.max(live);
         results.extend(tasks.iter().map(truthful));
     }
