@@ -43,6 +43,10 @@ simulated() {
     timeout 60 "$BIN" simulate --data "$1" --batch 1 --workers "$2" --sequential-seconds "$one" | tail -n +2
 }
 echo "== host"; nproc; grep -m1 "model name" /proc/cpuinfo; free -g | head -2; date -u; uname -r
+# Where the tables live decides whether they are read into 2 MiB pages (ext4 or xfs: yes; tmpfs
+# only when mounted huge=): bench and every worker print the share they got.
+df -T "$scratch" | tail -1
+echo "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null), shmem $(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null)"
 echo "== tables"
 mkdir -p "$scratch/t44" "$scratch/t55"
 if [ -n "${TABLES_4X4:-}" ] && [ -n "${TABLES_5X5:-}" ]; then

@@ -105,7 +105,7 @@ else
     TIMEFORMAT='%R %U %S'
     { time { (confined one 1 "$bin" bench --threads 1 --data "$work/one" "$file") > "$work/one.txt" 2>&1; }; } 2> "$work/one.time"
     read -r one user system < "$work/one.time"
-    echo "one thread: wall $one s, CPU $(awk -v u="$user" -v s="$system" 'BEGIN { printf "%.2f", u + s }') s; $(grep -E 'lengths optimal' "$work/one.txt" | tr -s ' '); $(grep -E '^expanded' "$work/one.txt" | tr -s ' ')"
+    echo "one thread: wall $one s, CPU $(awk -v u="$user" -v s="$system" 'BEGIN { printf "%.2f", u + s }') s; $(grep -E 'lengths optimal' "$work/one.txt" | tr -s ' '); $(grep -E '^expanded' "$work/one.txt" | tr -s ' ')$(grep -E '^tables' "$work/one.txt" | tr -s ' ' | sed 's/^tables/; tables:/')"
 fi
 printf "%-28s %9s %16s %12s %s\n" "run" "wall s" "speedup, eff." "CPU s" "CPU per process, nodes, lengths"
 
@@ -179,6 +179,9 @@ for n in $counts; do
     workers_cpu=$(printf "%s " "${spent[@]:1}")
     printf "%-28s %9s %16s %12s %s\n" "serve + $n workers" "$wall" "$(ratio "$one" "$wall" "$n")" "$total" \
         "coordinator ${spent[0]}, workers ${workers_cpu% }; threads idle $idle; $nodes; $(grep -oE 'lengths matching[^;]*' "$work/answers$n.txt" | head -1)"
+    # Whether the workers' tables were in 2 MiB pages (worker 1's last reading).
+    pages=$(grep -ohE "[0-9]+ MB of pattern tables, [0-9]+% of them in 2 MiB pages" "$work/w$n.1.log" | tail -1 || true)
+    [ -n "$pages" ] && echo "  (worker 1: $pages)"
     # shellcheck disable=SC2086 # empty without LATENCY_MS
     kill "${pids[@]}" $proxy 2>/dev/null || true
     wait 2>/dev/null || true

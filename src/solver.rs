@@ -252,6 +252,11 @@ impl Solver {
         &self.heuristic_name
     }
 
+    /// Bytes of pattern tables its heuristic reads.
+    pub fn table_bytes(&self) -> u64 {
+        self.heuristic.table_bytes()
+    }
+
     /// A real path from `board` to the goal two moves longer than the shortest, visiting no
     /// board twice, whose first move is not `not_first`: the lie no replay refuses, which only
     /// an audit (a second search) can disprove. The liar tests tell it. Tries a few moves away

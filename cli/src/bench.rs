@@ -11,6 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use tilesolve::batch_file::{board_lines, BatchLine};
 use tilesolve::heuristic_choice::HeuristicChoice;
+use tilesolve::pdb::TablePages;
 use tilesolve::search::{Counters, Pruning};
 use tilesolve::{Algorithm, HeuristicKind, Shape};
 
@@ -153,6 +154,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
             let _ = solvers.for_board(&board);
         }
     }
+    // Whether the tables are in 2 MiB pages: a run on small pages is slower, and says why.
+    let pages = TablePages::now(solvers.table_bytes());
     let started = Instant::now();
     let rows = bench_all(
         &lines,
@@ -164,7 +167,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<bool> {
         args.json,
     )?;
     let wall = started.elapsed().as_secs_f64();
-    let summary = Summary::of(&rows, wall);
+    let summary = Summary::of(&rows, wall, pages);
     if args.json {
         outln!("{}", summary.json())?;
     } else {
@@ -273,10 +276,12 @@ struct Summary<'a> {
     wrong: Vec<&'a str>,
     korf_checked: usize,
     korf_different: Vec<&'a str>,
+    /// The tables' pages, where known.
+    pages: Option<TablePages>,
 }
 
 impl<'a> Summary<'a> {
-    fn of(rows: &'a [Row], wall: f64) -> Summary<'a> {
+    fn of(rows: &'a [Row], wall: f64, pages: Option<TablePages>) -> Summary<'a> {
         let mut total = Counters::default();
         for row in rows {
             total += row.counters;
@@ -297,6 +302,7 @@ impl<'a> Summary<'a> {
                 .filter(|r| r.korf_ok() == Some(false))
                 .map(|r| r.id.as_str())
                 .collect(),
+            pages,
         }
     }
 
@@ -323,6 +329,8 @@ impl<'a> Summary<'a> {
             "generated_per_second_per_thread": self.rate(self.total.generated) * 1e6,
             "solve_seconds": self.solve_seconds,
             "wall_seconds": self.wall,
+            "table_bytes": self.pages.map(|p| p.table_bytes),
+            "table_bytes_in_huge_pages": self.pages.map(|p| p.huge_bytes),
         })
     }
 
@@ -359,7 +367,11 @@ impl<'a> Summary<'a> {
             "solve seconds     {:.3} (sum over boards)",
             self.solve_seconds
         )?;
-        outln!("wall seconds      {:.3}", self.wall)
+        outln!("wall seconds      {:.3}", self.wall)?;
+        match self.pages {
+            Some(pages) => outln!("tables            {pages}"),
+            None => Ok(()),
+        }
     }
 }
 

@@ -208,6 +208,15 @@ impl Solvers {
             .as_ref()
             .map_err(Clone::clone)
     }
+
+    /// Bytes of pattern tables the solvers made so far read.
+    pub fn table_bytes(&self) -> u64 {
+        self.by_shape
+            .values()
+            .filter_map(|solver| solver.as_ref().ok())
+            .map(Solver::table_bytes)
+            .sum()
+    }
 }
 
 /// `--time-limit`'s seconds: a positive number that a `Duration` holds (`inf`, `nan`, 0 and

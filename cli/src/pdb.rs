@@ -17,7 +17,8 @@ pub enum PdbCommand {
     Build(BuildArgs),
     /// List the tables in the data directory.
     Info(DataOnly),
-    /// Check every table in the data directory against its checksum.
+    /// Check every table in the data directory against its checksum, read from disk (a table
+    /// no process maps is cached again in 2 MiB pages, as searches want it).
     Verify(DataOnly),
 }
 

@@ -367,6 +367,50 @@ fn pattern_database_is_built_once_then_reused() {
 }
 
 #[test]
+fn bench_says_how_much_of_its_tables_is_in_huge_pages() {
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("one.txt");
+    std::fs::write(
+        &file,
+        "2,7,4,3,1,12,8,6,0,14,15,9,13,5,11,10 # id=1 optimal=40\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let text = tilesolve_in(
+        data.path(),
+        &["bench", "--heuristic", "pdb:5-5-5", file],
+        "",
+    );
+    assert!(text.status.success());
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let json = tilesolve_in(
+        data.path(),
+        &["bench", "--heuristic", "pdb:5-5-5", "--json", file],
+        "",
+    );
+    let summary = json_lines(&json).pop().unwrap();
+    let manhattan = tilesolve_in(
+        data.path(),
+        &["bench", "--heuristic", "manhattan", "--json", file],
+        "",
+    );
+    let without_tables = json_lines(&manhattan).pop().unwrap();
+    assert_eq!(without_tables["table_bytes"], serde_json::Value::Null);
+    if cfg!(target_os = "linux") {
+        // Three 5-tile tables of 524,160 entries, half a byte each.
+        assert!(
+            last.starts_with("tables            0 MB of pattern tables, ")
+                && last.ends_with("% of them in 2 MiB pages"),
+            "{stdout}"
+        );
+        assert_eq!(summary["table_bytes"], 3 * 262_080);
+        let huge = summary["table_bytes_in_huge_pages"].as_u64().unwrap();
+        assert!(huge <= 3 * 262_080, "{summary}");
+    }
+}
+
+#[test]
 fn default_heuristic_takes_what_fits_the_memory_budget() {
     // The exact 3x3 table takes 362,880 bytes: 1 MiB holds it, 0 MiB holds no table at all.
     for (mib, heuristic) in [("1", "pdb:exact"), ("0", "linear-conflict")] {

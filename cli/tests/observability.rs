@@ -95,6 +95,12 @@ fn one_puzzle_is_followed_from_the_coordinator_log_into_the_worker_log() {
             .any(|l| l.contains(&ids) && l.contains("task started")),
         "{text}"
     );
+    // The share of its tables in 2 MiB pages, logged once they are loaded.
+    assert!(
+        text.lines()
+            .any(|l| l.contains("MB of pattern tables, ") && l.contains("% of them in 2 MiB pages")),
+        "{text}"
+    );
 
     let worker_metrics = get(&metrics_url).expect("worker metrics");
     for name in [
@@ -102,6 +108,7 @@ fn one_puzzle_is_followed_from_the_coordinator_log_into_the_worker_log() {
         "tilesolve_worker_task_seconds_count 1",
         "tilesolve_worker_nodes_searched_total ",
         "tilesolve_worker_table_bytes ",
+        "tilesolve_worker_table_bytes_in_huge_pages ",
         "tilesolve_build_info{version=",
         "\nprocess_cpu_seconds_total ",
         "\nprocess_resident_memory_bytes ",

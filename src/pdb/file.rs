@@ -450,8 +450,16 @@ pub fn load(
     })
 }
 
-/// Reads a file's header and, with `verify`, checks its entries against the checksum.
+/// Reads a file's header and, with `verify`, checks its entries against the checksum as the
+/// disk holds them: the file's cached pages that no process maps are dropped first, so they are
+/// read from disk, and cached again in the 2 MiB folios [`huge_pages`] asks for (a table copied
+/// in by hand was cached in small ones).
 pub fn inspect(path: &Path, verify: bool) -> Result<Header, PdbError> {
+    if verify {
+        if let Ok(file) = File::open(path) {
+            drop_cached_pages(&file);
+        }
+    }
     let map = map_file(path)?;
     let header = read_header(path, &map)?;
     if verify {
