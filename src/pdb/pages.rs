@@ -1,14 +1,15 @@
 //! Whether a process's pattern tables are held in 2 MiB pages, as [`file`](super::file) asks
 //! of every mapping. The search reads the tables at random, so with 4 KiB pages each read may
-//! also walk the page tables; on a host whose cores all search at once those walks compete for
-//! the same memory. Whether the advice took depends on the file system (ext4 and xfs hold a
+//! also walk the page tables (hard80 on the 7-8 tables ran 4-8% slower so, one thread or two;
+//! docs/benchmarks/history.md). Whether the advice took depends on the file system (ext4 and xfs hold a
 //! file's page cache in large folios on Linux 6.x; tmpfs only when mounted `huge=`) and on how
 //! the files came into the cache (a copy by hand caches them in small pages until evicted), so
 //! the processes that search report it: a worker's log and `/metrics`, and `bench`'s summary.
 
 use std::fmt;
 
-/// Tables this small fit the TLB's reach well enough that their pages do not matter.
+/// Below this a process's tables are too small for their pages to be worth a word (the 3x3's
+/// exact table is 0.4 MB; the 4x4 default, 7-8, 288 MB).
 const MATTERS_FROM_BYTES: u64 = 64 << 20;
 
 /// A process's pattern tables, and how much of its file mappings are in 2 MiB pages.
