@@ -455,7 +455,9 @@ pub fn load(
 /// read from disk, and cached again in the 2 MiB folios [`huge_pages`] asks for (a table copied
 /// in by hand was cached in small ones).
 pub fn inspect(path: &Path, verify: bool) -> Result<Header, PdbError> {
-    if verify {
+    // Only a regular file is opened for it: opening a FIFO waits for a writer (`map_file`
+    // refuses one by name).
+    if verify && std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         if let Ok(file) = File::open(path) {
             drop_cached_pages(&file);
         }
@@ -494,9 +496,11 @@ mod tests {
         let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
         // SAFETY: a valid NUL-terminated path; mkfifo only creates a file system entry.
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
-        let error = inspect(&path, false).unwrap_err();
-        assert!(matches!(error, PdbError::Corrupt { .. }), "{error}");
-        assert!(error.to_string().contains("not a regular file"), "{error}");
+        for verify in [false, true] {
+            let error = inspect(&path, verify).unwrap_err();
+            assert!(matches!(error, PdbError::Corrupt { .. }), "{error}");
+            assert!(error.to_string().contains("not a regular file"), "{error}");
+        }
     }
 
     /// A write that fails at its last step (here the rename: a directory holds the table's
