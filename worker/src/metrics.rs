@@ -1,6 +1,6 @@
 //! The worker's Prometheus metrics, served at `/metrics` on an address of its own
 //! (`worker --metrics-listen`): nodes searched and their rate, tasks done and failed, task
-//! seconds as a histogram, the pattern table bytes held, the build, and the process's own
+//! seconds as a histogram, the pattern table bytes held (and in 2 MiB pages), the build, and the process's own
 //! `process_*`. The search threads only add to atomics; a scrape encodes them.
 
 use std::sync::atomic::AtomicU64;
@@ -128,31 +128,18 @@ impl Metrics {
         };
     }
 
-    /// Counts pattern tables loaded for a new heuristic, and logs how much of all the worker
-    /// holds is in 2 MiB pages (with what to do when under half).
-    pub(crate) fn tables_loaded(&self, bytes: u64) {
-        if bytes == 0 {
-            return;
-        }
+    /// Counts pattern tables loaded for a new heuristic; returns the bytes the worker holds.
+    pub(crate) fn tables_loaded(&self, bytes: u64) -> u64 {
         let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
         let held = self.0.table_bytes.inc_by(bytes).saturating_add(bytes);
-        let Some(pages) = TablePages::now(u64::try_from(held).unwrap_or(0)) else {
-            return;
-        };
+        u64::try_from(held).unwrap_or(0)
+    }
+
+    /// How much of those tables is in 2 MiB pages.
+    pub(crate) fn tables_in_huge_pages(&self, pages: TablePages) {
         self.0
             .table_bytes_in_huge_pages
             .set(i64::try_from(pages.huge_bytes).unwrap_or(i64::MAX));
-        let huge_page_share = pages.share();
-        match pages.mostly_small() {
-            true => tracing::info!(
-                table_bytes = pages.table_bytes,
-                huge_page_share,
-                "{pages}: a lookup may also walk the page tables (searches ran 4-8% slower so \
-                 on a development machine); `tilesolve pdb verify` reads tables on ext4 or xfs \
-                 into 2 MiB pages while no process maps them (docs/DEPLOY.md)"
-            ),
-            false => tracing::info!(table_bytes = pages.table_bytes, huge_page_share, "{pages}"),
-        }
     }
 
     /// The metrics in the OpenMetrics text format, the process's own `process_*` among them.

@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 use tilesolve::heuristic::Weight;
 use tilesolve::heuristic_choice::HeuristicChoice;
 use tilesolve::moves::moves_to_string;
-use tilesolve::pdb::PdbStore;
+use tilesolve::pdb::{PdbStore, TablePages};
 use tilesolve::proto::v1 as pb;
 use tilesolve::task::{run_task_handing_back, WeightedWork, Work};
 use tilesolve::{parse_board, Board, Direction, Solver};
 
 use crate::finished::Finished;
 use crate::jobs::Jobs;
-use crate::tables::{log_table_event, Fetcher, Tables};
+use crate::tables::{log_table_event, log_table_pages, Fetcher, Tables};
 use crate::{Metrics, WorkerConfig};
 
 /// Tasks this worker holds (running, or prefetched and waiting for a thread), with the flags the
@@ -296,7 +296,13 @@ fn solver_for(
     let built = choice
         .build(goal, tables.budget, tables.pdbs, &log_table_event)
         .map_err(|e| e.to_string())?;
-    tables.metrics.tables_loaded(built.table_bytes());
+    let bytes = built.table_bytes();
+    let held = tables.metrics.tables_loaded(bytes);
+    // Only a load that added tables says anything new of their pages.
+    if let Some(pages) = (bytes > 0).then(|| TablePages::now(held)).flatten() {
+        tables.metrics.tables_in_huge_pages(pages);
+        log_table_pages(pages);
+    }
     let solver = Arc::new(Solver::with_heuristic(*goal, built, choice.to_string()));
     solvers.insert(key, solver.clone());
     Ok(solver)
