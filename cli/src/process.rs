@@ -36,22 +36,46 @@ pub(crate) async fn stop_signal() {
     tracing::info!(signal, "stopping");
 }
 
-/// Keeps this process on small pages: the allocator asks for transparent huge pages on its
-/// arena, and a coordinator, whose heap is small objects scattered as sled and the scheduler
-/// grow it, then had the kernel zero a whole 2 MiB page for each few it touched: a third of a
-/// fresh coordinator's CPU on a batch of 10,000 easy boards (BENCHMARKS.md). A client's
-/// buffers came and went the same way: `submit --wait` spent 0.34 s of system time zeroing
-/// them over that batch. Every command but those that search keeps to small pages (`main`);
-/// workers, `solve`, `bench`, `pdb` and the embedded `batch` keep huge pages: their pattern
-/// tables, looked up at random, are what they are for.
+/// Keeps this process's heap on small pages, and its pattern tables on huge ones where the
+/// kernel allows both. A coordinator's heap is small objects scattered as sled and the
+/// scheduler grow it: on 2 MiB pages the kernel zeroed a whole page for each few bytes it
+/// touched, a third of a fresh coordinator's CPU on a batch of 10,000 easy boards
+/// (BENCHMARKS.md); a client's buffers came and went the same way (`submit --wait` spent
+/// 0.34 s of system time zeroing them). But the coordinator also looks its tables up (every
+/// puzzle's first bound), at random, and on small pages each lookup missed the TLB as well:
+/// the estimate was 7.6% of its time on that batch. mimalloc is built without its own
+/// huge-page advice (`no_thp`), so only mappings advised here (the tables) ask for 2 MiB pages;
+/// what remains is a system whose setting is `always`, which gives them to the heap unasked:
+/// - Linux 6.18 on: THP off for this process except where advised (the tables);
+/// - before, on such a system: THP off for the whole process, the tables included;
+/// - before, on a system set to `madvise` or `never`: nothing to do.
+///
+/// Every command but those that search calls it (`main`); workers, `solve`, `bench`, `pdb`
+/// and the embedded `batch` leave the system's setting as it is.
 #[cfg(target_os = "linux")]
 pub fn small_pages_only() {
+    // PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18); not yet in the libc crate.
+    const EXCEPT_ADVISED: libc::c_ulong = 1 << 1;
     // SAFETY: PR_SET_THP_DISABLE takes integer arguments only and changes no memory; a kernel
-    // without it returns an error, which leaves the process as it was.
+    // without the flag returns an error, which leaves the process as it was.
+    let except_advised =
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, EXCEPT_ADVISED, 0, 0) } == 0;
+    if except_advised || !system_gives_huge_pages_unasked() {
+        return;
+    }
+    // SAFETY: as above.
     let refused = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0;
     if refused {
         tracing::debug!("the kernel kept transparent huge pages on");
     }
+}
+
+/// Whether the system's transparent huge page setting is `always` (an unreadable setting
+/// counts as such: the heap is kept small then, as before the tables' exception).
+#[cfg(target_os = "linux")]
+fn system_gives_huge_pages_unasked() -> bool {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .map_or(true, |setting| setting.contains("[always]"))
 }
 
 /// Elsewhere pages are left as the system chooses.

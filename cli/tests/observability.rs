@@ -1,6 +1,7 @@
 //! Following one puzzle across processes: the coordinator logs each task it leases with its
 //! batch, puzzle and task ids, and the worker logs every line about that task under the same
-//! ids; both serve Prometheus metrics (the worker on `--metrics-listen`).
+//! ids; both serve Prometheus metrics (the worker on `--metrics-listen`). And what a
+//! coordinator's memory is made of: a heap on small pages, pattern tables on 2 MiB ones.
 
 mod common;
 
@@ -136,5 +137,101 @@ fn one_puzzle_is_followed_from_the_coordinator_log_into_the_worker_log() {
             coordinator_metrics.contains(name),
             "{name}: {coordinator_metrics}"
         );
+    }
+}
+
+/// The `kB` figure of `field` in a block of `/proc/PID/smaps` lines.
+fn kilobytes(block: &str, field: &str) -> u64 {
+    block
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.trim().strip_suffix(" kB"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A coordinator keeps its heap on small pages (the kernel zeroing a 2 MiB page for each few
+/// objects was a third of its CPU on easy boards) and maps its pattern tables on 2 MiB pages
+/// (each puzzle's first bound is looked up in them at random): `process::small_pages_only`,
+/// with mimalloc asking for no huge pages of its own. Checked where the system gives huge
+/// pages to those who ask (`madvise`, the usual setting), and the tables' half only where the
+/// file system caches them in 2 MiB folios (as `bench`, which keeps the system's setting,
+/// finds).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_coordinator_keeps_its_heap_on_small_pages_and_its_tables_on_huge_ones() {
+    let setting =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if !setting.contains("[madvise]") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("coordinator");
+    let data_arg = data.to_str().unwrap();
+    let (ok, _, stderr) = run(&["pdb", "build", "6-6-3", "--data", data_arg]);
+    assert!(ok, "{stderr}");
+    // examples15 #1: 40 moves.
+    let file = dir.path().join("one.txt");
+    std::fs::write(&file, "2,7,4,3,1,12,8,6,0,14,15,9,13,5,11,10\n").unwrap();
+    let file = file.to_str().unwrap();
+    let (ok, stdout, stderr) = run(&[
+        "bench",
+        "--data",
+        data_arg,
+        "--heuristic",
+        "pdb:6-6-3",
+        "--json",
+        file,
+    ]);
+    assert!(ok, "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    let cached_in_folios = summary["table_bytes_in_huge_pages"].as_u64().unwrap_or(0) > 0;
+
+    let server = Coordinator::start(&data, "127.0.0.1:0", &[], &[]);
+    let url = server.url();
+    // No worker: the puzzle waits, its first bound looked up in the tables it maps.
+    let (ok, _, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        &url,
+        "--heuristic",
+        "pdb:6-6-3",
+        file,
+    ]);
+    assert!(ok, "{stderr}");
+    let smaps = format!("/proc/{}/smaps", server.process.0.id());
+    let tables = wait_until("the tables mapped", Duration::from_secs(60), || {
+        let text = std::fs::read_to_string(&smaps).ok()?;
+        // A mapping's block starts at its address range, `start-end perms offset ...`.
+        let blocks: Vec<String> =
+            text.split_inclusive('\n')
+                .fold(Vec::new(), |mut blocks: Vec<String>, line| {
+                    let first = line.split_whitespace().next().unwrap_or_default();
+                    if first.contains('-') && !first.ends_with(':') || blocks.is_empty() {
+                        blocks.push(String::new());
+                    }
+                    if let Some(block) = blocks.last_mut() {
+                        block.push_str(line);
+                    }
+                    blocks
+                });
+        let tables: Vec<String> = blocks
+            .into_iter()
+            .filter(|block| {
+                block
+                    .lines()
+                    .next()
+                    .is_some_and(|l| l.trim_end().ends_with(".pdb"))
+            })
+            .collect();
+        let touched = tables.iter().all(|block| kilobytes(block, "Rss:") > 0);
+        (tables.len() >= 3 && touched).then_some(tables)
+    });
+    let rollup =
+        std::fs::read_to_string(format!("/proc/{}/smaps_rollup", server.process.0.id())).unwrap();
+    assert_eq!(kilobytes(&rollup, "AnonHugePages:"), 0, "{rollup}");
+    if cached_in_folios {
+        let huge: u64 = tables.iter().map(|b| kilobytes(b, "FilePmdMapped:")).sum();
+        assert!(huge > 0, "{tables:?}");
     }
 }
