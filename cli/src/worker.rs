@@ -1,7 +1,7 @@
 //! `tilesolve worker`: a worker process that takes tasks from a coordinator until a stop signal.
 
 use crate::client::ConnectArgs;
-use crate::process::{default_threads, runtime, stop_signal};
+use crate::process::{default_threads, one_thread_runtime, stop_signal};
 use std::path::PathBuf;
 
 use crate::options::{MemoryArgs, TimeScaleArgs};
@@ -52,7 +52,7 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<bool> {
     if let Some(token) = args.worker_token.filter(|t| !t.is_empty()) {
         coordinator.token = Some(token);
     }
-    runtime()?.block_on(async {
+    one_thread_runtime()?.block_on(async {
         let readiness = match &args.health_listen {
             Some(address) => {
                 Readiness::serve(
