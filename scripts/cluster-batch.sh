@@ -48,7 +48,15 @@ for i in $(seq 1 "$workers"); do
 done
 # Both sides load the tables present at start; let them finish before the clock starts.
 sleep 1.5
-cpu() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
+# Each thread's time on a CPU in nanoseconds (`TID NS` lines, from schedstat): /proc/PID/stat
+# counts in 10 ms ticks, a tenth of a coordinator's CPU on 10,000 easy boards, so a process's
+# CPU in the batch is the sum over its threads of what each ran since the start (a thread that
+# ended in between, an idle one of the blocking pool, is left out).
+thread_ns() { for task in /proc/"$1"/task/*; do echo "${task##*/} $(cut -d' ' -f1 "$task/schedstat" 2>/dev/null)"; done; }
+cpu_since() {
+    thread_ns "$1" | awk -v before="$2" 'BEGIN { n = split(before, lines, "\n"); for (i = 1; i <= n; i++) { split(lines[i], f, " "); was[f[1]] = f[2] } }
+        NF == 2 { ns += $2 - (($1 in was) ? was[$1] : 0) } END { printf "%.3f", ns / 1e9 }'
+}
 # Its system time and minor page faults: on a VM guest with free page reporting (the
 # development machines: Firecracker, `page_reporting` in dmesg) a page the host took back costs
 # tens of microseconds to fault in again, so a process's system time moves with the fresh
@@ -62,7 +70,7 @@ system_before=()
 faults_before=()
 switches_before=()
 for pid in "${pids[@]}"; do
-    before+=("$(cpu "$pid")")
+    before+=("$(thread_ns "$pid")")
     system_before+=("$(system "$pid")")
     faults_before+=("$(faults "$pid")")
     switches_before+=("$(switches "$pid")")
@@ -90,12 +98,12 @@ echo "coordinator: anonymous memory $((anon_before / 1024)) MiB before the batch
 echo "$(grep -c " moves " "$work/answers.txt") answers"
 total=0
 for i in "${!pids[@]}"; do
-    spent=$(awk -v now="$(cpu "${pids[$i]}")" -v then="${before[$i]}" 'BEGIN { printf "%.2f", now - then }')
+    spent=$(cpu_since "${pids[$i]}" "${before[$i]}")
     spent_system=$(awk -v now="$(system "${pids[$i]}")" -v then="${system_before[$i]}" 'BEGIN { printf "%.2f", now - then }')
     echo "${names[$i]}: CPU $spent s in the batch (system $spent_system s, $(( $(faults "${pids[$i]}") - ${faults_before[$i]} )) minor faults), $(( $(switches "${pids[$i]}") - ${switches_before[$i]} )) context switches"
     # The proxy stands for the network, not for the cluster's work.
     [ "${names[$i]}" = "latency proxy" ] && continue
-    total=$(awk -v a="$total" -v b="$spent" 'BEGIN { printf "%.2f", a + b }')
+    total=$(awk -v a="$total" -v b="$spent" 'BEGIN { printf "%.3f", a + b }')
 done
 echo "coordinator + workers: CPU $total s"
 "$bin" status --coordinator "$url" --json 1 | python3 -c 'import json, sys; print("nodes counted by the coordinator:", json.load(sys.stdin)["nodes"])'

@@ -1,11 +1,13 @@
 #!/bin/bash
 # The cluster's CPU against one process's on the same boards, binaries side by side: each round
-# times `tilesolve bench --threads 2` (its CPU, from /usr/bin/time), then
+# times `tilesolve bench --threads 2` (its CPU, from the shell's timer), then
 # scripts/cluster-batch.sh (serve + 2 one-thread workers) once per binary, and prints each
-# binary's coordinator CPU, the cluster's total and its ratio to the bench's. Rounds alternate
-# the binaries so a noisy host hits them alike (the 2-core bound of issue 64: 10,000 walks at
-# most 1.25x). System time is shown beside each total: on the development machines (VM guests
-# with free page reporting) it moves with the fresh pages a process touches (cluster-batch.sh).
+# binary's coordinator CPU, the cluster's total and its ratio to the bench's, all to the
+# millisecond (counted in hundredths, three processes' rounding moved a ratio by up to 0.06).
+# Rounds alternate the binaries so a noisy host hits them alike (the 2-core bound of issue 64:
+# 10,000 walks at most 1.25x). System time (in hundredths) is shown beside each total: on the
+# development machines (VM guests with free page reporting) it moves with the fresh pages a
+# process touches (cluster-batch.sh).
 #
 # usage: scripts/cpu-against-bench.sh TABLE_DIR FILE ROUNDS BIN [BIN ...]
 #   The bench runs target/release/tilesolve unless BENCH_BIN names one.
@@ -17,8 +19,9 @@ shift 3
 here=$(dirname "$0")
 bench_bin=${BENCH_BIN:-$(realpath "$here/../target/release/tilesolve")}
 for round in $(seq 1 "$rounds"); do
-    times=$( { /usr/bin/time -f "%U %S" "$bench_bin" bench --threads 2 --data "$tables" "$file" > /dev/null; } 2>&1 | tail -1)
-    bench=$(echo "$times" | awk '{ printf "%.2f", $1 + $2 }')
+    # The shell's own timer: the child's CPU to the millisecond (/usr/bin/time prints hundredths).
+    times=$( { TIMEFORMAT='%3U %3S'; time "$bench_bin" bench --threads 2 --data "$tables" "$file" > /dev/null 2>&1; } 2>&1 | tail -1)
+    bench=$(echo "$times" | awk '{ printf "%.3f", $1 + $2 }')
     line="round $round: bench $bench s (system $(echo "$times" | awk '{ printf "%.2f", $2 }'))"
     for bin in "$@"; do
         out=$(BIN=$bin "$here/cluster-batch.sh" "$tables" "$file" 2>&1)
@@ -28,7 +31,7 @@ for round in $(seq 1 "$rounds"); do
         system=$(echo "$out" | grep -E "^(coordinator|worker [0-9]+):" | grep -oE "system [0-9.]+" \
             | awk '{ n += $2 } END { printf "%.2f", n }')
         answers=$(echo "$out" | grep -E " answers$" | awk '{ print $1 }')
-        ratio=$(awk -v t="$total" -v b="$bench" 'BEGIN { printf "%.2fx", t / b }')
+        ratio=$(awk -v t="$total" -v b="$bench" 'BEGIN { printf "%.3fx", t / b }')
         line="$line | $(basename "$bin"): coordinator $coordinator s, total $total s (system $system; $ratio), $answers answers"
     done
     echo "$line"
