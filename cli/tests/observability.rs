@@ -149,6 +149,26 @@ fn kilobytes(block: &str, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// `/proc/PID/smaps` split into one block per mapping: its `start-end perms ...` line, then its
+/// `Field: value` lines.
+fn mappings(smaps: &str) -> Vec<String> {
+    let mut blocks: Vec<String> = Vec::new();
+    for line in smaps.lines() {
+        let field = line
+            .split_whitespace()
+            .next()
+            .is_some_and(|word| word.ends_with(':'));
+        match blocks.last_mut() {
+            Some(block) if field => {
+                block.push('\n');
+                block.push_str(line);
+            }
+            _ => blocks.push(line.to_string()),
+        }
+    }
+    blocks
+}
+
 /// A coordinator keeps its heap on small pages (the kernel zeroing a 2 MiB page for each few
 /// objects was a third of its CPU on easy boards) and maps its pattern tables on 2 MiB pages
 /// (each puzzle's first bound is looked up in them at random): `process::small_pages_only`,
@@ -202,27 +222,9 @@ fn a_coordinator_keeps_its_heap_on_small_pages_and_its_tables_on_huge_ones() {
     let smaps = format!("/proc/{}/smaps", server.process.0.id());
     let tables = wait_until("the tables mapped", Duration::from_secs(60), || {
         let text = std::fs::read_to_string(&smaps).ok()?;
-        // A mapping's block starts at its address range, `start-end perms offset ...`.
-        let blocks: Vec<String> =
-            text.split_inclusive('\n')
-                .fold(Vec::new(), |mut blocks: Vec<String>, line| {
-                    let first = line.split_whitespace().next().unwrap_or_default();
-                    if first.contains('-') && !first.ends_with(':') || blocks.is_empty() {
-                        blocks.push(String::new());
-                    }
-                    if let Some(block) = blocks.last_mut() {
-                        block.push_str(line);
-                    }
-                    blocks
-                });
-        let tables: Vec<String> = blocks
+        let tables: Vec<String> = mappings(&text)
             .into_iter()
-            .filter(|block| {
-                block
-                    .lines()
-                    .next()
-                    .is_some_and(|l| l.trim_end().ends_with(".pdb"))
-            })
+            .filter(|block| block.lines().next().is_some_and(|l| l.ends_with(".pdb")))
             .collect();
         let touched = tables.iter().all(|block| kilobytes(block, "Rss:") > 0);
         (tables.len() >= 3 && touched).then_some(tables)
