@@ -12,6 +12,8 @@
 #   TABLE_DIR holds the pattern table files (linked into each process's data directory, so
 #   nothing is built or fetched); the binary is target/release/tilesolve unless BIN names one.
 set -euo pipefail
+# CPU is counted from each thread's schedstat (below).
+[ -r /proc/self/schedstat ] || { echo "this kernel has no /proc/PID/schedstat (CONFIG_SCHED_INFO): the CPU in the batch cannot be counted" >&2; exit 1; }
 tables=$(realpath "$1")
 batch=$(realpath "$2")
 workers=${WORKERS:-2}
