@@ -7,6 +7,9 @@
 # usage: [WORKERS=2] [HEURISTIC=default] [SERVE_ARGS="--audit-fraction 0"] \
 #            scripts/cluster-batch.sh TABLE_DIR BATCH_FILE
 #   KEEP=DIR copies the processes' logs there.
+#   WARM_UP=FILE runs that batch through the same processes first, outside the count: the
+#   coordinator's cost once it has served a batch, as a long-running one does (a fresh one
+#   first takes its heap's pages from the system, a fifth of its CPU on 10,000 walks).
 #   LATENCY_MS=D puts the workers D ms from the coordinator each way (scripts/latency-proxy.py
 #   between them): workers on other hosts, where a round trip is not loopback's.
 #   TABLE_DIR holds the pattern table files (linked into each process's data directory, so
@@ -50,6 +53,11 @@ for i in $(seq 1 "$workers"); do
 done
 # Both sides load the tables present at start; let them finish before the clock starts.
 sleep 1.5
+measured=1
+if [ -n "${WARM_UP:-}" ]; then
+    "$bin" submit --coordinator "$url" --heuristic "$heuristic" --wait "$WARM_UP" > /dev/null
+    measured=2
+fi
 # Each thread's time on a CPU in nanoseconds (`TID NS` lines, from schedstat): /proc/PID/stat
 # counts in 10 ms ticks, a tenth of a coordinator's CPU on 10,000 easy boards, so a process's
 # CPU in the batch is the sum over its threads of what each ran since the start (a thread that
@@ -108,8 +116,9 @@ for i in "${!pids[@]}"; do
     total=$(awk -v a="$total" -v b="$spent" 'BEGIN { printf "%.3f", a + b }')
 done
 echo "coordinator + workers: CPU $total s"
-"$bin" status --coordinator "$url" --json 1 | python3 -c 'import json, sys; print("nodes counted by the coordinator:", json.load(sys.stdin)["nodes"])'
+"$bin" status --coordinator "$url" --json "$measured" | python3 -c 'import json, sys; print("nodes counted by the coordinator:", json.load(sys.stdin)["nodes"])'
 curl -s "$url/metrics" > "$work/metrics.txt"
-grep -E "^tilesolve_audits" "$work/metrics.txt" | tr '\n' ' '; echo
+# (Counted since the start: with WARM_UP, over both batches.)
+grep -E "^tilesolve_(audits|nodes_audited)" "$work/metrics.txt" | tr '\n' ' '; echo
 # How many calls carried the answers: the coordinator's cost is partly per call.
 grep -E '^tilesolve_rpc_seconds_count\{.*(Poll|Heartbeat)' "$work/metrics.txt" | tr '\n' ' '; echo
