@@ -10,7 +10,10 @@ use crate::direction::Direction;
 
 /// Blank moves as one string of letters, e.g. `"ULDR"`.
 pub fn moves_to_string(moves: &[Direction]) -> String {
-    moves.iter().map(|d| d.letter()).collect()
+    // Sized once (a letter is a byte): every answer and task path is written here.
+    let mut text = String::with_capacity(moves.len());
+    text.extend(moves.iter().map(|d| d.letter()));
+    text
 }
 
 /// The moves of a string of letters U, L, R, D; `None` if any other character is in it.

@@ -5,7 +5,7 @@ use tilesolve::heuristic::Weight;
 use tilesolve::moves::{moves_from_string, moves_to_string};
 use tilesolve::proto::v1 as pb;
 use tilesolve::search::PartSize;
-use tilesolve::Direction;
+use tilesolve::{Board, Direction};
 use tonic::Status;
 
 use crate::scheduler::{BatchProgress, SchedulerError, TaskOutcome, TaskReport, TaskSpec};
@@ -166,11 +166,32 @@ fn parse_moves(text: &str) -> Result<Vec<Direction>, Status> {
     })
 }
 
-pub(super) fn task_message(spec: TaskSpec) -> pb::Task {
+/// The messages of a poll's tasks. Their goal is nearly always one (a batch's), so its text is
+/// written once and copied, not written again for every task.
+pub(super) fn task_messages(tasks: Vec<TaskSpec>) -> Vec<pb::Task> {
+    let mut goal_text: Option<(Board, String)> = None;
+    tasks
+        .into_iter()
+        .map(|spec| {
+            let goal = match &goal_text {
+                Some((goal, text)) if *goal == spec.goal => text.clone(),
+                _ => {
+                    let text = spec.goal.to_string();
+                    goal_text = Some((spec.goal, text.clone()));
+                    text
+                }
+            };
+            task_message(spec, goal)
+        })
+        .collect()
+}
+
+/// The message of one task, its goal's text given.
+fn task_message(spec: TaskSpec, goal: String) -> pb::Task {
     pb::Task {
         task_id: spec.id,
         board: spec.board.to_string(),
-        goal: spec.goal.to_string(),
+        goal,
         heuristic: spec.heuristic.to_string(),
         path: moves_to_string(&spec.path),
         bound: spec.bound,

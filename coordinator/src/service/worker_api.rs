@@ -8,7 +8,7 @@ use tilesolve::proto::PROTOCOL_VERSION;
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
-use super::convert::{report_of, task_message};
+use super::convert::{report_of, task_messages};
 use super::table_transfer::ChunkStream;
 use super::Service;
 use crate::scheduler::{Told, WorkerDescription, WorkerId};
@@ -156,7 +156,7 @@ impl pb::workers_server::Workers for Service {
             tasks = more;
             told.extend(more_told);
         }
-        let mut tasks: Vec<pb::Task> = tasks.into_iter().map(task_message).collect();
+        let mut tasks = task_messages(tasks);
         self.traces.fill(&mut tasks);
         Ok(Response::new(pb::PollResponse {
             tasks,

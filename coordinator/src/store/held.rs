@@ -12,6 +12,10 @@ use std::ops::RangeInclusive;
 
 use super::batches::{StoredItem, ITEMS_PER_PART};
 
+/// Held items of one part past which its list is sized for the whole part (a small batch's
+/// part keeps a list its own size).
+const FEW_HELD: usize = 64;
+
 /// The held items of each part, by (batch, first index of the part).
 #[derive(Default)]
 pub(super) struct HeldItems {
@@ -68,6 +72,12 @@ impl HeldItems {
             None => {
                 let (word, bit) = HeldPart::bit(index);
                 part.present[word] |= bit;
+                if part.items.len() == FEW_HELD {
+                    // A part this far along is most likely a whole one of a large batch: sized
+                    // for all its items at once, not doubled four more times (each doubling
+                    // moved every held item and took fresh pages).
+                    part.items.reserve_exact(ITEMS_PER_PART - FEW_HELD);
+                }
                 part.items.push((index, item));
                 self.len += 1;
             }
