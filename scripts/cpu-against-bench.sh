@@ -57,6 +57,7 @@ for run in "${runs[@]}"; do
     label=$(basename "$bin")${warm:+ (warm)}
     awk -F '\t' -v label="$label" '$1 == label { print $2 }' "$ratios" | sort -n | awk -v label="$label" '
         { r[NR] = $1; if ($1 <= 1.25) within++ }
-        END { median = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+        END { if (NR == 0) exit
+              median = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
               printf "%s: median %.3fx (%.3f-%.3fx), %d of %d rounds within 1.25x\n", label, median, r[1], r[NR], within, NR }'
 done
