@@ -25,6 +25,7 @@ pub struct StoredSolution {
     pub length: u32,
     /// The blank's moves, one letter each.
     pub moves: String,
+    #[serde(with = "super::format::byte_run")]
     pub tiles: Vec<u8>,
     /// Nodes the search took: at least 1 for a board that was searched or proven on its own,
     /// 0 for boards stored as part of another board's path.

@@ -355,6 +355,7 @@ pub struct StoredBounded {
     pub length: u32,
     /// The blank's moves, one letter each.
     pub moves: String,
+    #[serde(with = "super::format::byte_run")]
     pub tiles: Vec<u8>,
     /// No solution is shorter.
     pub lower_bound: u32,

@@ -167,3 +167,54 @@ pub(super) fn remove_where<T: serde::de::DeserializeOwned>(
     tree.apply_batch(batch)?;
     Ok(removed)
 }
+
+/// A list of bytes written as one run of bytes (`#[serde(with = "format::byte_run")]`), where a
+/// plain `Vec<u8>` is written and read one element at a time: an answer's moved tiles are
+/// written for every answer and every ended item, and element by element they were most of
+/// that. Both forms are the same bytes in a compact value (a length, then one byte each) and the
+/// same array of numbers in JSON, so values written either way read either way.
+pub(super) mod byte_run {
+    use std::fmt;
+
+    use serde::de::{SeqAccess, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    pub(in crate::store) fn serialize<S: Serializer>(
+        bytes: &[u8],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(bytes)
+    }
+
+    pub(in crate::store) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<u8>, D::Error> {
+        deserializer.deserialize_bytes(ByteRun)
+    }
+
+    struct ByteRun;
+
+    impl<'de> Visitor<'de> for ByteRun {
+        type Value = Vec<u8>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of bytes")
+        }
+
+        fn visit_bytes<E>(self, bytes: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(bytes.to_vec())
+        }
+
+        fn visit_byte_buf<E>(self, bytes: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(bytes)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+            let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+            while let Some(byte) = seq.next_element()? {
+                bytes.push(byte);
+            }
+            Ok(bytes)
+        }
+    }
+}

@@ -292,3 +292,55 @@ fn a_quarantined_workers_answers_are_unread_at_once_and_an_answer_put_over_them_
         vec![8]
     );
 }
+
+/// An answer's tiles are written as one run of bytes: compact and in JSON they are the same
+/// bytes as the list of numbers written before, so stores and backups of either read alike.
+#[test]
+fn tiles_written_as_a_run_of_bytes_are_the_bytes_a_list_was() {
+    #[derive(serde::Serialize)]
+    struct AsListed {
+        length: u32,
+        moves: String,
+        tiles: Vec<u8>,
+        nodes: u64,
+        seconds: f64,
+        heuristic: String,
+        workers: Vec<u64>,
+    }
+    let tiles = vec![6, 8, 0, 15, 24, 200];
+    let listed = AsListed {
+        length: 6,
+        moves: "DRULDR".into(),
+        tiles: tiles.clone(),
+        nodes: 9,
+        seconds: 0.25,
+        heuristic: "manhattan".into(),
+        workers: vec![3],
+    };
+    let solution = StoredSolution {
+        length: 6,
+        moves: "DRULDR".into(),
+        tiles,
+        nodes: 9,
+        seconds: 0.25,
+        heuristic: "manhattan".into(),
+        workers: vec![3],
+    };
+    let compact = format::encode_compact(&listed);
+    assert_eq!(format::encode_compact(&solution), compact);
+    assert_eq!(
+        format::decode::<StoredSolution>("solutions", &compact).unwrap(),
+        solution
+    );
+    let json = serde_json::to_vec(&listed).unwrap();
+    assert_eq!(serde_json::to_vec(&solution).unwrap(), json);
+    assert_eq!(
+        serde_json::from_slice::<StoredSolution>(&json).unwrap(),
+        solution
+    );
+    let value = serde_json::to_value(&listed).unwrap();
+    assert_eq!(
+        serde_json::from_value::<StoredSolution>(value).unwrap(),
+        solution
+    );
+}
