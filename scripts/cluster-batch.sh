@@ -22,37 +22,34 @@ batch=$(realpath "$2")
 workers=${WORKERS:-2}
 heuristic=${HEURISTIC:-default}
 bin=${BIN:-$(realpath "$(dirname "$0")/../target/release/tilesolve")}
+# shellcheck source=scripts/lib/cluster.sh
+. "$(dirname "$0")/lib/cluster.sh"
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 url="http://127.0.0.1:$port"
 pids=()
 keep() { if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$work"/*.log "$work/answers.txt" "$KEEP/"; fi; }
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; keep; rm -rf "$work"' EXIT
 names=(coordinator)
-for dir in coordinator $(seq -f "w%g" 1 "$workers"); do
-    mkdir -p "$work/$dir"
-    ln -s "$tables"/*.pdb "$work/$dir/"
-done
+data_dirs "$work" "$tables" coordinator $(seq -f "w%g" 1 "$workers")
 # shellcheck disable=SC2086 # SERVE_ARGS is a list of arguments
 "$bin" serve --listen "127.0.0.1:$port" --data "$work/coordinator" ${SERVE_ARGS:-} > "$work/serve.log" 2>&1 &
 pids+=($!)
-sleep 0.7
+wait_for_serve "$url"
 worker_url=$url
 if [ -n "${LATENCY_MS:-}" ]; then
-    proxy_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    proxy_port=$(free_port)
     python3 "$(dirname "$0")/latency-proxy.py" "$proxy_port" "$port" "$LATENCY_MS" &
     pids+=($!)
     names+=("latency proxy")
     worker_url="http://127.0.0.1:$proxy_port"
     sleep 0.3
 fi
-for i in $(seq 1 "$workers"); do
-    "$bin" worker --coordinator "$worker_url" --threads 1 --data "$work/w$i" > "$work/w$i.log" 2>&1 &
-    pids+=($!)
-    names+=("worker $i")
-done
+start_workers "$bin" "$worker_url" "$work" "$workers"
+for i in $(seq 1 "$workers"); do names+=("worker $i"); done
 # Both sides load the tables present at start; let them finish before the clock starts.
-sleep 1.5
+wait_for_workers "$url" "$workers"
+sleep 0.5
 measured=1
 if [ -n "${WARM_UP:-}" ]; then
     "$bin" submit --coordinator "$url" --heuristic "$heuristic" --wait "$WARM_UP" > /dev/null

@@ -17,33 +17,26 @@ tables=$(realpath "$1")
 batch=$(realpath "$2")
 shift 2
 command -v valgrind > /dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
+# shellcheck source=scripts/lib/cluster.sh
+. "$(dirname "$0")/lib/cluster.sh"
 for bin in "$@"; do
     work=$(mktemp -d)
-    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
     url="http://127.0.0.1:$port"
-    for dir in coordinator w1 w2; do
-        mkdir -p "$work/$dir"
-        ln -s "$tables"/*.pdb "$work/$dir/"
-    done
+    data_dirs "$work" "$tables" coordinator w1 w2
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/callgrind.out" \
         "$bin" serve --listen "127.0.0.1:$port" --data "$work/coordinator" > "$work/serve.log" 2>&1 &
     pids=($!)
     trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-    for _ in $(seq 1 240); do curl -s -o /dev/null "$url/metrics" && break; sleep 0.5; done
-    for i in 1 2; do
-        if [ -n "${ALL:-}" ]; then
-            valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/w$i.out" \
-                "$bin" worker --coordinator "$url" --threads 1 --data "$work/w$i" > "$work/w$i.log" 2>&1 &
-        else
-            "$bin" worker --coordinator "$url" --threads 1 --data "$work/w$i" > "$work/w$i.log" 2>&1 &
-        fi
-        pids+=($!)
-    done
+    wait_for_serve "$url"
+    if [ -n "${ALL:-}" ]; then
+        start_workers "$bin" "$url" "$work" 2 \
+            valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/worker.%p.out"
+    else
+        start_workers "$bin" "$url" "$work" 2
+    fi
     # Registered and their tables loaded (under valgrind a worker takes its time).
-    for _ in $(seq 1 240); do
-        [ "$(curl -s "$url/metrics" | awk '/^tilesolve_workers_connected/ { print $2 }')" = "2" ] && break
-        sleep 0.5
-    done
+    wait_for_workers "$url" 2
     sleep 3
     counted=("${pids[0]}")
     if [ -n "${ALL:-}" ]; then counted=("${pids[@]}"); fi
@@ -58,7 +51,7 @@ for bin in "$@"; do
     coordinator=$(millions "$work"/callgrind.out.*)
     line="$(basename "$bin"): $(grep -c " moves " "$work/answers.txt") answers, coordinator $coordinator M instructions"
     if [ -n "${ALL:-}" ]; then
-        workers=$(millions "$work"/w1.out.* "$work"/w2.out.*)
+        workers=$(millions "$work"/worker.*.out.*)
         valgrind --tool=callgrind --callgrind-out-file="$work/bench.out" \
             "$bin" bench --threads 2 --data "$tables" "$batch" > /dev/null 2>&1
         bench=$(millions "$work/bench.out")

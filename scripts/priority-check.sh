@@ -15,23 +15,12 @@ tables=$(realpath "$1")
 bin=${BIN:-$(realpath "$here/../target/release/tilesolve")}
 rounds=${ROUNDS:-3}
 urgent=${URGENT_PRIORITY:-5}
+# shellcheck source=scripts/lib/cluster.sh
+. "$here/lib/cluster.sh"
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-url="http://127.0.0.1:$port"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-for dir in coordinator w1 w2; do
-    mkdir -p "$work/$dir"
-    ln -s "$tables"/*.pdb "$work/$dir/"
-done
-"$bin" serve --listen "127.0.0.1:$port" --data "$work/coordinator" > "$work/serve.log" 2>&1 &
-pids+=($!)
-sleep 0.7
-for i in 1 2; do
-    "$bin" worker --coordinator "$url" --threads 1 --data "$work/w$i" > "$work/w$i.log" 2>&1 &
-    pids+=($!)
-done
-sleep 1.5
+start_cluster "$bin" "$tables" 2
 # Random 15-puzzles (walks of 200-300 moves) under linear conflict: a second or so each, so
 # the batch runs for minutes (on 7-8 it would end within seconds).
 python3 "$here/random-walks.py" 1000 200 300 66 > "$work/long.txt"

@@ -15,26 +15,12 @@ bin=$(realpath "$3")
 which=$4
 out=${5:-$(mktemp --suffix=.data)}
 command -v perf > /dev/null || { echo "perf is not installed (apt-get install linux-perf)" >&2; exit 1; }
+# shellcheck source=scripts/lib/cluster.sh
+. "$(dirname "$0")/lib/cluster.sh"
 work=$(mktemp -d)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-url="http://127.0.0.1:$port"
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-for dir in coordinator w1 w2; do
-    mkdir -p "$work/$dir"
-    ln -s "$tables"/*.pdb "$work/$dir/"
-done
-"$bin" serve --listen "127.0.0.1:$port" --data "$work/coordinator" > "$work/serve.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 240); do curl -s -o /dev/null "$url/metrics" && break; sleep 0.5; done
-for i in 1 2; do
-    "$bin" worker --coordinator "$url" --threads 1 --data "$work/w$i" > "$work/w$i.log" 2>&1 &
-    pids+=($!)
-done
-for _ in $(seq 1 240); do
-    [ "$(curl -s "$url/metrics" | awk '/^tilesolve_workers_connected/ { print $2 + 0 }')" = "2" ] && break
-    sleep 0.5
-done
+start_cluster "$bin" "$tables" 2
 # Both sides load the tables present at start; let them finish before the recording starts.
 sleep 2
 case "$which" in
