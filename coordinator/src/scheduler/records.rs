@@ -37,7 +37,7 @@ impl Flusher {
     /// Writes the records taken with [`super::AfterCycle`].
     pub fn write(&self, records: TaskRecords) -> Result<(), SchedulerError> {
         for (goal, board, task, record) in records.0 {
-            self.0.put_task_record(&goal, &board, task, &record)?;
+            self.0.put_task_record(&goal, &board, task, record)?;
         }
         Ok(())
     }

@@ -522,10 +522,9 @@ pub fn measure_cancelled(
                 });
             }
         });
-        for (id, record) in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            store.put_task_record(&goal, &board, id, &record)?;
-            measured += 1;
-        }
+        let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+        measured += results.len();
+        store.replace_task_records(&goal, &board, results)?;
     }
     store.flush()?;
     Ok(measured)

@@ -22,10 +22,11 @@
 //!   they are held in memory and written into their parts a group at a time (`ended`).
 //! - `search`: version, width, goal tiles, board tiles -> [`SearchState`] (JSON): the proven lower
 //!   bound of a puzzle still being solved, so a restart resumes at the right bound.
-//! - `tasks`: version, width, goal tiles, board tiles, task id (u64) -> [`TaskRecord`] (JSON):
-//!   every task a puzzle's search ran, with its size and time (and its measured parts when the
-//!   coordinator asked for them), beside the puzzle's search state; what `tilesolve simulate`
-//!   replays.
+//! - `tasks`: version, width, goal tiles, board tiles, first task id (u64) -> a group of
+//!   (task id, [`TaskRecord`]) (compact, after a leading 1; earlier versions wrote one record,
+//!   JSON, under its own id): every task a puzzle's search ran, with its size and time (and its
+//!   measured parts when the coordinator asked for them), beside the puzzle's search state; what
+//!   `tilesolve simulate` replays. Written a group at a time (`task_records`).
 //! - `history`: version, unix ms (u64) -> [`HistorySample`] (JSON): totals and levels every few
 //!   seconds for the dashboard's charts, the last [`HISTORY_KEPT`] of them.
 //! - `notices`: version, batch id (u64) -> [`PendingNotice`] (JSON): completion notices of
@@ -41,9 +42,9 @@
 //! came before the damage), and is refused by name rather than served half empty.
 //! [`Store::open_damaged`] opens it anyway, for `tilesolve salvage`.
 //!
-//! Values are JSON, but for the two trees written for every puzzle: "compact" is a zero byte
-//! then postcard, which took a third of the instructions JSON did for an item (encoding it, and
-//! reading it back for results). A zero byte never starts JSON, so values either wrote are
+//! Values are JSON, but for the trees written for every puzzle or task (items, task records):
+//! "compact" is a zero byte (a task records group: a one) then postcard, which took a third of
+//! the instructions JSON did for an item (encoding it, and reading it back for results). A zero byte never starts JSON, so values either wrote are
 //! read: stores from before compact values need no conversion. Postcard does not name fields,
 //! so a compact type's fields are never skipped when empty, and a field added to one needs a
 //! new leading byte.
@@ -71,6 +72,7 @@ mod owner_nodes;
 mod priority;
 mod records;
 mod search;
+mod task_records;
 #[cfg(test)]
 mod tests;
 
@@ -89,11 +91,11 @@ pub use search::{BestPath, RecordedOutcome, SearchState, TaskRecord};
 /// The store's layout, recorded in `meta` at every open: 1 was every item in `items` (stores
 /// from before the format was recorded), 2 adds `item_parts`, 3 adds `finished` (whose small
 /// batches' records hold their items), 4 moves the answers out of sled into their own files
-/// (`answer_log`), 5 moves the batch records out of sled into theirs (`batch_log`). A store
-/// recorded with a newer
-/// format than this is refused by name: this version would miss what it cannot read (the
-/// queued items of a batch in parts, for one) instead of failing on it.
-pub const STORE_FORMAT: u64 = 5;
+/// (`answer_log`), 5 moves the batch records out of sled into theirs (`batch_log`), 6 writes a
+/// puzzle's task records as groups (`task_records`), which 5 cannot read. A store recorded with
+/// a newer format than this is refused by name: this version would miss what it cannot read
+/// (the queued items of a batch in parts, for one) instead of failing on it.
+pub const STORE_FORMAT: u64 = 6;
 
 /// The store's page cache unless told otherwise: lookups of recent answers and batches hit it;
 /// everything else is a read from the page cache of the kernel.
@@ -161,6 +163,8 @@ pub struct Store {
     /// since, so the start of each of a batch's puzzles skips a lookup that finds nothing.
     search_kept: Arc<AtomicBool>,
     tasks: sled::Tree,
+    /// Task records not yet written into `tasks` ([`Store::put_task_record`]).
+    held_records: Arc<Mutex<task_records::HeldRecords>>,
     meta: sled::Tree,
     history: sled::Tree,
     notices: sled::Tree,
@@ -310,6 +314,7 @@ impl Store {
                 search: search_tree.clone(),
                 search_kept: Arc::new(AtomicBool::new(!search_tree.is_empty())),
                 tasks: db.open_tree("tasks")?,
+                held_records: Arc::default(),
                 meta: db.open_tree("meta")?,
                 history: db.open_tree("history")?,
                 notices: db.open_tree("notices")?,
@@ -442,6 +447,7 @@ impl Store {
     /// records that it did beside the store.
     pub fn flush(&self) -> Result<(), StoreError> {
         self.write_ended()?;
+        self.write_task_records()?;
         self.answers.write_out()?;
         self.batch_log.sync()?;
         let count = self.flushes.next.fetch_add(1, Ordering::SeqCst);

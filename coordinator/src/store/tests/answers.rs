@@ -104,46 +104,6 @@ fn every_board_on_a_solution_path_is_stored_with_its_distance() {
 }
 
 #[test]
-fn task_records_are_kept_per_puzzle_in_creation_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let goal = Board::blank_last(3);
-    let board = tilesolve::parse_board("8,6,7,2,5,4,3,0,1").unwrap();
-    let other = tilesolve::parse_board("1,2,3,4,5,6,7,0,8").unwrap();
-    let record = |bound: u32, path: &str| TaskRecord {
-        batch: 1,
-        index: 0,
-        bound,
-        path: path.into(),
-        iterate: false,
-        outcome: RecordedOutcome::Exceeded(bound + 2),
-        nodes: 10,
-        seconds: 0.5,
-        round_trip_seconds: 0.6,
-        parts: vec![("UL".into(), 4, 7)],
-        measured_after: false,
-    };
-    {
-        let store = Store::open(dir.path()).unwrap();
-        store
-            .put_task_record(&goal, &board, 300, &record(29, "R"))
-            .unwrap();
-        store
-            .put_task_record(&goal, &board, 7, &record(27, "L"))
-            .unwrap();
-        store
-            .put_task_record(&goal, &other, 8, &record(1, ""))
-            .unwrap();
-        store.flush().unwrap();
-    }
-    let store = reopen(dir.path());
-    assert_eq!(
-        store.task_records(&goal, &board).unwrap(),
-        vec![record(27, "L"), record(29, "R")]
-    );
-    assert_eq!(store.task_records(&goal, &other).unwrap().len(), 1);
-}
-
-#[test]
 fn search_state_is_kept_until_removed() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();

@@ -6,6 +6,7 @@ use tilesolve::{Board, Direction, Shape, Solution};
 use tilesolve::{SolveOptions, Solver};
 
 mod answers;
+mod task_records;
 
 /// A batch stored as the scheduler's intake stores one: items, then its record.
 fn create_batch(store: &Store, goal: &str, items: &[StoredItem], now_unix_ms: u64) -> u64 {
