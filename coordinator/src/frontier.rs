@@ -10,11 +10,13 @@
 //! frontier depth becomes a task that searches its subtree under the same bound, so the first
 //! solution any task finds is optimal.
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 
 use tilesolve::search::child_order;
 use tilesolve::task::followed_children;
 use tilesolve::{Board, Direction, Solver};
+
+use crate::size_history::{PackedPath, SizeHistory};
 
 /// One subtree to search under the iteration's bound.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -234,43 +236,6 @@ fn smallest_split(params: BalanceParams) -> u64 {
         .max(1)
 }
 
-/// Measured subtree sizes of one iteration, by the path from the puzzle's root (direction
-/// indices): the tasks' own sizes, or their parts' when tasks measured parts. The next
-/// iteration's split predicts from them.
-#[derive(Clone, Debug, Default)]
-pub struct SizeHistory {
-    sizes: BTreeMap<Vec<u8>, u64>,
-    total: u64,
-}
-
-impl SizeHistory {
-    pub fn add(&mut self, path: Vec<u8>, nodes: u64) {
-        // Saturating: the sizes come from workers' reports, which are not trusted to be sane.
-        self.total = self.total.saturating_add(nodes);
-        let size = self.sizes.entry(path).or_default();
-        *size = size.saturating_add(nodes);
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.sizes.is_empty()
-    }
-
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-
-    /// Nodes measured below `path`; `None` when nothing was measured there or deeper.
-    fn below(&self, path: &[u8]) -> Option<u64> {
-        let mut range = self
-            .sizes
-            .range(path.to_vec()..)
-            .take_while(|(p, _)| p.starts_with(path))
-            .peekable();
-        range.peek()?;
-        Some(range.map(|(_, n)| n).sum())
-    }
-}
-
 /// The knobs of [`split_balanced`].
 #[derive(Clone, Copy, Debug)]
 pub struct BalanceParams {
@@ -354,11 +319,11 @@ pub fn split_balanced(
     if frontier.solution.is_some() || frontier.tasks.is_empty() {
         return frontier;
     }
-    let path_of = |task: &SubtreeTask| task.path.iter().map(|&d| d as u8).collect::<Vec<u8>>();
+    let path_of = |task: &SubtreeTask| PackedPath::new(task.path.iter().map(|&d| d as u8));
     let known: Vec<Option<u64>> = frontier
         .tasks
         .iter()
-        .map(|t| history.below(&path_of(t)))
+        .map(|t| history.below(path_of(t)))
         .collect();
     let measured: u64 = known.iter().flatten().sum();
     let measured_count = known.iter().flatten().count().max(1) as u64;
@@ -395,10 +360,7 @@ pub fn split_balanced(
             }
         };
         // With no child within the bound, the subtree is one node: it needs no task at all.
-        let sizes: Vec<Option<u64>> = children
-            .iter()
-            .map(|c| history.below(&path_of(c)))
-            .collect();
+        let sizes: Vec<Option<u64>> = children.iter().map(|c| history.below(path_of(c))).collect();
         let unmeasured = sizes.iter().filter(|s| s.is_none()).count() as u64;
         let measured_children: u64 = sizes.iter().flatten().sum();
         let rest = size.saturating_sub(measured_children) / unmeasured.max(1);
@@ -482,7 +444,7 @@ mod tests {
                 let found = kernel.search(&task.board, task.g(), task.path.last().copied(), bound);
                 let nodes = kernel.counters().expanded;
                 nodes_so_far += nodes;
-                history.add(task.path.iter().map(|&d| d as u8).collect(), nodes);
+                history.add(PackedPath::new(task.path.iter().map(|&d| d as u8)), nodes);
                 match found {
                     Bounded::Found(suffix) => {
                         let mut moves = task.path.clone();

@@ -2,7 +2,8 @@
 //! and serves the `tilesolve.v1` gRPC API.
 //!
 //! Layout:
-//! - [`frontier`]: splits one IDA* iteration of a puzzle into deduplicated subtree tasks.
+//! - [`frontier`]: splits one IDA* iteration of a puzzle into deduplicated subtree tasks, from
+//!   what the last one measured ([`size_history`]).
 //! - [`queue`]: the ready queue's order (batches first come, first served; within a batch, its
 //!   waves in order; within a wave, subtrees where one thread's IDA* meets them).
 //! - [`scheduler`]: batches in, subtree tasks out, leases, results in, answers stored; parts
@@ -44,6 +45,7 @@ pub mod scheduler;
 pub mod server;
 pub mod service;
 pub mod simulate;
+pub mod size_history;
 pub mod store;
 pub mod table_supply;
 pub mod web;

@@ -14,7 +14,8 @@ use super::quarantine::{FinishedWithdrawal, PendingWithdrawal};
 use super::records::TaskRecords;
 use super::tasks::Audit;
 use super::types::{PuzzleId, TaskId, TaskOutcome, TaskSpec};
-use crate::frontier::{split_iteration, BalanceParams, Frontier, SizeHistory};
+use crate::frontier::{split_iteration, BalanceParams, Frontier};
+use crate::size_history::SizeHistory;
 
 /// What the parts leave for the end of the lock cycle.
 #[derive(Default)]

@@ -15,8 +15,9 @@ use super::deferred::UnauditedClaim;
 use super::eta::{IterationWork, PuzzleLeft};
 use super::tasks::TaskEntry;
 use super::types::{TaskId, TaskOutcome, TaskReport, WorkerId, MAX_ATTEMPTS};
-use crate::frontier::{SizeHistory, SubtreeTask};
+use crate::frontier::SubtreeTask;
 use crate::queue::Place;
+use crate::size_history::{PackedPath, SizeHistory};
 use crate::store::{ItemLimits, ItemStatus, Priority, StoredItem};
 use tilesolve::moves::{moves_from_string, moves_to_string, replay, without_loops};
 use tilesolve::search::{child_order, Counters, MovePruning};
@@ -403,13 +404,14 @@ pub(super) fn iteration_tasks(
 /// Adds a finished subtree task's sizes to its iteration's history: each part below its path,
 /// and the nodes above the parts at the task's own path.
 fn record_sizes(history: &mut SizeHistory, path: &[Direction], report: &TaskReport) {
-    let path: Vec<u8> = path.iter().map(|&d| d as u8).collect();
+    let path = PackedPath::new(path.iter().map(|&d| d as u8));
     let mut parts_nodes = 0u64;
     for part in &report.parts {
-        let mut full = path.clone();
-        full.extend(part.moves.iter().map(|&d| d as u8));
         parts_nodes = parts_nodes.saturating_add(part.expanded);
-        history.add(full, part.expanded);
+        history.add(
+            path.then(part.moves.iter().map(|&d| d as u8)),
+            part.expanded,
+        );
     }
     history.add(path, report.nodes.saturating_sub(parts_nodes));
 }

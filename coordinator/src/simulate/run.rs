@@ -7,11 +7,10 @@ use tilesolve::pdb::PdbStore;
 use tilesolve::search::child_order;
 use tilesolve::{Board, Direction, Solver};
 
-use crate::frontier::{
-    min_mean_task_seconds, seconds_per_node, split_iteration, BalanceParams, SizeHistory,
-};
+use crate::frontier::{min_mean_task_seconds, seconds_per_node, split_iteration, BalanceParams};
 use crate::queue::{Lane, Place, ReadyQueue};
 use crate::scheduler::subtree_budget;
+use crate::size_history::{PackedPath, SizeHistory};
 
 use super::{
     SimulateError, SimulationPolicy, SimulationResult, SPLIT_SECONDS_PER_ESTIMATE_LARGE,
@@ -361,9 +360,10 @@ impl Simulation<'_> {
             let unit = &units[index];
             (nodes, seconds) = (nodes + unit.nodes, seconds + unit.seconds);
             let cut = unit.path.len().min(depth);
-            self.states[puzzle]
-                .history
-                .add(unit.path[..cut].to_vec(), unit.nodes);
+            self.states[puzzle].history.add(
+                PackedPath::new(unit.path[..cut].iter().copied()),
+                unit.nodes,
+            );
         }
         let mut queued = Vec::new();
         if let Some((index, searched)) = handed.split_unit {
@@ -689,7 +689,10 @@ impl Simulation<'_> {
         let depth = task.path.len() + self.policy.profile_depth as usize;
         for unit in &self.puzzles[task.puzzle].iterations[iteration].units[task.units.clone()] {
             let cut = unit.path.len().min(depth);
-            state.history.add(unit.path[..cut].to_vec(), unit.nodes);
+            state.history.add(
+                PackedPath::new(unit.path[..cut].iter().copied()),
+                unit.nodes,
+            );
         }
     }
 
