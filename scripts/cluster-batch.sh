@@ -15,6 +15,7 @@
 #   TABLE_DIR holds the pattern table files (linked into each process's data directory, so
 #   nothing is built or fetched); the binary is target/release/tilesolve unless BIN names one.
 set -euo pipefail
+trap 'echo "cluster-batch.sh: line $LINENO failed" >&2' ERR
 # CPU is counted from each thread's schedstat (below).
 [ -r /proc/self/schedstat ] || { echo "this kernel has no /proc/PID/schedstat (CONFIG_SCHED_INFO): the CPU in the batch cannot be counted" >&2; exit 1; }
 tables=$(realpath "$1")
@@ -72,6 +73,10 @@ system() { awk '{print $15 / 100}' "/proc/$1/stat"; }
 faults() { awk '{print $10}' "/proc/$1/stat"; }
 # Context switches of all of a process's threads: each costs a wake-up on another core.
 switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n }'; }
+# A process gone already would be read from /proc as nothing: named instead.
+for i in "${!pids[@]}"; do
+    kill -0 "${pids[$i]}" 2> /dev/null || { echo "${names[$i]} stopped before the batch (its log: ${KEEP:-KEEP=DIR keeps it})" >&2; exit 1; }
+done
 before=()
 system_before=()
 faults_before=()
