@@ -26,6 +26,16 @@ fn eight_puzzles() -> (Board, Board, Board) {
     (goal, board, other)
 }
 
+/// Records (task id, bound, path) of the puzzle `board`, then flushes them.
+fn put_and_flush(store: &Store, goal: &Board, board: &Board, records: &[(u64, u32, &str)]) {
+    for &(task, bound, path) in records {
+        store
+            .put_task_record(goal, board, task, record(bound, path))
+            .unwrap();
+    }
+    store.flush().unwrap();
+}
+
 /// A `tasks` key: the puzzle's, then a task id.
 fn task_key(goal: &Board, board: &Board, task: u64) -> Vec<u8> {
     let mut key = board_key(goal, board);
@@ -59,10 +69,7 @@ fn task_records_are_kept_per_puzzle_in_creation_order() {
             2,
             "a puzzle's records are written as one value"
         );
-        store
-            .put_task_record(&goal, &board, 301, record(31, "U"))
-            .unwrap();
-        store.flush().unwrap();
+        put_and_flush(&store, &goal, &board, &[(301, 31, "U")]);
     }
     let store = reopen(dir.path());
     assert_eq!(
@@ -104,12 +111,12 @@ fn a_replaced_record_takes_the_place_of_the_old_one_wherever_it_is() {
     let (goal, board, _) = eight_puzzles();
     let old = serde_json::to_vec(&record(25, "LU")).unwrap();
     store.tasks.insert(task_key(&goal, &board, 3), old).unwrap();
-    for (task, path) in [(5, "R"), (6, "D"), (7, "U")] {
-        store
-            .put_task_record(&goal, &board, task, record(27, path))
-            .unwrap();
-    }
-    store.flush().unwrap();
+    put_and_flush(
+        &store,
+        &goal,
+        &board,
+        &[(5, 27, "R"), (6, 27, "D"), (7, 27, "U")],
+    );
     let measured = |path: &str| TaskRecord {
         outcome: RecordedOutcome::Exceeded(40),
         measured_after: true,
@@ -139,21 +146,9 @@ fn a_group_whose_key_is_taken_is_merged_into_what_holds_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let (goal, board, _) = eight_puzzles();
-    store
-        .put_task_record(&goal, &board, 4, record(27, "R"))
-        .unwrap();
-    store
-        .put_task_record(&goal, &board, 5, record(27, "D"))
-        .unwrap();
-    store.flush().unwrap();
+    put_and_flush(&store, &goal, &board, &[(4, 27, "R"), (5, 27, "D")]);
     // Task 4 again (no scheduler does this: see the module's invariants), with another.
-    store
-        .put_task_record(&goal, &board, 4, record(29, "RU"))
-        .unwrap();
-    store
-        .put_task_record(&goal, &board, 6, record(29, "DL"))
-        .unwrap();
-    store.flush().unwrap();
+    put_and_flush(&store, &goal, &board, &[(4, 29, "RU"), (6, 29, "DL")]);
     assert_eq!(
         store.task_records_with_ids(&goal, &board).unwrap(),
         vec![
@@ -169,10 +164,7 @@ fn a_longer_puzzle_key_starting_like_another_is_not_read_as_its() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let (goal, board, _) = eight_puzzles();
-    store
-        .put_task_record(&goal, &board, 1, record(27, "R"))
-        .unwrap();
-    store.flush().unwrap();
+    put_and_flush(&store, &goal, &board, &[(1, 27, "R")]);
     let mut longer = task_key(&goal, &board, 1);
     longer.extend_from_slice(&[0; 4]);
     store
@@ -183,4 +175,26 @@ fn a_longer_puzzle_key_starting_like_another_is_not_read_as_its() {
         store.task_records(&goal, &board).unwrap(),
         vec![record(27, "R")]
     );
+}
+
+#[test]
+fn a_damaged_group_is_an_error_naming_the_tree_and_leaves_other_puzzles_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let (goal, board, other) = eight_puzzles();
+    put_and_flush(&store, &goal, &board, &[(1, 27, "R"), (2, 27, "D")]);
+    put_and_flush(&store, &goal, &other, &[(3, 1, "")]);
+    let key = task_key(&goal, &board, 1);
+    let value = store.tasks.get(&key).unwrap().unwrap().to_vec();
+    for damaged in [
+        value[..value.len() / 2].to_vec(),
+        [&value[..1], &[0xff; 12][..], &value[1..]].concat(),
+    ] {
+        store.tasks.insert(&key, damaged).unwrap();
+        match store.task_records(&goal, &board) {
+            Err(StoreError::Corrupt { tree: "tasks", .. }) => {}
+            other => panic!("a damaged group read as {other:?}"),
+        }
+        assert_eq!(store.task_records(&goal, &other).unwrap().len(), 1);
+    }
 }
