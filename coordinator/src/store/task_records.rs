@@ -12,7 +12,7 @@
 //! - A task id has one record: the scheduler records a task once, as it leaves its table, and
 //!   [`Store::replace_task_records`] (a replay's measurements of cancelled tasks) rewrites a
 //!   record in the value that holds it. A group is never written over another: one whose key
-//!   is taken is merged into it.
+//!   is taken is merged into it (over one that cannot be read, it is written, with a warning).
 //! - Reads see held records over written ones; held records leave only as they are written,
 //!   under the same lock.
 //! - A crash loses at most the held records (a second's, or a thousand): records only make a
@@ -151,17 +151,23 @@ impl Store {
                 continue;
             };
             let key = task_key(puzzle, first);
-            let value = match self.tasks.get(&key)? {
-                // Never over another value: merged into it (see the module's invariants).
-                Some(taken) => {
-                    let mut merged: BTreeMap<u64, TaskRecord> =
-                        records_of(&key, puzzle.len(), &taken)?
-                            .into_iter()
-                            .collect();
+            // Never over another value: merged into it (see the module's invariants), unless
+            // it cannot be read, when what it held is lost already and a write must not fail
+            // on it (a store's flush writes these).
+            let taken = match self.tasks.get(&key)? {
+                Some(taken) => records_of(&key, puzzle.len(), &taken).unwrap_or_else(|error| {
+                    tracing::warn!(%error, "an unreadable value of task records is written over");
+                    Vec::new()
+                }),
+                None => Vec::new(),
+            };
+            let value = match taken.is_empty() {
+                true => encode_group(group.iter().map(|(task, record)| (task, *record))),
+                false => {
+                    let mut merged: BTreeMap<u64, TaskRecord> = taken.into_iter().collect();
                     merged.extend(group.into_iter().map(|(task, r)| (task, r.clone())));
                     encode_group(merged.iter())
                 }
-                None => encode_group(group.iter().map(|(task, record)| (task, *record))),
             };
             batch.insert(key, value);
         }

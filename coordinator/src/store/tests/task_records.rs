@@ -178,7 +178,7 @@ fn a_longer_puzzle_key_starting_like_another_is_not_read_as_its() {
 }
 
 #[test]
-fn a_damaged_group_is_an_error_naming_the_tree_and_leaves_other_puzzles_readable() {
+fn a_damaged_group_is_an_error_naming_the_tree_and_costs_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let (goal, board, other) = eight_puzzles();
@@ -197,4 +197,10 @@ fn a_damaged_group_is_an_error_naming_the_tree_and_leaves_other_puzzles_readable
         }
         assert_eq!(store.task_records(&goal, &other).unwrap().len(), 1);
     }
+    // A group whose key it holds is written over it, not failed on (a flush writes groups).
+    put_and_flush(&store, &goal, &board, &[(1, 29, "U")]);
+    assert_eq!(
+        store.task_records_with_ids(&goal, &board).unwrap(),
+        vec![(1, record(29, "U"))]
+    );
 }
