@@ -4,7 +4,8 @@
 //! A sled insert per record was a seventh of a coordinator's CPU on hard80 through fifteen
 //! workers (a subtree task's record holds its measured descendants; sled copies and splits the
 //! leaf it inserts into), more than the scheduler's own work for the task. Held records are
-//! written once a second, at a thousand, or with the store's flush, each puzzle's as one value:
+//! written by the first record put a second after the oldest, at a thousand, or with the
+//! store's flush (a batch's end, a stop), each puzzle's as one value:
 //! a group, keyed by the puzzle and its first task id, compact. Values written one record at a
 //! time by earlier versions (JSON, keyed by the record's own id) are read beside groups.
 //!
@@ -15,8 +16,9 @@
 //!   is taken is merged into it (over one that cannot be read, it is written, with a warning).
 //! - Reads see held records over written ones; held records leave only as they are written,
 //!   under the same lock.
-//! - A crash loses at most the held records (a second's, or a thousand): records only make a
-//!   replay of the run more complete, and nothing is acknowledged on them.
+//! - A crash loses at most the held records (under a thousand; with no task ending since, they
+//!   may be older than a second): records only make a replay of the run more complete, and
+//!   nothing is acknowledged on them.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -49,7 +51,8 @@ pub(super) struct HeldRecords {
 }
 
 impl Store {
-    /// Records a finished task of the puzzle `board` (written within a second, see the module).
+    /// Records a finished task of the puzzle `board` (held, then written with others: see the
+    /// module).
     pub fn put_task_record(
         &self,
         goal: &Board,
