@@ -121,6 +121,6 @@ echo "coordinator + workers: CPU $total s"
 "$bin" status --coordinator "$url" --json "$measured" | python3 -c 'import json, sys; print("nodes counted by the coordinator:", json.load(sys.stdin)["nodes"])'
 curl -s "$url/metrics" > "$work/metrics.txt"
 # (Counted since the start: with WARM_UP, over both batches.)
-grep -E "^tilesolve_(audits|nodes_audited)" "$work/metrics.txt" | tr '\n' ' '; echo
+grep -E "^tilesolve_(audits|nodes_audited|tasks_done)" "$work/metrics.txt" | tr '\n' ' '; echo
 # How many calls carried the answers: the coordinator's cost is partly per call.
 grep -E '^tilesolve_rpc_seconds_count\{.*(Poll|Heartbeat)' "$work/metrics.txt" | tr '\n' ' '; echo

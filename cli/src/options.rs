@@ -25,7 +25,9 @@ pub struct PolicyArgs {
     /// Most subtree tasks per connected worker thread when an iteration is split.
     #[arg(long, env = "TILESOLVE_TASKS_PER_THREAD", default_value_t = SchedulerConfig::default().tasks_per_thread)]
     tasks_per_thread: usize,
-    /// Split an iteration until no task is predicted above its size / (threads x this).
+    /// Split an iteration until no task is predicted above its size / (threads x this), the
+    /// threads its puzzle's share of those connected (twice its even share among the
+    /// unfinished puzzles, all of them when it is alone).
     #[arg(long, env = "TILESOLVE_SPLIT_BALANCE", default_value_t = SchedulerConfig::default().split_balance)]
     split_balance: usize,
     /// Never split a subtree predicted smaller than this many nodes ...

@@ -172,7 +172,7 @@ const FIRST_SPLIT_GROWTH: u64 = 4;
 /// With the previous iteration measured, [`split_balanced`]. Without (the first split
 /// iteration), a uniform frontier in search order, with as many tasks as the work done so far
 /// (`nodes_so_far`, a lower bound on this iteration) fills at the smallest split each, up to
-/// `tasks_per_thread` per thread.
+/// `balance` per thread it is for (and the cap of [`split_balanced`]).
 pub fn split_iteration(
     root: &Board,
     solver: &Solver,
@@ -195,7 +195,10 @@ pub fn split_iteration(
     }
     let estimate = nodes_so_far.saturating_mul(FIRST_SPLIT_GROWTH);
     let wanted = usize::try_from(estimate / smallest_split(params)).unwrap_or(usize::MAX);
-    let target = wanted.clamp(1, params.most_tasks(estimate as f64));
+    // No more than the balance asks of the threads it is for: a puzzle that shares the threads
+    // with others needs no finer pieces than its share of them takes.
+    let balanced = params.threads.max(1).saturating_mul(params.balance.max(1));
+    let target = wanted.clamp(1, params.most_tasks(estimate as f64).min(balanced));
     let deepest = MAX_SPLIT_DEPTH.min(params.max_depth);
     let mut frontier = split_for(root, solver, bound, target, deepest);
     let depth = frontier.tasks.first().map_or(0, |t| t.g());
@@ -224,14 +227,35 @@ pub fn seconds_per_node(nodes: u64, seconds: f64) -> f64 {
     }
 }
 
-/// The smallest subtree (nodes) the policy splits: `min_split_nodes`, or more with many threads.
+/// How many times its even share of the connected threads a puzzle's split iteration is made
+/// for (never more than all of them): room for the threads that other puzzles free as they
+/// end, before its next iteration is split for more.
+pub const SHARE_OF_THREADS: usize = 2;
+
+/// The threads an iteration is split for, with `unfinished` puzzles (this one among them) on
+/// `connected` threads: [`SHARE_OF_THREADS`] times its share of them. Puzzles that outnumber
+/// the threads keep them busy between them, so a split into pieces for every thread only
+/// multiplies tasks (sixteen 80-move boards on fifteen workers: 107 tasks each for their
+/// first split iteration, 2,500 in all, a coordinator call each); a puzzle alone gets every
+/// thread. Threads that idle once the others end take what running tasks hand back
+/// (`scheduler/hand_backs.rs`) until its next iteration is split for more of them.
+pub fn iteration_threads(connected: usize, unfinished: usize) -> usize {
+    let connected = connected.max(1);
+    connected
+        .saturating_mul(SHARE_OF_THREADS)
+        .div_ceil(unfinished.max(1))
+        .min(connected)
+}
+
+/// The smallest subtree (nodes) the policy splits: `min_split_nodes`, or more with many
+/// connected threads.
 fn smallest_split(params: BalanceParams) -> u64 {
     params
         .min_split_nodes
         .max(
             params
                 .min_split_nodes_per_thread
-                .saturating_mul(params.threads as u64),
+                .saturating_mul(params.connected_threads as u64),
         )
         .max(1)
 }
@@ -239,25 +263,28 @@ fn smallest_split(params: BalanceParams) -> u64 {
 /// The knobs of [`split_balanced`].
 #[derive(Clone, Copy, Debug)]
 pub struct BalanceParams {
-    /// Search threads the iteration is for.
+    /// Search threads the iteration is for: its share of those connected
+    /// ([`iteration_threads`]) ...
     pub threads: usize,
+    /// ... and every thread connected (the coordinator serves them all).
+    pub connected_threads: usize,
     /// At most this many tasks per thread.
     pub tasks_per_thread: usize,
-    /// Split until no task is predicted to exceed the iteration's size / (threads x balance).
+    /// Split until no task is predicted to exceed the iteration's size / (`threads` x balance).
     pub balance: usize,
     /// ... but never split a subtree predicted smaller than this (nodes): smaller tasks cost
     /// more in round trips than they gain in balance.
     pub min_split_nodes: u64,
-    /// ... nor smaller than this many nodes per thread: with many workers, tasks must be long
-    /// enough that the coordinator (one lease at a time) keeps up with them.
+    /// ... nor smaller than this many nodes per connected thread: with many workers, tasks must
+    /// be long enough that the coordinator (one lease at a time) keeps up with them.
     pub min_split_nodes_per_thread: u64,
     /// Never split a uniform frontier below this depth (the simulator's limit: its recording
     /// is no finer).
     pub max_depth: u32,
     /// Seconds a thread takes per expanded node on this puzzle, as measured (0: not known) ...
     pub seconds_per_node: f64,
-    /// ... and the shortest mean task the coordinator keeps up with for these threads (0: no
-    /// limit): no more tasks than the iteration's predicted thread-seconds fill at it.
+    /// ... and the shortest mean task the coordinator keeps up with for the connected threads
+    /// (0: no limit): no more tasks than the iteration's predicted thread-seconds fill at it.
     pub min_mean_task_seconds: f64,
 }
 
@@ -496,6 +523,7 @@ mod tests {
     fn balanced_ida(start: &Board, goal: &Board) -> usize {
         let params = BalanceParams {
             threads: 4,
+            connected_threads: 4,
             tasks_per_thread: 50,
             balance: 8,
             min_split_nodes: 1,
@@ -534,6 +562,45 @@ mod tests {
         for (board, optimal) in three_korf_boards(&solver) {
             assert_eq!(balanced_ida(&board, &goal), optimal, "{board}");
         }
+    }
+
+    #[test]
+    fn an_iteration_is_split_for_twice_its_share_of_the_threads() {
+        assert_eq!(iteration_threads(15, 1), 15, "alone: every thread");
+        assert_eq!(iteration_threads(15, 5), 6);
+        assert_eq!(iteration_threads(15, 16), 2);
+        assert_eq!(iteration_threads(15, 1_000), 1, "never none");
+        assert_eq!(iteration_threads(0, 0), 1);
+    }
+
+    /// With nothing measured, the first split makes no more tasks than the balance asks of the
+    /// threads it is for (the frontier holds whole depths, so up to a depth's more), however
+    /// much work came before it.
+    #[test]
+    fn a_first_split_is_sized_for_its_threads() {
+        let goal = Board::blank_last(4);
+        let solver = Solver::new(goal, HeuristicKind::LinearConflict);
+        let (board, _) = three_korf_boards(&solver)[0];
+        let tasks = |threads: usize| {
+            let params = BalanceParams {
+                threads,
+                connected_threads: 16,
+                tasks_per_thread: 200,
+                balance: 4,
+                min_split_nodes: 1,
+                min_split_nodes_per_thread: 0,
+                max_depth: MAX_SPLIT_DEPTH,
+                seconds_per_node: 0.0,
+                min_mean_task_seconds: 0.0,
+            };
+            let history = SizeHistory::default();
+            split_iteration(&board, &solver, 50, &history, 1 << 30, params, &|_| true)
+                .tasks
+                .len()
+        };
+        let (one, sixteen) = (tasks(1), tasks(16));
+        assert!((4..12).contains(&one), "{one}");
+        assert!((64..192).contains(&sixteen), "{sixteen}");
     }
 
     #[test]

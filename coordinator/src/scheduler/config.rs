@@ -96,7 +96,8 @@ pub struct SchedulerConfig {
     pub lease_timeout: Duration,
     /// Most subtree tasks per worker thread when splitting an iteration.
     pub tasks_per_thread: usize,
-    /// Split an iteration until no task is predicted above its size / (threads x this). Tasks
+    /// Split an iteration until no task is predicted above its size / (threads x this), the
+    /// threads its puzzle's share of them (`frontier::iteration_threads`). Tasks
     /// go out in search order, not largest first, so they must be fine: in the last iteration
     /// the others search ahead while the goal's task runs, and a large task met late holds
     /// up the end (16 against 4: the same at 2 simulated workers, 87.6% against 81.7% at 16
@@ -194,15 +195,19 @@ impl SchedulerConfig {
         }
     }
 
-    /// How an iteration is split for `threads` worker threads (at least one), of a puzzle
-    /// searched at `seconds_per_node` so far (0: not measured).
+    /// How an iteration is split with `connected` worker threads (at least one) and
+    /// `unfinished` puzzles (this one among them), of a puzzle searched at `seconds_per_node`
+    /// so far (0: not measured).
     pub(super) fn balance(
         &self,
-        threads: usize,
+        connected: usize,
+        unfinished: usize,
         seconds_per_node: f64,
     ) -> crate::frontier::BalanceParams {
+        let connected = connected.max(1);
         crate::frontier::BalanceParams {
-            threads: threads.max(1),
+            threads: crate::frontier::iteration_threads(connected, unfinished),
+            connected_threads: connected,
             tasks_per_thread: self.tasks_per_thread,
             balance: self.split_balance,
             min_split_nodes: self.min_split_nodes,
@@ -210,7 +215,7 @@ impl SchedulerConfig {
             max_depth: u32::MAX,
             seconds_per_node,
             min_mean_task_seconds: crate::frontier::min_mean_task_seconds(
-                threads.max(1),
+                connected,
                 self.coordinator_seconds_per_task,
             ),
         }

@@ -377,6 +377,8 @@ impl Puzzles {
         puzzle_id: PuzzleId,
         bound: u32,
     ) -> Result<(), SchedulerError> {
+        // The puzzles the threads are shared among, this one too: its split is for its share.
+        let unfinished = self.map.len() + parts.puzzles_not_started();
         let Some(puzzle) = self.map.get_mut(&puzzle_id) else {
             return Ok(());
         };
@@ -396,8 +398,11 @@ impl Puzzles {
             .store
             .put_search_state(&puzzle.goal, &puzzle.board, state)?;
         puzzle.bound_stored = true;
-        let threads = parts.workers.threads();
-        let params = parts.config.balance(threads, puzzle.seconds_per_node());
+        let params = parts.config.balance(
+            parts.workers.threads(),
+            unfinished,
+            puzzle.seconds_per_node(),
+        );
         let solver = parts.solver(&(puzzle.goal, puzzle.heuristic))?.clone();
         puzzle.splitting = Some(bound);
         parts.out.deferred.push(Deferred::Split(PendingSplit {

@@ -299,8 +299,7 @@ impl Scheduler {
         holding.token_room = parts.tasks.token_room(worker, FIRST_LEASES);
         holding.idle_elsewhere = parts.tasks.idle_threads_except(worker);
         // With few puzzles left per thread, whole puzzles are split early to use every thread.
-        let unfinished =
-            self.puzzles.len() + parts.batches.intake_pending() + parts.backlog.queued();
+        let unfinished = self.puzzles.len() + parts.puzzles_not_started();
         holding.whole_task_budget = parts
             .config
             .whole_task_budget_now(unfinished, parts.workers.threads());
@@ -739,6 +738,12 @@ impl Scheduler {
 }
 
 impl Parts {
+    /// Puzzles accepted but not started: being taken in, or waiting in the backlog. With the
+    /// started ones, the unfinished puzzles the threads are shared among.
+    fn puzzles_not_started(&self) -> usize {
+        self.batches.intake_pending() + self.backlog.queued()
+    }
+
     /// Shuts `worker` out for `reason` without doubting its reports (it failed, it did not
     /// lie): every further call is refused, its tasks go back to the queue, and the attempts
     /// its failures cost are given back, so they are retried elsewhere.

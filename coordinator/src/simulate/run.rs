@@ -7,7 +7,9 @@ use tilesolve::pdb::PdbStore;
 use tilesolve::search::child_order;
 use tilesolve::{Board, Direction, Solver};
 
-use crate::frontier::{min_mean_task_seconds, seconds_per_node, split_iteration, BalanceParams};
+use crate::frontier::{
+    iteration_threads, min_mean_task_seconds, seconds_per_node, split_iteration, BalanceParams,
+};
 use crate::queue::{Lane, Place, ReadyQueue};
 use crate::scheduler::subtree_budget;
 use crate::size_history::{PackedPath, SizeHistory};
@@ -604,8 +606,10 @@ impl Simulation<'_> {
             .map(|u| u.path.len() as u32)
             .min()
             .unwrap_or(0);
+        let unfinished = self.states.iter().filter(|s| !s.done).count();
         let params = BalanceParams {
-            threads: self.workers,
+            threads: iteration_threads(self.workers, unfinished),
+            connected_threads: self.workers,
             tasks_per_thread: self.policy.tasks_per_thread,
             balance: self.policy.split_balance,
             min_split_nodes: self.policy.min_split_nodes,

@@ -398,3 +398,61 @@ fn a_split_makes_no_more_tasks_than_the_coordinator_keeps_up_with() {
         "{capped} for {most}"
     );
 }
+
+/// A puzzle's first split iteration is for the threads it shares with the batch's other
+/// unfinished puzzles (`frontier::iteration_threads`): six puzzles on twelve threads are split
+/// into fewer tasks each than one puzzle alone on them, and each is still solved optimally.
+#[test]
+fn puzzles_sharing_the_threads_are_split_for_their_share() {
+    let examples = examples();
+    // The subtree tasks of the first split iteration of the batch's first item.
+    let first_split_tasks = |lines: &[String]| {
+        let data = tempfile::tempdir().unwrap();
+        let mut scheduler = scheduler_in(
+            data.path(),
+            SchedulerConfig {
+                whole_task_budget: 2_000,
+                spread_task_budget: 2_000,
+                min_split_nodes: 1,
+                min_split_nodes_per_thread: 0,
+                verify: Verify::Off,
+                ..SchedulerConfig::default()
+            },
+        );
+        let batch = scheduler
+            .submit(lines, "linear-conflict", "")
+            .unwrap()
+            .batch;
+        let worker = scheduler.register(12, "test", None).unwrap();
+        let mut bounds: Vec<u32> = Vec::new();
+        let mut results = Vec::new();
+        while !scheduler.progress(batch).unwrap().done {
+            let (tasks, _) = scheduler
+                .poll(worker, 12, std::mem::take(&mut results))
+                .unwrap();
+            scheduler.run_deferred().unwrap();
+            let subtrees = tasks.iter().filter(|t| !t.iterate && t.puzzle.1 == 0);
+            bounds.extend(subtrees.map(|t| t.bound));
+            results.extend(tasks.iter().map(truthful));
+        }
+        for (item, (_, optimal)) in scheduler.items(batch).unwrap().iter().zip(&examples) {
+            assert!(
+                matches!(&item.status, ItemStatus::Solved(s) if s.length == *optimal),
+                "{:?}",
+                item.status
+            );
+        }
+        let first = bounds.iter().min().copied().unwrap();
+        bounds.iter().filter(|&&b| b == first).count()
+    };
+    let all: Vec<String> = examples.iter().map(|(board, _)| board.clone()).collect();
+    let alone = first_split_tasks(&all[..1]);
+    let shared = first_split_tasks(&all);
+    // Alone it is split for all twelve threads (296 tasks here); among six, for a third of
+    // them (68).
+    assert!(alone > 150, "{alone}");
+    assert!(
+        shared < alone / 2,
+        "{shared} tasks among six, {alone} alone"
+    );
+}
