@@ -7,9 +7,7 @@ use tilesolve::pdb::PdbStore;
 use tilesolve::search::child_order;
 use tilesolve::{Board, Direction, Solver};
 
-use crate::frontier::{
-    iteration_threads, min_mean_task_seconds, seconds_per_node, split_iteration, BalanceParams,
-};
+use crate::frontier::{min_mean_task_seconds, seconds_per_node, split_iteration, BalanceParams};
 use crate::queue::{Lane, Place, ReadyQueue};
 use crate::scheduler::subtree_budget;
 use crate::size_history::{PackedPath, SizeHistory};
@@ -608,7 +606,7 @@ impl Simulation<'_> {
             .unwrap_or(0);
         let unfinished = self.states.iter().filter(|s| !s.done).count();
         let params = BalanceParams {
-            threads: iteration_threads(self.workers, unfinished),
+            threads: crate::frontier::iteration_threads(self.workers, unfinished),
             connected_threads: self.workers,
             tasks_per_thread: self.policy.tasks_per_thread,
             balance: self.policy.split_balance,
