@@ -97,11 +97,11 @@ pub struct SchedulerConfig {
     /// Most subtree tasks per worker thread when splitting an iteration.
     pub tasks_per_thread: usize,
     /// Split an iteration until no task is predicted above its size / (threads x this), the
-    /// threads its puzzle's share of them (`frontier::iteration_threads`). Tasks
-    /// go out in search order, not largest first, so they must be fine: in the last iteration
-    /// the others search ahead while the goal's task runs, and a large task met late holds
-    /// up the end (16 against 4: the same at 2 simulated workers, 87.6% against 81.7% at 16
-    /// and 64.3% against 56.2% at 64, replaying a recorded 1.2e9-node Korf-24 run).
+    /// threads its puzzle's share of them (`frontier::iteration_threads`). Tasks go out in
+    /// search order, not largest first, so they must be fine: in the last iteration the others
+    /// search ahead while the goal's task runs, and a large task met late holds up the end (16
+    /// against 4: the same at 2 simulated workers, 87.6% against 81.7% at 16 and 64.3% against
+    /// 56.2% at 64, replaying a recorded 1.2e9-node Korf-24 run).
     pub split_balance: usize,
     /// Never split a subtree predicted smaller than this (expanded nodes) ...
     pub min_split_nodes: u64,
