@@ -21,7 +21,8 @@
 //! - [`notices`]: completion notices POSTed, signed, to the URL a batch named as it ends,
 //!   from the store, with retries, outside the scheduler.
 //! - [`owners`]: the owners file: each client token's owner, role and limits, reloaded on SIGHUP.
-//! - [`idle`]: closes connections that move no byte for the idle timeout.
+//! - [`connections`]: closes connections that move no byte for the idle timeout, and every
+//!   connection once serving has ended.
 //! - [`web`]: the dashboard page, its JSON API and live events, and `/metrics`, on the same port.
 //! - [`history`]: the work over time (solved, nodes, queue), sampled into the store for the
 //!   dashboard's charts.
@@ -32,10 +33,10 @@
 
 pub mod auth;
 pub mod compressed_tables;
+pub mod connections;
 pub(crate) mod cycle;
 pub mod frontier;
 pub mod history;
-pub mod idle;
 pub mod notices;
 pub mod owners;
 pub mod queue;

@@ -18,8 +18,8 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Identity, ServerTlsConfig};
 
 use crate::auth::TokenCheck;
+use crate::connections::{keepalive_interval, IdleTimeout, OpenSockets};
 use crate::history::{self, History};
-use crate::idle::{keepalive_interval, IdleTimeout};
 use crate::notices::{self, NoticeCounts, NoticeSettings};
 use crate::owners::Owners;
 use crate::rpc_metrics::{self, RpcMetrics};
@@ -185,10 +185,14 @@ pub async fn run(
         "coordinator serving"
     );
     let idle_timeout = config.idle_timeout;
+    let open_sockets = OpenSockets::default();
+    let listed = open_sockets.clone();
     let incoming = TcpIncoming::from(listener)
         .with_nodelay(Some(true))
         .with_keepalive(Some(Duration::from_secs(30)))
-        .map(move |accepted| accepted.map(|socket| IdleTimeout::new(socket, idle_timeout)));
+        .map(move |accepted| {
+            accepted.map(|socket| IdleTimeout::new(socket, idle_timeout, &listed))
+        });
     let builder = transport(&config)?;
     let (stopping, stop_requested) = tokio::sync::oneshot::channel::<()>();
     let mut store_failed = None;
@@ -205,26 +209,16 @@ pub async fn run(
         .serve_with_incoming_shutdown(incoming, async {
             tokio::select! {
                 () = shutdown => {}
-                error = failure => store_failed = Some(error),
+                error = failure => {
+                    holding.store_has_failed();
+                    store_failed = Some(error);
+                }
             }
             tracing::info!(grace = ?SHUTDOWN_GRACE, "coordinator stopping: no new connections, calls in flight may finish");
             holding.stop_holding();
             let _ = stopping.send(());
         });
-    let grace_over = async {
-        if stop_requested.await.is_ok() {
-            tokio::time::sleep(SHUTDOWN_GRACE).await;
-        } else {
-            std::future::pending::<()>().await;
-        }
-    };
-    let result = tokio::select! {
-        result = serving => result,
-        _ = grace_over => {
-            tracing::warn!("calls still open after the grace period (exports, table transfers): closing them");
-            Ok(())
-        }
-    };
+    let result = served(serving, stop_requested, &open_sockets).await;
     if store_failed.is_some() {
         // Before any handle is dropped: the tasks aborted below and `service` hold some.
         service.store().never_close();
@@ -247,6 +241,38 @@ pub async fn run(
     }
     result?;
     Ok(flushed?)
+}
+
+/// Waits until `serving` ends, or [`SHUTDOWN_GRACE`] after `stop_requested`; then shuts down
+/// every connection still open. Dropping the server leaves its connections' tasks running: one
+/// whose call never ends would stay open, pinged alive, for as long as the process lives.
+async fn served(
+    serving: impl Future<Output = Result<(), tonic::transport::Error>>,
+    stop_requested: tokio::sync::oneshot::Receiver<()>,
+    open_sockets: &OpenSockets,
+) -> Result<(), tonic::transport::Error> {
+    let grace_over = async {
+        if stop_requested.await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    let result = tokio::select! {
+        result = serving => result,
+        _ = grace_over => {
+            tracing::warn!("calls still open after the grace period (exports, table transfers): closing them");
+            Ok(())
+        }
+    };
+    let closed = open_sockets.close_all();
+    if closed > 0 {
+        tracing::info!(
+            connections = closed,
+            "connections still open after serving: shut down"
+        );
+    }
+    result
 }
 
 /// The tasks that run beside serving: the table supply (batches resumed from the store, or
@@ -512,6 +538,79 @@ async fn prune_old_batches(service: Service, keep: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::DEFAULT_CACHE_BYTES;
+
+    fn config(data: &std::path::Path) -> ServeConfig {
+        ServeConfig {
+            data: data.to_path_buf(),
+            scheduler: SchedulerConfig::default(),
+            build_threads: 1,
+            token: None,
+            worker_tokens: Vec::new(),
+            notify_url: None,
+            notices: Default::default(),
+            owners: Owners::none(),
+            tls: None,
+            limits: Limits::default(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            store_cache_bytes: DEFAULT_CACHE_BYTES,
+            keep_batches: None,
+            history_interval: None,
+        }
+    }
+
+    /// A call that never ends (here an upload whose first message never comes; in life a
+    /// handler waiting on a flush that a full disk holds) does not keep its connection once
+    /// serving has ended and the grace is over: its client hears the connection end, where it
+    /// waited for as long as the process lived before (the server's pings kept the connection
+    /// from idling out).
+    #[tokio::test]
+    async fn a_call_still_open_after_the_grace_loses_its_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stop_requested) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(run(listener, config(dir.path()), async {
+            let _ = stop_requested.await;
+        }));
+        let channel = tonic::transport::Endpoint::from_shared(url)
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut health = tonic_health::pb::health_client::HealthClient::new(channel.clone());
+        // Serving: the connection is up, and the upload below goes out on it.
+        health
+            .check(tonic_health::pb::HealthCheckRequest::default())
+            .await
+            .unwrap();
+        let mut workers = pb::workers_client::WorkersClient::new(channel);
+        let (opened, upload_opened) = tokio::sync::oneshot::channel::<()>();
+        let messages = stream_of_nothing(opened);
+        let upload = tokio::spawn(async move { workers.upload_pdb(messages).await });
+        // The request stream is polled once its headers are on their way.
+        upload_opened.await.unwrap();
+        stop.send(()).unwrap();
+        server.await.unwrap().unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(60), upload)
+            .await
+            .expect("the upload still waits a minute after serving ended");
+        assert!(answer.unwrap().is_err(), "an upload of nothing was taken");
+    }
+
+    /// A request stream that says when it is first asked for a message, and never gives one.
+    fn stream_of_nothing(
+        opened: tokio::sync::oneshot::Sender<()>,
+    ) -> impl tokio_stream::Stream<Item = pb::PdbUpload> {
+        let mut opened = Some(opened);
+        tokio_stream::iter(std::iter::from_fn(move || {
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            None
+        }))
+        .chain(tokio_stream::pending())
+    }
 
     /// A store check that never returns (sled waiting for a log it failed to write) is a failed
     /// store, and serving stops, rather than waiting with it.

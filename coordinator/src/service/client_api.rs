@@ -119,7 +119,7 @@ impl Service {
         let (store, flusher) = (self.store.clone(), self.core.flusher.clone());
         // The submitting call's trace, taken before its first task can be leased.
         let trace = tilesolve::trace_context::current().map(|t| (self.traces.clone(), t));
-        let (submitted, waits) = tokio::task::spawn_blocking(move || {
+        let intake = tokio::task::spawn_blocking(move || {
             let read = read_batch(&store, &lines, heuristic, goal)?.with_terms(terms);
             let _held = limited.as_ref().map(|_| admission.hold());
             if let Some(owner) = &limited {
@@ -138,9 +138,11 @@ impl Service {
                 false => flusher.flush()?,
             }
             Ok::<_, SchedulerError>((intake.submitted(), waits))
-        })
-        .await
-        .map_err(|e| SchedulerError::Internal(e.to_string()))??;
+        });
+        // A flush that meets a full disk can wait for ever (sled); the store check finds the
+        // store failed meanwhile, and the client hears that its batch was not acknowledged
+        // rather than nothing.
+        let (submitted, waits) = self.store_failure.unless_failed(intake).await?;
         if waits {
             self.supply.wake();
         }

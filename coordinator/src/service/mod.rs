@@ -5,6 +5,7 @@
 //! - `worker_api`: `tilesolve.v1.Workers`, for workers; `table_transfer` streams table files.
 //! - `convert`: messages to and from the scheduler's types, errors to statuses.
 //! - `admission`: roles, batch owners and owners' limits checked before a call changes anything.
+//! - `store_failure`: a submission waiting on a store that has failed answers, unacknowledged.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,6 +25,7 @@ mod batch_traces;
 mod client_api;
 mod convert;
 mod retry;
+mod store_failure;
 mod table_transfer;
 mod worker_api;
 
@@ -31,6 +33,7 @@ use crate::cycle::Coordinator;
 use admission::Admission;
 pub use admission::{require_role, Refusals};
 use batch_traces::BatchTraces;
+use store_failure::StoreFailure;
 
 /// How much the client API takes on at once; past these, calls are refused with
 /// ResourceExhausted rather than queued without bound.
@@ -82,6 +85,9 @@ pub struct Service {
     admission: Admission,
     /// Where batches that name no notify URL send their completion notice (`--notify-url`).
     notify_default: Option<Arc<str>>,
+    /// Set once the store has stopped taking writes: a call waiting on a write that may never
+    /// end (sled's flush on a full disk) answers then instead of waiting with it.
+    store_failure: StoreFailure,
 }
 
 /// A permit, or ResourceExhausted naming what is full.
@@ -139,6 +145,7 @@ impl Service {
             traces: BatchTraces::default(),
             admission: Admission::default(),
             notify_default: None,
+            store_failure: StoreFailure::default(),
         }
     }
 
@@ -194,6 +201,13 @@ impl Service {
     /// stopping, and its stop waits for every call in flight.
     pub fn stop_holding(&self) {
         self.core.stop_holding();
+    }
+
+    /// Tells the calls waiting on the store that it has stopped taking writes (the server's
+    /// store check found it so): they answer at once, unacknowledged, instead of waiting on a
+    /// write that may never end.
+    pub fn store_has_failed(&self) {
+        self.store_failure.set();
     }
 
     /// Writes everything the store holds in memory to disk (at shutdown).

@@ -1,15 +1,25 @@
-//! Connections that move nothing are closed: a socket that sends no byte and is sent none for
-//! the idle timeout is dropped, so a client cannot hold connections open for ever by opening
-//! them and staying silent.
+//! Accepted connections: closed when they move nothing, and all at once when serving has ended.
 //!
-//! Live connections always move bytes: the server pings every HTTP/2 connection more often
-//! than the timeout (see [`keepalive_interval`]) and the client's acknowledgement is a read; the
-//! dashboard's event stream writes every second. A connection that never sent its first byte
-//! has not finished the HTTP/2 handshake, so nothing pings it, and the timeout ends it.
+//! A socket that sends no byte and is sent none for the idle timeout is dropped, so a client
+//! cannot hold connections open for ever by opening them and staying silent. Live connections
+//! always move bytes: the server pings every HTTP/2 connection more often than the timeout (see
+//! [`keepalive_interval`]) and the client's acknowledgement is a read; the dashboard's event
+//! stream writes every second. A connection that never sent its first byte has not finished
+//! the HTTP/2 handshake, so nothing pings it, and the timeout ends it.
+//!
+//! Those pings also keep alive a connection whose call never ends (a handler waiting on a
+//! flush that a full disk keeps from returning), and the server's end does not stop the
+//! connection's task. So every accepted socket is listed in [`OpenSockets`], and once serving
+//! has ended and the grace for calls in flight is over, [`OpenSockets::close_all`] shuts them
+//! down: their clients hear the connection end and may try again, instead of waiting for as
+//! long as the process lives (which, after a full disk, is until room returns).
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -23,8 +33,59 @@ pub fn keepalive_interval(idle_timeout: Duration) -> Duration {
     (idle_timeout / 3).min(Duration::from_secs(10))
 }
 
-/// An accepted connection that fails its reads once nothing has moved for `timeout`.
+/// The accepted sockets not yet closed, by file descriptor.
+#[derive(Clone, Default)]
+pub struct OpenSockets(Arc<Mutex<HashSet<RawFd>>>);
+
+impl OpenSockets {
+    /// Lists `socket` until the returned guard is dropped, which must happen before the
+    /// socket is closed (so that its number, free again, is never shut down for another).
+    fn track(&self, socket: &impl AsRawFd) -> OpenSocket {
+        let fd = socket.as_raw_fd();
+        self.lock().insert(fd);
+        OpenSocket {
+            sockets: self.clone(),
+            fd,
+        }
+    }
+
+    /// Shuts down every listed socket both ways (`shutdown(2)`): each connection's reads end
+    /// and its writes fail, so its task ends and drops the calls it still holds. Returns how
+    /// many there were.
+    pub fn close_all(&self) -> usize {
+        let sockets = self.lock();
+        for &fd in sockets.iter() {
+            // SAFETY: a listed descriptor is open (its guard is dropped, under this lock,
+            // before its socket closes); shutdown changes no memory, and its failure (a peer
+            // already gone) leaves nothing to do.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+        sockets.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<RawFd>> {
+        // A set of numbers cannot be left half-changed by a panic.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An accepted socket's place in [`OpenSockets`], given up when dropped.
+struct OpenSocket {
+    sockets: OpenSockets,
+    fd: RawFd,
+}
+
+impl Drop for OpenSocket {
+    fn drop(&mut self) {
+        self.sockets.lock().remove(&self.fd);
+    }
+}
+
+/// An accepted connection that fails its reads once nothing has moved for `timeout`, listed
+/// in [`OpenSockets`] while it is open.
 pub struct IdleTimeout<IO> {
+    /// Declared before `io`, so dropped before the socket closes.
+    _listed: OpenSocket,
     io: IO,
     timeout: Duration,
     last_activity: Instant,
@@ -33,17 +94,20 @@ pub struct IdleTimeout<IO> {
     deadline: Pin<Box<Sleep>>,
 }
 
-impl<IO> IdleTimeout<IO> {
-    pub fn new(io: IO, timeout: Duration) -> IdleTimeout<IO> {
+impl<IO: AsRawFd> IdleTimeout<IO> {
+    pub fn new(io: IO, timeout: Duration, open: &OpenSockets) -> IdleTimeout<IO> {
         let now = Instant::now();
         IdleTimeout {
+            _listed: open.track(&io),
             io,
             timeout,
             last_activity: now,
             deadline: Box::pin(tokio::time::sleep_until(now + timeout)),
         }
     }
+}
 
+impl<IO> IdleTimeout<IO> {
     /// Whether the connection has been idle for the whole timeout (registers the wake-up
     /// otherwise).
     fn expired(&mut self, cx: &mut Context<'_>) -> bool {
