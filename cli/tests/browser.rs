@@ -465,21 +465,58 @@ fn the_dashboard_submits_opens_cancels_and_looks_up() {
         (browser.script("return document.getElementById('batch-retry').disabled") == json!(false))
             .then_some(())
     });
-    browser.click("#batch-retry");
-    let retry_of = format!("a retry of batch {hard_batch}");
-    let opened = common::within(Duration::from_secs(60), || {
-        (browser.text("#batch-retry-of") == retry_of).then_some(())
-    });
-    assert!(
-        opened.is_some(),
-        "the retry's page did not open; the batch page says: {}",
-        browser.text("#batch-state")
-    );
+    retry_from_its_page(&browser, &server, hard_batch);
     let retry_title = browser.text("#batch-title");
     assert_ne!(retry_title, format!("Batch {hard_batch}"));
     browser.wait_for_text("#batch-state", "the retry running", |t| {
         t.contains("running") && t.starts_with("0 of 1 solved")
     });
+}
+
+/// Clicks "Retry failed and cancelled" on batch `retried`'s page and waits for the new batch's
+/// page, linked to it. A click the coordinator never heard of (no "batch retried" in its log
+/// after 10 s, and no error on the page) is made again: a click can land where the button was a
+/// moment before, as the page above it re-renders. A retry the coordinator refused fails here,
+/// with what the page and the coordinator said.
+fn retry_from_its_page(browser: &Browser, server: &Coordinator, retried: &str) {
+    let retry_of = format!("a retry of batch {retried}");
+    let heard = || server.log_text().matches("batch retried").count();
+    let before = heard();
+    for click in 1..=3 {
+        browser.click("#batch-retry");
+        let outcome = common::within(Duration::from_secs(10), || {
+            if browser.text("#batch-retry-of") == retry_of {
+                return Some(Ok(()));
+            }
+            let state = browser.script(
+                "const s = document.getElementById('batch-state'); \
+                 return s.classList.contains('error') ? s.textContent : null",
+            );
+            state.as_str().map(|said| Err(said.to_string()))
+        });
+        match outcome {
+            Some(Ok(())) => return,
+            Some(Err(said)) => panic!("the retry was refused: {said}"),
+            None if heard() > before => break,
+            None => eprintln!("click {click} on the retry button: the coordinator heard nothing"),
+        }
+    }
+    let opened = common::within(Duration::from_secs(50), || {
+        (browser.text("#batch-retry-of") == retry_of).then_some(())
+    });
+    if opened.is_none() {
+        let log = server.log_text();
+        let said: Vec<&str> = log
+            .lines()
+            .filter(|line| line.contains("retr") || line.contains("WARN") || line.contains("ERROR"))
+            .collect();
+        panic!(
+            "the retry's page did not open; the page is at {} and says: {}; the coordinator \
+             logged: {said:#?}",
+            browser.get("/url"),
+            browser.text("#batch-state")
+        );
+    }
 }
 
 /// The chart's drawn lines and tick labels, and its accessible summary.

@@ -547,7 +547,9 @@ async function connect() {
 // ---- the batch page: #batch=N -------------------------------------------------------------
 
 const ITEMS_PER_PAGE = 100;
-const page = { batch: null, offsets: [0], timer: null };
+// `load` counts the page's loads and actions: a load answered after a newer one began, or
+// after an action said it failed, shows nothing (it would hide the newer state or the error).
+const page = { batch: null, offsets: [0], timer: null, load: 0 };
 
 function withToken(path) {
   return token ? path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token) : path;
@@ -570,6 +572,7 @@ async function loadBatch() {
   clearTimeout(page.timer);
   const id = page.batch;
   if (id === null) return;
+  const load = ++page.load;
   const offset = page.offsets[page.offsets.length - 1];
   let result;
   try {
@@ -577,11 +580,10 @@ async function loadBatch() {
     result = await api(`/api/batches/${id}?offset=${offset}&limit=${ITEMS_PER_PAGE}` +
       (state ? `&state=${state}` : ""));
   } catch (error) {
-    $("batch-state").textContent = error.message;
-    $("batch-state").className = "status error";
+    if (load === page.load) batchError(error);
     return;
   }
-  if (id !== page.batch) return;
+  if (id !== page.batch || load !== page.load) return;
   const s = result.status;
   const bar = $("batch-progress");
   bar.querySelector(".solved").style.width = `${(100 * s.solved) / Math.max(s.total, 1)}%`;
@@ -653,13 +655,22 @@ async function loadBatch() {
   if (!s.done) page.timer = setTimeout(loadBatch, 2000);
 }
 
+// What a failed load or action said, in place of the batch's state until the next load.
+function batchError(error) {
+  page.load++;
+  clearTimeout(page.timer);
+  $("batch-state").textContent = error.message;
+  $("batch-state").className = "status error";
+}
+
 async function cancelBatch() {
   const id = page.batch;
   if (id === null || !confirm(`Cancel batch ${id}? Its unfinished puzzles end cancelled; answers found stay.`)) return;
   try {
     await api(`/api/batches/${id}/cancel`, { method: "POST", body: "{}" });
   } catch (error) {
-    $("batch-state").textContent = error.message;
+    batchError(error);
+    return;
   }
   loadBatch();
 }
@@ -671,8 +682,7 @@ async function retryBatch() {
     const retried = await api(`/api/batches/${id}/retry`, { method: "POST", body: "{}" });
     location.hash = "#batch=" + retried.batch;
   } catch (error) {
-    $("batch-state").textContent = error.message;
-    $("batch-state").className = "status error";
+    batchError(error);
   }
 }
 
