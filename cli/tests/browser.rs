@@ -476,8 +476,9 @@ fn the_dashboard_submits_opens_cancels_and_looks_up() {
 /// Clicks "Retry failed and cancelled" on batch `retried`'s page and waits for the new batch's
 /// page, linked to it. A click the coordinator never heard of (no "batch retried" in its log
 /// after 10 s, and no error on the page) is made again: a click can land where the button was a
-/// moment before, as the page above it re-renders. A retry the coordinator refused fails here,
-/// with what the page and the coordinator said.
+/// moment before, as the page above it re-renders. An error on the page (a retry the
+/// coordinator refused, or a load that failed) fails here with what the page said, and a page
+/// that never opens with what the coordinator logged.
 fn retry_from_its_page(browser: &Browser, server: &Coordinator, retried: &str) {
     let retry_of = format!("a retry of batch {retried}");
     let heard = || server.log_text().matches("batch retried").count();
@@ -496,7 +497,7 @@ fn retry_from_its_page(browser: &Browser, server: &Coordinator, retried: &str) {
         });
         match outcome {
             Some(Ok(())) => return,
-            Some(Err(said)) => panic!("the retry was refused: {said}"),
+            Some(Err(said)) => panic!("after the retry's click the page shows an error: {said}"),
             None if heard() > before => break,
             None => eprintln!("click {click} on the retry button: the coordinator heard nothing"),
         }
