@@ -212,10 +212,18 @@ pub fn split_iteration(
 /// for the same mean gain (docs/benchmarks/history.md, forty-eighth session).
 pub const COORDINATOR_LOAD: f64 = 1.0;
 
+/// The most the coordinator may cost, as a share of the threads' search: a task must search
+/// for at least its coordinator time over this, whatever the number of threads. Sixteen
+/// 80-move boards on fifteen workers were split into 1,712 tasks of 40,000 nodes on average
+/// (about 4 ms of a thread), and the coordinator spent 2-5% of the search serving them.
+pub const COORDINATOR_SHARE: f64 = 0.01;
+
 /// The shortest mean task that keeps a coordinator taking `coordinator_seconds_per_task` a
-/// task within [`COORDINATOR_LOAD`] while `threads` threads search.
+/// task within [`COORDINATOR_LOAD`] while `threads` threads search, and its time within
+/// [`COORDINATOR_SHARE`] of theirs.
 pub fn min_mean_task_seconds(threads: usize, coordinator_seconds_per_task: f64) -> f64 {
-    threads as f64 * coordinator_seconds_per_task / COORDINATOR_LOAD
+    (threads as f64 * coordinator_seconds_per_task / COORDINATOR_LOAD)
+        .max(coordinator_seconds_per_task / COORDINATOR_SHARE)
 }
 
 /// A puzzle's measured search time per expanded node (0: nothing measured yet).
@@ -562,6 +570,34 @@ mod tests {
         for (board, optimal) in three_korf_boards(&solver) {
             assert_eq!(balanced_ida(&board, &goal), optimal, "{board}");
         }
+    }
+
+    /// A task searches on average at least the coordinator's time for it over
+    /// [`COORDINATOR_SHARE`], however few the threads; with many threads the coordinator's
+    /// load is the tighter limit.
+    #[test]
+    fn tasks_are_long_enough_to_keep_the_coordinator_within_its_share() {
+        let per_task = 90e-6;
+        for threads in [1, 15, 100] {
+            let shortest = min_mean_task_seconds(threads, per_task);
+            assert!((shortest - 9e-3).abs() < 1e-12, "{threads}: {shortest}");
+        }
+        let shortest = min_mean_task_seconds(1_024, per_task);
+        assert!((shortest - 1_024.0 * per_task).abs() < 1e-12, "{shortest}");
+        // An iteration predicted at a second of a thread's search (ten million nodes at 0.1 us)
+        // gets at most a task per 9 ms of it, whatever the balance asks for fifteen threads.
+        let params = BalanceParams {
+            threads: 15,
+            connected_threads: 15,
+            tasks_per_thread: 200,
+            balance: 16,
+            min_split_nodes: 1,
+            min_split_nodes_per_thread: 0,
+            max_depth: MAX_SPLIT_DEPTH,
+            seconds_per_node: 1e-7,
+            min_mean_task_seconds: min_mean_task_seconds(15, per_task),
+        };
+        assert_eq!(params.most_tasks(1e7), 111);
     }
 
     #[test]

@@ -43,16 +43,23 @@ impl std::str::FromStr for Verify {
 }
 
 /// Under [`Verify::Sample`], a worker on probation has its claims audited only when the report
-/// that made them expanded at most this many nodes (about 15 ms of a thread): a liar is caught
-/// on its first cheap lie, and probation costs a registration at most three such searches. At
-/// 1 M it drew the whole tasks every worker starts a batch with (cut to the spread budget,
-/// 1 M): sixteen 80-move boards on fifteen fresh workers spent 10.8 M nodes on audits, 13% of
-/// the 80 M their answers used.
-pub const PROBATION_SAMPLE_NODES: u64 = 100_000;
+/// that made them expanded at most this many nodes (about a millisecond of a thread): a liar is
+/// caught on its first cheap lie, and probation costs a registration at most three such
+/// searches, which the coordinator runs within the poll that brought them
+/// ([`COORDINATOR_AUDIT_NODES`]) until some worker has passed. At 1 M it drew the whole tasks
+/// every worker starts a batch with (cut to the spread budget, 1 M): sixteen 80-move boards on
+/// fifteen fresh workers spent 10.8 M nodes on audits, 13% of the 80 M their answers used; at
+/// 100,000 the coordinator's probation audits of those fifteen workers cost it about a third of
+/// its CPU (2-5% of one thread's search in all).
+pub const PROBATION_SAMPLE_NODES: u64 = COORDINATOR_AUDIT_NODES;
+
+/// The budget of a whole task cut short for probation: its report, which may overrun the
+/// budget by up to the kernel's check interval, stays within [`PROBATION_SAMPLE_NODES`].
+pub const PROBATION_WHOLE_BUDGET: u64 = PROBATION_SAMPLE_NODES - tilesolve::search::CHECK_INTERVAL;
 
 /// Under [`Verify::Sample`], the whole tasks a worker on probation takes cut to
-/// [`PROBATION_SAMPLE_NODES`]: one cheap report of its own for each audit it needs to pass, so it
-/// passes within milliseconds, and its later whole tasks run at the usual budget. Cutting every
+/// [`PROBATION_WHOLE_BUDGET`]: one cheap report of its own for each audit it needs to pass, so
+/// it passes within milliseconds, and its later whole tasks run at the usual budget. Cutting every
 /// whole task it took while on probation split 10 of hard80's 16 puzzles at bound 66-68 on two
 /// fresh workers, whose first polls take five each: 809 tasks against 57 without audits, and
 /// ten times the polls.

@@ -163,6 +163,8 @@ pub struct FinishedAudit {
     pub(super) claim: UnauditedClaim,
     pub(super) id: TaskId,
     pub(super) outcome: TaskOutcome,
+    /// Nodes its search expanded.
+    pub(super) nodes: u64,
 }
 
 impl PendingAudit {
@@ -171,12 +173,13 @@ impl PendingAudit {
             node_budget: self.budget,
             ..self.claim.spec.clone()
         };
-        let outcome = run_task(&self.solver, spec.work(), None).outcome;
+        let run = run_task(&self.solver, spec.work(), None);
         FinishedAudit {
             puzzle: self.puzzle,
             claim: self.claim,
             id: self.id,
-            outcome,
+            outcome: run.outcome,
+            nodes: run.nodes,
         }
     }
 

@@ -214,7 +214,7 @@ impl Puzzles {
             parts.workers.succeeded(worker);
         }
         let unaudited = match self.map.contains_key(&puzzle_id) {
-            true => audits.maybe_audit(parts, worker, &entry, &outcome, nodes),
+            true => audits.maybe_audit(parts, worker, &entry, (&outcome, &report.parts), nodes),
             false => Vec::new(),
         };
         if let (Some(record), Some(puzzle)) = (
@@ -325,7 +325,10 @@ impl Puzzles {
                 let answer = Answer::of(moves, replayed);
                 self.finish_solved(parts, audits, puzzle_id, answer)
             }
-            Next::Iterate(bound) => self.next_iteration(parts, audits, puzzle_id, bound),
+            Next::Iterate(bound) => {
+                let whole = entry.cut_short.then_some(entry.spec);
+                self.next_iteration(parts, audits, (puzzle_id, bound), whole)
+            }
             Next::Retry => {
                 parts.tasks.retry_failed(entry, worker);
                 Ok(())
@@ -363,19 +366,22 @@ impl Puzzles {
             .filter(|p| p.outstanding.is_empty())
             .map(|p| p.next_bound);
         match next {
-            Some(bound) => self.next_iteration(parts, audits, puzzle_id, bound),
+            Some(bound) => self.next_iteration(parts, audits, (puzzle_id, bound), None),
             None => Ok(()),
         }
     }
 
     /// Starts the iteration at `bound`: stores it as the puzzle's proven lower bound and queues
-    /// its split, to run outside the lock.
+    /// its split, to run outside the lock. After a whole task cut short for its worker's
+    /// probation (`cut_short`, that task), the puzzle goes on whole from `bound` instead: split
+    /// there, every later iteration of a puzzle that may well be cheap would be, at a bound the
+    /// cut chose.
     fn next_iteration(
         &mut self,
         parts: &mut Parts,
         audits: &mut Audits,
-        puzzle_id: PuzzleId,
-        bound: u32,
+        (puzzle_id, bound): (PuzzleId, u32),
+        cut_short: Option<TaskSpec>,
     ) -> Result<(), SchedulerError> {
         // The puzzles the threads are shared among, this one too: its split is for its share.
         let unfinished = self.map.len() + parts.puzzles_not_started();
@@ -398,6 +404,18 @@ impl Puzzles {
             .store
             .put_search_state(&puzzle.goal, &puzzle.board, state)?;
         puzzle.bound_stored = true;
+        if let Some(spec) = cut_short {
+            puzzle.bound = bound;
+            let limits = parts.batches.limits(puzzle_id.0);
+            let budget = whole_budget_within(parts.config.whole_task_budget, &limits);
+            let spec = TaskSpec {
+                bound,
+                node_budget: budget,
+                ..spec
+            };
+            self.add_whole_task(parts, puzzle_id, spec);
+            return Ok(());
+        }
         let params = parts.config.balance(
             parts.workers.threads(),
             unfinished,
@@ -445,7 +463,8 @@ impl Puzzles {
         }
         if frontier.tasks.is_empty() {
             puzzle.history = history;
-            return self.next_iteration(parts, audits, puzzle_id, frontier.pruned_min_f);
+            let bound = frontier.pruned_min_f;
+            return self.next_iteration(parts, audits, (puzzle_id, bound), None);
         }
         puzzle.begin_iteration(bound, parts.workers.idle_seconds(Instant::now()));
         puzzle.next_bound = frontier.pruned_min_f;

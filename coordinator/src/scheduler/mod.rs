@@ -65,7 +65,7 @@ mod workers;
 
 pub use batches::{BatchProgress, OwnerUsage};
 pub use config::{
-    SchedulerConfig, Verify, DEFAULT_AUDIT_FRACTION, DEFAULT_MAX_PENDING, PROBATION_SAMPLE_NODES,
+    SchedulerConfig, Verify, DEFAULT_AUDIT_FRACTION, DEFAULT_MAX_PENDING, PROBATION_WHOLE_BUDGET,
 };
 pub use deferred::{AfterCycle, Deferred, DeferredDone};
 pub use intake::{
@@ -310,11 +310,11 @@ impl Scheduler {
             // cheap enough to be drawn for probation and audited at once, and it passes before
             // an answer rests on the claims it keeps meanwhile. With whole 80-move boards on
             // two fresh workers, no report was cheap, and the coordinator audited every
-            // answer's claims (12 CPU-s against the workers' 14). (Puzzles already spread over
-            // every thread are split after a short whole task anyway; shortening it more cost
-            // the coordinator more splits.)
+            // answer's claims (12 CPU-s against the workers' 14). A cut never splits a puzzle
+            // (`Puzzles::next_iteration`). Puzzles spread over every thread are split after a
+            // short whole task anyway: cheap parts of their subtree reports are drawn instead.
             holding.short_whole_tasks = parts.workers.probation_short_left(worker);
-            holding.short_whole_budget = PROBATION_SAMPLE_NODES;
+            holding.short_whole_budget = PROBATION_WHOLE_BUDGET;
         }
         let leased = parts.tasks.lease(
             worker,

@@ -79,6 +79,10 @@ pub(super) struct TaskEntry {
     queued: Instant,
     /// The workers whose failed reports cost it attempts: given back if one is shut out.
     failed_by: Vec<WorkerId>,
+    /// A whole task leased with a budget cut short for its worker's probation
+    /// ([`Holding::short_whole_tasks`]): when it spends that budget, its puzzle goes on whole
+    /// rather than being split.
+    pub(super) cut_short: bool,
 }
 
 /// How much a worker may hold, from its threads and measured pace
@@ -245,6 +249,7 @@ impl Tasks {
                 predicted,
                 queued: Instant::now(),
                 failed_by: Vec::new(),
+                cut_short: false,
             }),
         );
         self.newly_queued = true;
@@ -321,12 +326,14 @@ impl Tasks {
             from_pool += usize::from(on_pool);
             self.ready.taken(&queued);
             if entry.spec.iterate && entry.spec.weighted.is_none() && entry.audit.is_none() {
-                let mut budget = holding.whole_task_budget;
+                let full = entry.spec.node_budget.min(holding.whole_task_budget);
+                let mut budget = full;
                 if holding.short_whole_tasks > 0 {
                     holding.short_whole_tasks -= 1;
                     budget = budget.min(holding.short_whole_budget);
                 }
-                entry.spec.node_budget = entry.spec.node_budget.min(budget);
+                entry.cut_short |= budget < full;
+                entry.spec.node_budget = budget;
             }
             entry.lease = Some(Lease {
                 worker,

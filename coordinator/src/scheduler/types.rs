@@ -190,6 +190,9 @@ pub struct SchedulerTotals {
     pub nodes: u64,
     /// Expanded nodes of the audits workers ran (each checks another worker's report).
     pub audit_nodes: u64,
+    /// Expanded nodes of the audits the coordinator ran itself (probation's cheap ones, and
+    /// those no worker could run): its own CPU, not the workers'.
+    pub coordinator_audit_nodes: u64,
     /// Expanded nodes of reports whose task was withdrawn before they came (their puzzle had
     /// ended, or the lease had gone elsewhere): spent for nothing. With `nodes` and
     /// `audit_nodes`, every node the workers reported.

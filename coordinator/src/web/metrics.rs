@@ -22,6 +22,7 @@ pub(super) async fn metrics(State(state): State<WebState>) -> Result<Response, W
     let (store_bytes, disk_space) = (store.size_on_disk(), store.disk_space());
     let mut registry = Registry::with_prefix("tilesolve");
     register_counters(&mut registry, &totals);
+    register_idle(&mut registry, &totals);
     register_gauges(&mut registry, &totals, store_bytes, disk_space);
     state.rpc_metrics.register(&mut registry);
     register_owners(
@@ -51,6 +52,11 @@ fn register_counters(registry: &mut Registry, totals: &SchedulerTotals) {
             "nodes_audited",
             "Expanded nodes of audits run by workers (each checks another worker's report)",
             totals.audit_nodes,
+        ),
+        (
+            "nodes_audited_by_coordinator",
+            "Expanded nodes of audits the coordinator ran itself (probation's cheap ones, and those no worker could run): its own CPU",
+            totals.coordinator_audit_nodes,
         ),
         (
             "nodes_withdrawn",
@@ -128,6 +134,10 @@ fn register_counters(registry: &mut Registry, totals: &SchedulerTotals) {
         metric.inc_by(value);
         registry.register(name, help, metric);
     }
+}
+
+/// The connected threads' idle time, a total since the coordinator started.
+fn register_idle(registry: &mut Registry, totals: &SchedulerTotals) {
     let idle: Counter<f64, AtomicU64> = Counter::default();
     idle.inc_by(totals.idle_thread_seconds);
     registry.register(

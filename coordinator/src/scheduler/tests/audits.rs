@@ -302,6 +302,14 @@ fn whole_tasks_scheduler(dir: &std::path::Path) -> Owned {
 /// Submits a 31-move 8-puzzle that `liar` takes as a whole task and answers in 33 moves; the
 /// answer waits for its audit. Returns the batch.
 fn answer_31_moves_in_33(scheduler: &mut Owned, liar: WorkerId) -> u64 {
+    answer_31_moves_in_33_saying(scheduler, liar, None)
+}
+
+/// [`answer_31_moves_in_33`], the report saying it expanded `nodes` (`None`: what it did).
+/// Under `sample`, a fresh worker's report that says it is too large to draw for probation
+/// (`PROBATION_SAMPLE_NODES`) is not audited at once on the coordinator, as a cheap one is:
+/// its claims wait, and the answer's audit goes where any audit of that size goes.
+fn answer_31_moves_in_33_saying(scheduler: &mut Owned, liar: WorkerId, nodes: Option<u64>) -> u64 {
     let batch = scheduler
         .submit(&["8,6,7,2,5,4,3,0,1".to_string()], "linear-conflict", "")
         .unwrap()
@@ -314,7 +322,10 @@ fn answer_31_moves_in_33(scheduler: &mut Owned, liar: WorkerId) -> u64 {
         }
         other => other,
     };
-    let lied = answer(tasks, &lie);
+    let mut lied = answer(tasks, &lie);
+    for report in &mut lied {
+        report.nodes = nodes.unwrap_or(report.nodes);
+    }
     scheduler.poll(liar, 0, lied).unwrap();
     assert!(
         !scheduler.progress(batch).unwrap().done,
@@ -322,6 +333,9 @@ fn answer_31_moves_in_33(scheduler: &mut Owned, liar: WorkerId) -> u64 {
     );
     batch
 }
+
+/// Past [`crate::scheduler::config::PROBATION_SAMPLE_NODES`]: too large to draw for probation.
+const TOO_LARGE_TO_DRAW: u64 = crate::scheduler::config::PROBATION_SAMPLE_NODES + 1;
 
 #[test]
 fn a_liar_past_probation_cannot_lengthen_a_whole_task_answer_unseen() {
@@ -457,7 +471,7 @@ fn under_sample_another_registration_of_the_same_token_audits_not_the_coordinato
     // (once that one is past its own probation).
     let other = trusted_worker(&mut scheduler, "other", Some(0));
     let faulty = scheduler.register(1, "faulty", Some(0)).unwrap();
-    let batch = answer_31_moves_in_33(&mut scheduler, faulty);
+    let batch = answer_31_moves_in_33_saying(&mut scheduler, faulty, Some(TOO_LARGE_TO_DRAW));
     assert!(
         scheduler.take_deferred().is_empty(),
         "nothing is audited on the coordinator"
@@ -588,7 +602,7 @@ fn an_audit_no_worker_takes_within_a_lease_timeout_runs_on_the_coordinator() {
     // for work.
     let silent = trusted_worker(&mut scheduler, "silent", Some(1));
     let liar = scheduler.register(1, "liar", Some(0)).unwrap();
-    answer_31_moves_in_33(&mut scheduler, liar);
+    answer_31_moves_in_33_saying(&mut scheduler, liar, Some(TOO_LARGE_TO_DRAW));
     assert!(
         scheduler.take_deferred().is_empty(),
         "queued for the silent one"
@@ -650,13 +664,19 @@ fn under_sample_answers_wait_on_probation_and_not_after_it() {
         .submit(&far(11), "linear-conflict", "")
         .unwrap()
         .batch;
+    // Its reports say they are too large to draw for probation (a cheap one the coordinator
+    // would audit at once): the draws wait for its eighth report, and go to the trusted one.
+    let too_large = |task: &TaskSpec| TaskReport {
+        nodes: TOO_LARGE_TO_DRAW,
+        ..truthful(task)
+    };
     let mut results = Vec::new();
     for _ in 0..4 {
         let (tasks, _) = scheduler
             .poll(new, 4, std::mem::take(&mut results))
             .unwrap();
         scheduler.run_deferred().unwrap();
-        results.extend(tasks.iter().map(truthful));
+        results.extend(tasks.iter().map(too_large));
     }
     scheduler.poll(new, 0, results).unwrap();
     scheduler.run_deferred().unwrap();
@@ -686,4 +706,60 @@ fn under_sample_answers_wait_on_probation_and_not_after_it() {
     let totals = scheduler.totals();
     assert_eq!(totals.answer_audits, passed, "{totals:?}");
     assert_eq!(totals.audits_disproved, 0, "{totals:?}");
+}
+
+/// Under `sample`, a worker on probation whose subtree reports are too large to be drawn
+/// passes on cheap measured parts of them, which the coordinator audits within the poll: in
+/// its first few reports, where without their parts it would wait for
+/// `PROBATION_ANY_SIZE_AFTER` of them.
+#[test]
+fn a_worker_on_probation_passes_on_cheap_parts_of_large_reports() {
+    use crate::scheduler::config::{PROBATION_ANY_SIZE_AFTER, PROBATION_SAMPLE_NODES};
+    // The reports a fresh worker alone makes before it passes (None: the batch ended first),
+    // with the parts it measured or without them; each says it is too large to be drawn.
+    let passed_after = |keep_parts: bool| -> Option<u32> {
+        let data = tempfile::tempdir().unwrap();
+        let config = SchedulerConfig {
+            whole_task_budget: 300_000,
+            spread_task_budget: 300_000,
+            ..SchedulerConfig::default()
+        };
+        let mut scheduler = scheduler_in(data.path(), config);
+        let worker = scheduler.register(1, "fresh", None).unwrap();
+        let (board, _) = examples()[5].clone();
+        let batch = scheduler
+            .submit(&[board], "linear-conflict", "")
+            .unwrap()
+            .batch;
+        let (mut results, mut reports) = (Vec::new(), 0);
+        while !scheduler.progress(batch).unwrap().done {
+            let (tasks, _) = scheduler
+                .poll(worker, 1, std::mem::take(&mut results))
+                .unwrap();
+            scheduler.run_deferred().unwrap();
+            if !scheduler.parts.workers.on_probation(worker) {
+                return Some(reports);
+            }
+            for task in &tasks {
+                let mut report = truthful(task);
+                report.nodes = report.nodes.max(PROBATION_SAMPLE_NODES + 1);
+                if !keep_parts {
+                    report.parts.clear();
+                }
+                reports += 1;
+                results.push(report);
+            }
+        }
+        None
+    };
+    let with_parts = passed_after(true);
+    assert!(
+        with_parts.is_some_and(|reports| reports < PROBATION_ANY_SIZE_AFTER),
+        "{with_parts:?}"
+    );
+    let without = passed_after(false);
+    assert!(
+        without.is_none_or(|reports| reports > PROBATION_ANY_SIZE_AFTER),
+        "{without:?}"
+    );
 }

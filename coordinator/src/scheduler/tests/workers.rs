@@ -105,7 +105,7 @@ fn few_puzzles_per_thread_are_split_early_and_many_run_whole() {
     // short already.
     let sample = SchedulerConfig::default();
     let fresh = budgets_under(&sample, 32, 8);
-    assert_eq!(fresh, vec![PROBATION_SAMPLE_NODES; 8]);
+    assert_eq!(fresh, vec![PROBATION_WHOLE_BUDGET; 8]);
     assert_eq!(
         budgets_under(&sample, 31, 8),
         vec![sample.spread_task_budget; 8]
@@ -133,13 +133,64 @@ fn a_worker_on_probation_runs_only_its_first_few_whole_tasks_short() {
     let short = PROBATION_SHORT_WHOLE_TASKS as usize;
     assert_eq!(budgets.len(), 4);
     assert!(short < budgets.len());
-    assert_eq!(budgets[..short], vec![PROBATION_SAMPLE_NODES; short]);
+    assert_eq!(budgets[..short], vec![PROBATION_WHOLE_BUDGET; short]);
     assert!(
         budgets[short..]
             .iter()
             .all(|&budget| budget == config.whole_task_budget),
         "{budgets:?}"
     );
+}
+
+/// A whole task cut short for probation that spends its short budget does not split its
+/// puzzle: the puzzle goes on whole from the bound the task reached, with the full budget once
+/// its worker has passed, and is solved at its optimal length.
+#[test]
+fn a_whole_task_cut_short_for_probation_leaves_its_puzzle_whole() {
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let worker = scheduler.register(1, "fresh", None).unwrap();
+    // Four puzzles a thread: whole tasks at the full budget, so the cut is probation's. The
+    // hardest of the examples first, so that the first task leased is its.
+    let mut boards: Vec<(String, u32)> = examples().into_iter().rev().collect();
+    boards.truncate(4);
+    let lines: Vec<String> = boards.iter().map(|(board, _)| board.clone()).collect();
+    let optimal = boards[0].1;
+    let batch = scheduler
+        .submit(&lines, "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let (first, _) = scheduler.poll(worker, 1, Vec::new()).unwrap();
+    assert!(first.len() == 1 && first[0].iterate, "{first:?}");
+    assert_eq!(first[0].puzzle.1, 0, "the batch's first item first");
+    assert_eq!(first[0].node_budget, PROBATION_WHOLE_BUDGET);
+    let report = truthful(&first[0]);
+    let TaskOutcome::BudgetSpent(reached) = report.outcome else {
+        panic!(
+            "the short budget should not finish this board: {:?}",
+            report.outcome
+        );
+    };
+    // The other puzzles' tasks are searched as they come, until the first puzzle's next one.
+    let mut results = vec![report];
+    let next = loop {
+        let (tasks, _) = scheduler
+            .poll(worker, 1, std::mem::take(&mut results))
+            .unwrap();
+        scheduler.run_deferred().unwrap();
+        if let Some(task) = tasks.iter().find(|task| task.puzzle.1 == 0) {
+            break task.clone();
+        }
+        assert!(!scheduler.progress(batch).unwrap().done);
+        results.extend(tasks.iter().map(truthful));
+    };
+    assert!(
+        next.iterate && next.path.is_empty(),
+        "whole again: {next:?}"
+    );
+    assert_eq!(next.bound, reached, "from where the short task stopped");
+    work_until_done(&mut scheduler, worker, 1, batch, vec![truthful(&next)]);
+    assert_eq!(first_answer_length(&scheduler, batch), optimal);
 }
 
 #[test]
