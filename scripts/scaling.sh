@@ -173,7 +173,8 @@ for n in $counts; do
         /^tilesolve_nodes_searched_total/ { a = $2 } /^tilesolve_nodes_audited_total/ { b = $2 }
         /^tilesolve_nodes_withdrawn_total/ { c = $2 } /^tilesolve_nodes_audited_by_coordinator_total/ { d = $2 }
         /^tilesolve_tasks_returned_total/ { r = $2 } /^tilesolve_tasks_handed_back_total/ { h = $2 }
-        END { printf "%.0f nodes (+ %.0f audits, %.0f withdrawn; the coordinator audited %.0f); tasks asked back: %d returned, %d handed back", a, b, c, d, r, h }' "$work/metrics$n.txt")
+        /^tilesolve_tasks_done_total/ { t = $2 } /^tilesolve_coordinator_seconds_per_task/ { m = $2 }
+        END { printf "%.0f nodes (+ %.0f audits, %.0f withdrawn; the coordinator audited %.0f); %d tasks, the coordinator measured %.0f us a task; tasks asked back: %d returned, %d handed back", a, b, c, d, t, m * 1e6, r, h }' "$work/metrics$n.txt")
     idle=$(awk -v a="$(idle_seconds "$url")" -v b="$idle_before" -v n="$n" -v w="$wall" \
         'BEGIN { printf "%.1f%%", 100 * (a - b) / (n * w) }')
     workers_cpu=$(printf "%s " "${spent[@]:1}")

@@ -180,6 +180,8 @@ pub fn serve(args: ServeArgs) -> anyhow::Result<bool> {
             audit_fraction: args.audit_fraction,
             verify: args.verify.parse().map_err(anyhow::Error::msg)?,
             build_tables: !args.no_table_builds,
+            // This process holds no search threads: its CPU is the coordinator's.
+            measure_own_cost: true,
             ..args.policy.apply(SchedulerConfig::default())
         }
         .stretched(args.time_scale.scale);

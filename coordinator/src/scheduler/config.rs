@@ -143,6 +143,9 @@ pub struct SchedulerConfig {
     /// them): a split makes no more tasks than it serves at
     /// [`crate::frontier::COORDINATOR_LOAD`] while the threads search them.
     pub coordinator_seconds_per_task: f64,
+    /// Whether the time a task above is measured on this process's CPU (`own_cost`) and used
+    /// where it is longer: set by `serve`, whose process holds no search threads.
+    pub measure_own_cost: bool,
     /// How many times slower than the host it stands for this coordinator and its workers run
     /// (see [`SchedulerConfig::stretched`]): the policy times the scheduler keeps as constants
     /// (prefetching, packing, the long poll) are stretched by it where they are compared.
@@ -205,11 +208,14 @@ impl SchedulerConfig {
     /// How an iteration is split with `connected` worker threads (at least one) and
     /// `unfinished` puzzles (this one among them), of a puzzle searched at `seconds_per_node`
     /// so far (0: not measured).
+    /// `coordinator_seconds_per_task` is the coordinator's time a task the split is sized by
+    /// (`own_cost`).
     pub(super) fn balance(
         &self,
         connected: usize,
         unfinished: usize,
         seconds_per_node: f64,
+        coordinator_seconds_per_task: f64,
     ) -> crate::frontier::BalanceParams {
         let connected = connected.max(1);
         crate::frontier::BalanceParams {
@@ -223,7 +229,7 @@ impl SchedulerConfig {
             seconds_per_node,
             min_mean_task_seconds: crate::frontier::min_mean_task_seconds(
                 connected,
-                self.coordinator_seconds_per_task,
+                coordinator_seconds_per_task,
             ),
         }
     }
@@ -248,6 +254,7 @@ impl Default for SchedulerConfig {
             build_tables: true,
             hand_back_after: HAND_BACK_AFTER,
             coordinator_seconds_per_task: COORDINATOR_SECONDS_PER_TASK,
+            measure_own_cost: false,
             time_scale: TimeScale::REAL,
         }
     }

@@ -420,6 +420,7 @@ impl Puzzles {
             parts.workers.threads(),
             unfinished,
             puzzle.seconds_per_node(),
+            parts.own_cost.seconds_per_task(&parts.config),
         );
         let solver = parts.solver(&(puzzle.goal, puzzle.heuristic))?.clone();
         puzzle.splitting = Some(bound);

@@ -46,9 +46,11 @@ pub mod eta;
 mod hand_backs;
 mod handed_back;
 mod holders;
+mod ids;
 mod intake;
 mod judge;
 mod lifecycle;
+mod own_cost;
 mod owned;
 mod puzzle;
 mod quarantine;
@@ -86,41 +88,13 @@ use batches::{Batches, ItemCounts};
 use deferred::CycleOut;
 use eta::EtaRange;
 use hand_backs::HandBacks;
+use ids::Ids;
 use intake::QueuedItem;
 use lifecycle::{Puzzles, PATH_BOARDS_MIN_NODES};
+use own_cost::OwnCost;
 use puzzle::Puzzle;
 use tasks::{Tasks, LEASE_MIN_NODE_RATE};
 use workers::{Workers, FIRST_LEASES, MAX_FAILURES_IN_A_ROW};
-
-/// Task, audit and worker ids (one counter, prefixed with the incarnation), and batch ids.
-struct Ids {
-    next: u64,
-    /// The largest batch id this process handed out (batches being taken in are not stored
-    /// whole yet).
-    last_batch: u64,
-}
-
-impl Ids {
-    fn new(incarnation: u64) -> Ids {
-        Ids {
-            next: incarnation << 40,
-            last_batch: 0,
-        }
-    }
-
-    /// The next task, audit or worker id.
-    fn next(&mut self) -> u64 {
-        self.next += 1;
-        self.next
-    }
-
-    /// The next batch id: past the store's and past every id this process handed out.
-    fn next_batch(&mut self, store: &Store) -> Result<u64, SchedulerError> {
-        let batch = store.next_batch_id()?.max(self.last_batch + 1);
-        self.last_batch = batch;
-        Ok(batch)
-    }
-}
 
 /// The parts that call no other part, and what a lock cycle leaves behind: what the puzzles'
 /// lifecycle and the audits work on. Each field is a part with private state.
@@ -136,6 +110,7 @@ struct Parts {
     out: CycleOut,
     totals: SchedulerTotals,
     hand_backs: HandBacks,
+    own_cost: OwnCost,
 }
 
 /// The coordinator's state, behind one mutex: the parts, the puzzles' lifecycle over them,
@@ -160,6 +135,7 @@ impl Scheduler {
         let mut scheduler = Scheduler {
             parts: Parts {
                 tables: Tables::new(pdbs, config.table_budget, config.build_tables),
+                own_cost: OwnCost::new(&config),
                 store,
                 config,
                 ids: Ids::new(incarnation),
@@ -272,6 +248,7 @@ impl Scheduler {
         let scale = parts.config.time_scale;
         let done = (results.len() as u64, nodes);
         let mut holding = parts.workers.reported(worker, now, done, timed, scale)?;
+        parts.own_cost.reported(results.len(), &parts.config);
         for report in results {
             if hand_backs::take_returned(parts, worker, &report) {
                 continue;
@@ -586,6 +563,7 @@ impl Scheduler {
             nodes_per_second,
             work_left_thread_seconds: self.work_left(thread_rate),
             idle_thread_seconds: parts.workers.idle_seconds(std::time::Instant::now()),
+            coordinator_seconds_per_task: parts.own_cost.measured().unwrap_or(0.0),
             ..parts.totals.clone()
         }
     }

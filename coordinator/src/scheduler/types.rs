@@ -223,6 +223,9 @@ pub struct SchedulerTotals {
     /// autoscaling sizes the workers by, where the task count says little (one hard puzzle is
     /// thousands of tasks, a thousand easy ones are a thousand tasks of milliseconds).
     pub work_left_thread_seconds: f64,
+    /// The coordinator's measured CPU seconds a task it served (`serve` only; 0 until
+    /// measured): what its splits are sized by, within bounds (`own_cost`).
+    pub coordinator_seconds_per_task: f64,
     /// Thread-seconds the connected workers' threads held no task (the idle share of a
     /// stretch is its growth over threads x seconds).
     pub idle_thread_seconds: f64,

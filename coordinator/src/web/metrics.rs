@@ -166,6 +166,11 @@ fn register_gauges(
             totals.work_left_thread_seconds,
         ),
         (
+            "coordinator_seconds_per_task",
+            "The coordinator's measured CPU seconds a task it served (0 until measured; serve only): splits make tasks long enough to keep it within 1% of the search",
+            totals.coordinator_seconds_per_task,
+        ),
+        (
             "tasks_queued",
             "Tasks waiting for a worker",
             totals.tasks_queued as f64,
