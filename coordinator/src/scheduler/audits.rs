@@ -25,7 +25,9 @@
 //! stored on the word of a registration that has shown nothing (a liar that re-registers, or
 //! brings a silent decoy along, opens no window).
 //! With no worker that may run an audit connected, the coordinator runs it itself, whatever its
-//! size (in chunks of [`COORDINATOR_CHUNK_NODES`] on its background pool). An audit is never dropped: one whose
+//! size (in chunks of [`COORDINATOR_CHUNK_NODES`] on its background pool); but under `sample`
+//! a large claim of a worker on probation that only the random draw picked is then kept
+//! instead, as an undrawn one is (audited if an answer rests on it before its worker passes). An audit is never dropped: one whose
 //! auditor falls silent, fails or leaves goes to another worker or to the coordinator. What a
 //! report says of its own size only decides where its audit runs, never whether it runs.
 //! A claim that no draw picked is kept while an answer's length could rest on it: before an
@@ -266,7 +268,16 @@ impl Audits {
                 (outcome, measured, nodes),
                 &unaudited,
             );
-        let drawn = probation_draw || draw(self.seed, entry.spec.id) < parts.config.audit_fraction;
+        // Under `sample`, a large claim of a worker on probation drawn at random is kept, as an
+        // undrawn one is, while only the coordinator could audit it: fifteen fresh workers put
+        // 0.3-1 M nodes of such audits on it at a batch's start, and a kept claim is audited
+        // all the same if an answer rests on it before its worker passes.
+        let coordinator_only = verify == Verify::Sample
+            && on_probation
+            && nodes > COORDINATOR_AUDIT_NODES
+            && !parts.workers.can_audit(&claims[0].audit);
+        let sampled = draw(self.seed, entry.spec.id) < parts.config.audit_fraction;
+        let drawn = probation_draw || (sampled && !coordinator_only);
         if !drawn {
             // Kept for the answer's audits under `full`, and under `sample` while the worker
             // is on probation: no answer rests on a registration's word before it has had

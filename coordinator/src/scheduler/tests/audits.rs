@@ -492,6 +492,50 @@ fn under_sample_another_registration_of_the_same_token_audits_not_the_coordinato
     assert_eq!(first_answer_length(&scheduler, batch), 31);
 }
 
+/// Under `sample`, a large report of a worker on probation drawn at random while no worker may
+/// audit it is not audited on the coordinator: its claims are kept, as undrawn ones are (an
+/// answer resting on them while its worker is still on probation is audited first).
+#[test]
+fn a_large_claim_on_probation_drawn_while_nobody_may_audit_it_is_kept_for_its_answer() {
+    let data = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig {
+        audit_fraction: 1.0,
+        ..SchedulerConfig::default()
+    };
+    let mut scheduler = scheduler_in(data.path(), config);
+    let lone = scheduler.register(1, "lone", None).unwrap();
+    let batch = scheduler
+        .submit(&[examples()[5].0.clone()], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    // Its first whole task, cut short for probation: a claim, not an answer.
+    let (tasks, _) = scheduler.poll(lone, 1, Vec::new()).unwrap();
+    let mut report = truthful(&tasks[0]);
+    assert!(
+        !matches!(report.outcome, TaskOutcome::Found(_)),
+        "{report:?}"
+    );
+    report.nodes = TOO_LARGE_TO_DRAW;
+    report.parts.clear();
+    scheduler.poll(lone, 0, vec![report]).unwrap();
+    let deferred = scheduler.take_deferred();
+    assert!(
+        !deferred.iter().any(|d| matches!(d, Deferred::Audit(_))),
+        "nothing is audited on the coordinator"
+    );
+    for split in deferred {
+        scheduler.finish_deferred(split.run()).unwrap();
+    }
+    work_until_done(&mut scheduler, lone, 1, batch, Vec::new());
+    let totals = scheduler.totals();
+    assert_eq!(
+        (totals.audits_skipped, totals.audits_disproved),
+        (0, 0),
+        "{totals:?}"
+    );
+    assert_eq!(first_answer_length(&scheduler, batch), examples()[5].1);
+}
+
 #[test]
 fn under_full_registrations_under_one_token_never_audit_each_other() {
     let data = tempfile::tempdir().unwrap();
