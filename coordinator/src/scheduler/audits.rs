@@ -27,8 +27,9 @@
 //! With no worker that may run an audit connected, the coordinator runs it itself, whatever its
 //! size (in chunks of [`COORDINATOR_CHUNK_NODES`] on its background pool); but under `sample`
 //! a large claim of a worker on probation that only the random draw picked is then kept
-//! instead, as an undrawn one is (audited if an answer rests on it before its worker passes). An audit is never dropped: one whose
-//! auditor falls silent, fails or leaves goes to another worker or to the coordinator. What a
+//! instead, as an undrawn one is (audited if an answer rests on it before its worker passes).
+//! An audit is never dropped: one whose auditor falls silent, fails or leaves goes to another
+//! worker or to the coordinator. What a
 //! report says of its own size only decides where its audit runs, never whether it runs.
 //! A claim that no draw picked is kept while an answer's length could rest on it: before an
 //! answer its heuristic does not prove is stored, every such claim it rests on (those that set

@@ -135,7 +135,7 @@ impl Scheduler {
         let mut scheduler = Scheduler {
             parts: Parts {
                 tables: Tables::new(pdbs, config.table_budget, config.build_tables),
-                own_cost: OwnCost::new(&config),
+                own_cost: OwnCost::default(),
                 store,
                 config,
                 ids: Ids::new(incarnation),

@@ -31,10 +31,10 @@ pub const FIRST_SAMPLE_TASKS: u64 = 8;
 /// and much longer tasks leave threads idle at iterations' ends.
 pub const MAX_OWN_COST_FACTOR: f64 = 4.0;
 
-/// The measured CPU a task, and the window being measured.
-#[derive(Debug)]
+/// The measured CPU a task, and the window being measured (nothing unless
+/// [`SchedulerConfig::measure_own_cost`]).
+#[derive(Debug, Default)]
 pub(super) struct OwnCost {
-    measuring: bool,
     /// Where the current window started: the process's CPU seconds, and when.
     window_start: Option<(f64, Instant)>,
     /// Reports applied in the current window.
@@ -44,19 +44,10 @@ pub(super) struct OwnCost {
 }
 
 impl OwnCost {
-    pub(super) fn new(config: &SchedulerConfig) -> OwnCost {
-        OwnCost {
-            measuring: config.measure_own_cost,
-            window_start: None,
-            tasks: 0,
-            estimate: None,
-        }
-    }
-
     /// Counts `count` reports applied; ends the window once it holds [`SAMPLE_TASKS`]
     /// ([`FIRST_SAMPLE_TASKS`] for the first).
     pub(super) fn reported(&mut self, count: usize, config: &SchedulerConfig) {
-        if !self.measuring || count == 0 {
+        if !config.measure_own_cost || count == 0 {
             return;
         }
         let Some((cpu_before, started)) = self.window_start else {
@@ -113,7 +104,8 @@ impl OwnCost {
     }
 }
 
-/// This process's CPU seconds, user and system, to the microsecond.
+/// This process's CPU seconds, user and system, to the microsecond (`process_stats` reads
+/// `/proc/self/stat`, in 10 ms ticks: a window's whole CPU at 250 us a task).
 #[cfg(unix)]
 fn process_cpu_seconds() -> Option<f64> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
@@ -146,7 +138,7 @@ mod tests {
     #[test]
     fn nothing_is_measured_unless_asked() {
         let config = SchedulerConfig::default();
-        let mut cost = OwnCost::new(&config);
+        let mut cost = OwnCost::default();
         for _ in 0..10 {
             cost.reported(SAMPLE_TASKS as usize, &config);
         }
@@ -160,7 +152,7 @@ mod tests {
     #[test]
     fn a_window_of_reports_measures_the_cpu_spent_between_them() {
         let config = measuring();
-        let mut cost = OwnCost::new(&config);
+        let mut cost = OwnCost::default();
         cost.reported(1, &config);
         assert_eq!(cost.measured(), None, "the first report opens the window");
         cost.reported(FIRST_SAMPLE_TASKS as usize - 2, &config);
@@ -179,12 +171,15 @@ mod tests {
     fn the_time_a_split_uses_stays_between_the_configured_one_and_its_cap() {
         let config = measuring();
         let configured = config.coordinator_seconds_per_task;
-        let mut cost = OwnCost::new(&config);
-        cost.estimate = Some(configured / 10.0);
-        assert_eq!(cost.seconds_per_task(&config), configured);
-        cost.estimate = Some(configured * 2.0);
-        assert!((cost.seconds_per_task(&config) - configured * 2.0).abs() < 1e-12);
-        cost.estimate = Some(1.0);
-        assert!((cost.seconds_per_task(&config) - configured * MAX_OWN_COST_FACTOR).abs() < 1e-12);
+        let used = |estimate: f64| {
+            OwnCost {
+                estimate: Some(estimate),
+                ..OwnCost::default()
+            }
+            .seconds_per_task(&config)
+        };
+        assert_eq!(used(configured / 10.0), configured);
+        assert!((used(configured * 2.0) - configured * 2.0).abs() < 1e-12);
+        assert!((used(1.0) - configured * MAX_OWN_COST_FACTOR).abs() < 1e-12);
     }
 }
