@@ -49,7 +49,8 @@ use tilesolve::search::PartSize;
 use tilesolve::{Board, Direction};
 
 use super::config::{
-    Verify, COORDINATOR_AUDIT_NODES, COORDINATOR_CHUNK_NODES, PROBATION_SAMPLE_NODES,
+    Verify, COORDINATOR_AUDIT_NODES, COORDINATOR_CHUNK_NODES, PROBATION_PART_NODES,
+    PROBATION_SAMPLE_NODES,
 };
 use super::deferred::{Deferred, FinishedAudit, PendingAudit, UnauditedClaim};
 use super::handed_back::searched_subtrees;
@@ -115,7 +116,7 @@ fn claims(spec: &TaskSpec, outcome: &TaskOutcome) -> Vec<(Board, Vec<Direction>,
 }
 
 /// A part of an exceeded subtree task's report cheap enough to audit for probation
-/// ([`PROBATION_SAMPLE_NODES`]), drawn with `pick` (a secret draw in [0, 1)) among those the
+/// ([`PROBATION_PART_NODES`]), drawn with `pick` (a secret draw in [0, 1)) among those the
 /// worker measured (`TaskSpec::profile_depth`): the descendant, its path from the puzzle's
 /// root, and the report's claim, which holds below it as below the whole board. Only a path
 /// the worker's search follows is taken, so a shorter path found below it disproves the claim;
@@ -131,7 +132,7 @@ fn cheap_part(
     };
     let cheap: Vec<&PartSize> = parts
         .iter()
-        .filter(|part| !part.moves.is_empty() && part.expanded <= PROBATION_SAMPLE_NODES)
+        .filter(|part| !part.moves.is_empty() && part.expanded <= PROBATION_PART_NODES)
         .collect();
     let part = cheap.get((pick * cheap.len() as f64) as usize)?;
     let mut board = spec.board;
@@ -331,7 +332,7 @@ impl Audits {
         let Some(part) = part else {
             return true;
         };
-        let mut claim = claim_of(part, PROBATION_SAMPLE_NODES);
+        let mut claim = claim_of(part, PROBATION_PART_NODES);
         claim.audit.probation = true;
         self.probation_here(parts, entry.puzzle, claim);
         false
