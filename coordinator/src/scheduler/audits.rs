@@ -681,7 +681,54 @@ impl Audits {
 
 #[cfg(test)]
 mod tests {
-    use super::draw;
+    use super::{cheap_part, draw, PROBATION_PART_NODES};
+    use crate::scheduler::types::{TaskOutcome, TaskSpec};
+    use crate::store::Priority;
+    use tilesolve::search::PartSize;
+    use tilesolve::Board;
+
+    #[test]
+    fn a_part_over_the_probation_part_size_is_never_drawn() {
+        let goal = Board::blank_last(4);
+        let spec = TaskSpec {
+            id: 1,
+            puzzle: (1, 0),
+            board: goal,
+            goal,
+            heuristic: "linear-conflict".parse().unwrap(),
+            path: Vec::new(),
+            bound: 10,
+            iterate: false,
+            node_budget: u64::MAX,
+            profile_depth: 1,
+            weighted: None,
+            priority: Priority::DEFAULT,
+        };
+        let children = spec.followed_children_below(&goal, &[]);
+        assert!(children.len() >= 2, "{children:?}");
+        let part = |child: usize, expanded: u64| PartSize {
+            moves: vec![children[child].0],
+            expanded,
+            micros: 1,
+        };
+        let parts = [
+            part(0, PROBATION_PART_NODES),
+            part(1, PROBATION_PART_NODES + 1),
+        ];
+        for pick in (0..10).map(|tenth| f64::from(tenth) / 10.0) {
+            let drawn = cheap_part(&spec, &TaskOutcome::Exceeded(12), &parts, pick);
+            let (board, moves, claim) = drawn.expect("the cheap part is drawn");
+            assert_eq!(
+                (board, moves, claim),
+                (children[0].1, vec![children[0].0], 12)
+            );
+        }
+        let dear = [part(1, PROBATION_PART_NODES + 1)];
+        assert_eq!(
+            cheap_part(&spec, &TaskOutcome::Exceeded(12), &dear, 0.5),
+            None
+        );
+    }
 
     #[test]
     fn draws_spread_over_the_unit_interval() {

@@ -1,7 +1,6 @@
 //! Audits and quarantine: lying workers under `sample` and `full`, lineages, the coordinator's own audits.
 
 use super::*;
-use tilesolve::search::PartSize;
 
 /// How a lying worker answers a task it ran for real: longer paths for whole puzzles, raised
 /// bounds that hide the answers of subtrees, moves off the board now and then; as an auditor
@@ -754,17 +753,15 @@ fn under_sample_answers_wait_on_probation_and_not_after_it() {
 }
 
 /// Under `sample`, a worker on probation whose subtree reports are too large to be drawn
-/// passes on cheap measured parts of them (at most `PROBATION_PART_NODES`), which the
-/// coordinator audits within the poll: in its first few reports, where without such parts it
-/// would wait for `PROBATION_ANY_SIZE_AFTER` of them.
+/// passes on cheap measured parts of them, which the coordinator audits within the poll: in
+/// its first few reports, where without their parts it would wait for
+/// `PROBATION_ANY_SIZE_AFTER` of them.
 #[test]
 fn a_worker_on_probation_passes_on_cheap_parts_of_large_reports() {
-    use crate::scheduler::config::{
-        PROBATION_ANY_SIZE_AFTER, PROBATION_PART_NODES, PROBATION_SAMPLE_NODES,
-    };
+    use crate::scheduler::config::{PROBATION_ANY_SIZE_AFTER, PROBATION_SAMPLE_NODES};
     // The reports a fresh worker alone makes before it passes (None: the batch ended first),
-    // its parts as `parts` leaves them; each report says it is too large to be drawn.
-    let passed_after = |parts: fn(&mut Vec<PartSize>)| -> Option<u32> {
+    // with the parts it measured or without them; each says it is too large to be drawn.
+    let passed_after = |keep_parts: bool| -> Option<u32> {
         let data = tempfile::tempdir().unwrap();
         let config = SchedulerConfig {
             whole_task_budget: 300_000,
@@ -790,31 +787,23 @@ fn a_worker_on_probation_passes_on_cheap_parts_of_large_reports() {
             for task in &tasks {
                 let mut report = truthful(task);
                 report.nodes = report.nodes.max(PROBATION_SAMPLE_NODES + 1);
-                parts(&mut report.parts);
+                if !keep_parts {
+                    report.parts.clear();
+                }
                 reports += 1;
                 results.push(report);
             }
         }
         None
     };
-    let measured = passed_after(|_| ());
+    let with_parts = passed_after(true);
     assert!(
-        measured.is_some_and(|reports| reports < PROBATION_ANY_SIZE_AFTER),
-        "{measured:?}"
+        with_parts.is_some_and(|reports| reports < PROBATION_ANY_SIZE_AFTER),
+        "{with_parts:?}"
     );
-    let without = passed_after(Vec::clear);
+    let without = passed_after(false);
     assert!(
         without.is_none_or(|reports| reports > PROBATION_ANY_SIZE_AFTER),
         "{without:?}"
-    );
-    // Parts each just over the part size are not drawn either.
-    let over = passed_after(|parts| {
-        for part in parts {
-            part.expanded = PROBATION_PART_NODES + 1;
-        }
-    });
-    assert!(
-        over.is_none_or(|reports| reports > PROBATION_ANY_SIZE_AFTER),
-        "{over:?}"
     );
 }
