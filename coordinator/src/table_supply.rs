@@ -403,6 +403,14 @@ impl TableSupply {
         }
     }
 
+    /// Whether `worker` is asked to send a file it has not been told of yet.
+    pub fn has_requests_for(&self, worker: WorkerId) -> bool {
+        locked(&self.state)
+            .fetches
+            .values()
+            .any(|fetch| fetch.worker == worker && !fetch.told)
+    }
+
     /// The files `worker` is asked to send and has not been told of yet.
     pub fn requests_for(&self, worker: WorkerId) -> Vec<String> {
         let mut state = locked(&self.state);
