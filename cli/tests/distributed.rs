@@ -762,27 +762,12 @@ fn an_idle_workers_poll_waits_on_when_another_takes_the_task() {
     );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let channel = tonic::transport::Endpoint::from_shared(url.clone())
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
         // A fresh worker, and the poll it makes with every thread idle.
-        let idle_worker = |channel: tonic::transport::Channel| async move {
-            let mut workers = WorkersClient::new(channel);
-            let registered = workers
-                .register(pb::RegisterRequest {
-                    threads: 1,
-                    protocol_version: tilesolve::proto::PROTOCOL_VERSION,
-                    host: "test".into(),
-                    ..Default::default()
-                })
-                .await
-                .unwrap()
-                .into_inner();
+        let idle_worker = || async {
+            let (workers, worker_id, worker_secret) = common::registered_worker(&url).await;
             let poll = pb::PollRequest {
-                worker_id: registered.worker_id,
-                worker_secret: registered.worker_secret,
+                worker_id,
+                worker_secret,
                 free_slots: 1,
                 idle: true,
                 ..Default::default()
@@ -794,8 +779,8 @@ fn an_idle_workers_poll_waits_on_when_another_takes_the_task() {
                 tokio::spawn(async move { workers.poll(poll).await.unwrap().into_inner() })
             };
         let (mut one, mut other) = (
-            idle_poll(idle_worker(channel.clone()).await),
-            idle_poll(idle_worker(channel.clone()).await),
+            idle_poll(idle_worker().await),
+            idle_poll(idle_worker().await),
         );
         // Long enough for both calls to reach the coordinator and wait there.
         tokio::time::sleep(Duration::from_secs(2)).await;

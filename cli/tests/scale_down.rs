@@ -126,25 +126,11 @@ fn a_stopping_coordinator_answers_a_held_heartbeat() {
     } = Coordinator::start(&dir.path().join("coordinator"), "127.0.0.1:0", &SERVE, &[]);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let answered = runtime.block_on(async {
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{address}"))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        let mut workers = pb::workers_client::WorkersClient::new(channel);
-        let registered = workers
-            .register(pb::RegisterRequest {
-                threads: 1,
-                protocol_version: tilesolve::proto::PROTOCOL_VERSION,
-                host: "test".into(),
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let (mut workers, worker_id, worker_secret) =
+            common::registered_worker(&format!("http://{address}")).await;
         let beat = pb::HeartbeatRequest {
-            worker_id: registered.worker_id,
-            worker_secret: registered.worker_secret,
+            worker_id,
+            worker_secret,
             running: Vec::new(),
             hold_ms: u32::MAX,
         };

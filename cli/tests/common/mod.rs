@@ -50,6 +50,35 @@ impl Drop for Process {
     }
 }
 
+/// A raw gRPC worker of one thread, registered with the coordinator at `url` (`http://...`): its
+/// client, and the id and secret its calls name it by.
+pub async fn registered_worker(
+    url: &str,
+) -> (
+    tilesolve::proto::v1::workers_client::WorkersClient<tonic::transport::Channel>,
+    u64,
+    String,
+) {
+    use tilesolve::proto::v1 as pb;
+    let channel = tonic::transport::Endpoint::from_shared(url.to_string())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut workers = pb::workers_client::WorkersClient::new(channel);
+    let registered = workers
+        .register(pb::RegisterRequest {
+            threads: 1,
+            protocol_version: tilesolve::proto::PROTOCOL_VERSION,
+            host: "test".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    (workers, registered.worker_id, registered.worker_secret)
+}
+
 /// A port a server started later in the test can listen on: free now, and below the range the
 /// kernel hands out for port 0. Servers of the tests running alongside bind port 0, so one of
 /// them being given this port while it is not yet (or, across a restart, no longer) bound is
