@@ -148,7 +148,7 @@ impl pb::workers_server::Workers for Service {
         // workers as soon as its split is done; a table the coordinator asks it for wakes it
         // too. Queued tasks wake every waiting poll, and those that find them taken wait on:
         // answered empty, each would come straight back as a call of its own (twenty a run on
-        // hard80 through fifteen workers; with a thousand idle workers, a thousand for every
+        // hard80 through fifteen workers; with a thousand idle workers, up to a thousand for every
         // task queued).
         let asked_for_tables = || self.supply.has_requests_for(worker);
         if tasks.is_empty() && told.is_empty() && !asked_for_tables() && idle {
