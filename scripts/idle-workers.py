@@ -22,6 +22,7 @@ import tempfile
 import time
 import urllib.request
 
+import grpc
 from grpc_tools import protoc
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -60,7 +61,6 @@ def cpu_seconds(pid):
 
 
 async def drive(pb, rpc, address, workers, boards, binary, work, on_start):
-    import grpc
     counts = {"task": 0, "empty": 0}
     stop = asyncio.Event()
 

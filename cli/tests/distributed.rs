@@ -12,7 +12,6 @@ use common::{
     BIN,
 };
 use tilesolve::proto::v1 as pb;
-use tilesolve::proto::v1::workers_client::WorkersClient;
 
 #[test]
 fn coordinator_and_two_workers_solve_optimally_and_survive_a_restart() {
@@ -728,7 +727,7 @@ fn prune_removes_old_finished_batches_and_keeps_or_drops_their_answers() {
 
 /// Every idle worker's long poll is woken when a task is queued; the one that finds it taken by
 /// another waits on for the next task rather than answering empty (with a thousand idle
-/// workers, a thousand calls for every task queued).
+/// workers, up to a thousand calls for every task queued).
 #[test]
 fn an_idle_workers_poll_waits_on_when_another_takes_the_task() {
     let dir = tempfile::tempdir().unwrap();
@@ -762,26 +761,22 @@ fn an_idle_workers_poll_waits_on_when_another_takes_the_task() {
     );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        // A fresh worker, and the poll it makes with every thread idle.
-        let idle_worker = || async {
-            let (workers, worker_id, worker_secret) = common::registered_worker(&url).await;
-            let poll = pb::PollRequest {
-                worker_id,
-                worker_secret,
-                free_slots: 1,
-                idle: true,
-                ..Default::default()
-            };
-            (workers, poll)
+        // A fresh worker's poll with every thread idle, under way.
+        let idle_poll = || {
+            let url = url.clone();
+            tokio::spawn(async move {
+                let (mut workers, worker_id, worker_secret) = common::registered_worker(&url).await;
+                let poll = pb::PollRequest {
+                    worker_id,
+                    worker_secret,
+                    free_slots: 1,
+                    idle: true,
+                    ..Default::default()
+                };
+                workers.poll(poll).await.unwrap().into_inner()
+            })
         };
-        let idle_poll =
-            |(mut workers, poll): (WorkersClient<tonic::transport::Channel>, pb::PollRequest)| {
-                tokio::spawn(async move { workers.poll(poll).await.unwrap().into_inner() })
-            };
-        let (mut one, mut other) = (
-            idle_poll(idle_worker().await),
-            idle_poll(idle_worker().await),
-        );
+        let (mut one, mut other) = (idle_poll(), idle_poll());
         // Long enough for both calls to reach the coordinator and wait there.
         tokio::time::sleep(Duration::from_secs(2)).await;
         submit(&first);
