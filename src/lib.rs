@@ -21,6 +21,8 @@
 //!   emulating a many-core host on a few cores.
 //! - [`proto`]: generated `tilesolve.v1` gRPC types, for the service layer only.
 //! - [`connect`]: reaching a coordinator: address, bearer token, TLS, and the trace context.
+//! - [`worker_session`]: a worker's polls and heartbeats as messages of one `Workers/Session`
+//!   call.
 //! - [`trace_context`]: the W3C `traceparent` carried with calls and tasks, when the binary
 //!   exports traces.
 //! - [`process_stats`]: the process's CPU, memory and descriptors, and a disk's free space, for
@@ -45,6 +47,7 @@ pub mod solver;
 pub mod task;
 pub mod time_scale;
 pub mod trace_context;
+pub mod worker_session;
 
 pub use board::{Board, BoardError, Goal, Shape};
 pub use direction::Direction;

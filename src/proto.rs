@@ -18,9 +18,16 @@ pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// Most lines a batch may hold; clients split larger files before sending.
 pub const MAX_BATCH_LINES: usize = 100_000;
 
-/// Version of the worker protocol; a worker with another is refused at registration. 3: weighted
-/// tasks (a worker of version 2 would run one as an optimal search at the task's bound).
-pub const PROTOCOL_VERSION: u32 = 3;
+/// Version of the worker protocol this build speaks; a worker with a version outside
+/// [`OLDEST_PROTOCOL_VERSION`]..=this is refused at registration. 3: weighted tasks (a worker of
+/// version 2 would run one as an optimal search at the task's bound). 4: polls and heartbeats
+/// as messages of one `Session` call (a coordinator of version 3 lacks it, and refuses such a
+/// worker at registration rather than leaving it to fail at its first poll).
+pub const PROTOCOL_VERSION: u32 = 4;
+
+/// The oldest worker protocol a coordinator still serves: version 3's unary `Poll` and
+/// `Heartbeat` are still answered.
+pub const OLDEST_PROTOCOL_VERSION: u32 = 3;
 
 /// A task's outcome as a worker reports it (the coordinator reads it back in its service layer).
 impl From<crate::task::TaskOutcome> for v1::task_result::Outcome {

@@ -1,5 +1,5 @@
 //! The distributed system as processes: a coordinator and two workers on 127.0.0.1, real gRPC,
-//! real sled files; the coordinator is killed and restarted; idle workers' long polls.
+//! real sled files; the coordinator is killed and restarted.
 
 mod common;
 
@@ -723,80 +723,4 @@ fn prune_removes_old_finished_batches_and_keeps_or_drops_their_answers() {
         "{pruned}"
     );
     assert_eq!(query(), None);
-}
-
-/// Every idle worker's long poll is woken when a task is queued; the one that finds it taken by
-/// another waits on for the next task rather than answering empty (with a thousand idle
-/// workers, up to a thousand calls for every task queued).
-#[test]
-fn an_idle_workers_poll_waits_on_when_another_takes_the_task() {
-    let dir = tempfile::tempdir().unwrap();
-    // A hundred times the host's times: the long poll holds for 100 s.
-    let server = Coordinator::start(
-        &dir.path().join("coordinator"),
-        "127.0.0.1:0",
-        &["--verify", "off", "--time-scale", "100"],
-        &[],
-    );
-    let url = server.url();
-    let batch_of = |name: &str, board: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, format!("{board}\n")).unwrap();
-        path
-    };
-    let submit = |path: &Path| {
-        let (ok, _, stderr) = run(&[
-            "submit",
-            "--coordinator",
-            &url,
-            "--heuristic",
-            "manhattan",
-            path.to_str().unwrap(),
-        ]);
-        assert!(ok, "{stderr}");
-    };
-    let (first, second) = (
-        batch_of("first.txt", "8,6,7,2,5,4,3,0,1"),
-        batch_of("second.txt", "6,4,7,8,5,0,3,2,1"),
-    );
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        // A fresh worker's poll with every thread idle, under way.
-        let idle_poll = || {
-            let url = url.clone();
-            tokio::spawn(async move {
-                let (mut workers, worker_id, worker_secret) = common::registered_worker(&url).await;
-                let poll = pb::PollRequest {
-                    worker_id,
-                    worker_secret,
-                    free_slots: 1,
-                    idle: true,
-                    ..Default::default()
-                };
-                workers.poll(poll).await.unwrap().into_inner()
-            })
-        };
-        let (mut one, mut other) = (idle_poll(), idle_poll());
-        // Long enough for both calls to reach the coordinator and wait there.
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        submit(&first);
-        let (answered, mut waiting) = tokio::select! {
-            answered = &mut one => (answered, other),
-            answered = &mut other => (answered, one),
-        };
-        assert_eq!(
-            answered.unwrap().tasks.len(),
-            1,
-            "the first poll answered takes the task: none is answered empty"
-        );
-        // Answered empty, it would have come back within milliseconds.
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        assert!(!waiting.is_finished(), "the other poll was answered empty");
-        submit(&second);
-        let answered = tokio::time::timeout(Duration::from_secs(60), &mut waiting)
-            .await
-            .expect("the waiting poll to take the next task")
-            .unwrap();
-        assert_eq!(answered.tasks.len(), 1, "it takes the next task");
-    });
 }

@@ -124,7 +124,7 @@ fn one_puzzle_is_followed_from_the_coordinator_log_into_the_worker_log() {
     for name in [
         "tilesolve_rpc_refused_total{method=\"/tilesolve.v1.Tilesolve/GetBatch\",code=\"NotFound\"} 1",
         "tilesolve_rpc_seconds_bucket{",
-        "method=\"/tilesolve.v1.Workers/Poll\"",
+        "method=\"/tilesolve.v1.Workers/Session/Poll\"",
         "method=\"/tilesolve.v1.Tilesolve/SubmitBatch\",code=\"Ok\"",
         "tilesolve_build_info{version=",
         "\nprocess_cpu_seconds_total ",

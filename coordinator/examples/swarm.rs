@@ -10,7 +10,11 @@
 //!     cargo build --release --bin tilesolve
 //!     cargo run --release -p tilesolve-coordinator --example swarm -- \
 //!         [--bin target/release/tilesolve] [--task-seconds 0.1] [--seconds 10] \
-//!         [--workers 16,64,256,1024] [-- SERVE_ARGS...]
+//!         [--workers 16,64,256,1024] [--unary] [-- SERVE_ARGS...]
+//!
+//! The workers poll and beat as messages of one `Session` call each, as `tilesolve worker`
+//! does; `--unary` makes each poll and heartbeat a call of its own (protocol version 3's way),
+//! to compare what each costs the coordinator.
 //!
 //! The coordinator runs `--verify off` unless SERVE_ARGS say otherwise: these workers answer
 //! only whole tasks of easy boards, and the task path an audit takes is the same.
@@ -22,8 +26,10 @@ use std::time::{Duration, Instant};
 
 use tilesolve::proto::v1 as pb;
 use tilesolve::task::{run_task, Work};
+use tilesolve::worker_session::WorkerSession;
 use tilesolve::{parse_board, Board, Direction, HeuristicKind, Solver};
 use tonic::transport::{Channel, Endpoint};
+use tonic::Status;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -32,6 +38,7 @@ struct Options {
     task_seconds: f64,
     seconds: f64,
     workers: Vec<usize>,
+    unary: bool,
     serve_args: Vec<String>,
 }
 
@@ -41,6 +48,7 @@ fn options() -> Result<Options, Error> {
         task_seconds: 0.1,
         seconds: 10.0,
         workers: vec![16, 64, 256, 1024],
+        unary: false,
         serve_args: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
@@ -65,6 +73,7 @@ fn options() -> Result<Options, Error> {
                     .map(|count| count.trim().parse().map_err(|_| bad(&text)))
                     .collect::<Result<_, _>>()?
             }
+            "--unary" => options.unary = true,
             "--" => options.serve_args = args.by_ref().collect(),
             other => return Err(format!("unknown argument {other}").into()),
         }
@@ -199,10 +208,34 @@ fn solve(solver: &Solver, task: &pb::Task) -> pb::task_result::Outcome {
     Outcome::from(run_task(solver, work, None).outcome)
 }
 
+/// How a simulated worker sends its polls and heartbeats.
+#[derive(Clone)]
+enum Calls {
+    Unary(pb::workers_client::WorkersClient<Channel>),
+    Session(WorkerSession),
+}
+
+impl Calls {
+    async fn poll(&mut self, request: pb::PollRequest) -> Result<pb::PollResponse, Status> {
+        match self {
+            Calls::Unary(client) => client.poll(request).await.map(tonic::Response::into_inner),
+            Calls::Session(session) => session.poll(request).await,
+        }
+    }
+
+    async fn heartbeat(&mut self, request: pb::HeartbeatRequest) -> Result<(), Status> {
+        match self {
+            Calls::Unary(client) => client.heartbeat(request).await.map(|_| ()),
+            Calls::Session(session) => session.heartbeat(request).await.map(|_| ()),
+        }
+    }
+}
+
 /// One simulated one-thread worker: registers, then polls, holds each task `task_seconds`,
 /// and reports it with the next poll until `stop`; heartbeats meanwhile.
 async fn worker(
     channel: Channel,
+    unary: bool,
     solver: Arc<Solver>,
     task_seconds: Duration,
     tally: Arc<Tally>,
@@ -221,9 +254,14 @@ async fn worker(
         .await?
         .into_inner();
     let (id, secret) = (registered.worker_id, registered.worker_secret.clone());
+    let mut calls = if unary {
+        Calls::Unary(client)
+    } else {
+        Calls::Session(WorkerSession::open(|calls| client.session(calls)).await?)
+    };
     let held: Arc<Mutex<Vec<u64>>> = Arc::default();
     let beats = {
-        let (mut client, held, stop) = (client.clone(), held.clone(), stop.clone());
+        let (mut calls, held, stop) = (calls.clone(), held.clone(), stop.clone());
         let (secret, every) = (
             secret.clone(),
             Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(100))),
@@ -233,7 +271,7 @@ async fn worker(
             while !stop.load(Ordering::Relaxed) {
                 tick.tick().await;
                 let running = held.lock().map(|h| h.clone()).unwrap_or_default();
-                let _ = client
+                let _ = calls
                     .heartbeat(pb::HeartbeatRequest {
                         worker_id: id,
                         worker_secret: secret.clone(),
@@ -248,7 +286,7 @@ async fn worker(
     while !stop.load(Ordering::Relaxed) {
         let reported = results.len() as u64;
         let asked = Instant::now();
-        let response = client
+        let response = calls
             .poll(pb::PollRequest {
                 worker_id: id,
                 worker_secret: secret.clone(),
@@ -257,8 +295,7 @@ async fn worker(
                 idle: true,
                 leaving: false,
             })
-            .await?
-            .into_inner();
+            .await?;
         if measuring.load(Ordering::Relaxed) {
             tally.tasks.fetch_add(reported, Ordering::Relaxed);
             if let Ok(mut polls) = tally.polls.lock() {
@@ -319,6 +356,7 @@ async fn measure(options: &Options, count: usize) -> Result<(), Error> {
             .await?;
         running.push(tokio::spawn(worker(
             channel,
+            options.unary,
             solver.clone(),
             task_seconds,
             tally.clone(),

@@ -4,7 +4,8 @@
 //! every service (client, worker, health, reflection) is covered without touching their
 //! handlers. The code is the `grpc-status` header of a refusal (tonic answers an error with
 //! headers only); a call whose headers carry none is counted `Ok`, its status following in
-//! the trailers.
+//! the trailers. A worker session's polls and heartbeats are timed each by the session
+//! (`Workers/Session/Poll`, `Workers/Session/Heartbeat`).
 
 use std::time::Instant;
 
@@ -57,6 +58,21 @@ impl RpcMetrics {
     }
 }
 
+impl RpcMetrics {
+    /// Files one answer under `method`: the middleware's for a call, the worker session's for
+    /// each of its messages.
+    pub fn observe(&self, method: &str, code: tonic::Code, seconds: f64) {
+        let labels = vec![
+            ("method", method.to_string()),
+            ("code", format!("{code:?}")),
+        ];
+        self.seconds.get_or_create(&labels).observe(seconds);
+        if code != tonic::Code::Ok {
+            self.refused.get_or_create(&labels).inc();
+        }
+    }
+}
+
 /// The middleware: times the call and files it under its method (the request path, e.g.
 /// `/tilesolve.v1.Workers/Poll`; only routed gRPC paths reach it, so the labels are few).
 pub async fn record(State(metrics): State<RpcMetrics>, request: Request, next: Next) -> Response {
@@ -82,13 +98,6 @@ pub async fn record(State(metrics): State<RpcMetrics>, request: Request, next: N
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<i32>().ok())
         .map_or(tonic::Code::Ok, tonic::Code::from_i32);
-    let labels = vec![("method", method), ("code", format!("{code:?}"))];
-    metrics
-        .seconds
-        .get_or_create(&labels)
-        .observe(started.elapsed().as_secs_f64());
-    if code != tonic::Code::Ok {
-        metrics.refused.get_or_create(&labels).inc();
-    }
+    metrics.observe(&method, code, started.elapsed().as_secs_f64());
     response
 }

@@ -22,7 +22,7 @@ use crate::connections::{keepalive_interval, IdleTimeout, OpenSockets};
 use crate::history::{self, History};
 use crate::notices::{self, NoticeCounts, NoticeSettings};
 use crate::owners::Owners;
-use crate::rpc_metrics::{self, RpcMetrics};
+use crate::rpc_metrics;
 use crate::scheduler::{Scheduler, SchedulerConfig, SchedulerError};
 use crate::service::{Limits, Service};
 use crate::store::{Store, StoreError};
@@ -457,7 +457,7 @@ fn routes(
             client_check.clone(),
         ));
     // gRPC paths go to the services; everything else (the dashboard, /metrics) to the web side.
-    let rpc_metrics = RpcMetrics::default();
+    let rpc_metrics = service.rpc_metrics();
     let router = routes
         .routes()
         .into_axum_router()

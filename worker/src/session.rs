@@ -10,6 +10,7 @@ use tilesolve::connect::AuthChannel;
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::PROTOCOL_VERSION;
 use tilesolve::task::TaskTimes;
+use tilesolve::worker_session::WorkerSession;
 
 use crate::finished::Finished;
 use crate::tables::held_pdbs;
@@ -169,27 +170,26 @@ impl Session<'_> {
             threads = self.threads,
             "registered with coordinator"
         );
-        let registration = Registration {
+        *self.registration = Some(Registration {
             client: WorkersClient::new(channel.clone()),
             worker_id,
             worker_secret: worker_secret.clone(),
-        };
-        *self.registration = Some(Registration {
-            client: registration.client.clone(),
-            worker_id,
-            worker_secret: worker_secret.clone(),
         });
+        let mut client = WorkersClient::new(channel.clone());
+        let calls = WorkerSession::open(|calls| client.session(calls))
+            .await
+            .map_err(ended)?;
         self.config.readiness.set(true).await;
         let uploader = Uploader::new(
-            WorkersClient::new(channel.clone()),
+            WorkersClient::new(channel),
             worker_id,
             worker_secret.clone(),
             self.config.data.clone(),
         );
         let mut heartbeat = Beating(tokio::spawn(heartbeats(
-            WorkersClient::new(channel),
+            calls.clone(),
             worker_id,
-            worker_secret,
+            worker_secret.clone(),
             Duration::from_millis(u64::from(registered.heartbeat_interval_ms.max(100))),
             self.held.clone(),
             uploader.clone(),
@@ -197,7 +197,7 @@ impl Session<'_> {
         // While every thread is busy only heartbeats talk to the coordinator, so they too may
         // end the session.
         tokio::select! {
-            outcome = self.poll(registration, uploader) => outcome,
+            outcome = self.poll(worker_id, &worker_secret, &calls, uploader) => outcome,
             ended = &mut heartbeat.0 => match ended {
                 Ok(end) => Err(end),
                 Err(panic) => Err(SessionEnd::Lost(format!("heartbeat task: {panic}"))),
@@ -262,7 +262,9 @@ impl Session<'_> {
     /// threads, and waits while every thread is busy, until a call fails.
     async fn poll(
         &mut self,
-        mut registration: Registration,
+        worker_id: u64,
+        worker_secret: &str,
+        calls: &WorkerSession,
         uploader: Uploader,
     ) -> Result<Infallible, SessionEnd> {
         let mut task_times = TaskTimes::default();
@@ -308,11 +310,10 @@ impl Session<'_> {
             } else {
                 0
             };
-            let response = registration
-                .client
+            let response = calls
                 .poll(pb::PollRequest {
-                    worker_id: registration.worker_id,
-                    worker_secret: registration.worker_secret.clone(),
+                    worker_id,
+                    worker_secret: worker_secret.to_string(),
                     free_slots: free,
                     // Results sent with this call are applied before it waits.
                     idle: held == 0,
@@ -320,8 +321,7 @@ impl Session<'_> {
                     leaving: false,
                 })
                 .await
-                .map_err(ended)?
-                .into_inner();
+                .map_err(ended)?;
             cancel(&self.held.running, &response.cancelled);
             uploader.send(response.send_pdbs);
             // Fewer tasks than asked for: the coordinator keeps what is queued for idle threads
@@ -357,13 +357,14 @@ impl Session<'_> {
     }
 }
 
-/// Renews the leases of running tasks until the coordinator says it does not know this worker
-/// (transient errors are left to the poll loop and the next beat). The coordinator may hold
+/// Renews the leases of running tasks until the session's stream ends (the coordinator no
+/// longer knows this worker, refused it, stopped or cannot be reached: a session's call that
+/// fails ends its stream, so no later beat could pass). The coordinator may hold
 /// each beat for up to `every` and answer early when a task is to stop or be handed back, so
 /// that a busy worker hears of it at once; a beat answered at once with nothing to say waits
 /// out the rest of `every`.
 async fn heartbeats(
-    mut client: WorkersClient,
+    calls: WorkerSession,
     worker_id: u64,
     worker_secret: String,
     every: Duration,
@@ -373,17 +374,16 @@ async fn heartbeats(
     loop {
         let started = tokio::time::Instant::now();
         let ids = held_tasks(&held.running);
-        match client
+        let response = calls
             .heartbeat(pb::HeartbeatRequest {
                 worker_id,
                 worker_secret: worker_secret.clone(),
                 running: ids,
                 hold_ms: u32::try_from(every.as_millis()).unwrap_or(u32::MAX),
             })
-            .await
-        {
+            .await;
+        match response {
             Ok(response) => {
-                let response = response.into_inner();
                 cancel(&held.running, &response.cancelled);
                 hand_back(&held, &response.hand_back);
                 uploader.send(response.send_pdbs);
@@ -391,13 +391,7 @@ async fn heartbeats(
                     continue;
                 }
             }
-            Err(status) if status.code() == tonic::Code::NotFound => {
-                return SessionEnd::Lost(status.message().to_string())
-            }
-            Err(status) if is_refusal(&status) => {
-                return SessionEnd::Refused(status.message().to_string())
-            }
-            Err(_) => {}
+            Err(status) => return ended(status),
         }
         tokio::time::sleep_until(started + every).await;
     }

@@ -2,7 +2,8 @@
 //! the store never see them.
 //!
 //! - `client_api`: `tilesolve.v1.Tilesolve`, for clients.
-//! - `worker_api`: `tilesolve.v1.Workers`, for workers; `table_transfer` streams table files.
+//! - `worker_api`: `tilesolve.v1.Workers`, for workers; `worker_session` answers a worker's
+//!   polls and heartbeats as messages of one call; `table_transfer` streams table files.
 //! - `convert`: messages to and from the scheduler's types, errors to statuses.
 //! - `admission`: roles, batch owners and owners' limits checked before a call changes anything.
 //! - `store_failure`: a submission waiting on a store that has failed answers, unacknowledged.
@@ -16,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::compressed_tables::CompressedTables;
 use crate::owners::Caller;
+use crate::rpc_metrics::RpcMetrics;
 use crate::scheduler::{reads, BatchProgress, Scheduler, SchedulerAccess, SchedulerError, Swept};
 use crate::store::{Store, StoreError};
 use crate::table_supply::TableSupply;
@@ -28,6 +30,7 @@ mod retry;
 mod store_failure;
 mod table_transfer;
 mod worker_api;
+mod worker_session;
 
 use crate::cycle::Coordinator;
 use admission::Admission;
@@ -88,6 +91,9 @@ pub struct Service {
     /// Set once the store has stopped taking writes: a call waiting on a write that may never
     /// end (sled's flush on a full disk) answers then instead of waiting with it.
     store_failure: StoreFailure,
+    /// Each gRPC call's time by method (the middleware's), and each message of a worker's
+    /// session beside them.
+    rpc_metrics: RpcMetrics,
 }
 
 /// A permit, or ResourceExhausted naming what is full.
@@ -146,7 +152,13 @@ impl Service {
             admission: Admission::default(),
             notify_default: None,
             store_failure: StoreFailure::default(),
+            rpc_metrics: RpcMetrics::default(),
         }
+    }
+
+    /// The per-method call times `/metrics` shows, for the middleware that times each call.
+    pub fn rpc_metrics(&self) -> RpcMetrics {
+        self.rpc_metrics.clone()
     }
 
     /// Sends a completion notice to `url` for every batch submitted from now on that names

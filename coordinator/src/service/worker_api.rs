@@ -1,15 +1,17 @@
 //! The worker API (`tilesolve.v1.Workers`): registration, the poll that carries results in and
-//! tasks out, heartbeats, and table transfer (in `table_transfer`).
+//! tasks out, heartbeats (each as a call of its own, or as messages of a worker's session, in
+//! `worker_session`), and table transfer (in `table_transfer`).
 
 use std::time::Duration;
 
 use tilesolve::proto::v1 as pb;
-use tilesolve::proto::PROTOCOL_VERSION;
+use tilesolve::proto::{OLDEST_PROTOCOL_VERSION, PROTOCOL_VERSION};
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
 use super::convert::{report_of, task_messages};
 use super::table_transfer::ChunkStream;
+use super::worker_session::SessionAnswers;
 use super::Service;
 use crate::scheduler::{Told, WorkerDescription, WorkerId};
 
@@ -37,9 +39,10 @@ impl pb::workers_server::Workers for Service {
                 "protocol_version is required (this coordinator speaks version {PROTOCOL_VERSION})"
             )));
         }
-        if request.protocol_version != PROTOCOL_VERSION {
+        if !(OLDEST_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&request.protocol_version) {
             return Err(Status::failed_precondition(format!(
-                "worker protocol version {} is not this coordinator's {PROTOCOL_VERSION}",
+                "worker protocol version {} is not one this coordinator speaks \
+                 ({OLDEST_PROTOCOL_VERSION} to {PROTOCOL_VERSION})",
                 request.protocol_version
             )));
         }
@@ -94,7 +97,53 @@ impl pb::workers_server::Workers for Service {
         &self,
         request: Request<pb::PollRequest>,
     ) -> Result<Response<pb::PollResponse>, Status> {
-        let request = request.into_inner();
+        self.answer_poll(request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    type FetchPdbStream = ChunkStream;
+
+    async fn fetch_pdb(
+        &self,
+        request: Request<pb::FetchPdbRequest>,
+    ) -> Result<Response<ChunkStream>, Status> {
+        self.send_table(request.into_inner()).await
+    }
+
+    async fn upload_pdb(
+        &self,
+        request: Request<tonic::Streaming<pb::PdbUpload>>,
+    ) -> Result<Response<pb::UploadPdbResponse>, Status> {
+        self.take_upload(request.into_inner()).await
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
+        self.answer_heartbeat(request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    type SessionStream = SessionAnswers;
+
+    async fn session(
+        &self,
+        request: Request<tonic::Streaming<pb::WorkerCall>>,
+    ) -> Result<Response<SessionAnswers>, Status> {
+        Ok(Response::new(self.serve_session(request.into_inner())))
+    }
+}
+
+impl Service {
+    /// A poll, unary or a session's message: applies its results, then leases tasks, waiting
+    /// for them (briefly) when the worker is idle.
+    pub(super) async fn answer_poll(
+        &self,
+        request: pb::PollRequest,
+    ) -> Result<pb::PollResponse, Status> {
         self.read(|s| s.check_worker(request.worker_id, &request.worker_secret))?;
         let results = request
             .results
@@ -116,7 +165,7 @@ impl pb::workers_server::Workers for Service {
                 results = results_count,
                 "worker left: its tasks are back in the queue"
             );
-            return Ok(Response::new(pb::PollResponse::default()));
+            return Ok(pb::PollResponse::default());
         }
         let (free_slots, idle) = (request.free_slots, request.idle);
         // Registered before looking for tasks, so tasks queued from then on wake this call.
@@ -173,35 +222,20 @@ impl pb::workers_server::Workers for Service {
         }
         let mut tasks = task_messages(tasks);
         self.traces.fill(&mut tasks);
-        Ok(Response::new(pb::PollResponse {
+        Ok(pb::PollResponse {
             tasks,
             cancelled: told.cancelled,
             send_pdbs: self.supply.requests_for(worker),
             hand_back: told.hand_back,
-        }))
+        })
     }
 
-    type FetchPdbStream = ChunkStream;
-
-    async fn fetch_pdb(
+    /// A heartbeat, unary or a session's message: renews the leases of the tasks it names and
+    /// is held until there is something to tell the worker (see `held_until_told`).
+    pub(super) async fn answer_heartbeat(
         &self,
-        request: Request<pb::FetchPdbRequest>,
-    ) -> Result<Response<ChunkStream>, Status> {
-        self.send_table(request.into_inner()).await
-    }
-
-    async fn upload_pdb(
-        &self,
-        request: Request<tonic::Streaming<pb::PdbUpload>>,
-    ) -> Result<Response<pb::UploadPdbResponse>, Status> {
-        self.take_upload(request.into_inner()).await
-    }
-
-    async fn heartbeat(
-        &self,
-        request: Request<pb::HeartbeatRequest>,
-    ) -> Result<Response<pb::HeartbeatResponse>, Status> {
-        let request = request.into_inner();
+        request: pb::HeartbeatRequest,
+    ) -> Result<pb::HeartbeatResponse, Status> {
         let worker = request.worker_id;
         // Taken before the first look, so that what is told after it wakes the wait below.
         let signal = self.core.told_signal(worker);
@@ -218,15 +252,13 @@ impl pb::workers_server::Workers for Service {
         };
         self.core.forget_told_signal(worker);
         let told = told?;
-        Ok(Response::new(pb::HeartbeatResponse {
+        Ok(pb::HeartbeatResponse {
             cancelled: told.cancelled,
             send_pdbs: self.supply.requests_for(worker),
             hand_back: told.hand_back,
-        }))
+        })
     }
-}
 
-impl Service {
     /// A heartbeat with nothing to tell (`told`) waits up to `hold_ms` (at most the heartbeat
     /// interval) for something: a task to stop or to hand back reaches a busy worker at once,
     /// not at its next beat. It is answered at once when the coordinator stops.
