@@ -2,7 +2,8 @@
 //! tasks out, heartbeats (each as a call of its own, or as messages of a worker's session, in
 //! `worker_session`), and table transfer (in `table_transfer`).
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tilesolve::proto::v1 as pb;
 use tilesolve::proto::{OLDEST_PROTOCOL_VERSION, PROTOCOL_VERSION};
@@ -11,7 +12,7 @@ use tonic::{Request, Response, Status};
 
 use super::convert::{report_of, task_messages};
 use super::table_transfer::ChunkStream;
-use super::worker_session::SessionAnswers;
+use super::worker_session::{self, Answering, SessionAnswers};
 use super::Service;
 use crate::scheduler::{Told, WorkerDescription, WorkerId};
 
@@ -133,7 +134,16 @@ impl pb::workers_server::Workers for Service {
         &self,
         request: Request<tonic::Streaming<pb::WorkerCall>>,
     ) -> Result<Response<SessionAnswers>, Status> {
-        Ok(Response::new(self.serve_session(request.into_inner())))
+        let service = Arc::new(self.clone());
+        let answer = move |call| -> Answering {
+            let service = service.clone();
+            Box::pin(async move { service.answer(call).await })
+        };
+        Ok(Response::new(worker_session::answers(
+            request.into_inner(),
+            self.core.clone(),
+            answer,
+        )))
     }
 }
 
@@ -280,4 +290,42 @@ impl Service {
         }
         Ok(told)
     }
+
+    /// One message's answer, as the unary call of its kind would give it.
+    async fn answer(&self, call: pb::WorkerCall) -> Result<pb::WorkerAnswer, Status> {
+        use pb::worker_answer::Answer;
+        use pb::worker_call::Call;
+        let started = Instant::now();
+        let (method, answer) = match call.call {
+            Some(Call::Poll(poll)) => {
+                (SESSION_POLL, self.answer_poll(poll).await.map(Answer::Poll))
+            }
+            Some(Call::Heartbeat(heartbeat)) => (
+                SESSION_HEARTBEAT,
+                self.answer_heartbeat(heartbeat)
+                    .await
+                    .map(Answer::Heartbeat),
+            ),
+            None => (
+                SESSION_EMPTY,
+                Err(Status::invalid_argument(
+                    "a WorkerCall must hold a poll or a heartbeat",
+                )),
+            ),
+        };
+        let code = answer
+            .as_ref()
+            .map_or_else(Status::code, |_| tonic::Code::Ok);
+        self.rpc_metrics
+            .observe(method, code, started.elapsed().as_secs_f64());
+        answer.map(|answer| pb::WorkerAnswer {
+            answer: Some(answer),
+        })
+    }
 }
+
+/// The method labels a session's messages are timed under in `/metrics`
+/// (`tilesolve_rpc_seconds`), beside the unary calls they stand for.
+const SESSION_POLL: &str = "/tilesolve.v1.Workers/Session/Poll";
+const SESSION_HEARTBEAT: &str = "/tilesolve.v1.Workers/Session/Heartbeat";
+const SESSION_EMPTY: &str = "/tilesolve.v1.Workers/Session/Empty";
