@@ -329,7 +329,7 @@ fn a_registration_declaring_many_threads_holds_only_what_it_has_earned() {
 
 /// Registering again and again buys no leases: what the registrations of one worker token
 /// hold beyond what their own reports earned comes from one pool, one fresh registration's
-/// allowance. A registration that reports earns its own, and the others get the pool back.
+/// allowance (and as many again as they hold on their earnings). A registration that reports earns its own, and the others get the pool back.
 #[test]
 fn ten_registrations_of_one_token_hold_what_one_may() {
     use crate::scheduler::workers::FIRST_LEASES;
@@ -371,6 +371,43 @@ fn ten_registrations_of_one_token_hold_what_one_may() {
     let waiting = counts.iter().position(|&count| count == 0).unwrap();
     let (later, _) = scheduler.poll(workers[waiting], 5, Vec::new()).unwrap();
     assert_eq!(later.len(), 1);
+    assert!(!scheduler.progress(batch).unwrap().done);
+}
+
+/// A token's pool grows with the leases its registrations hold on their own earnings: a
+/// hundred fresh one-thread registrations of a token that reports are all busy by the fifth
+/// round of tasks (10, then each round at least twice the last plus 10), where a pool of one
+/// allowance fed ten more a round.
+#[test]
+fn fresh_registrations_of_a_token_that_reports_start_doubling_each_round() {
+    use crate::scheduler::workers::FIRST_LEASES;
+    let data = tempfile::tempdir().unwrap();
+    let mut scheduler = scheduler_in(data.path(), SchedulerConfig::default());
+    let batch = scheduler
+        .submit(&distinct_eight_puzzles(800, 13), "manhattan", "")
+        .unwrap()
+        .batch;
+    let workers: Vec<WorkerId> = (0..100)
+        .map(|_| scheduler.register(1, "fresh", Some(1)).unwrap())
+        .collect();
+    let mut held: Vec<Vec<TaskSpec>> = vec![Vec::new(); workers.len()];
+    let mut busy = Vec::new();
+    for _ in 0..5 {
+        // Each round every registration reports what it ran and asks for its thread's task.
+        for (worker, tasks) in workers.iter().zip(held.iter_mut()) {
+            let reports: Vec<TaskReport> = tasks.drain(..).map(|task| truthful(&task)).collect();
+            *tasks = scheduler.poll(*worker, 1, reports).unwrap().0;
+        }
+        busy.push(held.iter().filter(|tasks| !tasks.is_empty()).count());
+    }
+    assert_eq!(busy[0], FIRST_LEASES, "{busy:?}");
+    for round in 1..busy.len() {
+        assert!(
+            busy[round] >= (2 * busy[round - 1] + FIRST_LEASES).min(workers.len()),
+            "round {round}: {busy:?}"
+        );
+    }
+    assert_eq!(busy[4], workers.len(), "{busy:?}");
     assert!(!scheduler.progress(batch).unwrap().done);
 }
 
