@@ -25,26 +25,7 @@ fn an_idle_workers_poll_waits_on_when_another_takes_the_task() {
         &[],
     );
     let url = server.url();
-    let batch_of = |name: &str, board: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, format!("{board}\n")).unwrap();
-        path
-    };
-    let submit = |path: &Path| {
-        let (ok, _, stderr) = run(&[
-            "submit",
-            "--coordinator",
-            &url,
-            "--heuristic",
-            "manhattan",
-            path.to_str().unwrap(),
-        ]);
-        assert!(ok, "{stderr}");
-    };
-    let (first, second) = (
-        batch_of("first.txt", "8,6,7,2,5,4,3,0,1"),
-        batch_of("second.txt", "6,4,7,8,5,0,3,2,1"),
-    );
+    let submit = |name: &str, board: &str| submit_board(dir.path(), &url, name, board);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         // A fresh worker's poll with every thread idle, under way.
@@ -65,7 +46,7 @@ fn an_idle_workers_poll_waits_on_when_another_takes_the_task() {
         let (mut one, mut other) = (idle_poll(), idle_poll());
         // Long enough for both calls to reach the coordinator and wait there.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        submit(&first);
+        submit("first.txt", "8,6,7,2,5,4,3,0,1");
         let (answered, mut waiting) = tokio::select! {
             answered = &mut one => (answered, other),
             answered = &mut other => (answered, one),
@@ -78,7 +59,7 @@ fn an_idle_workers_poll_waits_on_when_another_takes_the_task() {
         // Answered empty, it would have come back within milliseconds.
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert!(!waiting.is_finished(), "the other poll was answered empty");
-        submit(&second);
+        submit("second.txt", "6,4,7,8,5,0,3,2,1");
         let answered = tokio::time::timeout(Duration::from_secs(60), &mut waiting)
             .await
             .expect("the waiting poll to take the next task")
@@ -110,19 +91,7 @@ fn a_workers_session_answers_its_calls_side_by_side_and_ends_with_the_first_fail
         &[],
     );
     let url = server.url();
-    let submit = |name: &str, board: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, format!("{board}\n")).unwrap();
-        let (ok, _, stderr) = run(&[
-            "submit",
-            "--coordinator",
-            &url,
-            "--heuristic",
-            "manhattan",
-            path.to_str().unwrap(),
-        ]);
-        assert!(ok, "{stderr}");
-    };
+    let submit = |name: &str, board: &str| submit_board(dir.path(), &url, name, board);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let open = |url: String| async move {
@@ -225,4 +194,20 @@ fn a_workers_session_answers_its_calls_side_by_side_and_ends_with_the_first_fail
             .into_inner();
         assert_eq!(answered.tasks.len(), 1, "the version 3 worker takes the task");
     });
+}
+
+/// Writes `board` as the batch file `name` in `dir` and submits it to the coordinator at `url`
+/// (solved with Manhattan distance: a whole task, no tables).
+fn submit_board(dir: &Path, url: &str, name: &str, board: &str) {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("{board}\n")).unwrap();
+    let (ok, _, stderr) = run(&[
+        "submit",
+        "--coordinator",
+        url,
+        "--heuristic",
+        "manhattan",
+        path.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stderr}");
 }
