@@ -1,6 +1,6 @@
-//! One registration's life: connect, register, then poll with free slots and finished results
-//! in one call while heartbeats keep the held tasks' leases alive; and leaving, which hands
-//! every held task back.
+//! One registration's life: connect, register, open the session's one call, then poll with
+//! free slots and finished results in one message while heartbeats (messages of the same call)
+//! keep the held tasks' leases alive; and leaving, which hands every held task back.
 
 use std::convert::Infallible;
 use std::sync::Arc;
