@@ -87,7 +87,13 @@ impl<A: Fn(pb::WorkerCall) -> Answering> Session<A> {
                         // flight are dropped with the stream, as a unary call's handler is with
                         // its connection (a long poll must not lease tasks to a worker that
                         // left).
-                        Some(Ok(None)) | Some(Err(_)) => return None,
+                        Some(Ok(None)) => return None,
+                        // A message that does not decode (malformed, or over the size limit)
+                        // ends the stream with the reason, its calls in flight dropped alike.
+                        Some(Err(status)) => {
+                            self.failed = true;
+                            return Some((Err(status), self));
+                        }
                     }
                 }
                 else => return None,
