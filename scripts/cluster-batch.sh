@@ -56,15 +56,8 @@ if [ -n "${WARM_UP:-}" ]; then
     "$bin" submit --coordinator "$url" --heuristic "$heuristic" --wait "$WARM_UP" > /dev/null
     measured=2
 fi
-# Each thread's time on a CPU in nanoseconds (`TID NS` lines, from schedstat): /proc/PID/stat
-# counts in 10 ms ticks, a tenth of a coordinator's CPU on 10,000 easy boards, so a process's
-# CPU in the batch is the sum over its threads of what each ran since the start (a thread that
-# ended in between, an idle one of the blocking pool, is left out).
-thread_ns() { for task in /proc/"$1"/task/*; do echo "${task##*/} $(cut -d' ' -f1 "$task/schedstat" 2>/dev/null)"; done; }
-cpu_since() {
-    thread_ns "$1" | awk -v before="$2" 'BEGIN { n = split(before, lines, "\n"); for (i = 1; i <= n; i++) { split(lines[i], f, " "); was[f[1]] = f[2] } }
-        NF == 2 { ns += $2 - (($1 in was) ? was[$1] : 0) } END { printf "%.3f", ns / 1e9 }'
-}
+# shellcheck source=scripts/lib/thread-cpu.sh
+. "$(dirname "$0")/lib/thread-cpu.sh"
 # Its system time and minor page faults: on a VM guest with free page reporting (the
 # development machines: Firecracker, `page_reporting` in dmesg) a page the host took back costs
 # tens of microseconds to fault in again, so a process's system time moves with the fresh

@@ -68,6 +68,10 @@ confined() {
     exec "$@"
 }
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
+# The coordinator's CPU to the millisecond (its 0.1 s on hard80 dilated is ten ticks of
+# /proc/PID/stat).
+# shellcheck source=scripts/lib/thread-cpu.sh
+. "$(dirname "$0")/lib/thread-cpu.sh"
 now() { date +%s.%N; }
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 # The coordinator's /metrics (through bash's /dev/tcp where curl is missing).
@@ -155,6 +159,7 @@ for n in $counts; do
     sleep 3
     before=()
     for pid in "${pids[@]}"; do before+=("$(cpu "$pid")"); done
+    coordinator_before=$(thread_ns "${pids[0]}")
     idle_before=$(idle_seconds "$url")
     start=$(now)
     "$bin" submit --coordinator "$url" --wait "$file" > "$work/answers$n.txt" 2>&1 || true
@@ -162,7 +167,11 @@ for n in $counts; do
     total=0
     spent=()
     for i in "${!pids[@]}"; do
-        s=$(awk -v a="$(cpu "${pids[$i]}")" -v b="${before[$i]}" 'BEGIN { printf "%.2f", a - b }')
+        if [ "$i" -eq 0 ]; then
+            s=$(cpu_since "${pids[0]}" "$coordinator_before")
+        else
+            s=$(awk -v a="$(cpu "${pids[$i]}")" -v b="${before[$i]}" 'BEGIN { printf "%.2f", a - b }')
+        fi
         spent+=("$s")
         total=$(awk -v a="$total" -v b="$s" 'BEGIN { printf "%.2f", a + b }')
     done

@@ -22,11 +22,13 @@ pub const MAX_BATCH_LINES: usize = 100_000;
 /// [`OLDEST_PROTOCOL_VERSION`]..=this is refused at registration. 3: weighted tasks (a worker of
 /// version 2 would run one as an optimal search at the task's bound). 4: polls and heartbeats
 /// as messages of one `Session` call (a coordinator of version 3 lacks it, and refuses such a
-/// worker at registration rather than leaving it to fail at its first poll).
-pub const PROTOCOL_VERSION: u32 = 4;
+/// worker at registration rather than leaving it to fail at its first poll). 5: a session
+/// opened with `WorkerCall.open` is told of tasks to stop or hand back unasked
+/// (`WorkerAnswer.told`), and its heartbeats are not held.
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// The oldest worker protocol a coordinator still serves: version 3's unary `Poll` and
-/// `Heartbeat` are still answered.
+/// `Heartbeat` are still answered, and version 4's sessions whose heartbeats are held.
 pub const OLDEST_PROTOCOL_VERSION: u32 = 3;
 
 /// A task's outcome as a worker reports it (the coordinator reads it back in its service layer).

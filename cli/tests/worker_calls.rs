@@ -1,6 +1,6 @@
 //! The worker API as a raw gRPC worker calls it, against a real `serve` on 127.0.0.1: idle
 //! workers' long polls, and a worker's session (its polls and heartbeats as messages of one
-//! call).
+//! call, and what it is told unasked).
 
 mod common;
 
@@ -96,9 +96,10 @@ fn a_workers_session_answers_its_calls_side_by_side_and_ends_with_the_first_fail
     runtime.block_on(async {
         let open = |url: String| async move {
             let (mut workers, worker_id, worker_secret) = common::registered_worker(&url).await;
-            let session = WorkerSession::open(|calls| workers.session(calls))
-                .await
-                .unwrap();
+            let session =
+                WorkerSession::open(|calls| workers.session(calls), worker_id, &worker_secret)
+                    .await
+                    .unwrap();
             (session, worker_id, worker_secret)
         };
         let idle_poll = |worker_id: u64, worker_secret: &str| pb::PollRequest {
@@ -193,6 +194,73 @@ fn a_workers_session_answers_its_calls_side_by_side_and_ends_with_the_first_fail
             .unwrap()
             .into_inner();
         assert_eq!(answered.tasks.len(), 1, "the version 3 worker takes the task");
+    });
+}
+
+/// An opened session is told unasked: a task of a cancelled batch is named to its worker at
+/// once, with no heartbeat outstanding, and a heartbeat that is not held is answered at once;
+/// a session opened with another secret ends with the refusal.
+#[test]
+fn an_opened_session_is_told_of_a_task_to_stop_unasked() {
+    let dir = tempfile::tempdir().unwrap();
+    // A heartbeat could be held up to its interval: 150 s of a 600 s lease.
+    let server = Coordinator::start(
+        &dir.path().join("coordinator"),
+        "127.0.0.1:0",
+        &["--verify", "off", "--lease-timeout", "600"],
+        &[],
+    );
+    let url = server.url();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let (mut workers, worker_id, worker_secret) = common::registered_worker(&url).await;
+        let session =
+            WorkerSession::open(|calls| workers.session(calls), worker_id, &worker_secret)
+                .await
+                .unwrap();
+        submit_board(dir.path(), &url, "one.txt", "8,6,7,2,5,4,3,0,1");
+        let leased = session
+            .poll(pb::PollRequest {
+                worker_id,
+                worker_secret: worker_secret.clone(),
+                free_slots: 1,
+                idle: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(leased.tasks.len(), 1, "the worker takes the board's task");
+        let task = leased.tasks[0].task_id;
+        let beat = pb::HeartbeatRequest {
+            worker_id,
+            worker_secret: worker_secret.clone(),
+            running: vec![task],
+            hold_ms: 0,
+        };
+        let answered = tokio::time::timeout(Duration::from_secs(30), session.heartbeat(beat))
+            .await
+            .expect("a heartbeat that is not held to be answered at once")
+            .unwrap();
+        assert!(answered.cancelled.is_empty(), "{answered:?}");
+
+        // The worker never reports the task: it holds it until told to stop.
+        let (ok, _, stderr) = run(&["cancel", "--coordinator", &url, "1"]);
+        assert!(ok, "{stderr}");
+        let told = tokio::time::timeout(Duration::from_secs(30), session.told())
+            .await
+            .expect("the task to stop to be told unasked")
+            .unwrap();
+        assert_eq!(told.cancelled, vec![task], "{told:?}");
+
+        let (mut other, other_id, _) = common::registered_worker(&url).await;
+        let refused = WorkerSession::open(|calls| other.session(calls), other_id, "not the secret")
+            .await
+            .unwrap();
+        let why = tokio::time::timeout(Duration::from_secs(30), refused.told())
+            .await
+            .expect("the refused session to end")
+            .expect_err("a session opened with another secret is refused");
+        assert_eq!(why.code(), tonic::Code::PermissionDenied, "{why:?}");
     });
 }
 

@@ -257,7 +257,7 @@ async fn worker(
     let mut calls = if unary {
         Calls::Unary(client)
     } else {
-        Calls::Session(WorkerSession::open(|calls| client.session(calls)).await?)
+        Calls::Session(WorkerSession::open(|calls| client.session(calls), id, &secret).await?)
     };
     let held: Arc<Mutex<Vec<u64>>> = Arc::default();
     let beats = {

@@ -37,7 +37,8 @@ pub(crate) struct Coordinator {
     pub(crate) batch_ended: Arc<Notify>,
     /// Threads free for the coordinator's own long audits ([`Coordinator::cycle`]).
     pub(crate) audit_threads: Arc<Semaphore>,
-    /// For each worker whose heartbeat is held: woken when it has something to be told.
+    /// For each worker whose heartbeat is held or whose session is open: woken when it has
+    /// something to be told.
     told: Arc<Mutex<HashMap<WorkerId, Arc<Notify>>>>,
     /// True once the coordinator is stopping: a held heartbeat or long poll then answers at
     /// once, since the stop waits for every call in flight (the embedded `batch` ended a
@@ -74,17 +75,23 @@ impl Coordinator {
         }
     }
 
-    /// What wakes `worker`'s held heartbeat when it has something to be told: a permit is
+    /// What wakes `worker`'s held heartbeat or open session when it has something to be told: a permit is
     /// kept if it is not waiting yet, so nothing told after its last look is missed.
     pub(crate) fn told_signal(&self, worker: WorkerId) -> Arc<Notify> {
         let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
         told.entry(worker).or_default().clone()
     }
 
-    /// `worker`'s heartbeat is no longer held.
-    pub(crate) fn forget_told_signal(&self, worker: WorkerId) {
+    /// `signal`, `worker`'s, is no longer waited on by its caller: forgotten unless someone
+    /// else still waits on it (a held heartbeat beside an opened session).
+    pub(crate) fn forget_told_signal(&self, worker: WorkerId, signal: &Arc<Notify>) {
         let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
-        told.remove(&worker);
+        let only_ours = told
+            .get(&worker)
+            .is_some_and(|kept| Arc::ptr_eq(kept, signal) && Arc::strong_count(kept) <= 2);
+        if only_ours {
+            told.remove(&worker);
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Scheduler> {

@@ -176,7 +176,7 @@ impl Session<'_> {
             worker_secret: worker_secret.clone(),
         });
         let mut client = WorkersClient::new(channel.clone());
-        let calls = WorkerSession::open(|calls| client.session(calls))
+        let calls = WorkerSession::open(|calls| client.session(calls), worker_id, &worker_secret)
             .await
             .map_err(ended)?;
         self.config.readiness.set(true).await;
@@ -357,12 +357,10 @@ impl Session<'_> {
     }
 }
 
-/// Renews the leases of running tasks until the session's stream ends (the coordinator no
-/// longer knows this worker, refused it, stopped or cannot be reached: a session's call that
-/// fails ends its stream, so no later beat could pass). The coordinator may hold
-/// each beat for up to `every` and answer early when a task is to stop or be handed back, so
-/// that a busy worker hears of it at once; a beat answered at once with nothing to say waits
-/// out the rest of `every`.
+/// Renews the leases of held tasks every `every` until the session's stream ends (the
+/// coordinator no longer knows this worker, refused it, stopped or cannot be reached: a
+/// session's call that fails ends its stream, so no later beat could pass), and acts at once on
+/// what the coordinator tells unasked: tasks to stop or hand back, tables to send.
 async fn heartbeats(
     calls: WorkerSession,
     worker_id: u64,
@@ -371,28 +369,35 @@ async fn heartbeats(
     held: Held,
     uploader: Uploader,
 ) -> SessionEnd {
+    let act = |told: pb::HeartbeatResponse| {
+        cancel(&held.running, &told.cancelled);
+        hand_back(&held, &told.hand_back);
+        uploader.send(told.send_pdbs);
+    };
+    // The registration counts as the first beat.
+    let mut next_beat = tokio::time::Instant::now() + every;
     loop {
-        let started = tokio::time::Instant::now();
-        let ids = held_tasks(&held.running);
-        let response = calls
-            .heartbeat(pb::HeartbeatRequest {
-                worker_id,
-                worker_secret: worker_secret.clone(),
-                running: ids,
-                hold_ms: u32::try_from(every.as_millis()).unwrap_or(u32::MAX),
-            })
-            .await;
-        match response {
-            Ok(response) => {
-                cancel(&held.running, &response.cancelled);
-                hand_back(&held, &response.hand_back);
-                uploader.send(response.send_pdbs);
-                if !response.cancelled.is_empty() || !response.hand_back.is_empty() {
-                    continue;
+        tokio::select! {
+            () = tokio::time::sleep_until(next_beat) => {
+                next_beat += every;
+                let beat = calls
+                    .heartbeat(pb::HeartbeatRequest {
+                        worker_id,
+                        worker_secret: worker_secret.clone(),
+                        running: held_tasks(&held.running),
+                        // Not held: what there is to tell comes unasked.
+                        hold_ms: 0,
+                    })
+                    .await;
+                match beat {
+                    Ok(told) => act(told),
+                    Err(status) => return ended(status),
                 }
             }
-            Err(status) => return ended(status),
+            told = calls.told() => match told {
+                Ok(told) => act(told),
+                Err(status) => return ended(status),
+            },
         }
-        tokio::time::sleep_until(started + every).await;
     }
 }

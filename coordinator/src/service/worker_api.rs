@@ -12,7 +12,7 @@ use tonic::{Request, Response, Status};
 
 use super::convert::{report_of, task_messages};
 use super::table_transfer::ChunkStream;
-use super::worker_session::{self, Answering, SessionAnswers};
+use super::worker_session::{self, Answering, Reply, SessionAnswers};
 use super::Service;
 use crate::scheduler::{Told, WorkerDescription, WorkerId};
 
@@ -135,14 +135,20 @@ impl pb::workers_server::Workers for Service {
         request: Request<tonic::Streaming<pb::WorkerCall>>,
     ) -> Result<Response<SessionAnswers>, Status> {
         let service = Arc::new(self.clone());
+        let answering = service.clone();
         let answer = move |call| -> Answering {
-            let service = service.clone();
+            let service = answering.clone();
             Box::pin(async move { service.answer(call).await })
+        };
+        let tell = move |worker| -> Answering {
+            let service = service.clone();
+            Box::pin(async move { service.tell(worker) })
         };
         Ok(Response::new(worker_session::answers(
             request.into_inner(),
             self.core.clone(),
             answer,
+            tell,
         )))
     }
 }
@@ -247,21 +253,27 @@ impl Service {
         request: pb::HeartbeatRequest,
     ) -> Result<pb::HeartbeatResponse, Status> {
         let worker = request.worker_id;
-        // Taken before the first look, so that what is told after it wakes the wait below.
-        let signal = self.core.told_signal(worker);
-        let told = self.update(|scheduler| {
+        let beat = |scheduler: &mut crate::scheduler::Scheduler| {
             scheduler.check_worker(worker, &request.worker_secret)?;
             scheduler.heartbeat(worker, &request.running)
-        });
-        let told = match told {
-            Ok(told) => {
-                self.held_until_told(worker, told, request.hold_ms, &signal)
-                    .await
-            }
-            Err(error) => Err(Status::from(error)),
         };
-        self.core.forget_told_signal(worker);
-        let told = told?;
+        let told = if request.hold_ms == 0 {
+            // Not held (an opened session's worker is told unasked): answered at once, and the
+            // signal its session waits on is left alone.
+            self.update(beat)?
+        } else {
+            // Taken before the first look, so that what is told after it wakes the wait below.
+            let signal = self.core.told_signal(worker);
+            let told = match self.update(beat) {
+                Ok(told) => {
+                    self.held_until_told(worker, told, request.hold_ms, &signal)
+                        .await
+                }
+                Err(error) => Err(Status::from(error)),
+            };
+            self.core.forget_told_signal(worker, &signal);
+            told?
+        };
         Ok(pb::HeartbeatResponse {
             cancelled: told.cancelled,
             send_pdbs: self.supply.requests_for(worker),
@@ -291,36 +303,70 @@ impl Service {
         Ok(told)
     }
 
-    /// One message's answer, as the unary call of its kind would give it.
-    async fn answer(&self, call: pb::WorkerCall) -> Result<pb::WorkerAnswer, Status> {
+    /// One message's answer, as the unary call of its kind would give it; a session's opening
+    /// is checked, and answered by nothing.
+    async fn answer(&self, call: pb::WorkerCall) -> Result<Reply, Status> {
         use pb::worker_answer::Answer;
         use pb::worker_call::Call;
         let started = Instant::now();
-        let (method, answer) = match call.call {
-            Some(Call::Poll(poll)) => {
-                (SESSION_POLL, self.answer_poll(poll).await.map(Answer::Poll))
-            }
+        let send = |answer| {
+            Reply::Send(pb::WorkerAnswer {
+                answer: Some(answer),
+            })
+        };
+        let (method, reply) = match call.call {
+            Some(Call::Poll(poll)) => (
+                SESSION_POLL,
+                self.answer_poll(poll).await.map(Answer::Poll).map(send),
+            ),
             Some(Call::Heartbeat(heartbeat)) => (
                 SESSION_HEARTBEAT,
                 self.answer_heartbeat(heartbeat)
                     .await
-                    .map(Answer::Heartbeat),
+                    .map(Answer::Heartbeat)
+                    .map(send),
+            ),
+            Some(Call::Open(open)) => (
+                SESSION_OPEN,
+                self.read(|s| s.check_worker(open.worker_id, &open.worker_secret))
+                    .map(|()| Reply::Opened(open.worker_id))
+                    .map_err(Status::from),
             ),
             None => (
                 SESSION_EMPTY,
                 Err(Status::invalid_argument(
-                    "a WorkerCall must hold a poll or a heartbeat",
+                    "a WorkerCall must hold a poll, a heartbeat or an opening",
                 )),
             ),
         };
-        let code = answer
+        let code = reply
             .as_ref()
             .map_or_else(Status::code, |_| tonic::Code::Ok);
         self.rpc_metrics
             .observe(method, code, started.elapsed().as_secs_f64());
-        answer.map(|answer| pb::WorkerAnswer {
-            answer: Some(answer),
-        })
+        reply
+    }
+
+    /// What `worker`, whose session is open, is to be told now, if anything: sent unasked.
+    fn tell(&self, worker: WorkerId) -> Result<Reply, Status> {
+        let started = Instant::now();
+        let told = self.update(|scheduler| Ok(scheduler.take_told(worker)))?;
+        let send_pdbs = self.supply.requests_for(worker);
+        if told.is_empty() && send_pdbs.is_empty() {
+            return Ok(Reply::Nothing);
+        }
+        self.rpc_metrics.observe(
+            SESSION_TOLD,
+            tonic::Code::Ok,
+            started.elapsed().as_secs_f64(),
+        );
+        Ok(Reply::Send(pb::WorkerAnswer {
+            answer: Some(pb::worker_answer::Answer::Told(pb::HeartbeatResponse {
+                cancelled: told.cancelled,
+                send_pdbs,
+                hand_back: told.hand_back,
+            })),
+        }))
     }
 }
 
@@ -328,4 +374,7 @@ impl Service {
 /// (`tilesolve_rpc_seconds`), beside the unary calls they stand for.
 const SESSION_POLL: &str = "/tilesolve.v1.Workers/Session/Poll";
 const SESSION_HEARTBEAT: &str = "/tilesolve.v1.Workers/Session/Heartbeat";
+const SESSION_OPEN: &str = "/tilesolve.v1.Workers/Session/Open";
+/// What an opened session was sent unasked.
+const SESSION_TOLD: &str = "/tilesolve.v1.Workers/Session/Told";
 const SESSION_EMPTY: &str = "/tilesolve.v1.Workers/Session/Empty";
