@@ -75,8 +75,8 @@ impl Coordinator {
         }
     }
 
-    /// What wakes `worker`'s held heartbeat or open session when it has something to be told: a permit is
-    /// kept if it is not waiting yet, so nothing told after its last look is missed.
+    /// What wakes `worker`'s held heartbeat or open session when it has something to be told:
+    /// a permit is kept if it is not waiting yet, so nothing told after its last look is missed.
     pub(crate) fn told_signal(&self, worker: WorkerId) -> Arc<Notify> {
         let mut told = self.told.lock().unwrap_or_else(|p| p.into_inner());
         told.entry(worker).or_default().clone()
