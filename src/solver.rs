@@ -15,8 +15,9 @@ use crate::heuristic_choice::AnyHeuristic;
 use crate::moves::{replay, Neighbors, ReplayError};
 use crate::search::pruning::START;
 use crate::search::{
-    a_star, ida_star, profiled_search, AStarError, Abort, Bounded, Counters, IdaOutcome, IdaStop,
-    Kernel, Limits, MovePruning, Profiled, Pruning, SubtreeRoot, MAX_DEPTH,
+    a_star, ida_star, ida_star_measuring_last, profiled_search, AStarError, Abort, Bounded,
+    Counters, IdaOutcome, IdaStop, Kernel, Limits, MovePruning, Profiled, Pruning, SubtreeRoot,
+    MAX_DEPTH,
 };
 
 /// Evaluates `$body` with `$h` bound to the concrete heuristic inside an [`AnyHeuristic`], so
@@ -459,10 +460,24 @@ impl Solver {
     }
 
     /// IDA* on `board` from `start_bound` (a bound already proven), until solved or stopped by
-    /// `limits`; the whole-puzzle task of the distributed search. The moves are not replayed
-    /// here: the caller replays the assembled solution.
-    pub fn iterate(&self, board: &Board, start_bound: u32, limits: Limits<'_>) -> IdaOutcome {
-        dispatch!(&self.heuristic, h => ida_star(h, &self.neighbors, self.pruning, board, &self.goal, start_bound, limits))
+    /// `limits`; the whole-puzzle task of the distributed search, which measures the last
+    /// iterations a budget may let it finish `profile_depth` moves deep
+    /// ([`ida_star_measuring_last`]; 0: none). The moves are not replayed here: the caller
+    /// replays the assembled solution.
+    pub fn iterate(
+        &self,
+        board: &Board,
+        start_bound: u32,
+        limits: Limits<'_>,
+        profile_depth: u32,
+    ) -> IdaOutcome {
+        dispatch!(&self.heuristic, h => ida_star_measuring_last(
+            (h, &self.neighbors, self.pruning),
+            (board, &self.goal),
+            start_bound,
+            limits,
+            profile_depth,
+        ))
     }
 
     fn search<H: Heuristic>(

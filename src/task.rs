@@ -195,7 +195,8 @@ pub fn run_task_handing_back(
             max_nodes: Some(work.node_budget.max(1)),
             whole_iterations: true,
         };
-        let outcome = solver.iterate(work.board, work.bound, limits);
+        let depth = work.profile_depth.min(MAX_PROFILE_DEPTH);
+        let outcome = solver.iterate(work.board, work.bound, limits, depth);
         let result = match outcome.result {
             Ok(moves) => TaskOutcome::Found(moves),
             Err(IdaStop::Aborted(Abort::NodeLimit)) => TaskOutcome::BudgetSpent(outcome.bound),
@@ -205,7 +206,8 @@ pub fn run_task_handing_back(
         return TaskRun {
             outcome: result,
             nodes: outcome.counters.expanded,
-            parts: Vec::new(),
+            // With the budget spent: the last iteration searched, measured when it could be.
+            parts: outcome.parts,
         };
     }
     let limits = Limits {
@@ -373,6 +375,50 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
+    }
+
+    /// A whole-puzzle task its budget stops reports the last iteration it finished, measured in
+    /// parts, which the coordinator splits the next one by; measuring changes neither the
+    /// outcome nor the nodes.
+    #[test]
+    fn a_whole_task_stopped_by_its_budget_reports_its_last_iteration_in_parts() {
+        let goal = Board::blank_last(4);
+        let solver = Solver::new(goal, HeuristicKind::Manhattan);
+        // Korf's first: far more than the budget under Manhattan distance.
+        let board = parse_board("14,13,15,7,11,12,9,5,6,0,2,1,4,8,10,3").unwrap();
+        let work = Work {
+            board: &board,
+            path: &[],
+            bound: 0,
+            iterate: true,
+            node_budget: 300_000,
+            profile_depth: 4,
+            weighted: None,
+        };
+        let measured = run_task(&solver, work, None);
+        let plain = run_task(
+            &solver,
+            Work {
+                profile_depth: 0,
+                ..work
+            },
+            None,
+        );
+        let TaskOutcome::BudgetSpent(bound) = measured.outcome else {
+            panic!("{:?}", measured.outcome);
+        };
+        assert_eq!(plain.outcome, measured.outcome);
+        assert_eq!(plain.nodes, measured.nodes);
+        assert!(plain.parts.is_empty());
+        // Manhattan distance keeps the parity: the iteration before is two moves shorter.
+        let (_, last) = solver.search_subtree(&board, &[], bound - 2, Limits::default());
+        let in_parts: u64 = measured.parts.iter().map(|part| part.expanded).sum();
+        assert!(measured.parts.iter().all(|part| part.moves.len() == 4));
+        assert!(
+            in_parts <= last.expanded && in_parts * 100 >= last.expanded * 99,
+            "{in_parts} of {}",
+            last.expanded
+        );
     }
 
     #[test]

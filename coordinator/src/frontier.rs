@@ -10,7 +10,7 @@
 //! frontier depth becomes a task that searches its subtree under the same bound, so the first
 //! solution any task finds is optimal.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use tilesolve::search::child_order;
 use tilesolve::task::followed_children;
@@ -354,12 +354,8 @@ pub fn split_balanced(
     if frontier.solution.is_some() || frontier.tasks.is_empty() {
         return frontier;
     }
-    let path_of = |task: &SubtreeTask| PackedPath::new(task.path.iter().map(|&d| d as u8));
-    let known: Vec<Option<u64>> = frontier
-        .tasks
-        .iter()
-        .map(|t| history.below(path_of(t)))
-        .collect();
+    let path_of = |task: &SubtreeTask| packed(&task.path);
+    let known = earlier_sizes(history, &frontier.tasks);
     let measured: u64 = known.iter().flatten().sum();
     let measured_count = known.iter().flatten().count().max(1) as u64;
     let mut heap: BinaryHeap<(u64, usize)> = BinaryHeap::new();
@@ -416,6 +412,50 @@ pub fn split_balanced(
         })
         .collect();
     frontier
+}
+
+fn packed(moves: &[Direction]) -> PackedPath {
+    PackedPath::new(moves.iter().map(|&d| d as u8))
+}
+
+/// Each task's size one iteration earlier: as measured at its path; or, where the history is
+/// coarser than the frontier (a whole-puzzle task's parts, a few moves deep), an equal share of
+/// its deepest measured ancestor among the tasks below that ancestor, none of them measured;
+/// otherwise `None` (a subtree over the last bound, which no one searched).
+fn earlier_sizes(history: &SizeHistory, tasks: &[SubtreeTask]) -> Vec<Option<u64>> {
+    let mut sizes: Vec<Option<u64>> = tasks
+        .iter()
+        .map(|task| history.below(packed(&task.path)))
+        .collect();
+    // An ancestor with a measured task below it has nothing to share out: what its measured
+    // tasks do not hold was over the last bound.
+    let mut above_measured: HashSet<PackedPath> = HashSet::new();
+    for (task, size) in tasks.iter().zip(&sizes) {
+        if size.is_some() {
+            above_measured.extend((0..=task.path.len()).map(|len| packed(&task.path[..len])));
+        }
+    }
+    let mut shares: HashMap<PackedPath, (u64, u64)> = HashMap::new();
+    let mut ancestors: Vec<Option<PackedPath>> = vec![None; tasks.len()];
+    for ((task, size), ancestor) in tasks.iter().zip(&sizes).zip(&mut ancestors) {
+        if size.is_some() {
+            continue;
+        }
+        let measured = (0..task.path.len()).rev().find_map(|len| {
+            let path = packed(&task.path[..len]);
+            history.below(path).map(|nodes| (path, nodes))
+        });
+        if let Some((path, nodes)) = measured.filter(|(path, _)| !above_measured.contains(path)) {
+            shares.entry(path).or_insert((nodes, 0)).1 += 1;
+            *ancestor = Some(path);
+        }
+    }
+    for (size, ancestor) in sizes.iter_mut().zip(ancestors) {
+        if let Some(&(nodes, count)) = ancestor.and_then(|path| shares.get(&path)) {
+            *size = Some(nodes / count.max(1));
+        }
+    }
+    sizes
 }
 
 /// The children of `parent` that one thread's search follows within `bound`, in search order;
@@ -609,6 +649,91 @@ mod tests {
         assert_eq!(iteration_threads(0, 0), 1);
     }
 
+    /// A split for `threads` of sixteen connected, balanced four tasks a thread, and not held
+    /// back by a smallest split or the coordinator's time a task.
+    fn uncapped(threads: usize) -> BalanceParams {
+        BalanceParams {
+            threads,
+            connected_threads: 16,
+            tasks_per_thread: 200,
+            balance: 4,
+            min_split_nodes: 1,
+            min_split_nodes_per_thread: 0,
+            max_depth: MAX_SPLIT_DEPTH,
+            seconds_per_node: 0.0,
+            min_mean_task_seconds: 0.0,
+        }
+    }
+
+    /// The first split of a puzzle whose whole-puzzle task measured its last iteration (one
+    /// short of the goal's, searched whole): every task gets its measured size or a share of its
+    /// measured ancestor's (the frontier goes deeper than the parts in places), and the largest
+    /// subtrees are split finer than a uniform frontier leaves them, so the longest task is far
+    /// shorter.
+    #[test]
+    fn a_first_split_is_balanced_by_the_whole_tasks_measured_iteration() {
+        let goal = Board::blank_last(4);
+        let solver = Solver::new(goal, HeuristicKind::LinearConflict);
+        let (board, _) = three_korf_boards(&solver)[0];
+        let whole = tilesolve::task::run_task(
+            &solver,
+            tilesolve::task::Work {
+                board: &board,
+                path: &[],
+                bound: 0,
+                iterate: true,
+                node_budget: 300_000,
+                // The default record depth (`SchedulerConfig::profile_depth`).
+                profile_depth: 4,
+                weighted: None,
+            },
+            None,
+        );
+        let tilesolve::task::TaskOutcome::BudgetSpent(bound) = whole.outcome else {
+            panic!("{:?}", whole.outcome);
+        };
+        let mut measured = SizeHistory::default();
+        for part in &whole.parts {
+            measured.add(packed(&part.moves), part.expanded);
+        }
+        let params = uncapped(16);
+        let longest = |history: &SizeHistory| {
+            let frontier = split_iteration(
+                &board,
+                &solver,
+                bound,
+                history,
+                whole.nodes,
+                params,
+                &|_| true,
+            );
+            assert!(frontier.solution.is_none());
+            let sizes: Vec<u64> = frontier
+                .tasks
+                .iter()
+                .map(|task| {
+                    let (_, counters) =
+                        solver.search_subtree(&task.board, &task.path, bound, Limits::default());
+                    counters.expanded
+                })
+                .collect();
+            (frontier, sizes.into_iter().max().unwrap_or(0))
+        };
+        let (balanced, longest_balanced) = longest(&measured);
+        let predicted: u64 = balanced.tasks.iter().map(|task| task.predicted).sum();
+        let grown = whole.parts.iter().map(|part| part.expanded).sum::<u64>() * 2;
+        assert!(predicted > grown, "every task has its share: {predicted}");
+        assert!(
+            balanced.tasks.iter().any(|task| task.g() > 4),
+            "in places finer than the parts"
+        );
+        let (_, longest_uniform) = longest(&SizeHistory::default());
+        assert!(
+            longest_balanced * 2 < longest_uniform,
+            "{longest_balanced} against {longest_uniform}"
+        );
+    }
+
     /// With nothing measured, the first split makes no more tasks than the balance asks of the
     /// threads it is for (the frontier holds whole depths, so up to a depth's more), however
     /// much work came before it.
@@ -618,17 +743,7 @@ mod tests {
         let solver = Solver::new(goal, HeuristicKind::LinearConflict);
         let (board, _) = three_korf_boards(&solver)[0];
         let tasks = |threads: usize| {
-            let params = BalanceParams {
-                threads,
-                connected_threads: 16,
-                tasks_per_thread: 200,
-                balance: 4,
-                min_split_nodes: 1,
-                min_split_nodes_per_thread: 0,
-                max_depth: MAX_SPLIT_DEPTH,
-                seconds_per_node: 0.0,
-                min_mean_task_seconds: 0.0,
-            };
+            let params = uncapped(threads);
             let history = SizeHistory::default();
             split_iteration(&board, &solver, 50, &history, 1 << 30, params, &|_| true)
                 .tasks

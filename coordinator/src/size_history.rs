@@ -18,7 +18,7 @@ const LENGTH_BITS: u32 = 8;
 /// A path of direction indices (0-3) as a number: two bits a move from the top bit down, the
 /// length in the low [`LENGTH_BITS`]. Numbers sort as the paths do (a path after its
 /// prefixes), and the paths starting with a given one are a range ([`PackedPath::starting`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PackedPath(u128);
 
 impl PackedPath {

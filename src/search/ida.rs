@@ -11,7 +11,9 @@ use crate::direction::Direction;
 use crate::heuristic::Heuristic;
 use crate::moves::{Neighbors, NO_CELL};
 use crate::search::pruning::{MovePruning, DEAD, START};
-use crate::search::{Abort, Counters, Limits, CHECK_INTERVAL};
+use crate::search::{
+    profiled_search, Abort, Counters, Limits, PartSize, SubtreeRoot, CHECK_INTERVAL,
+};
 
 /// Longest path the kernel records. Optimal solutions are far shorter (80 moves at most on 4x4,
 /// about 210 on 5x5); a bound beyond this is refused by [`Kernel::search`].
@@ -355,6 +357,9 @@ pub struct IdaOutcome {
     /// The bound of the last iteration started: when it ends unsolved or aborted, no solution
     /// shorter than this exists.
     pub bound: u32,
+    /// Stopped by the budget ([`ida_star_measuring_last`]): the last iteration searched to its
+    /// end, measured in parts, if it was measured; empty otherwise.
+    pub parts: Vec<PartSize>,
 }
 
 /// Why IDA* ended without a solution.
@@ -394,15 +399,68 @@ pub fn ida_star<H: Heuristic>(
     start_bound: u32,
     limits: Limits<'_>,
 ) -> IdaOutcome {
+    let search = (heuristic, neighbors, pruning);
+    ida_star_measuring_last(search, (start, goal), start_bound, limits, 0)
+}
+
+/// How much smaller than it is a budget is taken to be when deciding whether the iteration about
+/// to start may be the last one it lets [`ida_star_measuring_last`] finish: growth from one
+/// iteration to the next wanders (hard80: 3-9 times), and a last iteration left unmeasured
+/// leaves the split that follows it nothing to balance by, where measuring one more costs little.
+const LAST_ITERATION_MARGIN: u64 = 2;
+
+/// [`ida_star`], which with [`Limits::whole_iterations`] and a budget also measures, `depth`
+/// moves below the root ([`profiled_search`]), each iteration that may be the last the budget
+/// lets it finish, and returns the last one's parts when the budget stops it
+/// ([`IdaOutcome::parts`]): the distributed whole-puzzle task, whose next iteration is split
+/// into subtree tasks sized by them. A measured iteration expands the same nodes in the same
+/// order; it costs a kernel restart per part.
+pub fn ida_star_measuring_last<H: Heuristic>(
+    (heuristic, neighbors, pruning): (&H, &Neighbors, &MovePruning),
+    (start, goal): (&Board, &Board),
+    start_bound: u32,
+    limits: Limits<'_>,
+    depth: u32,
+) -> IdaOutcome {
     let iteration_budget = limits.max_nodes.filter(|_| limits.whole_iterations);
     let mut kernel = Kernel::new(heuristic, neighbors, goal, limits).with_pruning(pruning);
-    let mut bound = heuristic.estimate(&Position::new(start)).max(start_bound);
+    let estimate = |board: &Board| heuristic.estimate(&Position::new(board));
+    let mut bound = estimate(start).max(start_bound);
     let mut iterations = 0;
-    // Expanded nodes before the iteration in progress, and in the one before it.
-    let (mut before, mut last_iteration) = (0u64, 0u64);
+    // Nodes expanded above the measured parts (the kernel counts the rest).
+    let mut interior = Counters::default();
+    let expanded = |kernel: &Kernel<'_, H>, interior: &Counters| {
+        kernel.counters().expanded + interior.expanded
+    };
+    // Expanded nodes before the iteration in progress, and in the two before it.
+    let (mut before, mut last_iteration, mut earlier_iteration) = (0u64, 0u64, 0u64);
+    // The parts of the last iteration searched to its end, when it was measured.
+    let mut last_parts = Vec::new();
     loop {
         iterations += 1;
-        let result = match kernel.search(start, 0, None, bound) {
+        let measure = depth > 0
+            && iteration_budget.is_some_and(|budget| {
+                may_be_last(before, (earlier_iteration, last_iteration), budget)
+            });
+        let searched = match measure {
+            false => (kernel.search(start, 0, None, bound), Vec::new()),
+            true => {
+                let root = SubtreeRoot {
+                    board: start,
+                    g: 0,
+                    last: None,
+                    machine: START,
+                };
+                let counted = kernel.counters();
+                let profiled = profiled_search(&mut kernel, &estimate, goal, root, bound, depth);
+                let mut above = profiled.counters;
+                above.expanded -= kernel.counters().expanded - counted.expanded;
+                above.generated -= kernel.counters().generated - counted.generated;
+                interior += above;
+                (profiled.outcome, profiled.parts)
+            }
+        };
+        let result = match searched.0 {
             Bounded::Found(moves) => Ok(moves),
             Bounded::Aborted(abort) => Err(IdaStop::Aborted(abort)),
             Bounded::Exceeded { next_bound }
@@ -412,13 +470,15 @@ pub fn ida_star<H: Heuristic>(
             }
             Bounded::Exceeded { next_bound } => {
                 bound = next_bound;
-                let expanded = kernel.counters().expanded;
+                last_parts = searched.1;
+                let expanded = expanded(&kernel, &interior);
                 let this_iteration = expanded - before;
                 if let Some(budget) = iteration_budget {
                     if next_would_overrun(expanded, this_iteration, last_iteration, budget) {
                         Err(IdaStop::Aborted(Abort::NodeLimit))
                     } else {
-                        (before, last_iteration) = (expanded, this_iteration);
+                        (before, earlier_iteration, last_iteration) =
+                            (expanded, last_iteration, this_iteration);
                         continue;
                     }
                 } else {
@@ -426,11 +486,32 @@ pub fn ida_star<H: Heuristic>(
                 }
             }
         };
+        let mut counters = kernel.counters();
+        counters += interior;
+        let stopped_by_budget = matches!(result, Err(IdaStop::Aborted(Abort::NodeLimit)));
         return IdaOutcome {
             result,
-            counters: kernel.counters(),
+            counters,
             iterations,
             bound,
+            parts: if stopped_by_budget {
+                last_parts
+            } else {
+                Vec::new()
+            },
         };
     }
+}
+
+/// Whether the iteration about to start, after `before` expanded nodes and iterations of
+/// `earlier` and then `last` nodes, may be the last a `budget` lets IDA* finish: whether, grown
+/// as the last one grew, the one after it would overrun [`LAST_ITERATION_MARGIN`] times less
+/// budget. Nothing is predicted before two iterations are measured.
+fn may_be_last(before: u64, (earlier, last): (u64, u64), budget: u64) -> bool {
+    if earlier == 0 {
+        return false;
+    }
+    let growth = (last as f64 / earlier as f64).max(1.0);
+    let this_iteration = last as f64 * growth;
+    before as f64 + this_iteration * (1.0 + growth) > (budget / LAST_ITERATION_MARGIN) as f64
 }

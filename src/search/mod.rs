@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 pub use astar::{a_star, AStarError};
-pub use ida::{child_order, ida_star, Bounded, IdaOutcome, IdaStop, Kernel, MAX_DEPTH};
+pub use ida::{
+    child_order, ida_star, ida_star_measuring_last, Bounded, IdaOutcome, IdaStop, Kernel, MAX_DEPTH,
+};
 pub use profile::{profiled_search, PartSize, Profiled, SubtreeRoot};
 pub use pruning::{MovePruning, Pruning};
 

@@ -123,7 +123,9 @@ impl Puzzles {
             bound,
             iterate: true,
             node_budget: whole_budget_within(parts.config.whole_task_budget, &limits),
-            profile_depth: 4,
+            // Its last iteration, measured as deep as subtree tasks measure theirs, sizes the
+            // first split's tasks.
+            profile_depth: parts.config.profile_depth,
             weighted: None,
             priority: Priority::DEFAULT,
         };

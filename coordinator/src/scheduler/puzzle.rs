@@ -262,7 +262,13 @@ impl Puzzle {
                     Next::Wait
                 }
             }
-            TaskOutcome::BudgetSpent(bound) => Next::Iterate(bound),
+            TaskOutcome::BudgetSpent(bound) => {
+                // The whole task's last finished iteration, measured in parts (a worker before
+                // they were measured sends none): what the first split is balanced by.
+                self.history = SizeHistory::default();
+                record_parts(&mut self.history, &entry.spec.path, report);
+                Next::Iterate(bound)
+            }
             TaskOutcome::Split {
                 children,
                 pruned_min_f,
@@ -404,6 +410,13 @@ pub(super) fn iteration_tasks(
 /// Adds a finished subtree task's sizes to its iteration's history: each part below its path,
 /// and the nodes above the parts at the task's own path.
 fn record_sizes(history: &mut SizeHistory, path: &[Direction], report: &TaskReport) {
+    let parts_nodes = record_parts(history, path, report);
+    let path = PackedPath::new(path.iter().map(|&d| d as u8));
+    history.add(path, report.nodes.saturating_sub(parts_nodes));
+}
+
+/// Adds each part of `report` below `path` to `history`; returns their nodes.
+fn record_parts(history: &mut SizeHistory, path: &[Direction], report: &TaskReport) -> u64 {
     let path = PackedPath::new(path.iter().map(|&d| d as u8));
     let mut parts_nodes = 0u64;
     for part in &report.parts {
@@ -413,7 +426,7 @@ fn record_sizes(history: &mut SizeHistory, path: &[Direction], report: &TaskRepo
             part.expanded,
         );
     }
-    history.add(path, report.nodes.saturating_sub(parts_nodes));
+    parts_nodes
 }
 
 /// A subtree task's node budget: the configured one (0: none), or more for a task predicted to

@@ -13,7 +13,11 @@ use tilesolve::{parse_board, Board, Direction, Solver};
 
 use crate::store::{ItemStatus, RecordedOutcome, Store, TaskRecord};
 
-use super::{IterationSummary, SimulateError};
+use super::{
+    IterationSummary, SimulateError, SimulationPolicy, SPLIT_SECONDS_PER_ESTIMATE_LARGE,
+    SPLIT_SECONDS_PER_ESTIMATE_SMALL,
+};
+use crate::size_history::{PackedPath, SizeHistory};
 
 /// A measured (or predicted) piece of one iteration: the subtree below `path`.
 #[derive(Clone, Debug)]
@@ -57,6 +61,10 @@ pub struct RecordedPuzzle {
     /// was), on one thread.
     pub prelude_seconds: f64,
     pub prelude_nodes: u64,
+    /// The whole-puzzle task's last finished iteration, as it measured it (paths from the root,
+    /// and nodes): what the first split was balanced by. Empty when not measured (recorded
+    /// before whole tasks measured it, or never split).
+    pub(super) prelude_parts: Vec<(Vec<u8>, u64)>,
     pub(super) iterations: Vec<Iteration>,
     /// Nodes and seconds of the split iterations as measured, and as predicted.
     pub measured_nodes: u64,
@@ -69,6 +77,19 @@ pub struct RecordedPuzzle {
     pub overhead_tasks: usize,
     pub mean_overhead_seconds: Option<f64>,
     pub median_overhead_seconds: Option<f64>,
+}
+
+/// A whole-puzzle task's recorded parts, as paths and nodes.
+fn prelude_parts(record: &TaskRecord) -> Result<Vec<(Vec<u8>, u64)>, String> {
+    record
+        .parts
+        .iter()
+        .map(|(moves, expanded, _)| {
+            path_indices(moves)
+                .map(|path| (path, *expanded))
+                .ok_or_else(|| format!("recorded part '{moves}' is not moves"))
+        })
+        .collect()
 }
 
 pub(super) fn path_indices(letters: &str) -> Option<Vec<u8>> {
@@ -199,6 +220,7 @@ impl RecordedPuzzle {
             length: 0,
             prelude_seconds: 0.0,
             prelude_nodes: 0,
+            prelude_parts: Vec::new(),
             iterations: Vec::new(),
             measured_nodes: 0,
             predicted_nodes: 0,
@@ -224,6 +246,9 @@ impl RecordedPuzzle {
             if record.iterate {
                 puzzle.prelude_seconds += record.seconds;
                 puzzle.prelude_nodes += record.nodes;
+                if matches!(record.outcome, RecordedOutcome::BudgetSpent(_)) {
+                    puzzle.prelude_parts = prelude_parts(record)?;
+                }
                 continue;
             }
             let path = path_indices(&record.path)
@@ -302,6 +327,31 @@ impl RecordedPuzzle {
         }
         whole.first_split = self.iterations.len();
         whole
+    }
+
+    /// What the whole task's report gives the first split: its last finished iteration, as it
+    /// measured it; nothing under a budget other than the recording's, which replaces the
+    /// task.
+    pub(super) fn prelude_history(&self, policy: &SimulationPolicy) -> SizeHistory {
+        let mut history = SizeHistory::default();
+        if policy.whole_task_budget.is_none() {
+            for (path, nodes) in &self.prelude_parts {
+                history.add(PackedPath::new(path.iter().copied()), *nodes);
+            }
+        }
+        history
+    }
+
+    /// What a split of its iterations costs the coordinator a board it estimates: the
+    /// policy's, or the default for its board's size.
+    pub(super) fn split_seconds_per_estimate(&self, policy: &SimulationPolicy) -> f64 {
+        policy.split_seconds_per_estimate.unwrap_or_else(|| {
+            if self.board.shape().cells() <= 16 {
+                SPLIT_SECONDS_PER_ESTIMATE_SMALL
+            } else {
+                SPLIT_SECONDS_PER_ESTIMATE_LARGE
+            }
+        })
     }
 
     /// Seconds of search the whole run holds, every iteration to its end: what one thread

@@ -12,10 +12,7 @@ use crate::queue::{Lane, Place, ReadyQueue};
 use crate::scheduler::subtree_budget;
 use crate::size_history::{PackedPath, SizeHistory};
 
-use super::{
-    SimulateError, SimulationPolicy, SimulationResult, SPLIT_SECONDS_PER_ESTIMATE_LARGE,
-    SPLIT_SECONDS_PER_ESTIMATE_SMALL,
-};
+use super::{SimulateError, SimulationPolicy, SimulationResult};
 
 use super::hand_backs::{board_at, plan, HandBack, IDLE_THREADS_PER_ASK, LONG_POLL_SECONDS};
 use super::model::*;
@@ -639,7 +636,8 @@ impl Simulation<'_> {
             params,
             &splittable,
         );
-        let seconds = frontier.estimates as f64 * self.split_seconds_per_estimate(puzzle);
+        let seconds = frontier.estimates as f64
+            * self.puzzles[puzzle].split_seconds_per_estimate(self.policy);
         self.result.split_seconds += seconds;
         self.result.split_estimates += frontier.estimates;
         if frontier.solution.is_some() {
@@ -667,18 +665,6 @@ impl Simulation<'_> {
         (tasks, seconds)
     }
 
-    /// What a split of `puzzle`'s iterations costs the coordinator a board it estimates: the
-    /// policy's, or the default for its board's size.
-    fn split_seconds_per_estimate(&self, puzzle: usize) -> f64 {
-        self.policy.split_seconds_per_estimate.unwrap_or_else(|| {
-            if self.puzzles[puzzle].board.shape().cells() <= 16 {
-                SPLIT_SECONDS_PER_ESTIMATE_SMALL
-            } else {
-                SPLIT_SECONDS_PER_ESTIMATE_LARGE
-            }
-        })
-    }
-
     /// What a finished task's report adds to its puzzle's history: its units, no finer than
     /// the parts a worker reports.
     pub(super) fn report_sizes(&mut self, task: &SimTask) {
@@ -686,6 +672,7 @@ impl Simulation<'_> {
         state.nodes += task.nodes;
         state.seconds += task.seconds;
         let Some(iteration) = task.iteration else {
+            state.history = self.puzzles[task.puzzle].prelude_history(self.policy);
             return;
         };
         let depth = task.path.len() + self.policy.profile_depth as usize;
