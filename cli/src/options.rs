@@ -36,8 +36,9 @@ pub struct PolicyArgs {
     /// ... nor smaller than this many nodes per connected worker thread.
     #[arg(long, env = "TILESOLVE_MIN_SPLIT_NODES_PER_THREAD", default_value_t = SchedulerConfig::default().min_split_nodes_per_thread)]
     min_split_nodes_per_thread: u64,
-    /// Workers measure each descendant this many moves below every subtree task (up to 12):
-    /// the next iteration's split predicts from these sizes, and the store records them for
+    /// Workers measure each descendant this many moves below every subtree task, and below
+    /// the board in the last iteration a whole-puzzle task finishes (up to 12): the next
+    /// iteration's split predicts from these sizes, and the store records them for
     /// `tilesolve simulate` (record deeper to replay with more workers than 256 or so).
     #[arg(long, env = "TILESOLVE_RECORD_DEPTH", default_value_t = SchedulerConfig::default().profile_depth, value_parser = clap::value_parser!(u32).range(0..=12))]
     record_depth: u32,
