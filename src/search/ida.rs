@@ -403,8 +403,8 @@ pub fn ida_star<H: Heuristic>(
     ida_star_measuring_last(search, (start, goal), start_bound, limits, 0)
 }
 
-/// How much smaller than it is a budget is taken to be when deciding whether the iteration about
-/// to start may be the last one it lets [`ida_star_measuring_last`] finish: growth from one
+/// The budget is taken to be this many times smaller when [`ida_star_measuring_last`] decides
+/// whether the iteration about to start may be the last one it finishes: growth from one
 /// iteration to the next wanders (hard80: 3-9 times), and a last iteration left unmeasured
 /// leaves the split that follows it nothing to balance by, where measuring one more costs little.
 const LAST_ITERATION_MARGIN: u64 = 2;
