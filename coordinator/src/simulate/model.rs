@@ -84,12 +84,13 @@ fn prelude_parts(record: &TaskRecord) -> Result<Vec<(Vec<u8>, u64)>, String> {
     record
         .parts
         .iter()
-        .map(|(moves, expanded, _)| {
-            path_indices(moves)
-                .map(|path| (path, *expanded))
-                .ok_or_else(|| format!("recorded part '{moves}' is not moves"))
-        })
+        .map(|(moves, expanded, _)| Ok((part_path(moves)?, *expanded)))
         .collect()
+}
+
+/// A recorded part's moves from its task's board, as direction indices.
+fn part_path(moves: &str) -> Result<Vec<u8>, String> {
+    path_indices(moves).ok_or_else(|| format!("recorded part '{moves}' is not moves"))
 }
 
 pub(super) fn path_indices(letters: &str) -> Option<Vec<u8>> {
@@ -458,10 +459,7 @@ impl Iteration {
             let (mut part_nodes, mut part_seconds) = (0, 0.0);
             for (moves, nodes, micros) in &record.parts {
                 let mut full = path.clone();
-                full.extend(
-                    path_indices(moves)
-                        .ok_or_else(|| format!("recorded part '{moves}' is not moves"))?,
-                );
+                full.extend(part_path(moves)?);
                 part_nodes += nodes;
                 part_seconds += *micros as f64 / 1e6;
                 units.push(Unit {
