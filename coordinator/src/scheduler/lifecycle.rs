@@ -548,7 +548,7 @@ impl Puzzles {
         if puzzle.is_some() {
             self.count_ended(puzzle_id.0);
         }
-        let mut ids: Vec<TaskId> = audits.forget(puzzle_id);
+        let mut ids: Vec<TaskId> = audits.forget(parts, puzzle_id);
         ids.extend(puzzle.iter().flat_map(|p| p.outstanding.iter().copied()));
         Puzzles::withdraw(parts, ids);
         puzzle

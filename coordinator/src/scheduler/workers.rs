@@ -75,7 +75,8 @@ struct WorkerInfo {
     /// Audits of its reports that upheld them: until [`PROBATION_AUDITS`], every report is
     /// audited (under `sample`, only the first few: [`Workers::take_probation_draw`]).
     audits_passed: u32,
-    /// Probation audits drawn of its reports under `sample`.
+    /// Probation audits drawn of its reports under `sample` that upheld them or have not
+    /// ended (one that ends without a verdict gives its draw back).
     probation_draws: u32,
     /// Reports with claims it made on probation, drawn or not.
     probation_reports: u32,
@@ -380,6 +381,13 @@ impl Workers {
             info.probation_draws += 1;
         }
         drawn
+    }
+
+    /// An audit drawn for `worker`'s probation ended without a verdict: the draw is its again.
+    pub(super) fn give_back_probation_draw(&mut self, worker: WorkerId) {
+        if let Some(info) = self.workers.get_mut(&worker) {
+            info.probation_draws = info.probation_draws.saturating_sub(1);
+        }
     }
 
     /// An audit upheld a report of `worker`.

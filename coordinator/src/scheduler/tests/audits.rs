@@ -1,6 +1,7 @@
 //! Audits and quarantine: lying workers under `sample` and `full`, lineages, the coordinator's own audits.
 
 use super::*;
+use tilesolve::search::PartSize;
 
 /// How a lying worker answers a task it ran for real: longer paths for whole puzzles, raised
 /// bounds that hide the answers of subtrees, moves off the board now and then; as an auditor
@@ -806,4 +807,87 @@ fn a_worker_on_probation_passes_on_cheap_parts_of_large_reports() {
         without.is_none_or(|reports| reports > PROBATION_ANY_SIZE_AFTER),
         "{without:?}"
     );
+}
+
+/// Under `sample`, a probation audit that ends without a verdict gives its draw back: a part
+/// that said it was cheap and is not spends the coordinator's budget and goes on in its
+/// children, which uphold nothing for probation, and the worker is drawn again. (With the draw
+/// kept, a worker whose one part audit split never passed, and every claim it made was
+/// audited again before an answer rested on it.)
+#[test]
+fn a_probation_audit_that_upholds_nothing_gives_its_draw_back() {
+    use crate::scheduler::config::{COORDINATOR_AUDIT_NODES, PROBATION_SAMPLE_NODES};
+    let data = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig {
+        whole_task_budget: 300_000,
+        spread_task_budget: 300_000,
+        ..SchedulerConfig::default()
+    };
+    let mut scheduler = scheduler_in(data.path(), config);
+    let worker = scheduler.register(1, "fresh", None).unwrap();
+    let (board, _) = examples()[4].clone();
+    let batch = scheduler
+        .submit(&[board], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let coordinator_nodes = |scheduler: &Owned| scheduler.totals().coordinator_audit_nodes;
+    // Whether a misleading report was made, and whether its audit was seen to split.
+    let (mut results, mut misleading, mut split) = (Vec::new(), false, false);
+    while !scheduler.progress(batch).unwrap().done {
+        let carries = misleading && !split;
+        let (tasks, _) = scheduler
+            .poll(worker, 1, std::mem::take(&mut results))
+            .unwrap();
+        let before = coordinator_nodes(&scheduler);
+        scheduler.run_deferred().unwrap();
+        if carries {
+            // Its part's audit spent the coordinator's budget (and its children ran after).
+            let spent = coordinator_nodes(&scheduler) - before;
+            assert!(spent > COORDINATOR_AUDIT_NODES, "{spent}");
+            split = true;
+        }
+        if !scheduler.parts.workers.on_probation(worker) {
+            assert!(split, "no report was misleading: {:?}", scheduler.totals());
+            return;
+        }
+        for task in &tasks {
+            let mut report = truthful(task);
+            report.nodes = report.nodes.max(PROBATION_SAMPLE_NODES + 1);
+            // The first subtree report large enough says its largest move from the board's
+            // subtree took one node: the one cheap part to draw, which is not.
+            let largest = (matches!(report.outcome, TaskOutcome::Exceeded(_)) && !misleading)
+                .then(|| largest_first_move(&report.parts))
+                .flatten()
+                .filter(|&(_, nodes)| nodes > 2 * COORDINATOR_AUDIT_NODES);
+            if let Some((first, _)) = largest {
+                report.parts = vec![PartSize {
+                    moves: vec![first],
+                    expanded: 1,
+                    micros: 1,
+                }];
+                misleading = true;
+            }
+            results.push(report);
+        }
+    }
+    panic!(
+        "the batch ended with its worker on probation (a misleading report: {misleading}): {:?}",
+        scheduler.totals()
+    );
+}
+
+/// The first move of the measured parts `parts` under which they expanded the most, with
+/// those nodes.
+fn largest_first_move(parts: &[PartSize]) -> Option<(Direction, u64)> {
+    let mut under: Vec<(Direction, u64)> = Vec::new();
+    for part in parts {
+        let Some(&first) = part.moves.first() else {
+            continue;
+        };
+        match under.iter_mut().find(|(d, _)| *d == first) {
+            Some((_, nodes)) => *nodes += part.expanded,
+            None => under.push((first, part.expanded)),
+        }
+    }
+    under.into_iter().max_by_key(|&(_, nodes)| nodes)
 }
