@@ -3,7 +3,6 @@
 //! keep the held tasks' leases alive; and leaving, which hands every held task back.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tilesolve::connect::AuthChannel;
@@ -322,22 +321,19 @@ impl Session<'_> {
                 })
                 .await
                 .map_err(ended)?;
-            cancel(&self.held.running, &response.cancelled);
+            self.held.stop_told(&response.cancelled);
             uploader.send(response.send_pdbs);
             // Fewer tasks than asked for: the coordinator keeps what is queued for idle threads
             // elsewhere, or has nothing.
             let refused = response.tasks.len() < free as usize;
             let holding = held + response.tasks.len();
             for task in response.tasks {
-                self.held
-                    .running
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(task.task_id, Arc::default());
+                self.held.hold_leased(task.task_id);
                 if self.held.jobs.push(task, Instant::now()).is_err() {
                     return Err(SessionEnd::Refused("worker threads have stopped".into()));
                 }
             }
+            self.held.forget_stops_before_held();
             // After the new tasks are held: one of them may be asked back already.
             hand_back(self.held, &response.hand_back);
             if refused && holding >= self.threads {
@@ -370,7 +366,7 @@ async fn heartbeats(
     uploader: Uploader,
 ) -> SessionEnd {
     let act = |told: pb::HeartbeatResponse| {
-        cancel(&held.running, &told.cancelled);
+        held.stop_told(&told.cancelled);
         hand_back(&held, &told.hand_back);
         uploader.send(told.send_pdbs);
     };

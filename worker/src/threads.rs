@@ -1,7 +1,7 @@
 //! The search threads: each runs one task at a time on the kernel, with the solver for its goal
 //! and heuristic (built once per worker) and its cancel flag.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -172,8 +172,55 @@ pub(crate) fn hand_back(held: &Held, ids: &[u64]) {
 #[derive(Clone)]
 pub(crate) struct Held {
     pub(crate) running: Running,
+    /// Tasks the coordinator told this worker to stop before it held them. A stop told
+    /// unasked can overtake the poll answer that leased its task: both come on the session's
+    /// stream in order, but the answer goes to the polling task and the stop to the
+    /// heartbeats' one, which may act first. Lost, the stop left the task to run whole (on
+    /// hard80 through fifteen dilated workers, a puzzle's 0.1-0.7 M-node tasks of the bound its
+    /// answer had already ended, for up to 0.6 s at the batch's end).
+    pub(crate) stopped_before_held: Arc<Mutex<HashSet<u64>>>,
     pub(crate) jobs: Arc<Jobs>,
     pub(crate) results: Arc<Finished>,
+}
+
+impl Held {
+    /// Stops the tasks `ids` the coordinator told this worker to stop: a held one at once, one
+    /// not held yet as soon as it is ([`Held::hold_leased`]).
+    pub(crate) fn stop_told(&self, ids: &[u64]) {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        for id in ids {
+            match running.get(id) {
+                Some(flags) => flags.cancel.store(true, Ordering::Relaxed),
+                None => {
+                    let mut early =
+                        (self.stopped_before_held.lock()).unwrap_or_else(|p| p.into_inner());
+                    early.insert(*id);
+                }
+            }
+        }
+    }
+
+    /// Holds the task `id` a poll answer leased, stopped already if the coordinator said so
+    /// before the answer was taken.
+    pub(crate) fn hold_leased(&self, id: u64) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let flags = TaskFlags::default();
+        let mut early = (self.stopped_before_held.lock()).unwrap_or_else(|p| p.into_inner());
+        if early.remove(&id) {
+            flags.cancel.store(true, Ordering::Relaxed);
+        }
+        running.insert(id, Arc::new(flags));
+    }
+
+    /// After a poll answer's tasks are held: a stop told before them that is still not held
+    /// was for a task that had ended (a stop comes after the answer that leased its task, and
+    /// a worker has one poll outstanding at a time).
+    pub(crate) fn forget_stops_before_held(&self) {
+        let _running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        (self.stopped_before_held.lock())
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
 }
 
 /// A weighted task's search, as the coordinator asked for it.
@@ -369,6 +416,7 @@ mod tests {
     fn a_waiting_task_is_returned_at_once_and_a_running_one_flagged() {
         let held = Held {
             running: Arc::default(),
+            stopped_before_held: Arc::default(),
             jobs: Arc::default(),
             results: Arc::default(),
         };
@@ -397,5 +445,33 @@ mod tests {
         assert!(!running[&1].cancel.load(Ordering::Relaxed));
         drop(running);
         assert!(!held.jobs.take_back(2), "no longer queued");
+    }
+
+    /// A stop told before the poll answer that leased its task was taken stops the task as
+    /// it is held; one for a task that had ended is forgotten with the answer.
+    #[test]
+    fn a_stop_told_before_its_task_is_held_stops_it_when_held() {
+        let held = Held {
+            running: Arc::default(),
+            stopped_before_held: Arc::default(),
+            jobs: Arc::default(),
+            results: Arc::default(),
+        };
+        held.hold_leased(1);
+        held.stop_told(&[1, 2, 3]);
+        held.hold_leased(2);
+        let stopped = |id| {
+            held.running.lock().unwrap()[&id]
+                .cancel
+                .load(Ordering::Relaxed)
+        };
+        assert!(stopped(1));
+        assert!(stopped(2), "the stop that came first is kept for its task");
+        held.forget_stops_before_held();
+        held.hold_leased(3);
+        assert!(
+            !stopped(3),
+            "a stop is forgotten once its poll answer was taken"
+        );
     }
 }
