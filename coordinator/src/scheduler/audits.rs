@@ -53,7 +53,7 @@ use super::config::{
     PROBATION_SAMPLE_NODES,
 };
 use super::deferred::{Deferred, FinishedAudit, PendingAudit, UnauditedClaim};
-use super::handed_back::searched_subtrees;
+use super::handed_back::{self, searched_subtrees};
 use super::judge::path_lengths;
 use super::tasks::{Audit, TaskEntry};
 use super::types::{
@@ -417,9 +417,16 @@ impl Audits {
             probation = claim.audit.probation,
             "audit queued"
         );
+        // Measured in parts, as subtree tasks are, so that it can be asked back while threads
+        // idle (`hand_backs`).
+        let profile_depth = parts.config.profile_depth;
         parts.tasks.add_audit(
             (puzzle, parts.batches.lane(puzzle.0)),
-            TaskSpec { id, ..claim.spec },
+            TaskSpec {
+                id,
+                profile_depth,
+                ..claim.spec
+            },
             claim.audit,
             claim.nodes,
         );
@@ -535,7 +542,8 @@ impl Audits {
         match outcome {
             TaskOutcome::Exceeded(next) if next > spec.bound => self.upheld(parts, id),
             TaskOutcome::Split { children, .. } => {
-                self.children(parts, puzzle, spec, claim.audit, &children);
+                let below = children.into_iter().map(|child| vec![child]);
+                self.below(parts, puzzle, spec, claim.audit, below);
             }
             outcome => {
                 // The coordinator's own search cannot fail but by a fault: a worker that may
@@ -603,9 +611,27 @@ impl Audits {
             // bound and claim, and the answer waits for them all. (Taking a spent budget as
             // "nothing found" let a lie stand whose audit was larger than the task it checked.)
             TaskOutcome::Split { children, .. } => {
-                self.children(parts, puzzle, spec, audit, children);
+                let below = children.iter().map(|&child| vec![child]);
+                self.below(parts, puzzle, spec, audit, below);
                 None
             }
+            // Asked back while threads idled (a batch's last audit, say, on one thread): it
+            // searched the rest of its subtree and found nothing, and the descendants it hands
+            // back are audited in its place, under the same bound and claim.
+            TaskOutcome::HandedBack {
+                searched_min_f,
+                paths,
+            } => match handed_back::fault(spec, paths) {
+                _ if *searched_min_f <= spec.bound => Some(format!(
+                    "an audit handed back after meeting f {searched_min_f} at bound {}",
+                    spec.bound
+                )),
+                Some(reason) => Some(reason),
+                None => {
+                    self.below(parts, puzzle, spec, audit, paths.iter().cloned());
+                    None
+                }
+            },
             // Failed for good on workers: the coordinator runs it (unless its puzzle is gone).
             _ if !self.waiting.contains_key(&puzzle) => None,
             _ => {
@@ -632,30 +658,32 @@ impl Audits {
         self.resolved(parts, puzzle, task).into_iter().collect()
     }
 
-    /// Audits each of `children` (moves from `spec`'s board within its bound) in place of the
-    /// audit `spec` that spent its budget. They count for no probation: several audits of
-    /// one claim are one verdict, and the spent audit gives its draw back when it is resolved.
-    fn children(
+    /// Audits the subtree below each of `descendants` (moves from `spec`'s board, within its
+    /// bound) in place of the audit `spec`, which spent its budget or was asked back. They
+    /// count for no probation: several audits of one claim are one verdict, and the audit they
+    /// replace gives its draw back when it is resolved.
+    fn below(
         &mut self,
         parts: &mut Parts,
         puzzle: PuzzleId,
         spec: &TaskSpec,
         audit: Audit,
-        children: &[Direction],
+        descendants: impl Iterator<Item = Vec<Direction>>,
     ) {
         // A puzzle that ended or started again waits for nothing.
         if !self.waiting.contains_key(&puzzle) {
             return;
         }
-        for &direction in children {
-            let Some((board, _)) = spec.board.apply(direction) else {
+        for moves in descendants {
+            let Some(board) = moves
+                .iter()
+                .try_fold(spec.board, |board, &d| board.apply(d).map(|(next, _)| next))
+            else {
                 continue;
             };
-            let mut path = spec.path.clone();
-            path.push(direction);
             let spec = TaskSpec {
                 board,
-                path,
+                path: [spec.path.as_slice(), &moves].concat(),
                 ..spec.clone()
             };
             self.route(

@@ -1,9 +1,11 @@
-//! Work asked back: while worker threads idle and find nothing to take, the subtree tasks that
-//! have run longest are asked to hand back what they have not searched
-//! (`TaskOutcome::HandedBack`), so that a split iteration's last long subtrees are shared out
-//! rather than left to the one thread each that holds them while the rest wait (the idle tail
-//! of an iteration). The worker searches the subtree in measured parts and stops between them,
-//! giving up at most the part it was in; what it searched stays searched.
+//! Work asked back: while worker threads idle and find nothing to take, the subtree tasks and
+//! audits that have run longest are asked to hand back what they have not searched
+//! (`TaskOutcome::HandedBack`), so that a split iteration's last long subtrees, or the audit
+//! an answer waits for, are shared out rather than left to the one thread each that holds them
+//! while the rest wait (the idle tail of an iteration, or of a batch). The worker searches the
+//! subtree in measured parts and stops between them, giving up at most the part it was in;
+//! what it searched stays searched. Tasks and audits waiting unstarted on a busy worker are
+//! returned first.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -100,7 +102,7 @@ impl HandBacks {
                 if lease.hands_back && old_enough {
                     running.push((lease.worker, lease.task));
                 }
-            } else if !lease.audit {
+            } else {
                 waiting.push((lease.worker, lease.task));
             }
         }

@@ -486,8 +486,7 @@ impl Tasks {
                 task,
                 worker: lease.worker,
                 since: lease.since,
-                hands_back: in_parts && entry.audit.is_none(),
-                audit: entry.audit.is_some(),
+                hands_back: in_parts,
             })
         })
     }

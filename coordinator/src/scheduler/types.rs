@@ -275,7 +275,7 @@ pub(super) struct HeldTask {
     pub(super) worker: WorkerId,
     /// When it went out.
     pub(super) since: Instant,
-    /// It can hand back what it has not searched: a subtree task searched in measured parts.
+    /// It can hand back what it has not searched: a subtree task or an audit searched in
+    /// measured parts.
     pub(super) hands_back: bool,
-    pub(super) audit: bool,
 }

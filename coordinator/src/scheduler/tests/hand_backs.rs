@@ -72,8 +72,11 @@ fn a_held_task_is_asked_back_while_a_thread_idles_and_the_answer_stays_optimal()
             held = tasks.into_iter().next();
             told = holder_told;
         }
-        // A whole task or an audit cannot be handed back: the holder runs it at once.
-        if let Some(task) = held.take_if(|t| t.iterate || t.profile_depth == 0) {
+        // A whole task cannot be handed back, and an audit here could run only on the holder
+        // (the runner's): the holder runs them at once.
+        let audit =
+            |t: &TaskSpec| (scheduler.parts.tasks.get(t.id)).is_some_and(|e| e.audit.is_some());
+        if let Some(task) = held.take_if(|t| t.iterate || t.profile_depth == 0 || audit(t)) {
             holder_results.push(truthful(&task));
             continue;
         }
@@ -100,6 +103,87 @@ fn a_held_task_is_asked_back_while_a_thread_idles_and_the_answer_stays_optimal()
     }
     assert!(scheduler.progress(batch).unwrap().done);
     assert!(asked > 0, "no task was asked back");
+    assert_eq!(first_answer_length(&scheduler, batch), optimal);
+}
+
+/// An audit one worker runs while the other's thread idles with nothing queued (a batch's
+/// last audit, say) is asked back as a subtree task is: what it did not search is audited in
+/// its place, under the same bound and claim, and the answer waits for that and stays
+/// optimal.
+#[test]
+fn an_audit_is_asked_back_while_a_thread_idles_and_the_rest_audited_in_its_place() {
+    let data = tempfile::tempdir().unwrap();
+    let config = SchedulerConfig {
+        audit_fraction: 1.0,
+        hand_back_after: Duration::ZERO,
+        whole_task_budget: 2_000,
+        spread_task_budget: 2_000,
+        ..SchedulerConfig::default()
+    };
+    let mut scheduler = scheduler_in(data.path(), config);
+    // Under `sample` only a worker past its probation audits another's report: both pass
+    // theirs on a warm-up batch, each running what the other may not.
+    let holder = trusted_worker(&mut scheduler, "holder", None);
+    let runner = scheduler.register(1, "runner", None).unwrap();
+    let warm_up = scheduler
+        .submit(&distinct_eight_puzzles(40, 8), "linear-conflict", "")
+        .unwrap()
+        .batch;
+    work_beside(&mut scheduler, runner, warm_up, |scheduler: &mut Owned| {
+        let (tasks, _) = scheduler.poll(holder, 1, Vec::new()).unwrap();
+        let results = tasks.iter().map(truthful).collect();
+        scheduler.poll(holder, 0, results).unwrap();
+        false
+    });
+    assert!(!scheduler.parts.workers.on_probation(runner));
+    let (board, optimal) = examples()[5].clone();
+    let batch = scheduler
+        .submit(&[board], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    let is_audit = |scheduler: &Owned, task: &TaskSpec| {
+        (scheduler.parts.tasks.get(task.id)).is_some_and(|entry| entry.audit.is_some())
+    };
+    let (mut held, mut holder_results): (Option<TaskSpec>, Vec<TaskReport>) = (None, Vec::new());
+    let (mut runner_results, mut asked) = (Vec::new(), 0);
+    for _ in 0..100_000 {
+        if scheduler.progress(batch).unwrap().done {
+            break;
+        }
+        if held.is_none() {
+            let (tasks, _) = scheduler
+                .poll(holder, 1, std::mem::take(&mut holder_results))
+                .unwrap();
+            scheduler.run_deferred().unwrap();
+            for task in tasks {
+                // It holds the first audit it gets without reporting it until asked back.
+                if asked == 0 && held.is_none() && is_audit(&scheduler, &task) {
+                    held = Some(task);
+                } else {
+                    holder_results.push(truthful(&task));
+                }
+            }
+        }
+        let (tasks, _) = scheduler
+            .poll(runner, 1, std::mem::take(&mut runner_results))
+            .unwrap();
+        scheduler.run_deferred().unwrap();
+        runner_results.extend(tasks.iter().map(truthful));
+        let Some(task) = &held else { continue };
+        let told = scheduler.heartbeat(holder, &[task.id]).unwrap();
+        if told.cancelled.contains(&task.id) {
+            held = None;
+        } else if told.hand_back.contains(&task.id) {
+            asked += 1;
+            holder_results.push(handed_back(task));
+            held = None;
+        }
+    }
+    assert!(scheduler.progress(batch).unwrap().done);
+    assert_eq!(asked, 1, "the held audit was not asked back");
+    let totals = scheduler.totals();
+    assert_eq!(totals.tasks_handed_back, 1, "{totals:?}");
+    assert_eq!(totals.audits_disproved, 0, "{totals:?}");
     assert_eq!(first_answer_length(&scheduler, batch), optimal);
 }
 
