@@ -8,7 +8,8 @@
 //! the claim, as an honest auditor would unless the audited worker lied too) or send moves that
 //! do not replay, which count against it. An audit that spends its node budget has learned
 //! nothing: like a subtree task, it goes on as one audit per child, and the answer waits for
-//! them all.
+//! them all. One asked back while threads idle goes on as one audit per descendant it did not
+//! search.
 //!
 //! Every report of a new worker is audited until [`PROBATION_AUDITS`] were upheld (under
 //! `sample`, only its first [`PROBATION_AUDITS`] cheap ones, a cheap measured part standing for

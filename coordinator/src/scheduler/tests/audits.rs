@@ -764,18 +764,7 @@ fn a_worker_on_probation_passes_on_cheap_parts_of_large_reports() {
     // with the parts it measured or without them; each says it is too large to be drawn.
     let passed_after = |keep_parts: bool| -> Option<u32> {
         let data = tempfile::tempdir().unwrap();
-        let config = SchedulerConfig {
-            whole_task_budget: 300_000,
-            spread_task_budget: 300_000,
-            ..SchedulerConfig::default()
-        };
-        let mut scheduler = scheduler_in(data.path(), config);
-        let worker = scheduler.register(1, "fresh", None).unwrap();
-        let (board, _) = examples()[5].clone();
-        let batch = scheduler
-            .submit(&[board], "linear-conflict", "")
-            .unwrap()
-            .batch;
+        let (mut scheduler, worker, batch) = fresh_worker_on_example(data.path(), 5);
         let (mut results, mut reports) = (Vec::new(), 0);
         while !scheduler.progress(batch).unwrap().done {
             let (tasks, _) = scheduler
@@ -818,18 +807,7 @@ fn a_worker_on_probation_passes_on_cheap_parts_of_large_reports() {
 fn a_probation_audit_that_upholds_nothing_gives_its_draw_back() {
     use crate::scheduler::config::{COORDINATOR_AUDIT_NODES, PROBATION_SAMPLE_NODES};
     let data = tempfile::tempdir().unwrap();
-    let config = SchedulerConfig {
-        whole_task_budget: 300_000,
-        spread_task_budget: 300_000,
-        ..SchedulerConfig::default()
-    };
-    let mut scheduler = scheduler_in(data.path(), config);
-    let worker = scheduler.register(1, "fresh", None).unwrap();
-    let (board, _) = examples()[4].clone();
-    let batch = scheduler
-        .submit(&[board], "linear-conflict", "")
-        .unwrap()
-        .batch;
+    let (mut scheduler, worker, batch) = fresh_worker_on_example(data.path(), 4);
     let coordinator_nodes = |scheduler: &Owned| scheduler.totals().coordinator_audit_nodes;
     // Whether a misleading report was made, and whether its audit was seen to split.
     let (mut results, mut misleading, mut split) = (Vec::new(), false, false);
@@ -874,6 +852,24 @@ fn a_probation_audit_that_upholds_nothing_gives_its_draw_back() {
         "the batch ended with its worker on probation (a misleading report: {misleading}): {:?}",
         scheduler.totals()
     );
+}
+
+/// A scheduler in `dir` whose whole tasks run up to 300,000 nodes, one fresh one-thread
+/// worker, and a batch of the `example`th 15-puzzle alone.
+fn fresh_worker_on_example(dir: &std::path::Path, example: usize) -> (Owned, WorkerId, u64) {
+    let config = SchedulerConfig {
+        whole_task_budget: 300_000,
+        spread_task_budget: 300_000,
+        ..SchedulerConfig::default()
+    };
+    let mut scheduler = scheduler_in(dir, config);
+    let worker = scheduler.register(1, "fresh", None).unwrap();
+    let (board, _) = examples()[example].clone();
+    let batch = scheduler
+        .submit(&[board], "linear-conflict", "")
+        .unwrap()
+        .batch;
+    (scheduler, worker, batch)
 }
 
 /// The first move of the measured parts `parts` under which they expanded the most, with

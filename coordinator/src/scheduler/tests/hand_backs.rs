@@ -58,49 +58,14 @@ fn a_held_task_is_asked_back_while_a_thread_idles_and_the_answer_stays_optimal()
     );
     let holder = scheduler.register(1, "holder", None).unwrap();
     let runner = scheduler.register(1, "runner", None).unwrap();
-    let (mut held, mut holder_results): (Option<TaskSpec>, Vec<TaskReport>) = (None, Vec::new());
-    let (mut runner_results, mut asked, mut told) = (Vec::new(), 0, Told::default());
-    for _ in 0..100_000 {
-        if scheduler.progress(batch).unwrap().done {
-            break;
-        }
-        if held.is_none() {
-            let (tasks, holder_told) = scheduler
-                .poll(holder, 1, std::mem::take(&mut holder_results))
-                .unwrap();
-            scheduler.run_deferred().unwrap();
-            held = tasks.into_iter().next();
-            told = holder_told;
-        }
-        // A whole task cannot be handed back, and an audit here could run only on the holder
-        // (the runner's): the holder runs them at once.
-        let audit =
-            |t: &TaskSpec| (scheduler.parts.tasks.get(t.id)).is_some_and(|e| e.audit.is_some());
-        if let Some(task) = held.take_if(|t| t.iterate || t.profile_depth == 0 || audit(t)) {
-            holder_results.push(truthful(&task));
-            continue;
-        }
-        let (tasks, _) = scheduler
-            .poll(runner, 1, std::mem::take(&mut runner_results))
-            .unwrap();
-        scheduler.run_deferred().unwrap();
-        runner_results.extend(tasks.iter().map(truthful));
-        let Some(task) = &held else { continue };
-        told.extend(scheduler.heartbeat(holder, &[task.id]).unwrap());
-        if told.cancelled.contains(&task.id) {
-            // Its puzzle ended.
-            held = None;
-        } else if told.hand_back.contains(&task.id) {
-            asked += 1;
-            holder_results.push(handed_back(task));
-            held = None;
-        } else {
-            assert!(
-                !tasks.is_empty(),
-                "the runner found nothing to do, and the held task was not asked back"
-            );
-        }
-    }
+    // A whole task cannot be handed back, and an audit here could run only on the holder
+    // (the runner's): the holder runs them at once.
+    let asked = hold_until_asked(
+        &mut scheduler,
+        batch,
+        (holder, runner),
+        |scheduler, task, _| !task.iterate && task.profile_depth > 0 && !is_audit(scheduler, task),
+    );
     assert!(scheduler.progress(batch).unwrap().done);
     assert!(asked > 0, "no task was asked back");
     assert_eq!(first_answer_length(&scheduler, batch), optimal);
@@ -141,9 +106,37 @@ fn an_audit_is_asked_back_while_a_thread_idles_and_the_rest_audited_in_its_place
         .submit(&[board], "linear-conflict", "")
         .unwrap()
         .batch;
-    let is_audit = |scheduler: &Owned, task: &TaskSpec| {
-        (scheduler.parts.tasks.get(task.id)).is_some_and(|entry| entry.audit.is_some())
-    };
+    // It holds the first audit it gets.
+    let asked = hold_until_asked(
+        &mut scheduler,
+        batch,
+        (holder, runner),
+        |scheduler, task, asked| asked == 0 && is_audit(scheduler, task),
+    );
+    assert!(scheduler.progress(batch).unwrap().done);
+    assert_eq!(asked, 1, "the held audit was not asked back");
+    let totals = scheduler.totals();
+    assert_eq!(totals.tasks_handed_back, 1, "{totals:?}");
+    assert_eq!(totals.audits_disproved, 0, "{totals:?}");
+    assert_eq!(first_answer_length(&scheduler, batch), optimal);
+}
+
+/// Whether `task` is an audit.
+fn is_audit(scheduler: &Owned, task: &TaskSpec) -> bool {
+    (scheduler.parts.tasks.get(task.id)).is_some_and(|entry| entry.audit.is_some())
+}
+
+/// Runs `batch` on two one-thread workers until it is done: `runner` runs everything
+/// truthfully; `holder` holds a task that `holds` picks (given how many were asked back so
+/// far) without reporting it until it is asked to hand it back, at a heartbeat after each of
+/// the runner's polls, and runs the rest truthfully. Whenever the runner finds nothing to do,
+/// the held task must be asked back. Returns how many were.
+fn hold_until_asked(
+    scheduler: &mut Owned,
+    batch: u64,
+    (holder, runner): (WorkerId, WorkerId),
+    mut holds: impl FnMut(&Owned, &TaskSpec, u32) -> bool,
+) -> u32 {
     let (mut held, mut holder_results): (Option<TaskSpec>, Vec<TaskReport>) = (None, Vec::new());
     let (mut runner_results, mut asked) = (Vec::new(), 0);
     for _ in 0..100_000 {
@@ -156,8 +149,7 @@ fn an_audit_is_asked_back_while_a_thread_idles_and_the_rest_audited_in_its_place
                 .unwrap();
             scheduler.run_deferred().unwrap();
             for task in tasks {
-                // It holds the first audit it gets without reporting it until asked back.
-                if asked == 0 && held.is_none() && is_audit(&scheduler, &task) {
+                if held.is_none() && holds(scheduler, &task, asked) {
                     held = Some(task);
                 } else {
                     holder_results.push(truthful(&task));
@@ -172,19 +164,20 @@ fn an_audit_is_asked_back_while_a_thread_idles_and_the_rest_audited_in_its_place
         let Some(task) = &held else { continue };
         let told = scheduler.heartbeat(holder, &[task.id]).unwrap();
         if told.cancelled.contains(&task.id) {
+            // Its puzzle ended.
             held = None;
         } else if told.hand_back.contains(&task.id) {
             asked += 1;
             holder_results.push(handed_back(task));
             held = None;
+        } else {
+            assert!(
+                !tasks.is_empty(),
+                "the runner found nothing to do, and the held task was not asked back"
+            );
         }
     }
-    assert!(scheduler.progress(batch).unwrap().done);
-    assert_eq!(asked, 1, "the held audit was not asked back");
-    let totals = scheduler.totals();
-    assert_eq!(totals.tasks_handed_back, 1, "{totals:?}");
-    assert_eq!(totals.audits_disproved, 0, "{totals:?}");
-    assert_eq!(first_answer_length(&scheduler, batch), optimal);
+    asked
 }
 
 /// A task the kernel handed back, for judging reports against.
