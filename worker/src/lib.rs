@@ -71,7 +71,7 @@ pub async fn run(
     let results = Arc::new(Finished::default());
     let held = Held {
         running: running.clone(),
-        stopped_before_held: Arc::default(),
+        told_before_held: Arc::default(),
         jobs: jobs.clone(),
         results: results.clone(),
     };

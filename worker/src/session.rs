@@ -13,7 +13,7 @@ use tilesolve::worker_session::WorkerSession;
 
 use crate::finished::Finished;
 use crate::tables::held_pdbs;
-use crate::threads::{cancel, default_heuristics, hand_back, held_tasks, Held, Running};
+use crate::threads::{cancel, default_heuristics, held_tasks, Held, Running};
 use crate::upload::Uploader;
 use crate::{WorkerConfig, WorkersClient};
 
@@ -333,9 +333,8 @@ impl Session<'_> {
                     return Err(SessionEnd::Refused("worker threads have stopped".into()));
                 }
             }
-            self.held.forget_stops_before_held();
             // After the new tasks are held: one of them may be asked back already.
-            hand_back(self.held, &response.hand_back);
+            self.held.answer_held(&response.hand_back);
             if refused && holding >= self.threads {
                 // A prefetch refused, every thread busy: asking again before a task ends only
                 // costs both sides a call. Fifteen workers asking every 50 ms made 2.8 polls a
@@ -367,7 +366,7 @@ async fn heartbeats(
 ) -> SessionEnd {
     let act = |told: pb::HeartbeatResponse| {
         held.stop_told(&told.cancelled);
-        hand_back(&held, &told.hand_back);
+        held.hand_back_told(&told.hand_back);
         uploader.send(told.send_pdbs);
     };
     // The registration counts as the first beat.

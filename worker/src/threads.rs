@@ -139,48 +139,29 @@ pub(crate) fn cancel(running: &Running, ids: &[u64]) {
     }
 }
 
-/// Hands back the held tasks `ids` the coordinator asks for: one no thread has started is taken
-/// off the queue and returned at once, unsearched; a running one is asked to hand back what it
-/// has not searched (a task that has ended, or cannot hand back, runs on as it would).
-pub(crate) fn hand_back(held: &Held, ids: &[u64]) {
-    for &id in ids {
-        if held.jobs.take_back(id) {
-            let holding = {
-                let mut running = held.running.lock().unwrap_or_else(|p| p.into_inner());
-                running.remove(&id);
-                running.len()
-            };
-            let returned = pb::TaskResult {
-                task_id: id,
-                outcome: Some(pb::task_result::Outcome::Returned(true)),
-                ..pb::TaskResult::default()
-            };
-            held.results.put(returned, holding);
-        } else if let Some(flags) = held
-            .running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&id)
-        {
-            flags.hand_back.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
 /// What a worker holds: its tasks with their flags, the queue of those no thread has started,
 /// and the results on their way to the coordinator.
 #[derive(Clone)]
 pub(crate) struct Held {
     pub(crate) running: Running,
-    /// Tasks the coordinator told this worker to stop before it held them. A stop told
+    /// What the coordinator told this worker of tasks it did not hold yet. What is told
     /// unasked can overtake the poll answer that leased its task: both come on the session's
-    /// stream in order, but the answer goes to the polling task and the stop to the
-    /// heartbeats' one, which may act first. Lost, the stop left the task to run whole (on
+    /// stream in order, but the answer goes to the polling task and what is told to the
+    /// heartbeats' one, which may act first. Lost, a stop left the task to run whole (on
     /// hard80 through fifteen dilated workers, a puzzle's 0.1-0.7 M-node tasks of the bound its
-    /// answer had already ended, for up to 0.6 s at the batch's end).
-    pub(crate) stopped_before_held: Arc<Mutex<HashSet<u64>>>,
+    /// answer had already ended, for up to 0.6 s at the batch's end), and a prefetch asked back
+    /// (the newest waiting task is asked first) stayed queued behind a running task while the
+    /// thread it was asked back for idled, the coordinator counting it as asked.
+    pub(crate) told_before_held: Arc<Mutex<ToldBeforeHeld>>,
     pub(crate) jobs: Arc<Jobs>,
     pub(crate) results: Arc<Finished>,
+}
+
+/// Tasks told to stop, and tasks asked back, before this worker held them.
+#[derive(Default)]
+pub(crate) struct ToldBeforeHeld {
+    stop: HashSet<u64>,
+    hand_back: HashSet<u64>,
 }
 
 impl Held {
@@ -193,10 +174,21 @@ impl Held {
                 Some(flags) => flags.cancel.store(true, Ordering::Relaxed),
                 None => {
                     let mut early =
-                        (self.stopped_before_held.lock()).unwrap_or_else(|p| p.into_inner());
-                    early.insert(*id);
+                        (self.told_before_held.lock()).unwrap_or_else(|p| p.into_inner());
+                    early.stop.insert(*id);
                 }
             }
+        }
+    }
+
+    /// Hands back the tasks `ids` the coordinator asked back unasked ([`Held::hand_back`]); one
+    /// not held yet is handed back once its poll answer's tasks are held
+    /// ([`Held::answer_held`]).
+    pub(crate) fn hand_back_told(&self, ids: &[u64]) {
+        let not_held = self.hand_back(ids);
+        if !not_held.is_empty() {
+            let mut early = (self.told_before_held.lock()).unwrap_or_else(|p| p.into_inner());
+            early.hand_back.extend(not_held);
         }
     }
 
@@ -205,21 +197,62 @@ impl Held {
     pub(crate) fn hold_leased(&self, id: u64) {
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         let flags = TaskFlags::default();
-        let mut early = (self.stopped_before_held.lock()).unwrap_or_else(|p| p.into_inner());
-        if early.remove(&id) {
+        let mut early = (self.told_before_held.lock()).unwrap_or_else(|p| p.into_inner());
+        if early.stop.remove(&id) {
+            early.hand_back.remove(&id);
             flags.cancel.store(true, Ordering::Relaxed);
         }
         running.insert(id, Arc::new(flags));
     }
 
-    /// After a poll answer's tasks are held: a stop told before them that is still not held
-    /// was for a task that had ended (a stop comes after the answer that leased its task, and
-    /// a worker has one poll outstanding at a time).
-    pub(crate) fn forget_stops_before_held(&self) {
-        let _running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        (self.stopped_before_held.lock())
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+    /// After a poll answer's tasks are held and queued: hands back those the coordinator
+    /// asked back, in the answer (`asked_back`) or before it was taken. What was told before
+    /// and is still not held was for a task that had ended (what is told comes after the
+    /// answer that leased its task, and a worker has one poll outstanding at a time), and is
+    /// forgotten.
+    pub(crate) fn answer_held(&self, asked_back: &[u64]) {
+        let early = {
+            let _running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            let mut early = (self.told_before_held.lock()).unwrap_or_else(|p| p.into_inner());
+            early.stop.clear();
+            std::mem::take(&mut early.hand_back)
+        };
+        self.hand_back(asked_back);
+        self.hand_back(&early.into_iter().collect::<Vec<_>>());
+    }
+
+    /// Hands back the held tasks `ids`: one no thread has started is taken off the queue and
+    /// returned at once, unsearched; a running one is asked to hand back what it has not
+    /// searched (a task that cannot hand back runs on as it would). Returns the ids this
+    /// worker does not hold.
+    fn hand_back(&self, ids: &[u64]) -> Vec<u64> {
+        let mut not_held = Vec::new();
+        for &id in ids {
+            if self.jobs.take_back(id) {
+                let holding = {
+                    let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+                    running.remove(&id);
+                    running.len()
+                };
+                let returned = pb::TaskResult {
+                    task_id: id,
+                    outcome: Some(pb::task_result::Outcome::Returned(true)),
+                    ..pb::TaskResult::default()
+                };
+                self.results.put(returned, holding);
+            } else {
+                match self
+                    .running
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&id)
+                {
+                    Some(flags) => flags.hand_back.store(true, Ordering::Relaxed),
+                    None => not_held.push(id),
+                }
+            }
+        }
+        not_held
     }
 }
 
@@ -414,12 +447,7 @@ mod tests {
     /// returned; a running one is only flagged, to stop between its parts.
     #[test]
     fn a_waiting_task_is_returned_at_once_and_a_running_one_flagged() {
-        let held = Held {
-            running: Arc::default(),
-            stopped_before_held: Arc::default(),
-            jobs: Arc::default(),
-            results: Arc::default(),
-        };
+        let held = fresh_held();
         for id in [1, 2] {
             let task = pb::Task {
                 task_id: id,
@@ -430,7 +458,7 @@ mod tests {
         }
         let (running, _) = held.jobs.take().unwrap();
         assert_eq!(running.task_id, 1);
-        hand_back(&held, &[1, 2, 3]);
+        held.hand_back_told(&[1, 2, 3]);
         let mut results = Vec::new();
         held.results.take_into(&mut results);
         assert_eq!(results.len(), 1);
@@ -451,12 +479,7 @@ mod tests {
     /// it is held; one for a task that had ended is forgotten with the answer.
     #[test]
     fn a_stop_told_before_its_task_is_held_stops_it_when_held() {
-        let held = Held {
-            running: Arc::default(),
-            stopped_before_held: Arc::default(),
-            jobs: Arc::default(),
-            results: Arc::default(),
-        };
+        let held = fresh_held();
         held.hold_leased(1);
         held.stop_told(&[1, 2, 3]);
         held.hold_leased(2);
@@ -467,11 +490,64 @@ mod tests {
         };
         assert!(stopped(1));
         assert!(stopped(2), "the stop that came first is kept for its task");
-        held.forget_stops_before_held();
+        held.answer_held(&[]);
         held.hold_leased(3);
         assert!(
             !stopped(3),
             "a stop is forgotten once its poll answer was taken"
         );
+    }
+
+    /// A prefetched task asked back before the poll answer that leased it was taken goes
+    /// back, unstarted, once that answer's tasks are queued; a hand-back told of a task that
+    /// had ended is forgotten with the answer.
+    #[test]
+    fn a_task_asked_back_before_it_is_held_goes_back_when_held() {
+        let held = fresh_held();
+        held.hand_back_told(&[1, 2]);
+        for id in [1, 3] {
+            held.hold_leased(id);
+            let task = pb::Task {
+                task_id: id,
+                ..pb::Task::default()
+            };
+            held.jobs.push(task, Instant::now()).unwrap();
+        }
+        held.answer_held(&[3]);
+        let mut results = Vec::new();
+        held.results.take_into(&mut results);
+        let mut returned: Vec<u64> = results.iter().map(|result| result.task_id).collect();
+        returned.sort_unstable();
+        assert_eq!(returned, [1, 3], "both asked back, the early one included");
+        assert!(results
+            .iter()
+            .all(|result| result.outcome == Some(pb::task_result::Outcome::Returned(true))));
+        assert!(held.running.lock().unwrap().is_empty());
+        held.hold_leased(2);
+        held.jobs
+            .push(
+                pb::Task {
+                    task_id: 2,
+                    ..pb::Task::default()
+                },
+                Instant::now(),
+            )
+            .unwrap();
+        held.answer_held(&[]);
+        held.results.take_into(&mut results);
+        assert_eq!(
+            results.len(),
+            2,
+            "asked back before an earlier answer, 2 is kept"
+        );
+    }
+
+    fn fresh_held() -> Held {
+        Held {
+            running: Arc::default(),
+            told_before_held: Arc::default(),
+            jobs: Arc::default(),
+            results: Arc::default(),
+        }
     }
 }
